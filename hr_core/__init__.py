@@ -1,0 +1,25 @@
+"""hr_core: the pure library of hr (no Prefect, no network at import time)."""
+
+from hr_core.errors import HrError, ReferenceDataError, ScorerError, SpecError
+from hr_core.failures import FAILURE_KINDS, FailureKind
+from hr_core.results import ArmResult, ScoreResult, Usage
+from hr_core.scorers import Scorer, hr_scorer, hr_scorer_exact, settle_score
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "FAILURE_KINDS",
+    "ArmResult",
+    "FailureKind",
+    "HrError",
+    "ReferenceDataError",
+    "ScoreResult",
+    "Scorer",
+    "ScorerError",
+    "SpecError",
+    "Usage",
+    "__version__",
+    "hr_scorer",
+    "hr_scorer_exact",
+    "settle_score",
+]

@@ -1,0 +1,121 @@
+"""Text helpers shared by scorers and judges: folding, plain digits, output text."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
+from numbers import Integral, Real
+from typing import Any
+
+__all__ = ["accepted_texts", "fold", "is_missing", "output_text", "plain_digits"]
+
+
+def fold(text: str) -> str:
+    """Case-fold, trim and collapse every run of (Unicode) white space to one space.
+
+    >>> fold("  Hello\\u00a0\\tWORLD\\n")
+    'hello world'
+    """
+    return " ".join(text.casefold().split())
+
+
+def is_missing(value: Any) -> bool:
+    """True for ``None``, float NaN and pandas' ``NA``/``NaT``."""
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return math.isnan(value)
+    name = type(value).__name__
+    return name in ("NAType", "NaTType")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, Integral | Real | Decimal) and not _is_bool(value)
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool) or type(value).__name__ in ("bool_", "bool")
+
+
+def plain_digits(number: Any) -> str:
+    """Write a number as plain digits, never in scientific notation.
+
+    >>> plain_digits(100000.0), plain_digits(1e-05), plain_digits(2.5)
+    ('100000', '0.00001', '2.5')
+    """
+    if isinstance(number, Integral):
+        return str(int(number))
+    value = float(number) if not isinstance(number, Decimal) else number
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return repr(value)
+        try:
+            value = Decimal(repr(value))
+        except InvalidOperation:  # pragma: no cover - repr of a finite float is decimal
+            return repr(value)
+    text = format(value, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    if text in ("-0", ""):
+        text = "0"
+    return text
+
+
+def _text_value(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if _is_number(value) and not is_missing(value):
+        return plain_digits(value)
+    return None
+
+
+def output_text(output: Any) -> str | None:
+    """The text of an arm's output (SPEC section 4), or ``None`` when it has none.
+
+    A string is its own text; a mapping or object gives its ``answer`` when that
+    is a non-empty string, else its ``text``; an int/float (not bool) is written
+    in plain digits. Anything else has no text.
+    """
+    if isinstance(output, str):
+        return output
+    if output is None or _is_bool(output):
+        return None
+    if _is_number(output):
+        return None if is_missing(output) else plain_digits(output)
+    if isinstance(output, Mapping):
+        answer, text = output.get("answer"), output.get("text")
+    else:
+        answer = getattr(output, "answer", None)
+        text = getattr(output, "text", None)
+    answer_text = _text_value(answer)
+    if answer_text:
+        return answer_text
+    return _text_value(text)
+
+
+def accepted_texts(label: Any) -> tuple[str, ...] | None:
+    """The accepted answers of a label as strings; ``None`` for no label.
+
+    >>> accepted_texts(["Paris", 100000.0])
+    ('Paris', '100000')
+    """
+    if isinstance(label, str):
+        return (label,)
+    if is_missing(label):
+        return None
+    if isinstance(label, list | tuple):
+        texts = tuple(t for t in (_label_text(v) for v in label) if t is not None)
+        return texts
+    text = _label_text(label)
+    return None if text is None else (text,)
+
+
+def _label_text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if is_missing(value):
+        return None
+    if _is_number(value):
+        return plain_digits(value)
+    return str(value)
