@@ -6,7 +6,7 @@ import asyncio
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any, cast, overload
 
 from hr_core._text import accepted_texts, fold, output_text
 from hr_core.errors import ScorerError
@@ -16,8 +16,8 @@ from hr_core.results import ScoreResult
 __all__ = ["Scorer", "hr_scorer", "hr_scorer_exact", "settle_score"]
 
 ScoreFn = Callable[[Any, Any, Any], Any]
-_KINDS = frozenset(FAILURE_KINDS)
-_NOT_IN_DOCUMENT = "not_in_document"
+_KINDS: frozenset[str] = frozenset(FAILURE_KINDS)
+_NOT_IN_DOCUMENT: FailureKind = "not_in_document"
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def _is_na(value: Any) -> bool:
 
 def _check_correct(name: str, correct: Any) -> bool | None:
     if correct is None or correct is True or correct is False:
-        return correct  # type: ignore[no-any-return]
+        return correct
     if type(correct).__name__ == "bool_":  # numpy bool
         return bool(correct)
     if _is_na(correct):
@@ -188,7 +188,8 @@ def hr_scorer_exact(normalise: bool = True) -> Scorer:
             kind = _output_failure_kind(output)
             text = output_text(output)
             if type(kind) is str and kind in _KINDS:
-                return _failed(label, None if text is None else prepare(text), kind)
+                seen = None if text is None else prepare(text)
+                return _failed(label, seen, cast(FailureKind, kind))
             if not _output_ok(output):
                 return _failed(label, None if text is None else prepare(text), "error")
         if text is None or not text or text.isspace():
