@@ -2,16 +2,19 @@
 
 from hr_core.errors import HrError, ReferenceDataError, ScorerError, SpecError
 from hr_core.failures import FAILURE_KINDS, FailureKind
+from hr_core.reference import Item, Reference, canonical_json, hr_reference
 from hr_core.results import ArmResult, ScoreResult, Usage
 from hr_core.scorers import Scorer, hr_scorer, hr_scorer_exact, settle_score
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "FAILURE_KINDS",
     "ArmResult",
+    "FAILURE_KINDS",
     "FailureKind",
     "HrError",
+    "Item",
+    "Reference",
     "ReferenceDataError",
     "ScoreResult",
     "Scorer",
@@ -19,6 +22,8 @@ __all__ = [
     "SpecError",
     "Usage",
     "__version__",
+    "canonical_json",
+    "hr_reference",
     "hr_scorer",
     "hr_scorer_exact",
     "settle_score",

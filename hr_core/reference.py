@@ -1,0 +1,305 @@
+"""Reference sets: labelled items read from a DataFrame, records or a file."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pandas as pd
+
+from hr_core._text import is_missing, plain_digits
+from hr_core.errors import ReferenceDataError
+
+__all__ = ["Item", "Reference", "canonical_json", "hr_reference"]
+
+_SUFFIXES = (".csv", ".jsonl", ".parquet")
+
+
+class Item(NamedTuple):
+    """One entry of a reference set: what the arm receives and the accepted answer(s)."""
+
+    id: str
+    payload: Any
+    label: Any
+
+
+class Reference:
+    """An ordered, immutable set of items with a content hash.
+
+    Example:
+        >>> ref = hr_reference([{"id": "q1", "question": "2+2?", "label": 4}], item="question")
+        >>> [tuple(i) for i in ref], len(ref)
+        ([('q1', '2+2?', 4)], 1)
+    """
+
+    __slots__ = ("_by_id", "_hash", "items", "source")
+
+    def __init__(self, items: Sequence[Item], source: str = "<data>") -> None:
+        self.items: tuple[Item, ...] = tuple(items)
+        self.source = source
+        self._hash: str | None = None
+        self._by_id: dict[str, Item] | None = None
+
+    def __iter__(self) -> Iterator[Item]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __repr__(self) -> str:
+        return f"<Reference {len(self)} items from {self.source} {self.hash[:12]}>"
+
+    @property
+    def hash(self) -> str:
+        """SHA-256 hex of :func:`canonical_json` over ids, payloads and labels, in row order."""
+        if self._hash is None:
+            rows = [[it.id, it.payload, it.label] for it in self.items]
+            self._hash = hashlib.sha256(canonical_json(rows).encode("utf-8")).hexdigest()
+        return self._hash
+
+    def get(self, item_id: str) -> Item:
+        """The item with this id (``KeyError`` naming it when there is none)."""
+        if self._by_id is None:
+            self._by_id = {it.id: it for it in self.items}
+        try:
+            return self._by_id[item_id]
+        except KeyError:
+            raise KeyError(f"{self.source}: no item with id {item_id!r}") from None
+
+
+def canonical_json(value: Any) -> str:
+    """The canonical JSON the reference hash is taken over.
+
+    Sorted keys, no spaces, UTF-8; every number written as text in plain digits
+    (so ``7`` read from JSONL and ``"7"`` read from CSV hash alike), booleans as
+    ``"true"``/``"false"``, missing values (None, NaN) as ``null``.
+    """
+    return json.dumps(
+        _canonical(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, str) or value is None:
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple) or type(value).__name__ == "ndarray":
+        return [_canonical(v) for v in value]
+    if type(value).__name__ in ("bool", "bool_"):
+        return "true" if value else "false"
+    if is_missing(value):
+        return None
+    if isinstance(value, int | float) or hasattr(value, "__index__"):
+        return plain_digits(value)
+    return str(value)
+
+
+def hr_reference(
+    data: Any, *, id: str = "id", item: str | None = None, label: str = "label"
+) -> Reference:
+    """Read a reference set.
+
+    Args:
+        data: a pandas DataFrame, a list of dicts, or a path to ``.csv``,
+            ``.jsonl`` or ``.parquet``.
+        id: the id column; when the default ``"id"`` is absent, ids are the row
+            numbers (``"row1"``, ...). Missing id cells get the same row ids.
+        item: ``None`` makes the payload a dict of every other column; a column
+            name makes the payload that column's value.
+        label: the label column. A string cell holding a JSON array (CSV,
+            Parquet) is a list of accepted labels; an empty or NaN cell is ``None``.
+
+    Raises:
+        ReferenceDataError: naming the file, the row or line and the field.
+
+    Example:
+        >>> ref = hr_reference([{"q": "Capital of France?", "label": '["Paris", "paris"]'}],
+        ...                    item="q")
+        >>> ref.items[0]
+        Item(id='row1', payload='Capital of France?', label='["Paris", "paris"]')
+    """
+    source, records, where, json_cells = _read(data)
+    columns = _columns(records)
+    if label not in columns:
+        raise ReferenceDataError(
+            f"{source}: no label column {label!r} (columns: {', '.join(sorted(columns))}); "
+            "pass label=NAME"
+        )
+    if id not in columns and id != "id":
+        raise ReferenceDataError(
+            f"{source}: no id column {id!r} (columns: {', '.join(sorted(columns))}); "
+            "pass id=NAME, or leave the default to number the rows"
+        )
+    if item is not None and item not in columns:
+        raise ReferenceDataError(
+            f"{source}: no item column {item!r} (columns: {', '.join(sorted(columns))}); "
+            "pass item=NAME, or item=None for a dict of all columns"
+        )
+    items: list[Item] = []
+    first_row: dict[str, int] = {}
+    for index, record in enumerate(records):
+        item_id = _item_id(record.get(id), index)
+        if item_id in first_row:
+            raise ReferenceDataError(
+                f"{source}, {where(index)}: duplicate id {item_id!r} "
+                f"(first at {where(first_row[item_id])}; ids must be unique)"
+            )
+        first_row[item_id] = index
+        value = _label(record.get(label), json_cells, f"{source}, {where(index)}", label)
+        if item is None:
+            payload: Any = {
+                k: _plain(v) for k, v in record.items() if k != id and k != label
+            }
+        else:
+            payload = _plain(record.get(item))
+        items.append(Item(item_id, payload, value))
+    return Reference(items, source)
+
+
+def _read(data: Any) -> tuple[str, list[dict[str, Any]], Any, bool]:
+    """Return (source name, records, row -> location text, JSON-array cells?)."""
+    if isinstance(data, pd.DataFrame):
+        return "<DataFrame>", _records(data), _row, False
+    if isinstance(data, str | Path):
+        return _read_file(Path(data))
+    if isinstance(data, list | tuple):
+        for index, record in enumerate(data):
+            if not isinstance(record, Mapping):
+                raise ReferenceDataError(
+                    f"<records>, row {index + 1}: expected a dict, got {type(record).__name__}"
+                )
+        return "<records>", [dict(r) for r in data], _row, False
+    raise ReferenceDataError(
+        f"cannot read a reference set from {type(data).__name__}; pass a DataFrame, a list "
+        "of dicts, or a path to .csv, .jsonl or .parquet"
+    )
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{str(k): v for k, v in row.items()} for row in frame.to_dict("records")]
+
+
+def _row(index: int) -> str:
+    return f"row {index + 1}"
+
+
+def _read_file(path: Path) -> tuple[str, list[dict[str, Any]], Any, bool]:
+    source = str(path)
+    suffix = path.suffix.lower()
+    if suffix not in _SUFFIXES:
+        raise ReferenceDataError(
+            f"{source}: unsupported file type {suffix or '(none)'!r}; use .csv, .jsonl or .parquet"
+        )
+    if not path.is_file():
+        raise ReferenceDataError(f"{source}: cannot read: no such file")
+    try:
+        if suffix == ".jsonl":
+            return source, _read_jsonl(path), lambda i: f"row {i + 1}", False
+        if suffix == ".csv":
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+            return source, _records(frame), lambda i: f"line {i + 2}", True
+        frame = pd.read_parquet(path)
+        return source, _records(frame), _row, True
+    except ReferenceDataError:
+        raise
+    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise ReferenceDataError(f"{source}: cannot read: {reason}") from None
+    except Exception as exc:  # pyarrow raises its own types for corrupt files
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        kind = type(exc).__name__
+        raise ReferenceDataError(f"{source}: cannot read ({kind}): {reason}") from None
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ReferenceDataError(
+                    f"{path}, line {number}: not valid JSON ({exc.msg} at column {exc.colno}); "
+                    "each line must be one JSON object"
+                ) from None
+            if not isinstance(record, dict):
+                raise ReferenceDataError(
+                    f"{path}, line {number}: expected a JSON object, got {type(record).__name__}"
+                )
+            records.append(record)
+    return records
+
+
+def _columns(records: list[dict[str, Any]]) -> set[str]:
+    columns: set[str] = set()
+    for record in records:
+        columns.update(record)
+    return columns
+
+
+def _item_id(value: Any, index: int) -> str:
+    if value is None or is_missing(value) or (isinstance(value, str) and not value.strip()):
+        return f"row{index + 1}"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return plain_digits(value)
+    return str(value)
+
+
+def _label(value: Any, json_cells: bool, where: str, field: str) -> Any:
+    value = _plain(value)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return None
+        if json_cells and text.startswith("["):
+            try:
+                parsed = json.loads(text)
+            except json.JSONDecodeError:
+                return value
+            return _label(parsed, False, where, field)
+        return value
+    if isinstance(value, list):
+        accepted = [v for v in (_label(v, False, where, field) for v in value) if v is not None]
+        if any(isinstance(v, list) for v in accepted):
+            raise ReferenceDataError(
+                f"{where}, field {field!r}: a label list holds another list; "
+                "use a flat list of accepted answers"
+            )
+        return accepted or None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    raise ReferenceDataError(
+        f"{where}, field {field!r}: unsupported label type {type(value).__name__} ({value!r}); "
+        "use a string, a number, or a list of them"
+    )
+
+
+def _plain(value: Any) -> Any:
+    """Python values for cells: numpy scalars/arrays to Python, NaN/NA to None."""
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        return None if math.isnan(value) else value
+    if is_missing(value):
+        return None
+    kind = type(value).__name__
+    if kind == "ndarray":
+        return [_plain(v) for v in value.tolist()]
+    if hasattr(value, "item") and kind.startswith(("int", "uint", "float", "bool")):
+        return _plain(value.item())
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
