@@ -5,6 +5,18 @@ from hr_core.failures import FAILURE_KINDS, FailureKind
 from hr_core.reference import Item, Reference, canonical_json, hr_reference
 from hr_core.results import ArmResult, ScoreResult, Usage
 from hr_core.scorers import Scorer, hr_scorer, hr_scorer_exact, settle_score
+from hr_core.stats import (
+    Interval,
+    PairedDifference,
+    accuracy_interval,
+    clustered_mean_ci,
+    cohen_kappa,
+    normal_p_value,
+    paired_difference,
+    wilson_interval,
+    win_rate,
+    z_for,
+)
 
 __version__ = "0.1.0"
 
@@ -13,7 +25,9 @@ __all__ = [
     "FAILURE_KINDS",
     "FailureKind",
     "HrError",
+    "Interval",
     "Item",
+    "PairedDifference",
     "Reference",
     "ReferenceDataError",
     "ScoreResult",
@@ -22,9 +36,17 @@ __all__ = [
     "SpecError",
     "Usage",
     "__version__",
+    "accuracy_interval",
     "canonical_json",
+    "clustered_mean_ci",
+    "cohen_kappa",
     "hr_reference",
     "hr_scorer",
     "hr_scorer_exact",
+    "normal_p_value",
+    "paired_difference",
     "settle_score",
+    "wilson_interval",
+    "win_rate",
+    "z_for",
 ]
