@@ -3,6 +3,7 @@
 from hr_core.errors import HrError, ReferenceDataError, ScorerError, SpecError
 from hr_core.failures import FAILURE_KINDS, FailureKind
 from hr_core.reference import Item, Reference, canonical_json, hr_reference
+from hr_core.regression import ArmChange, RegressionReport, compare_runs, find_previous_run
 from hr_core.results import ArmResult, ScoreResult, Usage
 from hr_core.scorers import Scorer, hr_scorer, hr_scorer_exact, settle_score
 from hr_core.stats import (
@@ -21,6 +22,7 @@ from hr_core.stats import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArmChange",
     "ArmResult",
     "FAILURE_KINDS",
     "FailureKind",
@@ -30,6 +32,7 @@ __all__ = [
     "PairedDifference",
     "Reference",
     "ReferenceDataError",
+    "RegressionReport",
     "ScoreResult",
     "Scorer",
     "ScorerError",
@@ -40,6 +43,8 @@ __all__ = [
     "canonical_json",
     "clustered_mean_ci",
     "cohen_kappa",
+    "compare_runs",
+    "find_previous_run",
     "hr_reference",
     "hr_scorer",
     "hr_scorer_exact",

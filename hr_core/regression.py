@@ -1,0 +1,282 @@
+"""Regression checks: did an arm get worse since the previous run of the same spec?
+
+Pure logic over run tables and manifests (no Prefect): the scheduled flow finds
+the previous completed run of the same spec in the store, compares each arm's
+per-item accuracy with a paired difference, and calls a significant drop a
+regression.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import fsspec
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from hr_core.stats import paired_difference
+
+__all__ = [
+    "ArmChange",
+    "ArmStatus",
+    "PreviousRun",
+    "RegressionReport",
+    "compare_runs",
+    "find_previous_run",
+    "item_accuracy",
+    "spec_fingerprint",
+]
+
+ArmStatus = Literal["regression", "improvement", "no_change", "not_comparable"]
+"""``regression``: CI of the difference entirely below zero and the drop larger than
+the threshold; ``improvement``: the mirror image; ``no_change``: neither;
+``not_comparable``: the arm is missing from one run or fewer than two items were
+scored in both."""
+
+_FINGERPRINT_KEYS = ("reference_hash", "arms", "scorer")
+_COMPLETED = "completed"
+
+
+class ArmChange(BaseModel):
+    """One arm's accuracy now versus the previous run, over the items both scored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    arm: str
+    status: ArmStatus
+    n_items: int = Field(ge=0)
+    accuracy: float | None = None
+    previous_accuracy: float | None = None
+    diff: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_value: float | None = None
+
+
+class RegressionReport(BaseModel):
+    """Every arm's change between two runs of one spec, and which arms regressed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    run_id: str | None = None
+    previous_run_id: str | None = None
+    threshold: float
+    level: float
+    arms: list[ArmChange]
+
+    @property
+    def regressions(self) -> list[ArmChange]:
+        """The arms whose status is ``regression``."""
+        return [a for a in self.arms if a.status == "regression"]
+
+    @property
+    def regressed(self) -> bool:
+        """True when at least one arm regressed."""
+        return bool(self.regressions)
+
+    def to_markdown(self) -> str:
+        """A short markdown report: a headline and one table row per arm.
+
+        Example:
+            >>> RegressionReport(threshold=0.05, level=0.95, arms=[]).to_markdown().splitlines()[0]
+            '# Regression check: no regression'
+        """
+        names = ", ".join(a.arm for a in self.regressions)
+        head = f"regression in {names}" if names else "no regression"
+        lines = [
+            f"# Regression check: {head}",
+            "",
+            f"Run `{self.run_id}` against the previous completed run `{self.previous_run_id}` "
+            f"of the same spec; a regression is a drop of more than {self.threshold:g} with "
+            f"the {self.level:.0%} CI of the paired difference entirely below zero.",
+            "",
+            "| arm | status | items | previous | now | diff | CI |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for a in self.arms:
+            ci = "" if a.ci_low is None else f"[{_fmt(a.ci_low)}, {_fmt(a.ci_high)}]"
+            lines.append(
+                f"| {a.arm} | {a.status} | {a.n_items} | {_fmt(a.previous_accuracy)} "
+                f"| {_fmt(a.accuracy)} | {_fmt(a.diff)} | {ci} |"
+            )
+        return "\n".join(lines) + "\n"
+
+
+class PreviousRun(BaseModel):
+    """Where the previous completed run of a spec lives, and its manifest."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    run_dir: str
+    manifest: dict[str, Any]
+
+
+def _fmt(value: float | None) -> str:
+    return "" if value is None else f"{value:.3f}"
+
+
+def _num(value: float) -> float | None:
+    return None if math.isnan(value) else float(value)
+
+
+def item_accuracy(runs: pd.DataFrame, arm: str) -> pd.Series:
+    """Each item's share of correct runs among its scored runs, for one arm.
+
+    Items with no scored run (``correct`` missing everywhere) are left out.
+
+    Example:
+        >>> runs = pd.DataFrame({"arm": ["a"] * 3, "item_id": ["q1", "q1", "q2"],
+        ...                      "correct": pd.array([True, False, None], dtype="boolean")})
+        >>> item_accuracy(runs, "a").to_dict()
+        {'q1': 0.5}
+    """
+    rows = runs.loc[(runs["arm"] == arm) & runs["correct"].notna(), ["item_id", "correct"]]
+    scores = rows["correct"].astype("float64")
+    return scores.groupby(rows["item_id"].astype(str)).mean()
+
+
+def _status(diff: float, low: float, high: float, threshold: float) -> ArmStatus:
+    if math.isnan(low) or math.isnan(high):
+        return "not_comparable"
+    if high < 0 and -diff > threshold:
+        return "regression"
+    if low > 0 and diff > threshold:
+        return "improvement"
+    return "no_change"
+
+
+def compare_runs(
+    runs: pd.DataFrame,
+    previous_runs: pd.DataFrame,
+    *,
+    threshold: float = 0.05,
+    level: float = 0.95,
+    run_id: str | None = None,
+    previous_run_id: str | None = None,
+) -> RegressionReport:
+    """Compare every arm of a run with the previous run of the same spec.
+
+    Per arm: the paired difference ``accuracy(now) - accuracy(previous)`` over the
+    items both runs scored (``hr_core.stats.paired_difference``). A regression is
+    a CI entirely below zero *and* a drop larger than ``threshold``.
+
+    Args:
+        runs: the new run's table (columns ``arm, item_id, correct``).
+        previous_runs: the previous run's table, same columns.
+        threshold: the smallest drop in accuracy (0..1) worth an alert.
+        level: confidence level of the CI.
+        run_id: the new run's id, for the report.
+        previous_run_id: the previous run's id, for the report.
+
+    Example:
+        >>> before = pd.DataFrame({"arm": ["a"] * 4, "item_id": list("wxyz"),
+        ...                        "correct": pd.array([True] * 4, dtype="boolean")})
+        >>> after = before.assign(correct=pd.array([False] * 4, dtype="boolean"))
+        >>> compare_runs(after, before).arms[0].status
+        'regression'
+    """
+    if not 0 <= threshold < 1:
+        raise ValueError(f"threshold must be in [0, 1), not {threshold!r}")
+    arms_now = [str(a) for a in pd.unique(runs["arm"])]
+    arms_before = {str(a) for a in pd.unique(previous_runs["arm"])}
+    changes: list[ArmChange] = []
+    for arm in arms_now + sorted(arms_before.difference(arms_now)):
+        if arm not in arms_before or arm not in arms_now:
+            changes.append(ArmChange(arm=arm, status="not_comparable", n_items=0))
+            continue
+        now = item_accuracy(runs, arm)
+        before = item_accuracy(previous_runs, arm)
+        common = now.index.intersection(before.index)
+        a, b = now.loc[common].tolist(), before.loc[common].tolist()
+        pd_ = paired_difference(a, b, level)
+        changes.append(
+            ArmChange(
+                arm=arm,
+                status=_status(pd_.diff, pd_.ci_low, pd_.ci_high, threshold),
+                n_items=pd_.n_items,
+                accuracy=_num(sum(a) / len(a)) if a else None,
+                previous_accuracy=_num(sum(b) / len(b)) if b else None,
+                diff=_num(pd_.diff),
+                ci_low=_num(pd_.ci_low),
+                ci_high=_num(pd_.ci_high),
+                p_value=_num(pd_.p_value),
+            )
+        )
+    return RegressionReport(
+        run_id=run_id,
+        previous_run_id=previous_run_id,
+        threshold=threshold,
+        level=level,
+        arms=changes,
+    )
+
+
+def spec_fingerprint(manifest: Mapping[str, Any]) -> str:
+    """SHA-256 of what makes two runs "the same spec": reference hash, arm specs, scorer.
+
+    Example:
+        >>> m = {"reference_hash": "ab", "arms": {"a": "pkg:fn"}, "scorer": "exact"}
+        >>> spec_fingerprint(m) == spec_fingerprint(dict(m, run_id="other"))
+        True
+    """
+    key = {k: manifest.get(k) for k in _FINGERPRINT_KEYS}
+    text = json.dumps(key, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _read_manifests(name_dir: str) -> list[tuple[str, dict[str, Any]]]:
+    fs, root = fsspec.core.url_to_fs(name_dir)
+    found: list[tuple[str, dict[str, Any]]] = []
+    for path in sorted(fs.glob(f"{root.rstrip('/')}/*/manifest.json")):
+        try:
+            with fs.open(path, "r", encoding="utf-8") as fh:
+                manifest = json.load(fh)
+        except (OSError, ValueError):
+            continue  # a run still being written or a stray file: not a candidate
+        if isinstance(manifest, dict):
+            parent = path.rsplit("/", 1)[0]
+            found.append((fs.unstrip_protocol(parent) if "://" in name_dir else parent, manifest))
+    return found
+
+
+def find_previous_run(
+    name_dir: str,
+    manifest: Mapping[str, Any],
+    *,
+    exclude: Sequence[str] = (),
+) -> PreviousRun | None:
+    """The latest completed run of the same spec that started before this one.
+
+    Scans ``<name_dir>/*/manifest.json`` (a local folder or any fsspec URL) for
+    manifests with ``status`` completed and the same :func:`spec_fingerprint`,
+    leaves out the run itself (same ``run_id``) and ``exclude``, and returns the
+    one with the latest ``started_at`` before this run's.
+
+    Example:
+        >>> find_previous_run("/nonexistent/demo", {"run_id": "r1"}) is None
+        True
+    """
+    target = spec_fingerprint(manifest)
+    own_id = manifest.get("run_id")
+    started = str(manifest.get("started_at") or "")
+    best: tuple[str, str, dict[str, Any]] | None = None
+    for run_dir, other in _read_manifests(name_dir):
+        other_id = other.get("run_id")
+        if other_id == own_id or other_id in exclude:
+            continue
+        if str(other.get("status", "")).lower() != _COMPLETED:
+            continue
+        if spec_fingerprint(other) != target:
+            continue
+        other_started = str(other.get("started_at") or "")
+        if started and other_started >= started:
+            continue
+        if best is None or other_started > best[0]:
+            best = (other_started, run_dir, other)
+    if best is None:
+        return None
+    return PreviousRun(run_dir=best[1], manifest=best[2])

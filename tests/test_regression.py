@@ -1,0 +1,140 @@
+"""Regression checks: paired differences per arm, and finding the previous run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from hr_core.regression import compare_runs, find_previous_run, item_accuracy, spec_fingerprint
+
+ITEMS = [f"q{i}" for i in range(20)]
+
+
+def _runs(correct_by_arm: dict[str, list[bool | None]], runs: int = 1) -> pd.DataFrame:
+    rows = [
+        {"arm": arm, "item_id": item, "run": r, "correct": ok}
+        for arm, oks in correct_by_arm.items()
+        for item, ok in zip(ITEMS, oks, strict=True)
+        for r in range(1, runs + 1)
+    ]
+    frame = pd.DataFrame(rows)
+    frame["correct"] = frame["correct"].astype("boolean")
+    return frame
+
+
+def test_an_arm_that_got_worse_is_a_regression_and_the_other_is_not() -> None:
+    before = _runs({"good": [True] * 20, "steady": [True] * 10 + [False] * 10})
+    after = _runs({"good": [True] * 8 + [False] * 12, "steady": [True] * 10 + [False] * 10})
+    report = compare_runs(after, before, threshold=0.1, run_id="r2", previous_run_id="r1")
+    by_arm = {a.arm: a for a in report.arms}
+    assert by_arm["good"].status == "regression"
+    assert by_arm["good"].diff == pytest.approx(-0.6)
+    assert by_arm["good"].ci_high is not None and by_arm["good"].ci_high < 0
+    assert by_arm["steady"].status == "no_change"
+    assert [a.arm for a in report.regressions] == ["good"]
+    assert report.regressed
+    assert "| good | regression | 20 | 1.000 | 0.400 | -0.600 |" in report.to_markdown()
+
+
+def test_equal_runs_show_no_regression() -> None:
+    runs = _runs({"a": [True, False] * 10, "b": [True] * 20})
+    report = compare_runs(runs, runs.copy())
+    assert not report.regressed
+    assert {a.status for a in report.arms} == {"no_change"}
+    assert all(a.diff == 0 for a in report.arms)
+    assert report.to_markdown().startswith("# Regression check: no regression\n")
+
+
+def test_a_significant_drop_smaller_than_the_threshold_is_not_a_regression() -> None:
+    before = _runs({"a": [True] * 20})
+    after = _runs({"a": [False] * 6 + [True] * 14})
+    report = compare_runs(after, before, threshold=0.35)
+    assert report.arms[0].diff == pytest.approx(-0.3)
+    assert report.arms[0].ci_high is not None and report.arms[0].ci_high < 0
+    assert report.arms[0].status == "no_change"
+    assert compare_runs(after, before, threshold=0.2).arms[0].status == "regression"
+
+
+def test_a_better_arm_is_an_improvement() -> None:
+    before = _runs({"a": [False] * 20})
+    after = _runs({"a": [True] * 15 + [False] * 5})
+    assert compare_runs(after, before).arms[0].status == "improvement"
+
+
+def test_only_items_scored_in_both_runs_are_paired() -> None:
+    before = _runs({"a": [None] * 5 + [True] * 15})
+    after = _runs({"a": [False] * 5 + [True] * 15})
+    change = compare_runs(after, before).arms[0]
+    assert change.n_items == 15
+    assert change.status == "no_change"
+
+
+def test_an_arm_in_only_one_run_is_not_comparable() -> None:
+    before = _runs({"a": [True] * 20})
+    after = _runs({"a": [True] * 20, "new": [False] * 20})
+    statuses = {a.arm: a.status for a in compare_runs(after, before).arms}
+    assert statuses == {"a": "no_change", "new": "not_comparable"}
+
+
+def test_item_accuracy_averages_scored_runs_per_item() -> None:
+    runs = _runs({"a": [True] * 10 + [None] * 10}, runs=2)
+    runs.loc[(runs["item_id"] == "q0") & (runs["run"] == 2), "correct"] = False
+    acc = item_accuracy(runs, "a")
+    assert len(acc) == 10
+    assert acc["q0"] == 0.5
+
+
+@pytest.mark.parametrize("threshold", [-0.1, 1.0])
+def test_a_threshold_outside_zero_to_one_is_refused(threshold: float) -> None:
+    runs = _runs({"a": [True] * 20})
+    with pytest.raises(ValueError, match="threshold"):
+        compare_runs(runs, runs, threshold=threshold)
+
+
+def _write_manifest(root: Path, run_id: str, **fields: object) -> None:
+    manifest = {
+        "run_id": run_id,
+        "reference_hash": "ref1",
+        "arms": {"a": "pkg.mod:arm"},
+        "scorer": "exact",
+        "status": "completed",
+        "started_at": f"2026-11-{run_id[-2:]}T02:00:00+00:00",
+    }
+    manifest.update(fields)
+    (root / run_id).mkdir(parents=True)
+    (root / run_id / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_the_previous_run_is_the_latest_completed_run_of_the_same_spec(tmp_path: Path) -> None:
+    root = tmp_path / "results" / "demo"
+    _write_manifest(root, "run-10")
+    _write_manifest(root, "run-11")
+    _write_manifest(root, "run-12", status="failed")
+    _write_manifest(root, "run-13", reference_hash="ref2")
+    _write_manifest(root, "run-14", arms={"a": "pkg.mod:other_arm"})
+    _write_manifest(root, "run-16")
+    (root / "run-15").mkdir()
+    (root / "run-15" / "manifest.json").write_text("{not json")
+    current = json.loads((root / "run-16" / "manifest.json").read_text())
+    current["started_at"] = "2026-11-15T02:00:00+00:00"
+    found = find_previous_run(str(root), current)
+    assert found is not None
+    assert found.manifest["run_id"] == "run-11"
+    assert Path(found.run_dir) == root / "run-11"
+
+
+def test_no_previous_run_when_the_store_has_none(tmp_path: Path) -> None:
+    root = tmp_path / "demo"
+    _write_manifest(root, "run-10")
+    only = json.loads((root / "run-10" / "manifest.json").read_text())
+    assert find_previous_run(str(root), only) is None
+    assert find_previous_run(str(tmp_path / "missing"), only) is None
+
+
+def test_the_fingerprint_ignores_run_details_but_not_the_spec() -> None:
+    base = {"reference_hash": "r", "arms": {"a": 1}, "scorer": "exact"}
+    assert spec_fingerprint(base) == spec_fingerprint({**base, "run_id": "x", "status": "y"})
+    assert spec_fingerprint(base) != spec_fingerprint({**base, "arms": {"a": 2}})
