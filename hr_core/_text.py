@@ -26,7 +26,11 @@ def is_missing(value: Any) -> bool:
         return True
     if isinstance(value, float):
         return math.isnan(value)
+    if isinstance(value, Decimal):
+        return value.is_nan()
     name = type(value).__name__
+    if name in ("float32", "float16", "longdouble"):  # numpy floats that are not float
+        return bool(value != value)
     return name in ("NAType", "NaTType")
 
 

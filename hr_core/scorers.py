@@ -62,7 +62,7 @@ class Scorer:
             missing = [k for k in ("correct", "outcome", "failure_kind") if k not in value]
             if missing:
                 raise ScorerError(
-                    f"scorer {self.name!r} returned a mapping without {missing!r}; "
+                    f"scorer {self.name!r} returned {value!r}, without {missing!r}; "
                     "return correct, outcome and failure_kind"
                 )
             correct, outcome, kind = value["correct"], value["outcome"], value["failure_kind"]
@@ -75,7 +75,7 @@ class Scorer:
             )
         correct = _check_correct(self.name, correct)
         outcome = _check_outcome(self.name, outcome)
-        if kind is not None and kind not in _KINDS:
+        if kind is not None and not (isinstance(kind, str) and kind in _KINDS):
             if _is_na(kind):
                 kind = None
             else:
@@ -95,7 +95,7 @@ def _is_na(value: Any) -> bool:
 def _check_correct(name: str, correct: Any) -> bool | None:
     if correct is None or correct is True or correct is False:
         return correct
-    if type(correct).__name__ == "bool_":  # numpy bool
+    if type(correct).__name__ in ("bool_", "bool"):  # numpy bool (named "bool" in numpy 2)
         return bool(correct)
     if _is_na(correct):
         return None
@@ -164,7 +164,7 @@ def _output_ok(output: Any) -> bool:
         ok = output.get("ok", True)
     else:
         ok = getattr(output, "ok", True)
-    return ok is not False
+    return ok is not False and not (type(ok).__name__ in ("bool_", "bool") and not ok)
 
 
 def hr_scorer_exact(normalise: bool = True) -> Scorer:
@@ -201,7 +201,7 @@ def hr_scorer_exact(normalise: bool = True) -> Scorer:
         else:
             accepted = accepted_texts(label)
             match = accepted is not None and any(seen == prepare(a) for a in accepted)
-        if not match and len(text) < 40 and text.strip().upper() == "NOT_IN_DOCUMENT":
+        if not match and len(text) >= 15 and text.strip().casefold() == "not_in_document":
             return ScoreResult(
                 None if accepted is None and type(label) is not str else False,
                 seen,
