@@ -3,7 +3,16 @@
 from hr_core.errors import HrError, ReferenceDataError, ScorerError, SpecError
 from hr_core.failures import FAILURE_KINDS, FailureKind
 from hr_core.reference import Item, Reference, canonical_json, hr_reference
-from hr_core.regression import ArmChange, RegressionReport, compare_runs, find_previous_run
+from hr_core.regression import (
+    ArmChange,
+    ArmStatus,
+    PreviousRun,
+    RegressionReport,
+    compare_runs,
+    find_previous_run,
+    item_accuracy,
+    spec_fingerprint,
+)
 from hr_core.results import ArmResult, ScoreResult, Usage
 from hr_core.scorers import Scorer, hr_scorer, hr_scorer_exact, settle_score
 from hr_core.stats import (
@@ -24,12 +33,14 @@ __version__ = "0.1.0"
 __all__ = [
     "ArmChange",
     "ArmResult",
+    "ArmStatus",
     "FAILURE_KINDS",
     "FailureKind",
     "HrError",
     "Interval",
     "Item",
     "PairedDifference",
+    "PreviousRun",
     "Reference",
     "ReferenceDataError",
     "RegressionReport",
@@ -48,9 +59,11 @@ __all__ = [
     "hr_reference",
     "hr_scorer",
     "hr_scorer_exact",
+    "item_accuracy",
     "normal_p_value",
     "paired_difference",
     "settle_score",
+    "spec_fingerprint",
     "wilson_interval",
     "win_rate",
     "z_for",
