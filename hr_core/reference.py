@@ -146,7 +146,7 @@ def hr_reference(
         item_id = _item_id(record.get(id), index)
         if item_id in first_row:
             raise ReferenceDataError(
-                f"{source}, {where(index)}: duplicate id {item_id!r} "
+                f"{source}, {where(index)}, field {id!r}: duplicate id {item_id!r} "
                 f"(first at {where(first_row[item_id])}; ids must be unique)"
             )
         first_row[item_id] = index
@@ -202,6 +202,11 @@ def _read_file(path: Path) -> tuple[str, list[dict[str, Any]], Any, bool]:
             return source, _read_jsonl(path), lambda i: f"row {i + 1}", False
         if suffix == ".csv":
             frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+            if not isinstance(frame.index, pd.RangeIndex):  # pandas took column 1 as index
+                raise ReferenceDataError(
+                    f"{source}, line 2: more fields than the header's {len(frame.columns)}; "
+                    "give every column a name, and quote cells that hold commas"
+                )
             return source, _records(frame), lambda i: f"line {i + 2}", True
         frame = pd.read_parquet(path)
         return source, _records(frame), _row, True
