@@ -1,5 +1,14 @@
 """hr_core: the pure library of hr (no Prefect, no network at import time)."""
 
+from hr_core.engine import (
+    RUN_COLUMNS,
+    SUMMARY_COLUMNS,
+    Benchmark,
+    BenchmarkSpec,
+    Budget,
+    LLMArm,
+    load_spec,
+)
 from hr_core.errors import HrError, ReferenceDataError, ScorerError, SpecError
 from hr_core.failures import FAILURE_KINDS, FailureKind
 from hr_core.reference import Item, Reference, canonical_json, hr_reference
@@ -34,16 +43,22 @@ __all__ = [
     "ArmChange",
     "ArmResult",
     "ArmStatus",
+    "Benchmark",
+    "BenchmarkSpec",
+    "Budget",
     "FAILURE_KINDS",
     "FailureKind",
     "HrError",
     "Interval",
     "Item",
+    "LLMArm",
     "PairedDifference",
     "PreviousRun",
+    "RUN_COLUMNS",
     "Reference",
     "ReferenceDataError",
     "RegressionReport",
+    "SUMMARY_COLUMNS",
     "ScoreResult",
     "Scorer",
     "ScorerError",
@@ -60,6 +75,7 @@ __all__ = [
     "hr_scorer",
     "hr_scorer_exact",
     "item_accuracy",
+    "load_spec",
     "normal_p_value",
     "paired_difference",
     "settle_score",

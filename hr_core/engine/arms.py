@@ -1,0 +1,198 @@
+"""Arms: callables (sync or async), import paths and declarative LLM arms, normalised."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import string
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hr_core.errors import SpecError
+
+__all__ = ["Arm", "LLMArm", "import_object", "normalise_arms", "prompt_fields"]
+
+
+class LLMArm(BaseModel):
+    """A declarative LLM arm: a model, a prompt template and prices.
+
+    The prompt is a ``str.format`` template filled from the payload's fields
+    (``{question}``, ``{document}``); a payload that is not a mapping is
+    ``{payload}``. Prices are USD per million input/output tokens. The API key is
+    read from the environment variable ``api_key_env`` when the arm runs; it is
+    never part of the spec, the results or the hash.
+
+    Example:
+        >>> arm = LLMArm(model="mock:echo", prompt="Q: {question}")
+        >>> arm.render({"question": "2+2?"})
+        'Q: 2+2?'
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(min_length=1)
+    prompt: str = Field(min_length=1)
+    system: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    price_in: float | None = Field(default=None, ge=0)
+    price_out: float | None = Field(default=None, ge=0)
+    base_url: str | None = None
+    api_key_env: str | None = None
+
+    def render(self, payload: Any) -> str:
+        """Fill the prompt template from the payload."""
+        fields = dict(payload) if isinstance(payload, Mapping) else {"payload": payload}
+        fields.setdefault("payload", payload)
+        try:
+            return self.prompt.format_map(fields)
+        except KeyError as exc:
+            raise SpecError(
+                f"LLM arm prompt needs field {exc.args[0]!r}, which the payload lacks "
+                f"(fields: {', '.join(sorted(map(str, fields)))})"
+            ) from None
+
+    def messages(self, payload: Any) -> list[dict[str, str]]:
+        """The chat messages for one payload."""
+        messages = [] if self.system is None else [{"role": "system", "content": self.system}]
+        messages.append({"role": "user", "content": self.render(payload)})
+        return messages
+
+
+def prompt_fields(template: str) -> list[str]:
+    """The field names a prompt template uses.
+
+    Example:
+        >>> prompt_fields("Doc: {document}\\nQ: {question}")
+        ['document', 'question']
+    """
+    return [f for _, f, _, _ in string.Formatter().parse(template) if f]
+
+
+class Arm:
+    """One normalised arm: ``await arm.acall(payload, run, executor)`` gives its output.
+
+    ``spec`` is a JSON-safe description (no secrets) recorded in the manifest and
+    hashed into the run id.
+    """
+
+    __slots__ = ("_model", "fn", "is_async", "llm", "name", "spec")
+
+    def __init__(self, name: str, fn: Callable[..., Any] | None, spec: dict[str, Any],
+                 llm: LLMArm | None = None) -> None:
+        self.name = name
+        self.fn = fn
+        self.spec = spec
+        self.llm = llm
+        self.is_async = fn is not None and (
+            inspect.iscoroutinefunction(fn)
+            or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
+        )
+        self._model: Any = None
+
+    def model(self) -> Any:
+        """The chat model of an LLM arm (resolved once, on first use)."""
+        if self._model is None:
+            assert self.llm is not None
+            from hr_core.models import resolve_model
+
+            llm = self.llm
+            self._model = resolve_model(
+                llm.model, base_url=llm.base_url, api_key_env=llm.api_key_env,
+                price_in=llm.price_in, price_out=llm.price_out,
+            )
+        return self._model
+
+    async def acall_llm(self, payload: Any, run: int) -> Any:
+        """Call an LLM arm's model and return an ``ArmResult``."""
+        from hr_core.results import ArmResult, Usage
+
+        assert self.llm is not None
+        reply = await self.model().complete(
+            self.llm.messages(payload), params=dict(self.llm.params) or None, run=run
+        )
+        usage = reply.usage
+        if not isinstance(usage, Usage):
+            usage = Usage.model_validate(usage or {})
+        return ArmResult(text=reply.text, usage=usage,
+                         meta={"cached": bool(reply.cached), "latency_s": reply.latency_s})
+
+
+def _callable_spec(fn: Callable[..., Any]) -> dict[str, Any]:
+    module = getattr(fn, "__module__", None) or type(fn).__module__
+    qualname = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    spec: dict[str, Any] = {"kind": "callable", "callable": f"{module}:{qualname}"}
+    try:
+        source = inspect.getsource(fn)
+    except (OSError, TypeError):
+        return spec
+    spec["source_sha256"] = hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
+    return spec
+
+
+def import_object(path: str) -> Any:
+    """Import ``"pkg.module:attr"`` (attr may be dotted).
+
+    Example:
+        >>> import_object("os.path:join")("a", "b")
+        'a/b'
+    """
+    module_name, sep, attr = path.partition(":")
+    if not sep or not module_name or not attr:
+        raise SpecError(f"import path {path!r} must look like 'pkg.module:function'")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise SpecError(f"import path {path!r}: cannot import {module_name!r} ({exc})") from None
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise SpecError(f"import path {path!r}: {module_name!r} has no {attr!r}") from None
+    return obj
+
+
+def _one_arm(name: str, value: Any) -> Arm:
+    if isinstance(value, Arm):
+        return Arm(name, value.fn, value.spec, value.llm)
+    if isinstance(value, str):
+        fn = import_object(value)
+        if not callable(fn):
+            raise SpecError(f"arm {name!r}: {value!r} is not callable")
+        return Arm(name, fn, {"kind": "import", "path": value})
+    if isinstance(value, Mapping):
+        try:
+            value = LLMArm.model_validate(dict(value))
+        except ValueError as exc:
+            raise SpecError(f"arm {name!r}: not a valid LLM arm: {exc}") from None
+    if isinstance(value, LLMArm):
+        spec = {"kind": "llm", **value.model_dump(mode="json")}
+        return Arm(name, None, spec, value)
+    if callable(value):
+        return Arm(name, value, _callable_spec(value))
+    raise SpecError(
+        f"arm {name!r}: {type(value).__name__} is not an arm; use a callable, an import path "
+        "'pkg.module:function' or an LLM arm (model, prompt, ...)"
+    )
+
+
+def normalise_arms(arms: Mapping[str, Any]) -> dict[str, Arm]:
+    """Turn a mapping of name -> callable / import path / LLM arm into :class:`Arm` objects.
+
+    Example:
+        >>> arms = normalise_arms({"upper": str.upper})
+        >>> arms["upper"].spec["kind"]
+        'callable'
+    """
+    if not isinstance(arms, Mapping) or not arms:
+        raise SpecError("arms must be a non-empty mapping of name -> arm")
+    result: dict[str, Arm] = {}
+    for name, value in arms.items():
+        if not isinstance(name, str) or not name.strip():
+            raise SpecError(f"arm names must be non-empty strings, not {name!r}")
+        result[name] = _one_arm(name, value)
+    return result
+
+

@@ -1,0 +1,191 @@
+"""The ``Benchmark``: a finished run's table, summary, paired comparisons and manifest."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from hr_core.engine.store import RUNS, RunStore
+from hr_core.failures import FAILURE_KINDS
+from hr_core.stats import PairedDifference, accuracy_interval, paired_difference
+
+__all__ = ["JUDGE_FAILURES", "RUN_COLUMNS", "SUMMARY_COLUMNS", "Benchmark", "runs_frame"]
+
+RUN_COLUMNS = (
+    "arm", "item_id", "run", "output", "correct", "outcome", "failure_kind", "error",
+    "latency_s", "tokens_in", "tokens_out", "cost_usd",
+)
+"""The columns of ``Benchmark.runs`` (SPEC section 9); a judge scorer adds ``judge_status``."""
+
+JUDGE_FAILURES = ("no_consensus", "parse_failure", "error")
+"""Judge statuses counted in the summary as ``judge_<status>`` (apart from arm failures)."""
+
+SUMMARY_COLUMNS = (
+    "arm", "items", "runs", "scored", "correct", "accuracy", "ci_low", "ci_high", "unscored",
+    *FAILURE_KINDS, *(f"judge_{s}" for s in JUDGE_FAILURES),
+    "latency_mean_s", "tokens_in", "tokens_out", "cost_usd",
+)
+"""The columns of ``Benchmark.summary()``: one count per failure kind and judge failure."""
+
+_TEXT = ("arm", "item_id", "output", "outcome", "failure_kind", "error", "judge_status")
+
+
+def runs_frame(records: Iterable[Mapping[str, Any]], *, judge: bool = False) -> pd.DataFrame:
+    """The runs table from run records, with the dtypes of ``Benchmark.runs``.
+
+    ``correct`` is pandas' nullable ``"boolean"``, tokens ``"Int64"``.
+
+    Example:
+        >>> frame = runs_frame([{"arm": "a", "item_id": "q1", "run": 1, "correct": True}])
+        >>> str(frame["correct"].dtype), list(frame.columns)[:3]
+        ('boolean', ['arm', 'item_id', 'run'])
+    """
+    columns = (*RUN_COLUMNS, "judge_status") if judge else RUN_COLUMNS
+    rows = list(records)
+    data: dict[str, Any] = {}
+    for column in columns:
+        values = [r.get(column) for r in rows]
+        if column in _TEXT:
+            data[column] = pd.Series(values, dtype="str")
+        elif column == "run":
+            data[column] = pd.Series(values, dtype="int64")
+        elif column == "correct":
+            data[column] = pd.Series(pd.array(values, dtype="boolean"))
+        elif column in ("tokens_in", "tokens_out"):
+            data[column] = pd.Series(pd.array(values, dtype="Int64"))
+        else:
+            data[column] = pd.Series(
+                [math.nan if v is None else v for v in values], dtype="float64"
+            )
+    return pd.DataFrame(data)
+
+
+def _nan_to_none(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+class Benchmark:
+    """A finished benchmark: ``.runs``, ``.summary()``, ``.compare(a, b)``, ``.manifest``.
+
+    Example:
+        >>> runs = runs_frame([
+        ...     {"arm": "a", "item_id": "q1", "run": 1, "correct": True},
+        ...     {"arm": "a", "item_id": "q2", "run": 1, "correct": False, "failure_kind": "wrong"},
+        ... ])
+        >>> bench = Benchmark(runs, {"scorer": "exact", "reference_hash": "ab"})
+        >>> row = bench.summary().iloc[0]
+        >>> str(row["arm"]), float(row["accuracy"]), int(row["wrong"])
+        ('a', 0.5, 1)
+    """
+
+    def __init__(self, runs: pd.DataFrame, manifest: Mapping[str, Any],
+                 run_dir: str | None = None) -> None:
+        self.runs = runs
+        self.manifest: dict[str, Any] = dict(manifest)
+        self.run_dir = run_dir
+
+    @property
+    def scorer(self) -> str:
+        """The scorer's name."""
+        return str(self.manifest.get("scorer"))
+
+    @property
+    def reference_hash(self) -> str:
+        """The SHA-256 of the reference set the arms ran on."""
+        return str(self.manifest.get("reference_hash"))
+
+    @property
+    def run_id(self) -> str | None:
+        value = self.manifest.get("run_id")
+        return None if value is None else str(value)
+
+    @property
+    def arms(self) -> list[str]:
+        """The arms, in the order they were given."""
+        return [str(a) for a in pd.unique(self.runs["arm"])]
+
+    def __repr__(self) -> str:
+        return (f"<Benchmark {self.manifest.get('name')}/{self.run_id} "
+                f"{len(self.arms)} arm(s), {len(self.runs)} run(s), "
+                f"{self.manifest.get('status')}>")
+
+    @classmethod
+    def load(cls, run_dir: str | os.PathLike[str]) -> Benchmark:
+        """Read a finished run from the store (``results/<name>/<run id>/``)."""
+        store = RunStore.at(run_dir)
+        manifest = store.read_manifest()
+        runs = store.read_frame(RUNS)
+        return cls(runs, manifest, run_dir=os.fspath(run_dir))
+
+    def item_accuracy(self, arm: str) -> pd.Series:
+        """Each item's share of correct runs among its scored runs, for one arm."""
+        rows = self.runs.loc[
+            (self.runs["arm"] == arm) & self.runs["correct"].notna(), ["item_id", "correct"]
+        ]
+        return rows.groupby("item_id", sort=False)["correct"].mean().astype("float64")
+
+    def summary(self) -> pd.DataFrame:
+        """One row per arm: counts, accuracy with its 95% CI, failures, usage.
+
+        Accuracy is the mean over items of each item's share of correct runs
+        among its scored runs; the CI is Wilson's when each item has one scored
+        run and item-clustered otherwise. ``unscored`` counts runs with no
+        verdict (``correct`` missing); each failure kind column counts every run
+        with that kind; ``judge_*`` count judge failures apart.
+        """
+        runs = self.runs
+        rows = []
+        for arm in self.arms:
+            part = runs[runs["arm"] == arm]
+            correct = part["correct"]
+            scored_mask = correct.notna()
+            per_item = (
+                pd.DataFrame({"item": part["item_id"][scored_mask],
+                              "c": correct[scored_mask].astype("int64")})
+                .groupby("item", sort=False)["c"].agg(["sum", "count"])
+            )
+            interval = accuracy_interval(per_item["sum"].tolist(), per_item["count"].tolist())
+            kinds = part["failure_kind"].value_counts()
+            judge = (part["judge_status"].value_counts() if "judge_status" in part
+                     else pd.Series(dtype="int64"))
+            row: dict[str, Any] = {
+                "arm": arm,
+                "items": int(part["item_id"].nunique()),
+                "runs": len(part),
+                "scored": int(scored_mask.sum()),
+                "correct": int(correct.fillna(False).sum()),
+                "accuracy": _nan_to_none(interval.estimate),
+                "ci_low": _nan_to_none(interval.low),
+                "ci_high": _nan_to_none(interval.high),
+                "unscored": int((~scored_mask).sum()),
+            }
+            for kind in FAILURE_KINDS:
+                row[kind] = int(kinds.get(kind, 0))
+            for status in JUDGE_FAILURES:
+                row[f"judge_{status}"] = int(judge.get(status, 0))
+            latency = part["latency_s"].mean()
+            row["latency_mean_s"] = None if pd.isna(latency) else float(latency)
+            row["tokens_in"] = int(part["tokens_in"].sum())
+            row["tokens_out"] = int(part["tokens_out"].sum())
+            row["cost_usd"] = float(part["cost_usd"].sum())
+            rows.append(row)
+        frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+        for column in ("accuracy", "ci_low", "ci_high", "latency_mean_s"):
+            frame[column] = frame[column].astype("float64")
+        return frame
+
+    def compare(self, a: str, b: str) -> PairedDifference:
+        """Paired difference ``accuracy(a) - accuracy(b)`` over the items both scored.
+
+        Returns ``diff, ci_low, ci_high, p_value, n_items`` (a named tuple).
+        """
+        for arm in (a, b):
+            if arm not in self.arms:
+                raise KeyError(f"no arm {arm!r} in this benchmark (arms: {', '.join(self.arms)})")
+        acc_a, acc_b = self.item_accuracy(a), self.item_accuracy(b)
+        common = acc_a.index.intersection(acc_b.index, sort=False)
+        return paired_difference(acc_a[common].tolist(), acc_b[common].tolist())

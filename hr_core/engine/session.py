@@ -1,0 +1,323 @@
+"""One invocation of a benchmark, without Prefect: plan, resume, run chunks, write results.
+
+The flow in ``flows/benchmark.py`` drives a :class:`BenchmarkSession` with one
+Prefect task per chunk; :meth:`BenchmarkSession.run` drives it with plain asyncio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from hr_core.engine.arms import Arm, normalise_arms
+from hr_core.engine.benchmark import Benchmark, runs_frame
+from hr_core.engine.budget import Budget, BudgetLedger
+from hr_core.engine.journal import FLUSH_INTERVAL_S, RunKey
+from hr_core.engine.runner import ChunkContext, run_chunk, score_record, stopped_record
+from hr_core.engine.store import (
+    REPORT,
+    RUNS,
+    SUMMARY,
+    SUMMARY_CSV,
+    RunStore,
+    fresh_run_id,
+    git_commit,
+    run_id_for,
+    utc_now,
+)
+from hr_core.errors import ScorerError, SpecError
+from hr_core.reference import Item, Reference, hr_reference
+from hr_core.scorers import Scorer, hr_scorer_exact
+
+__all__ = ["DEFAULT_CHUNK_SIZE", "BenchmarkPlan", "BenchmarkSession", "ProgressFn",
+           "plan_benchmark"]
+
+DEFAULT_CHUNK_SIZE = 2000
+"""Runs per chunk (one Prefect task each): few tasks, whatever the reference's size."""
+
+ProgressFn = Callable[[str, int, int, int], None]
+"""``on_progress(arm, done, total, failures)``: runs done of ``total``, ``failures`` of
+them with ``failure_kind="error"``."""
+
+JudgePolicy = Literal["warn", "refuse", "ignore"]
+
+
+@dataclass
+class BenchmarkPlan:
+    """Everything one benchmark invocation needs, resolved and checked."""
+
+    arms: dict[str, Arm]
+    reference: Reference
+    scorer: Scorer
+    runs: int
+    budget: Budget | None
+    concurrency: int
+    store: str
+    name: str
+    run_id: str
+    resume: bool
+    chunk_size: int
+    judge: dict[str, Any] | None = None
+    spec: dict[str, Any] = field(default_factory=dict)
+
+
+def _scorer_identity(scorer: Scorer) -> tuple[str, str | None]:
+    judge = getattr(scorer, "judge", None)
+    return scorer.name, None if judge is None else str(getattr(judge, "hash", judge))
+
+
+def plan_benchmark(
+    arms: Mapping[str, Any],
+    reference: Any,
+    scorer: Scorer | None = None,
+    runs: int = 1,
+    *,
+    budget: Budget | Mapping[str, Any] | None = None,
+    concurrency: int = 16,
+    store: str = "results",
+    name: str | None = None,
+    resume: bool = True,
+    fresh: bool = False,
+    chunk_size: int | None = None,
+) -> BenchmarkPlan:
+    """Resolve and check a benchmark's inputs; derive its run id from the spec.
+
+    Example:
+        >>> plan = plan_benchmark({"echo": str}, [{"id": "q1", "label": "x"}], store="/tmp/r")
+        >>> len(plan.run_id), plan.name
+        (16, 'benchmark')
+    """
+    normalised = normalise_arms(arms)
+    if not isinstance(reference, Reference):
+        reference = hr_reference(reference)
+    if len(reference) == 0:
+        raise SpecError("the reference set has no items")
+    scorer = scorer if scorer is not None else hr_scorer_exact()
+    if not isinstance(scorer, Scorer):
+        raise SpecError(f"scorer must be a Scorer (hr_scorer(...)), not {type(scorer).__name__}")
+    if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
+        raise SpecError(f"runs must be a positive integer, not {runs!r}")
+    if not isinstance(concurrency, int) or concurrency < 1:
+        raise SpecError(f"concurrency must be a positive integer, not {concurrency!r}")
+    if budget is not None and not isinstance(budget, Budget):
+        budget = Budget.model_validate(dict(budget))
+    scorer_name, judge_hash = _scorer_identity(scorer)
+    spec = {
+        "reference_hash": reference.hash,
+        "arms": {n: a.spec for n, a in normalised.items()},
+        "scorer": scorer_name,
+        "judge_hash": judge_hash,
+        "runs": runs,
+    }
+    return BenchmarkPlan(
+        arms=normalised, reference=reference, scorer=scorer, runs=runs, budget=budget,
+        concurrency=concurrency, store=str(store), name=name or "benchmark",
+        run_id=fresh_run_id() if fresh else run_id_for(spec), resume=resume,
+        chunk_size=chunk_size or DEFAULT_CHUNK_SIZE,
+        judge=None if judge_hash is None else {"hash": judge_hash, "validation": None},
+        spec=spec,
+    )
+
+
+class BenchmarkSession:
+    """Runs one :class:`BenchmarkPlan`: resumes from the journal, runs chunks, writes results.
+
+    Example:
+        >>> import tempfile
+        >>> plan = plan_benchmark({"upper": str.upper}, [{"id": "q1", "label": "A"}],
+        ...                       store=tempfile.mkdtemp())
+        >>> bench = BenchmarkSession(plan).run_sync()
+        >>> bench.runs["correct"].tolist()
+        [False]
+    """
+
+    def __init__(self, plan: BenchmarkPlan, *, flow_run_id: str | None = None) -> None:
+        self.plan = plan
+        self.flow_run_id = flow_run_id
+        self.store = RunStore(plan.store, plan.name, plan.run_id)
+        self.journal = self.store.journal
+        self.started_at = utc_now()
+        self.chunks: list[tuple[str, list[tuple[Item, int]]]] = []
+        self.done: dict[RunKey, dict[str, Any]] = {}
+        self._progress: dict[str, list[int]] = {a: [0, 0] for a in plan.arms}
+        self.total = len(plan.reference) * plan.runs
+        self.engine_seconds = 0.0
+        self._opened = False
+        self._ctx: ChunkContext | None = None
+        self._executor: ThreadPoolExecutor | None = None
+
+    # -- opening: resume from the journal, plan the chunks -------------------------------
+
+    def open(self) -> None:
+        """Read the journal (or clear it when not resuming), count done runs, make chunks."""
+        plan = self.plan
+        if plan.resume:
+            self.done = {k: r for k, r in self.journal.read().items() if k[0] in plan.arms}
+        elif self.journal.path.exists():
+            self.journal.path.unlink()
+        self.ledger = BudgetLedger(plan.budget, plan.arms)
+        for (arm, _, _), record in self.done.items():
+            self.ledger.count_done(arm, record.get("tokens_in"), record.get("tokens_out"),
+                                   record.get("cost_usd"))
+            self._count(record)
+        for name in plan.arms:
+            work = [
+                (item, run) for item in plan.reference for run in range(1, plan.runs + 1)
+                if (name, item.id, run) not in self.done
+            ]
+            for start in range(0, len(work), plan.chunk_size):
+                self.chunks.append((name, work[start:start + plan.chunk_size]))
+        self._executor = ThreadPoolExecutor(max_workers=min(plan.concurrency, 64),
+                                            thread_name_prefix="hr-arm")
+        self._ctx = ChunkContext(plan.scorer, self.ledger, self._executor, plan.concurrency,
+                                 self._record)
+        self._opened = True
+        self.store.write_manifest(self.manifest("running"))
+
+    def _count(self, record: dict[str, Any]) -> None:
+        counts = self._progress[record["arm"]]
+        counts[0] += 1
+        if record.get("failure_kind") == "error":
+            counts[1] += 1
+
+    def _record(self, record: dict[str, Any]) -> None:
+        self.done[(record["arm"], record["item_id"], record["run"])] = record
+        self.journal.append(record)
+        self._count(record)
+
+    def progress(self) -> list[tuple[str, int, int, int]]:
+        """``(arm, done, total, failures)`` for each arm."""
+        per_arm = len(self.plan.reference) * self.plan.runs
+        return [(arm, c[0], per_arm, c[1]) for arm, c in self._progress.items()]
+
+    # -- running --------------------------------------------------------------------------
+
+    async def rescore(self) -> int:
+        """Score journaled runs a broken scorer left unscored (no arm is called)."""
+        assert self._ctx is not None
+        pending = [r for r in self.done.values() if r.get("scored") is False]
+        for record in pending:
+            item = self.plan.reference.get(record["item_id"])
+            await score_record(record, item, record.get("raw"), self.plan.scorer,
+                               self._ctx.scorer_errors)
+            self.journal.append(record)
+        return len(pending)
+
+    async def run_chunk(self, index: int) -> int:
+        """Run chunk ``index``; returns how many runs finished."""
+        assert self._ctx is not None
+        arm, work = self.chunks[index]
+        records = await run_chunk(self.plan.arms[arm], work, self._ctx)
+        return len(records)
+
+    async def watch(self, callback: Callable[[list[tuple[str, int, int, int]]], Any],
+                    interval: float) -> None:
+        """Call ``callback(self.progress())`` every ``interval`` s while it changes."""
+        last: list[tuple[str, int, int, int]] | None = None
+        while True:
+            await asyncio.sleep(interval)
+            now = self.progress()
+            if now != last:
+                last = now
+                result = callback(now)
+                if asyncio.iscoroutine(result):
+                    await result
+
+    async def run(self, on_progress: ProgressFn | None = None) -> Benchmark:
+        """Open, run every chunk with plain asyncio and finish (no Prefect)."""
+        if not self._opened:
+            self.open()
+        started = time.perf_counter()
+        helpers = [asyncio.ensure_future(self.journal.flush_every(FLUSH_INTERVAL_S))]
+        if on_progress is not None:
+            helpers.append(asyncio.ensure_future(self.watch(
+                lambda rows: [on_progress(*row) for row in rows], 0.25)))
+        try:
+            await self.rescore()
+            await asyncio.gather(*(self.run_chunk(i) for i in range(len(self.chunks))))
+        finally:
+            for helper in helpers:
+                helper.cancel()
+            self.journal.flush()
+        if on_progress is not None:
+            for row in self.progress():
+                on_progress(*row)
+        self.engine_seconds = time.perf_counter() - started
+        return self.finish()
+
+    def run_sync(self, on_progress: ProgressFn | None = None) -> Benchmark:
+        """:meth:`run` from synchronous code."""
+        return asyncio.run(self.run(on_progress))
+
+    # -- finishing --------------------------------------------------------------------------
+
+    def manifest(self, status: str, **extra: Any) -> dict[str, Any]:
+        """The manifest (SPEC section 9); never holds secrets (arm specs name env vars only)."""
+        from hr_core import __version__
+
+        plan = self.plan
+        return {
+            "name": plan.name, "run_id": plan.run_id, "status": status,
+            "reference_hash": plan.reference.hash, "n_items": len(plan.reference),
+            "arms": plan.spec["arms"], "scorer": plan.spec["scorer"], "judge": plan.judge,
+            "runs": plan.runs, "budget": None if plan.budget is None else
+            plan.budget.model_dump(mode="json"), "concurrency": plan.concurrency,
+            "version": __version__, "git_commit": git_commit(),
+            "flow_run_id": self.flow_run_id, "started_at": self.started_at,
+            "ended_at": None if status == "running" else utc_now(), **extra,
+        }
+
+    def records(self) -> list[dict[str, Any]]:
+        """Every run's record in order (arms, items, runs); runs not done are ``budget_stop``."""
+        plan = self.plan
+        done = self.done
+        ordered = []
+        for arm in plan.arms:
+            for item in plan.reference:
+                for run in range(1, plan.runs + 1):
+                    record = done.get((arm, item.id, run))
+                    ordered.append(record if record is not None else
+                                   stopped_record(arm, item, run))
+        return ordered
+
+    def finish(self) -> Benchmark:
+        """Write ``runs.parquet``, the summary, the report and the final manifest."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+        errors = self._ctx.scorer_errors if self._ctx is not None else []
+        if errors:
+            self.store.write_manifest(self.manifest("failed", error=errors[0]))
+            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            raise ScorerError(
+                f"{errors[0]}{more}. The arms' outputs are journaled in "
+                f"{self.store.run_dir}: fix the scorer and run again to re-score "
+                "without calling the arms"
+            )
+        runs = runs_frame(self.records(), judge=self.plan.judge is not None)
+        manifest = self.manifest("completed", engine_seconds=round(self.engine_seconds, 4))
+        bench = Benchmark(runs, manifest, run_dir=self.store.run_dir)
+        summary = bench.summary()
+        self.store.write_frame(RUNS, runs)
+        self.store.write_frame(SUMMARY, summary)
+        self.store.write_frame(SUMMARY_CSV, summary)
+        from hr_core.engine.report import report_markdown
+
+        self.store.write_text(REPORT, report_markdown(bench, summary))
+        self.store.copy_journal()
+        self.store.write_manifest(manifest)
+        return bench
+
+
+def warn_or_refuse(policy: JudgePolicy, message: str) -> None:
+    """Apply ``require_valid_judge``: warn, raise :class:`SpecError`, or do nothing."""
+    if policy == "refuse":
+        raise SpecError(message)
+    if policy == "warn":
+        warnings.warn(message, stacklevel=3)
+
+

@@ -1,0 +1,185 @@
+"""``BenchmarkSpec``: a benchmark described in YAML, validated with errors naming field and line."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from hr_core.engine.arms import LLMArm, import_object
+from hr_core.engine.budget import Budget
+from hr_core.errors import SpecError
+from hr_core.reference import Reference, hr_reference
+from hr_core.scorers import Scorer, hr_scorer, hr_scorer_exact
+
+__all__ = ["BenchmarkSpec", "JudgeScorerSpec", "ReferenceSpec", "load_spec"]
+
+
+class ReferenceSpec(BaseModel):
+    """Where the reference set is and which columns are id, item and label."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str = Field(min_length=1)
+    id: str = "id"
+    item: str | None = None
+    label: str = "label"
+
+
+class JudgeScorerSpec(BaseModel):
+    """A judge used as the scorer (grade mode against each item's label)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(min_length=1)
+    rubric: str = Field(min_length=1)
+    orders: int = 2
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    positive: str | None = None
+
+
+class BenchmarkSpec(BaseModel):
+    """A benchmark as data (YAML): arms by import path or as declarative LLM arms.
+
+    ``scorer`` is ``"exact"``, ``"exact_raw"`` (no folding), an import path to a
+    ``Scorer`` or a function ``fn(item, output, label)``, or ``{judge: {...}}``.
+    Relative paths (the reference) are read relative to the spec file.
+
+    Example:
+        >>> spec = BenchmarkSpec.model_validate({
+        ...     "name": "demo", "reference": "ref.jsonl",
+        ...     "arms": {"upper": "hr_core.examples.demo_arms:upper"}})
+        >>> spec.runs, spec.scorer
+        (1, 'exact')
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str | None = None
+    reference: str | ReferenceSpec
+    arms: dict[str, str | LLMArm] = Field(min_length=1)
+    scorer: str | dict[Literal["judge"], JudgeScorerSpec] = "exact"
+    runs: int = Field(default=1, ge=1)
+    budget: Budget | None = None
+    concurrency: int = Field(default=16, ge=1)
+    store: str = "results"
+    chunk_size: int | None = Field(default=None, ge=1)
+    require_valid_judge: Literal["warn", "refuse", "ignore"] = "warn"
+    base_dir: str | None = Field(default=None, exclude=True)
+
+    def load_reference(self) -> Reference:
+        """Read the reference set (a relative path is relative to the spec file)."""
+        ref = self.reference if isinstance(self.reference, ReferenceSpec) else ReferenceSpec(
+            path=self.reference)
+        path = Path(ref.path)
+        if not path.is_absolute() and self.base_dir is not None:
+            path = Path(self.base_dir) / path
+        return hr_reference(path, id=ref.id, item=ref.item, label=ref.label)
+
+    def build_scorer(self) -> Scorer:
+        """The scorer the spec names."""
+        scorer = self.scorer
+        if isinstance(scorer, dict):
+            judge = scorer["judge"]
+            from hr_core.judge import hr_judge_config, hr_scorer_judge
+
+            config = hr_judge_config(judge.model, judge.rubric, mode="grade",
+                                     orders=judge.orders, schema=judge.schema_,
+                                     positive=judge.positive)
+            built: Scorer = hr_scorer_judge(config)
+            return built
+        if scorer == "exact":
+            return hr_scorer_exact()
+        if scorer == "exact_raw":
+            return hr_scorer_exact(normalise=False)
+        obj = import_object(scorer)
+        if isinstance(obj, Scorer):
+            return obj
+        if callable(obj):
+            return hr_scorer(obj, name=scorer.rpartition(":")[2])
+        raise SpecError(f"scorer {scorer!r} is neither a Scorer nor a function")
+
+
+def _line_of(node: Any, loc: tuple[Any, ...]) -> int | None:
+    """The 1-based line of the YAML node at ``loc`` (or of its nearest parent)."""
+    line = None if node is None else node.start_mark.line + 1
+    for key in loc:
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if k.value == str(key):
+                    line, node = k.start_mark.line + 1, v
+                    break
+            else:
+                return line
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(
+                node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def _field(loc: tuple[Any, ...]) -> str:
+    # pydantic adds the member of a union it tried ("str", "LLMArm", ...): keep field names
+    parts = [str(p) for p in loc if not (isinstance(p, str) and (p[:1].isupper() or p in (
+        "str", "int", "dict[literal['judge'],JudgeScorerSpec]")))]
+    return ".".join(parts) or "(top level)"
+
+
+def _relevant(errors: list[Any]) -> list[Any]:
+    """Drop a union's "not a string" error when the value failed as a mapping too."""
+    fields = [_field(tuple(e["loc"])) for e in errors]
+    return [
+        e for e, f in zip(errors, fields, strict=True)
+        if not (e["type"] == "string_type" and any(o.startswith(f + ".") for o in fields))
+    ]
+
+
+def load_spec(source: str | os.PathLike[str] | Mapping[str, Any]) -> BenchmarkSpec:
+    """Read and validate a YAML benchmark spec (or a mapping).
+
+    Raises:
+        SpecError: naming the file, the line and the field, e.g.
+            ``spec.yaml, line 4, field 'arms.gpt.temprature': Extra inputs are not permitted``.
+
+    Example:
+        >>> load_spec({"reference": "r.csv", "arms": {"a": "m:f"}}).arms
+        {'a': 'm:f'}
+    """
+    if isinstance(source, Mapping):
+        try:
+            return BenchmarkSpec.model_validate(dict(source))
+        except ValidationError as exc:
+            first = _relevant(exc.errors())[0]
+            raise SpecError(f"benchmark spec, field {_field(first['loc'])!r}: {first['msg']}"
+                            ) from None
+    path = Path(source)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read the spec ({exc.strerror or exc})") from None
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f", line {mark.line + 1}" if mark is not None else ""
+        raise SpecError(f"{path}{where}: not valid YAML ({getattr(exc, 'problem', exc)})"
+                        ) from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: a benchmark spec is a YAML mapping (name, reference, arms, ...)")
+    try:
+        return BenchmarkSpec.model_validate({**data, "base_dir": str(path.parent)})
+    except ValidationError as exc:
+        lines = []
+        for error in _relevant(exc.errors())[:3]:
+            loc = tuple(error["loc"])
+            line = _line_of(node, tuple(p for p in loc if _field((p,)) != "(top level)"))
+            where = f", line {line}" if line is not None else ""
+            lines.append(f"{path}{where}, field {_field(loc)!r}: {error['msg']}")
+        raise SpecError("; ".join(lines)) from None

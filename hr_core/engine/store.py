@@ -1,0 +1,158 @@
+"""The results store: ``<store>/<name>/<run id>/`` with manifest, runs, summary and journal."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import subprocess
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import pandas as pd
+
+from hr_core.engine.journal import Journal
+
+__all__ = ["RunStore", "git_commit", "run_id_for", "utc_now"]
+
+MANIFEST = "manifest.json"
+RUNS = "runs.parquet"
+SUMMARY = "summary.parquet"
+SUMMARY_CSV = "summary.csv"
+REPORT = "report.md"
+JOURNAL = "journal.jsonl"
+
+
+def run_id_for(spec: dict[str, Any]) -> str:
+    """The run id of a benchmark spec: the first 16 hex digits of its SHA-256.
+
+    ``spec`` holds what decides the results (reference hash, arm specs, scorer,
+    runs): the same spec gives the same id, so a rerun resumes.
+
+    Example:
+        >>> a, b = {"reference": "abc", "runs": 1}, {"runs": 1, "reference": "abc"}
+        >>> run_id_for(a) == run_id_for(b)
+        True
+    """
+    text = json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def fresh_run_id() -> str:
+    """A new run id for runs that must not resume (e.g. scheduled): time + random."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def utc_now() -> str:
+    """The current UTC time in ISO 8601."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+@lru_cache(maxsize=1)
+def git_commit() -> str | None:
+    """The git commit of the working directory, when there is one."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = out.stdout.strip()
+    return commit if out.returncode == 0 and commit else None
+
+
+def _is_local(url: str) -> bool:
+    return "://" not in url or url.startswith("file://")
+
+
+class RunStore:
+    """Where one benchmark run lives: ``<store>/<name>/<run_id>/`` (local or fsspec URL).
+
+    The journal is always a local file (appends with fsync): in the run folder for
+    a local store, else under ``$HR_JOURNAL_DIR`` (default ``~/.cache/hr/journal/``); the
+    final files go
+    through fsspec.
+
+    Example:
+        >>> import tempfile
+        >>> store = RunStore(tempfile.mkdtemp(), "demo", "abc123")
+        >>> store.run_dir.endswith("demo/abc123")
+        True
+    """
+
+    def __init__(self, store: str | os.PathLike[str], name: str, run_id: str) -> None:
+        self.store = os.fspath(store)
+        self.name = name
+        self.run_id = run_id
+        self.run_dir = f"{self.store.rstrip('/')}/{name}/{run_id}"
+        self.fs, self._root = fsspec.core.url_to_fs(self.run_dir)
+        if _is_local(self.run_dir):
+            journal_dir = Path(self._root)
+        else:
+            digest = hashlib.sha256(self.run_dir.encode()).hexdigest()[:16]
+            base = os.environ.get("HR_JOURNAL_DIR") or Path.home() / ".cache" / "hr" / "journal"
+            journal_dir = Path(base) / digest
+        self.journal = Journal(journal_dir / JOURNAL)
+
+    @classmethod
+    def at(cls, run_dir: str | os.PathLike[str]) -> RunStore:
+        """The store of an existing run folder."""
+        text = os.fspath(run_dir).rstrip("/")
+        parent, run_id = text.rsplit("/", 1) if "/" in text else (".", text)
+        store, name = parent.rsplit("/", 1) if "/" in parent else (".", parent)
+        return cls(store, name, run_id)
+
+    def path(self, filename: str) -> str:
+        return f"{self._root}/{filename}"
+
+    def exists(self, filename: str) -> bool:
+        return bool(self.fs.exists(self.path(filename)))
+
+    def _ensure_dir(self) -> None:
+        self.fs.makedirs(self._root, exist_ok=True)
+
+    def write_text(self, filename: str, text: str) -> None:
+        """Write a text file atomically where the filesystem allows it."""
+        self._ensure_dir()
+        target = self.path(filename)
+        if _is_local(self.run_dir):
+            tmp = Path(target + ".tmp")
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, target)
+        else:
+            with self.fs.open(target, "w", encoding="utf-8") as handle:
+                handle.write(text)
+
+    def read_text(self, filename: str) -> str:
+        with self.fs.open(self.path(filename), "r", encoding="utf-8") as handle:
+            return str(handle.read())
+
+    def write_manifest(self, manifest: dict[str, Any]) -> None:
+        self.write_text(MANIFEST, json.dumps(manifest, indent=2, sort_keys=True, default=str))
+
+    def read_manifest(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.read_text(MANIFEST))
+        return data
+
+    def write_frame(self, filename: str, frame: pd.DataFrame) -> None:
+        self._ensure_dir()
+        if filename.endswith(".csv"):
+            self.write_text(filename, frame.to_csv(index=False))
+            return
+        with self.fs.open(self.path(filename), "wb") as handle:
+            frame.to_parquet(handle, index=False)
+
+    def read_frame(self, filename: str) -> pd.DataFrame:
+        with self.fs.open(self.path(filename), "rb") as handle:
+            return pd.read_parquet(handle)
+
+    def copy_journal(self) -> None:
+        """Copy a local journal next to the results of a remote store."""
+        if _is_local(self.run_dir) or not self.journal.path.exists():
+            return
+        self._ensure_dir()
+        self.fs.put_file(str(self.journal.path), self.path(JOURNAL))

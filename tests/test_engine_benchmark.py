@@ -1,0 +1,110 @@
+"""Benchmark: the exact columns of SPEC section 9, summary statistics, compare, load."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from hr_core import FAILURE_KINDS, RUN_COLUMNS, SUMMARY_COLUMNS, Benchmark
+from hr_core.engine.benchmark import runs_frame
+from hr_core.engine.session import BenchmarkSession, plan_benchmark
+from hr_core.stats import clustered_mean_ci, wilson_interval
+
+
+def _bench(rows: list[tuple[str, str, int, bool | None, str | None]]) -> Benchmark:
+    records = [
+        {"arm": a, "item_id": i, "run": r, "correct": c, "failure_kind": k, "latency_s": 0.5}
+        for a, i, r, c, k in rows
+    ]
+    return Benchmark(runs_frame(records), {"scorer": "exact", "reference_hash": "ab"})
+
+
+def test_runs_has_exactly_the_spec_columns_and_nullable_boolean_correct() -> None:
+    bench = _bench([("a", "q1", 1, True, None)])
+    assert tuple(bench.runs.columns) == RUN_COLUMNS == (
+        "arm", "item_id", "run", "output", "correct", "outcome", "failure_kind", "error",
+        "latency_s", "tokens_in", "tokens_out", "cost_usd",
+    )
+    assert str(bench.runs["correct"].dtype) == "boolean"
+
+
+def test_summary_has_the_spec_columns_with_a_count_per_failure_kind() -> None:
+    summary = _bench([("a", "q1", 1, False, "refusal")]).summary()
+    assert tuple(summary.columns) == SUMMARY_COLUMNS
+    assert set(FAILURE_KINDS) <= set(summary.columns)
+    assert {"judge_no_consensus", "judge_parse_failure", "judge_error"} <= set(summary.columns)
+    assert summary.loc[0, "refusal"] == 1
+
+
+def test_accuracy_for_one_run_uses_the_wilson_interval() -> None:
+    rows = [("a", f"q{i}", 1, i < 7, None if i < 7 else "wrong") for i in range(10)]
+    row = _bench(rows).summary().iloc[0]
+    expected = wilson_interval(7, 10)
+    assert (row["accuracy"], row["ci_low"], row["ci_high"]) == pytest.approx(tuple(expected))
+
+
+def test_accuracy_for_several_runs_is_the_mean_of_item_shares_clustered_by_item() -> None:
+    pattern = {"q1": [True, True], "q2": [True, False], "q3": [False, False], "q4": [True, None]}
+    rows = [("a", item, r + 1, c, None if c in (True, None) else "wrong")
+            for item, values in pattern.items() for r, c in enumerate(values)]
+    row = _bench(rows).summary().iloc[0]
+    expected = clustered_mean_ci([1.0, 0.5, 0.0, 1.0])
+    assert (row["accuracy"], row["ci_low"], row["ci_high"]) == pytest.approx(tuple(expected))
+    assert (row["scored"], row["unscored"], row["runs"], row["items"]) == (7, 1, 8, 4)
+
+
+def test_compare_is_the_paired_difference_over_items_both_arms_scored() -> None:
+    rows = [("a", "q1", 1, True, None), ("a", "q2", 1, True, None), ("a", "q3", 1, True, None),
+            ("b", "q1", 1, False, "wrong"), ("b", "q2", 1, True, None),
+            ("b", "q3", 1, None, None)]
+    result = _bench(rows).compare("a", "b")
+    assert result.n_items == 2 and result.diff == pytest.approx(0.5)
+    assert {"diff", "ci_low", "ci_high", "p_value", "n_items"} <= set(result._fields)
+
+
+def test_compare_names_an_unknown_arm() -> None:
+    with pytest.raises(KeyError, match="no arm 'zz'"):
+        _bench([("a", "q1", 1, True, None)]).compare("a", "zz")
+
+
+def test_a_finished_run_is_stored_readable_by_pandas_and_loads_back(tmp_path: Path) -> None:
+    plan = plan_benchmark({"echo": lambda p: p["q"]},
+                          [{"id": "q1", "q": "x", "label": "x"}], store=str(tmp_path), name="demo")
+    bench = BenchmarkSession(plan).run_sync()
+    run_dir = tmp_path / "demo" / plan.run_id
+    assert {p.name for p in run_dir.iterdir()} >= {
+        "manifest.json", "runs.parquet", "summary.parquet", "summary.csv", "report.md",
+        "journal.jsonl"}
+    pd.testing.assert_frame_equal(pd.read_parquet(run_dir / "runs.parquet"), bench.runs)
+    loaded = Benchmark.load(run_dir)
+    pd.testing.assert_frame_equal(loaded.runs, bench.runs)
+    assert loaded.manifest["status"] == "completed"
+    assert loaded.scorer == "exact" and loaded.reference_hash == plan.reference.hash
+    for key in ("reference_hash", "arms", "scorer", "judge", "runs", "budget", "version",
+                "git_commit", "flow_run_id", "started_at", "ended_at", "status"):
+        assert key in loaded.manifest
+
+
+def test_the_run_id_follows_the_spec(tmp_path: Path) -> None:
+    def arm(payload: dict) -> str:
+        return "x"
+
+    items = [{"id": "q1", "label": "x"}]
+    base = plan_benchmark({"a": arm}, items, store=str(tmp_path)).run_id
+    assert plan_benchmark({"a": arm}, items, store=str(tmp_path)).run_id == base
+    assert plan_benchmark({"a": arm}, items, runs=2, store=str(tmp_path)).run_id != base
+    assert plan_benchmark({"b": arm}, items, store=str(tmp_path)).run_id != base
+    assert plan_benchmark({"a": arm}, [{"id": "q1", "label": "y"}],
+                          store=str(tmp_path)).run_id != base
+
+
+def test_the_store_accepts_an_fsspec_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HR_JOURNAL_DIR", str(tmp_path / "journals"))
+    plan = plan_benchmark({"echo": lambda p: "x"}, [{"id": "q1", "label": "x"}],
+                          store="memory://hr-results", name="remote")
+    bench = BenchmarkSession(plan).run_sync()
+    loaded = Benchmark.load(f"memory://hr-results/remote/{plan.run_id}")
+    pd.testing.assert_frame_equal(loaded.runs, bench.runs)
+    assert len(list((tmp_path / "journals").rglob("journal.jsonl"))) == 1

@@ -1,0 +1,53 @@
+"""The journal: durable batches, de-duplication, partial lines left by a kill."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from hr_core.engine.journal import Journal
+
+
+def _record(arm: str, item: str, run: int, output: str = "x") -> dict:
+    return {"arm": arm, "item_id": item, "run": run, "output": output}
+
+
+def test_records_are_durable_after_flush_and_read_back(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "j" / "journal.jsonl")
+    journal.append(_record("a", "q1", 1))
+    journal.append(_record("a", "q2", 1))
+    assert Journal(journal.path).read() == {}
+    assert journal.flush() == 2
+    assert list(Journal(journal.path).read()) == [("a", "q1", 1), ("a", "q2", 1)]
+
+
+def test_reading_keeps_the_first_record_of_each_run(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "journal.jsonl")
+    journal.append(_record("a", "q1", 1, "first"))
+    journal.append(_record("a", "q1", 1, "second"))
+    journal.flush()
+    assert journal.read()[("a", "q1", 1)]["output"] == "first"
+
+
+def test_a_partial_last_line_is_ignored_and_cut_before_appending(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    path.write_bytes(b'{"arm":"a","item_id":"q1","run":1}\n{"arm":"a","item_id":"q2","ru')
+    journal = Journal(path)
+    assert list(journal.read()) == [("a", "q1", 1)]
+    journal.append(_record("a", "q3", 1))
+    journal.flush()
+    assert list(Journal(path).read()) == [("a", "q1", 1), ("a", "q3", 1)]
+    assert path.read_bytes().count(b"\n") == 2
+
+
+def test_the_periodic_flusher_writes_while_running(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "journal.jsonl")
+
+    async def scenario() -> int:
+        flusher = asyncio.ensure_future(journal.flush_every(0.01))
+        journal.append(_record("a", "q1", 1))
+        await asyncio.sleep(0.1)
+        flusher.cancel()
+        return len(Journal(journal.path).read())
+
+    assert asyncio.run(scenario()) == 1

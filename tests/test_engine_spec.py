@@ -1,0 +1,100 @@
+"""BenchmarkSpec and arms: YAML specs with errors naming field and line; arm kinds."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from hr_core import LLMArm, SpecError, load_spec
+from hr_core.engine.arms import import_object, normalise_arms, prompt_fields
+from hr_core.engine.session import BenchmarkSession, plan_benchmark
+
+GOOD = """\
+name: demo
+reference:
+  path: ref.jsonl
+  item: question
+arms:
+  upper: "builtins:str"
+runs: 2
+budget:
+  max_calls: 10
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    (tmp_path / "ref.jsonl").write_text('{"id": "q1", "question": "x", "label": "x"}\n')
+    path = tmp_path / "spec.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_a_good_spec_loads_and_reads_its_reference_relative_to_the_file(tmp_path: Path) -> None:
+    spec = load_spec(_write(tmp_path, GOOD))
+    assert spec.name == "demo" and spec.runs == 2 and spec.budget.max_calls == 10
+    assert [tuple(i) for i in spec.load_reference()] == [("q1", "x", "x")]
+    assert spec.build_scorer().name == "exact"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (GOOD.replace("runs: 2", "runs: 0"), r"spec.yaml, line 7, field 'runs': .*greater"),
+        (GOOD.replace("max_calls", "max_call"), r"line 9, field 'budget.max_call': Extra"),
+        (GOOD + "arms_typo: 1\n", r"line 10, field 'arms_typo': Extra inputs"),
+        (GOOD.replace('"builtins:str"', "{model: m, promt: x}"),
+         r"line 6, field 'arms.upper.prompt': Field required"),
+        ("name: [unclosed\n", r"line 2: not valid YAML"),
+    ],
+)
+def test_errors_name_the_file_the_line_and_the_field(tmp_path: Path, text: str,
+                                                     expected: str) -> None:
+    with pytest.raises(SpecError, match=expected):
+        load_spec(_write(tmp_path, text))
+
+
+def test_a_spec_runs_through_the_engine(tmp_path: Path) -> None:
+    spec = load_spec(_write(tmp_path, GOOD))
+    plan = plan_benchmark(spec.arms, spec.load_reference(), spec.build_scorer(), spec.runs,
+                          budget=spec.budget, store=str(tmp_path / "results"), name=spec.name)
+    bench = BenchmarkSession(plan).run_sync()
+    assert bench.runs["correct"].tolist() == [True, True]
+    assert bench.manifest["arms"] == {"upper": {"kind": "import", "path": "builtins:str"}}
+
+
+def test_import_paths_resolve_and_bad_ones_say_what_to_do() -> None:
+    assert import_object("os.path:join")("a", "b") == "a/b"
+    with pytest.raises(SpecError, match=r"must look like 'pkg\.module:function'"):
+        import_object("os.path.join")
+    with pytest.raises(SpecError, match="has no 'nope'"):
+        import_object("os:nope")
+
+
+def test_arm_kinds_are_normalised_with_specs_for_the_manifest() -> None:
+    async def coro(payload: str) -> str:
+        return payload
+
+    arms = normalise_arms({
+        "sync": str.upper, "async": coro, "path": "builtins:str",
+        "llm": {"model": "mock:echo", "prompt": "Q: {question}", "api_key_env": "MY_KEY"},
+    })
+    assert arms["async"].is_async and not arms["sync"].is_async
+    assert arms["path"].spec == {"kind": "import", "path": "builtins:str"}
+    assert arms["llm"].spec["kind"] == "llm" and arms["llm"].spec["api_key_env"] == "MY_KEY"
+    assert asyncio.run(arms["async"].fn("x")) == "x"
+    with pytest.raises(SpecError, match="not an arm"):
+        normalise_arms({"bad": 3})
+
+
+def test_llm_prompts_are_filled_from_the_payload_fields() -> None:
+    arm = LLMArm(model="mock:x", prompt="Doc: {document}\nQ: {question}", system="Be brief.")
+    assert prompt_fields(arm.prompt) == ["document", "question"]
+    assert arm.messages({"document": "D", "question": "Q"}) == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Doc: D\nQ: Q"},
+    ]
+    assert LLMArm(model="m", prompt="<{payload}>").render("plain") == "<plain>"
+    with pytest.raises(SpecError, match="needs field 'document'"):
+        arm.render({"question": "Q"})
