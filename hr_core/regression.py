@@ -254,7 +254,7 @@ def find_previous_run(
     Scans ``<name_dir>/*/manifest.json`` (a local folder or any fsspec URL) for
     manifests with ``status`` completed and the same :func:`spec_fingerprint`,
     leaves out the run itself (same ``run_id``) and ``exclude``, and returns the
-    one with the latest ``started_at`` before this run's.
+    one with the latest ``started_at`` (then ``ended_at``) not after this run's.
 
     Example:
         >>> find_previous_run("/nonexistent/demo", {"run_id": "r1"}) is None
@@ -263,7 +263,7 @@ def find_previous_run(
     target = spec_fingerprint(manifest)
     own_id = manifest.get("run_id")
     started = str(manifest.get("started_at") or "")
-    best: tuple[str, str, dict[str, Any]] | None = None
+    best: tuple[tuple[str, str], str, dict[str, Any]] | None = None
     for run_dir, other in _read_manifests(name_dir):
         other_id = other.get("run_id")
         if other_id == own_id or other_id in exclude:
@@ -272,11 +272,11 @@ def find_previous_run(
             continue
         if spec_fingerprint(other) != target:
             continue
-        other_started = str(other.get("started_at") or "")
-        if started and other_started >= started:
+        when = (str(other.get("started_at") or ""), str(other.get("ended_at") or ""))
+        if started and when[0] > started:
             continue
-        if best is None or other_started > best[0]:
-            best = (other_started, run_dir, other)
+        if best is None or when > best[0]:
+            best = (when, run_dir, other)
     if best is None:
         return None
     return PreviousRun(run_dir=best[1], manifest=best[2])

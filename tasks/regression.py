@@ -1,0 +1,116 @@
+"""Prefect tasks of the regression check: compare with the previous run, publish, alert."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from prefect import task
+from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
+from prefect.context import get_run_context
+from prefect.events import emit_event
+
+from hr_core.engine.benchmark import Benchmark
+from hr_core.regression import RegressionReport, compare_runs, find_previous_run
+
+__all__ = [
+    "REGRESSION_EVENT",
+    "check_regression",
+    "publish_regression",
+    "regression_artifact_key",
+    "spec_resource_id",
+]
+
+REGRESSION_EVENT = "hr.regression.detected"
+"""The event emitted once per regressed arm; point a Prefect automation at it."""
+
+
+def spec_resource_id(name: str) -> str:
+    """The event resource id of a benchmark spec: ``hr.spec.<name>``.
+
+    Example:
+        >>> spec_resource_id("docqa-demo")
+        'hr.spec.docqa-demo'
+    """
+    return f"hr.spec.{name}"
+
+
+def regression_artifact_key(name: str) -> str:
+    """The artifact key of a spec's regression report (lowercase, digits, dashes).
+
+    Example:
+        >>> regression_artifact_key("DocQA_demo v2")
+        'hr-regression-docqa-demo-v2'
+    """
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "benchmark"
+    return f"hr-regression-{slug}"
+
+
+@task(name="check-regression")
+def check_regression(run_dir: str, *, threshold: float = 0.05,
+                     level: float = 0.95) -> RegressionReport | None:
+    """Compare a finished run with the previous completed run of the same spec.
+
+    Returns ``None`` when the store holds no earlier completed run of the spec.
+    """
+    current = Benchmark.load(run_dir)
+    name_dir = run_dir.rstrip("/").rsplit("/", 1)[0]
+    previous = find_previous_run(name_dir, current.manifest)
+    if previous is None:
+        return None
+    before = Benchmark.load(previous.run_dir)
+    return compare_runs(
+        current.runs, before.runs, threshold=threshold, level=level,
+        run_id=current.run_id, previous_run_id=before.run_id,
+    )
+
+
+def _flow_run_related() -> list[dict[str, str]]:
+    try:
+        ctx: Any = get_run_context()
+    except Exception:
+        return []
+    flow_run = getattr(ctx, "flow_run", None) or getattr(ctx, "task_run", None)
+    run_id = getattr(flow_run, "flow_run_id", None) or getattr(flow_run, "id", None)
+    if run_id is None:
+        return []
+    return [{"prefect.resource.id": f"prefect.flow-run.{run_id}",
+             "prefect.resource.role": "flow-run"}]
+
+
+@task(name="publish-regression")
+async def publish_regression(report: RegressionReport | None, *, name: str,
+                             spec_path: str | None = None) -> list[str]:
+    """Publish the report as artifacts and emit one event per regressed arm.
+
+    The markdown artifact's key is :func:`regression_artifact_key`; the table
+    artifact (one row per arm) the same key with ``-arms``. Each regression
+    emits :data:`REGRESSION_EVENT` on resource :func:`spec_resource_id` with the
+    arm, diff, CI, accuracies and run ids as payload.
+
+    Returns:
+        The arms that regressed.
+    """
+    key = regression_artifact_key(name)
+    if report is None:
+        await acreate_markdown_artifact(
+            key=key, markdown=f"# Regression check: {name}\n\nNo earlier completed run "
+            "of this spec in the store: nothing to compare with yet.\n",
+            description=f"hr regression check of {name}")
+        return []
+    await acreate_markdown_artifact(key=key, markdown=report.to_markdown(),
+                                    description=f"hr regression check of {name}")
+    await acreate_table_artifact(key=f"{key}-arms",
+                                 table=[a.model_dump(mode="json") for a in report.arms],
+                                 description=f"hr regression check of {name}, per arm")
+    resource = {"prefect.resource.id": spec_resource_id(name),
+                "prefect.resource.name": name}
+    if spec_path is not None:
+        resource["hr.spec.path"] = spec_path
+    related = _flow_run_related()
+    for change in report.regressions:
+        payload = change.model_dump(mode="json")
+        payload.update(run_id=report.run_id, previous_run_id=report.previous_run_id,
+                       threshold=report.threshold, level=report.level)
+        emit_event(event=REGRESSION_EVENT, resource=resource, related=related, payload=payload)
+    return [a.arm for a in report.regressions]
