@@ -23,3 +23,19 @@ def prefect_harness() -> Iterator[None]:
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+@pytest.fixture()
+def openai_server() -> Iterator[object]:
+    """A real OpenAI-compatible server on 127.0.0.1 (tests/openai_server.py).
+
+    Answers with hr's mock model by default; set ``.reply``, ``.inject(...)``
+    faults or ``.reject_response_format``; ``.requests`` records every request.
+    """
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from openai_server import FakeOpenAIServer
+
+    with FakeOpenAIServer() as server:
+        yield server

@@ -9,10 +9,14 @@ from hr_core.models.base import (
     ModelReply,
     UnknownProviderError,
 )
+from hr_core.models.cache import CachedModel, ResponseCache, cache_key
 from hr_core.models.mock import MockModel
+from hr_core.models.registry import PROVIDERS, resolve_model
 from hr_core.models.scripted import ScriptedModel
 
 __all__ = [
+    "PROVIDERS",
+    "CachedModel",
     "ChatModel",
     "Message",
     "MockModel",
@@ -20,6 +24,9 @@ __all__ = [
     "ModelConfigError",
     "ModelError",
     "ModelReply",
+    "ResponseCache",
     "ScriptedModel",
     "UnknownProviderError",
+    "cache_key",
+    "resolve_model",
 ]

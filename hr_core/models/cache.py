@@ -1,0 +1,181 @@
+"""An on-disk response cache (SQLite) so a re-run replays instead of paying again.
+
+The key is the SHA-256 hex of the canonical JSON (sorted keys, no spaces,
+UTF-8) of ``{"provider", "model", "messages", "params", "schema", "run"}``:
+everything that decides a reply, and nothing secret (no API key, no base
+URL). The database runs in WAL mode with a busy timeout, one connection per
+thread and process, so several threads and processes may read and write it at
+once; an entry is written once (``INSERT OR REPLACE`` of equal content).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from hr_core.models.base import ChatModel, Message, ModelReply
+from hr_core.results import Usage
+
+__all__ = ["CachedModel", "ResponseCache", "cache_key"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    text TEXT NOT NULL,
+    tokens_in INTEGER,
+    tokens_out INTEGER,
+    cost_usd REAL,
+    latency_s REAL,
+    created_at REAL NOT NULL
+)
+"""
+
+
+def cache_key(
+    provider: str,
+    model: str,
+    messages: Sequence[Message],
+    params: Mapping[str, Any] | None = None,
+    schema: Mapping[str, Any] | None = None,
+    run: int = 1,
+) -> str:
+    """SHA-256 hex of everything that decides a reply.
+
+    >>> len(cache_key("openai", "gpt-4o-mini", [{"role": "user", "content": "hi"}]))
+    64
+    """
+    body = {
+        "provider": provider, "model": model, "messages": [dict(m) for m in messages],
+        "params": dict(params or {}), "schema": schema, "run": run,
+    }
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """A SQLite file of replies keyed by :func:`cache_key`.
+
+    Example:
+        >>> import tempfile
+        >>> cache = ResponseCache(tempfile.mkdtemp() + "/cache.sqlite")
+        >>> cache.put("k", ModelReply("Paris"))
+        >>> cache.get("k").text, cache.get("k").cached
+        ('Paris', True)
+    """
+
+    def __init__(self, path: str | os.PathLike[str], busy_timeout_s: float = 60.0) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.busy_timeout_s = busy_timeout_s
+        self._local = threading.local()
+        self._connect()  # create the table now, in the caller's thread
+
+    def __repr__(self) -> str:
+        return f"ResponseCache({str(self.path)!r})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"path": self.path, "busy_timeout_s": self.busy_timeout_s}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.path = state["path"]
+        self.busy_timeout_s = state["busy_timeout_s"]
+        self._local = threading.local()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None and getattr(self._local, "pid", None) == os.getpid():
+            return conn
+        conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None,
+                               check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+        for attempt in range(50):
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+                conn.execute(_SCHEMA)
+                break
+            except sqlite3.OperationalError:
+                if attempt == 49:
+                    raise
+                time.sleep(0.05)
+        self._local.conn, self._local.pid = conn, os.getpid()
+        return conn
+
+    def get(self, key: str) -> ModelReply | None:
+        """The cached reply (``cached=True``, ``latency_s=0``), or ``None``."""
+        row = self._connect().execute(
+            "SELECT text, tokens_in, tokens_out, cost_usd FROM responses WHERE key = ?", (key,)
+        ).fetchone()
+        if row is None:
+            return None
+        usage = Usage(tokens_in=row[1], tokens_out=row[2], cost_usd=row[3])
+        return ModelReply(row[0], usage, cached=True, latency_s=0.0)
+
+    def put(self, key: str, reply: ModelReply) -> None:
+        """Store a reply (replacing an equal key)."""
+        u = reply.usage
+        self._connect().execute(
+            "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (key, reply.text, u.tokens_in, u.tokens_out, u.cost_usd, reply.latency_s,
+             time.time()),
+        )
+
+    def __len__(self) -> int:
+        return int(self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def close(self) -> None:
+        """Close this thread's connection."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+
+class CachedModel:
+    """A chat model whose replies are looked up in, and written to, a cache.
+
+    Only successful calls are cached; a hit returns ``cached=True``.
+    """
+
+    def __init__(self, inner: ChatModel, cache: ResponseCache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.provider = inner.provider
+        self.name = inner.name
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def spec(self) -> str:
+        return self.inner.spec
+
+    def __repr__(self) -> str:
+        return f"CachedModel({self.inner!r}, {self.cache!r})"
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+        run: int = 1,
+    ) -> ModelReply:
+        decided = {**dict(getattr(self.inner, "params", None) or {}), **dict(params or {})}
+        key = cache_key(self.provider, self.name, messages, decided, schema, run)
+        hit = self.cache.get(key)
+        if hit is not None:
+            self.hits += 1
+            return hit
+        self.misses += 1
+        reply = await self.inner.complete(messages, schema=schema, params=params, run=run)
+        await asyncio.to_thread(self.cache.put, key, reply)
+        return reply

@@ -1,0 +1,391 @@
+"""``openai:MODEL`` and ``openai-compatible:MODEL`` through the real ``openai`` SDK.
+
+The SDK's own retries are off (``max_retries=0``); this client retries on 429,
+408/409, 5xx, timeouts, connection errors and malformed bodies with
+exponential backoff and jitter (``base * 2**(attempt-1)`` capped, times a
+factor in [0.5, 1]), waiting at least the server's ``Retry-After`` /
+``retry-after-ms``. Structured output is asked for with ``response_format``
+``json_schema``; a server that rejects it (HTTP 400/422) gets the schema as a
+JSON instruction in the system message instead, for the rest of the model's
+life. The API key is held privately: it is never in ``repr``/``str``, error
+messages, logs, records or cache keys (when read from an environment
+variable, only the variable's name is kept).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import os
+import random
+import time
+import weakref
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hr_core.models.base import Message, ModelCallError, ModelConfigError, ModelReply
+from hr_core.results import Usage
+
+__all__ = ["OpenAIChatModel", "Price", "find_price"]
+
+Sleep = Callable[[float], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens in and out."""
+
+    input_per_million: float
+    output_per_million: float
+
+    def cost(self, tokens_in: int | None, tokens_out: int | None) -> float | None:
+        if tokens_in is None and tokens_out is None:
+            return None
+        return ((tokens_in or 0) * self.input_per_million
+                + (tokens_out or 0) * self.output_per_million) / 1e6
+
+
+def _price(value: Any, where: str) -> Price:
+    if isinstance(value, Price):
+        return value
+    if isinstance(value, Mapping) and set(value) == {"input", "output"}:
+        pair = (value["input"], value["output"])
+    elif isinstance(value, list | tuple) and len(value) == 2:
+        pair = (value[0], value[1])
+    else:
+        raise ModelConfigError(
+            f"price for {where} must be {{'input': USD/M, 'output': USD/M}} or "
+            f"(input, output), not {value!r}"
+        )
+    if not all(isinstance(p, int | float) and not isinstance(p, bool) and p >= 0 for p in pair):
+        raise ModelConfigError(f"price for {where} must be non-negative numbers, not {value!r}")
+    return Price(float(pair[0]), float(pair[1]))
+
+
+def find_price(prices: Mapping[str, Any] | None, provider: str, name: str) -> Price | None:
+    """This model's price from a table: ``{"input": x, "output": y}`` for the model
+    itself, or keyed by ``"provider:name"`` or ``"name"``.
+
+    >>> find_price({"gpt-4o-mini": {"input": 0.15, "output": 0.6}}, "openai", "gpt-4o-mini")
+    Price(input_per_million=0.15, output_per_million=0.6)
+    """
+    if prices is None:
+        return None
+    if isinstance(prices, Price):
+        return prices
+    if not isinstance(prices, Mapping):
+        raise ModelConfigError(f"prices must be a mapping, not {type(prices).__name__}")
+    if set(prices) == {"input", "output"}:
+        return _price(prices, f"{provider}:{name}")
+    for key in (f"{provider}:{name}", name):
+        if key in prices:
+            return _price(prices[key], key)
+    return None
+
+
+class _Secret:
+    """Holds a key; shows as ``'***'`` everywhere."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "'***'"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> Any:
+        raise TypeError("an API key is not pickled; pass api_key_env to send the variable name")
+
+
+class _Malformed(Exception):
+    """The server answered 2xx with a body that is not a chat completion."""
+
+
+@dataclass
+class _LoopState:
+    client: Any
+    semaphore: asyncio.Semaphore
+
+
+_RETRY_STATUSES = frozenset({408, 409, 429})
+
+
+class OpenAIChatModel:
+    """A chat model served by OpenAI or any OpenAI-compatible server.
+
+    Args:
+        name: the provider's model name, e.g. ``"gpt-4o-mini"``.
+        provider: ``"openai"`` or ``"openai-compatible"``.
+        base_url: the server's ``/v1`` URL (required for openai-compatible).
+        api_key: the key itself (kept private), else ...
+        api_key_env: ... the environment variable holding it (default
+            ``OPENAI_API_KEY``; openai-compatible servers may need none).
+        prices: USD per million tokens (see :func:`find_price`).
+        timeout: seconds per attempt.
+        max_retries: retries after the first attempt.
+        concurrency: calls in flight at once (per event loop).
+        backoff_base_s, backoff_max_s: exponential backoff parameters.
+        sleep: the coroutine used to wait between attempts.
+        params: default sampling parameters (temperature, max_tokens, ...).
+
+    Example:
+        >>> m = OpenAIChatModel("llama3", provider="openai-compatible",
+        ...                     base_url="http://127.0.0.1:8000/v1", api_key="sk-secret")
+        >>> m
+        OpenAIChatModel('openai-compatible:llama3', base_url='http://127.0.0.1:8000/v1')
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        provider: str = "openai",
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_key_env: str | None = None,
+        prices: Mapping[str, Any] | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        concurrency: int = 16,
+        backoff_base_s: float = 0.5,
+        backoff_max_s: float = 30.0,
+        retry_after_max_s: float = 120.0,
+        sleep: Sleep | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise ModelConfigError(f"{provider}: the model name must be a non-empty string")
+        if provider == "openai-compatible" and not base_url:
+            raise ModelConfigError(
+                f"openai-compatible:{name} needs base_url (e.g. 'http://127.0.0.1:8000/v1')"
+            )
+        if concurrency < 1 or max_retries < 0 or timeout <= 0:
+            raise ModelConfigError(
+                f"{provider}:{name}: need concurrency >= 1, max_retries >= 0 and timeout > 0"
+            )
+        self.provider = provider
+        self.name = name
+        self.base_url = base_url
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.concurrency = int(concurrency)
+        self.backoff_base_s = backoff_base_s
+        self.backoff_max_s = backoff_max_s
+        self.retry_after_max_s = retry_after_max_s
+        self.price = find_price(prices, provider, name)
+        self.params = dict(params or {})
+        self._sleep: Sleep = sleep or asyncio.sleep
+        self._key = _Secret(api_key) if api_key else None
+        self._key_env = api_key_env or ("OPENAI_API_KEY" if api_key is None else None)
+        if provider == "openai" and self._key is None and not os.environ.get(self._key_env or ""):
+            raise ModelConfigError(
+                f"openai:{name} needs an API key: set the environment variable "
+                f"{self._key_env} or pass api_key / api_key_env"
+            )
+        self.structured_output = True
+        self.stats = {"calls": 0, "attempts": 0, "retries": 0, "failed": 0, "fallbacks": 0}
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    @property
+    def spec(self) -> str:
+        return f"{self.provider}:{self.name}"
+
+    def __repr__(self) -> str:
+        where = f", base_url={self.base_url!r}" if self.base_url else ""
+        return f"OpenAIChatModel({self.spec!r}{where})"
+
+    __str__ = __repr__
+
+    def __getstate__(self) -> Any:
+        raise TypeError(f"{self!r} is not pickled (it may hold an API key); resolve it again")
+
+    def _api_key(self) -> str:
+        if self._key is not None:
+            return self._key.reveal()
+        value = os.environ.get(self._key_env or "")
+        return value or "no-key"
+
+    def _redact(self, text: str) -> str:
+        key = self._api_key()
+        return text.replace(key, "***") if len(key) >= 4 else text
+
+    def _state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        state = self._loops.get(loop)
+        if state is None:
+            from openai import AsyncOpenAI
+
+            client = AsyncOpenAI(api_key=self._api_key(), base_url=self.base_url,
+                                 timeout=self.timeout, max_retries=0)
+            state = _LoopState(client, asyncio.Semaphore(self.concurrency))
+            self._loops[loop] = state
+        return state
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+        run: int = 1,
+    ) -> ModelReply:
+        """One chat completion, retried as the module docstring says."""
+        state = self._state()
+        self.stats["calls"] += 1
+        async with state.semaphore:
+            try:
+                return await self._call(state.client, messages, schema, params)
+            except ModelCallError:
+                self.stats["failed"] += 1
+                raise
+
+    async def _call(self, client: Any, messages: Sequence[Message],
+                    schema: Mapping[str, Any] | None,
+                    params: Mapping[str, Any] | None) -> ModelReply:
+        import openai
+
+        base: dict[str, Any] = {**self.params, **(params or {}), "model": self.name}
+        attempt = 0
+        while True:
+            attempt += 1
+            self.stats["attempts"] += 1
+            use_format = schema is not None and self.structured_output
+            request = dict(base, messages=_with_schema(messages, schema, not use_format))
+            if use_format and schema is not None:
+                request["response_format"] = _response_format(schema)
+            started = time.perf_counter()
+            try:
+                completion = await client.chat.completions.create(**request)
+                text, usage = self._read(completion)
+            except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+                if use_format:
+                    self.structured_output = False
+                    self.stats["fallbacks"] += 1
+                    attempt -= 1
+                    continue
+                raise ModelCallError(self._redact(
+                    f"{self.spec}: the server rejected the request: {_describe(exc)}"
+                )) from None
+            except Exception as exc:
+                if not _retryable(exc):
+                    raise ModelCallError(self._redact(
+                        f"{self.spec}: call failed: {_describe(exc)}"
+                    )) from None
+                if attempt > self.max_retries:
+                    raise ModelCallError(self._redact(
+                        f"{self.spec}: gave up after {attempt} attempt(s) "
+                        f"(max_retries={self.max_retries}); last error: {_describe(exc)}"
+                    )) from None
+                self.stats["retries"] += 1
+                await self._sleep(self.delay(attempt, _retry_after(exc)))
+                continue
+            return ModelReply(text, usage, cached=False,
+                              latency_s=time.perf_counter() - started)
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number ``attempt`` (1-based)."""
+        backoff = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt - 1))
+        backoff *= random.uniform(0.5, 1.0)
+        if retry_after is None:
+            return backoff
+        return max(min(retry_after, self.retry_after_max_s), backoff)
+
+    def _read(self, completion: Any) -> tuple[str, Usage]:
+        try:
+            message = completion.choices[0].message
+            text = message.content
+        except (AttributeError, IndexError, KeyError, TypeError):
+            raise _Malformed("the reply has no choices[0].message") from None
+        if text is not None and not isinstance(text, str):
+            raise _Malformed("the reply's content is not a string")
+        usage_in = usage_out = None
+        usage = getattr(completion, "usage", None)
+        if usage is not None:
+            usage_in = getattr(usage, "prompt_tokens", None)
+            usage_out = getattr(usage, "completion_tokens", None)
+        cost = None if self.price is None else self.price.cost(usage_in, usage_out)
+        return text or "", Usage(tokens_in=usage_in, tokens_out=usage_out, cost_usd=cost)
+
+
+def _strict(schema: Mapping[str, Any]) -> bool:
+    props = schema.get("properties")
+    return (schema.get("type") == "object" and schema.get("additionalProperties") is False
+            and isinstance(props, Mapping) and set(schema.get("required", ())) == set(props))
+
+
+def _response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
+    return {"type": "json_schema",
+            "json_schema": {"name": "reply", "schema": dict(schema), "strict": _strict(schema)}}
+
+
+def _with_schema(messages: Sequence[Message], schema: Mapping[str, Any] | None,
+                 instruct: bool) -> list[dict[str, str]]:
+    out = [dict(m) for m in messages]
+    if schema is None or not instruct:
+        return out
+    note = ("Reply with only one JSON object that matches this JSON schema, no other text: "
+            + json.dumps(schema, sort_keys=True))
+    if out and out[0].get("role") == "system":
+        out[0]["content"] = f"{out[0].get('content', '')}\n\n{note}"
+    else:
+        out.insert(0, {"role": "system", "content": note})
+    return out
+
+
+def _retryable(exc: BaseException) -> bool:
+    import openai
+
+    if isinstance(exc, _Malformed | ValueError | openai.APIConnectionError |
+                  openai.APIResponseValidationError):
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in _RETRY_STATUSES or exc.status_code >= 500
+    return False
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _describe(exc: BaseException) -> str:
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        return "timed out"
+    if isinstance(exc, openai.APIStatusError):
+        return f"HTTP {exc.status_code}: {str(exc.message)[:300]}"
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__
+        return f"connection error ({type(cause).__name__ if cause else 'unknown'})"
+    return f"{type(exc).__name__}: {str(exc)[:300]}"

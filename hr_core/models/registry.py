@@ -1,0 +1,86 @@
+"""``resolve_model``: a model string -> a :class:`ChatModel`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, Final
+
+from hr_core.models.base import ChatModel, ModelConfigError, UnknownProviderError
+from hr_core.models.cache import CachedModel, ResponseCache
+from hr_core.models.mock import MockModel
+
+__all__ = ["PROVIDERS", "resolve_model"]
+
+PROVIDERS: Final[tuple[str, ...]] = ("mock", "openai", "openai-compatible")
+
+
+def resolve_model(
+    model: str | ChatModel,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    api_key_env: str | None = None,
+    prices: Mapping[str, Any] | None = None,
+    cache: ResponseCache | str | os.PathLike[str] | None = None,
+    timeout: float = 60.0,
+    max_retries: int = 4,
+    concurrency: int = 16,
+) -> ChatModel:
+    """Resolve ``"mock-model"``, ``"mock:NAME"``, ``"openai:NAME"`` or
+    ``"openai-compatible:NAME"`` to a chat model.
+
+    Args:
+        model: the model string (a :class:`ChatModel` is returned as it is,
+            wrapped in the cache when one is given).
+        base_url: the server URL (``openai-compatible`` needs it; ``openai``
+            defaults to the SDK's, or ``OPENAI_BASE_URL``).
+        api_key: the key itself; else ``api_key_env`` names the environment
+            variable (default ``OPENAI_API_KEY``).
+        prices: USD per million tokens, e.g. ``{"gpt-4o-mini": {"input": 0.15,
+            "output": 0.6}}``.
+        cache: a :class:`ResponseCache` or a path to its SQLite file.
+        timeout, max_retries, concurrency: per-call timeout (s), retries after
+            the first attempt, calls in flight at once.
+
+    Raises:
+        UnknownProviderError: the provider is not one of ``PROVIDERS``.
+        ModelConfigError: a missing key or base URL, a bad price table.
+
+    Example:
+        >>> resolve_model("mock:echo")
+        MockModel('mock:echo')
+    """
+    resolved: ChatModel
+    if not isinstance(model, str):
+        if not isinstance(model, ChatModel):
+            raise ModelConfigError(f"model must be a model string or a ChatModel, not {model!r}")
+        resolved = model
+    elif model == "mock-model":
+        resolved = MockModel("mock-model")
+    else:
+        provider, sep, name = model.partition(":")
+        if not sep or not name.strip():
+            raise UnknownProviderError(
+                f"model {model!r} names no provider; write 'PROVIDER:NAME' with PROVIDER one of "
+                f"{', '.join(PROVIDERS)} (or 'mock-model')"
+            )
+        if provider == "mock":
+            resolved = MockModel(name)
+        elif provider in ("openai", "openai-compatible"):
+            from hr_core.models.openai_client import OpenAIChatModel
+
+            resolved = OpenAIChatModel(
+                name, provider=provider, base_url=base_url, api_key=api_key,
+                api_key_env=api_key_env, prices=prices, timeout=timeout,
+                max_retries=max_retries, concurrency=concurrency,
+            )
+        else:
+            raise UnknownProviderError(
+                f"model {model!r}: unknown provider {provider!r}; use one of "
+                f"{', '.join(PROVIDERS)} (e.g. 'openai:gpt-4o-mini', 'mock:NAME')"
+            )
+    if cache is None:
+        return resolved
+    store = cache if isinstance(cache, ResponseCache) else ResponseCache(cache)
+    return CachedModel(resolved, store)
