@@ -1,0 +1,5 @@
+"""Prefect flows of hr: ``from flows import hr_benchmark, hr_judge_validate, hr_compare``."""
+
+from flows.benchmark import benchmark_flow, hr_benchmark
+
+__all__ = ["benchmark_flow", "hr_benchmark"]

@@ -19,6 +19,8 @@ __all__ = ["Arm", "LLMArm", "import_object", "normalise_arms", "prompt_fields"]
 class LLMArm(BaseModel):
     """A declarative LLM arm: a model, a prompt template and prices.
 
+    The replies are cached in the benchmark store's ``responses.sqlite`` (local
+    stores), keyed by everything that decides them and the run index.
     The prompt is a ``str.format`` template filled from the payload's fields
     (``{question}``, ``{document}``); a payload that is not a mapping is
     ``{payload}``. Prices are USD per million input/output tokens. The API key is
@@ -78,7 +80,7 @@ class Arm:
     hashed into the run id.
     """
 
-    __slots__ = ("_model", "fn", "is_async", "llm", "name", "spec")
+    __slots__ = ("_model", "cache", "concurrency", "fn", "is_async", "llm", "name", "spec")
 
     def __init__(self, name: str, fn: Callable[..., Any] | None, spec: dict[str, Any],
                  llm: LLMArm | None = None) -> None:
@@ -91,6 +93,8 @@ class Arm:
             or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
         )
         self._model: Any = None
+        self.cache: str | None = None
+        self.concurrency = 16
 
     def model(self) -> Any:
         """The chat model of an LLM arm (resolved once, on first use)."""
@@ -99,9 +103,13 @@ class Arm:
             from hr_core.models import resolve_model
 
             llm = self.llm
+            prices = None
+            if llm.price_in is not None or llm.price_out is not None:
+                name = llm.model.partition(":")[2] or llm.model
+                prices = {name: {"input": llm.price_in or 0.0, "output": llm.price_out or 0.0}}
             self._model = resolve_model(
-                llm.model, base_url=llm.base_url, api_key_env=llm.api_key_env,
-                price_in=llm.price_in, price_out=llm.price_out,
+                llm.model, base_url=llm.base_url, api_key_env=llm.api_key_env, prices=prices,
+                cache=self.cache, concurrency=self.concurrency,
             )
         return self._model
 

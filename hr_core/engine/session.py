@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from hr_core.engine.arms import Arm, normalise_arms
@@ -34,8 +35,8 @@ from hr_core.errors import ScorerError, SpecError
 from hr_core.reference import Item, Reference, hr_reference
 from hr_core.scorers import Scorer, hr_scorer_exact
 
-__all__ = ["DEFAULT_CHUNK_SIZE", "BenchmarkPlan", "BenchmarkSession", "ProgressFn",
-           "plan_benchmark"]
+__all__ = ["DEFAULT_CHUNK_SIZE", "BenchmarkPlan", "BenchmarkSession", "JudgePolicy",
+           "ProgressFn", "check_judge", "plan_benchmark"]
 
 DEFAULT_CHUNK_SIZE = 2000
 """Runs per chunk (one Prefect task each): few tasks, whatever the reference's size."""
@@ -106,6 +107,10 @@ def plan_benchmark(
         raise SpecError(f"concurrency must be a positive integer, not {concurrency!r}")
     if budget is not None and not isinstance(budget, Budget):
         budget = Budget.model_validate(dict(budget))
+    for arm in normalised.values():
+        arm.concurrency = concurrency
+        if arm.llm is not None and "://" not in str(store):
+            arm.cache = str(Path(store) / "responses.sqlite")
     scorer_name, judge_hash = _scorer_identity(scorer)
     spec = {
         "reference_hash": reference.hash,
@@ -313,11 +318,43 @@ class BenchmarkSession:
         return bench
 
 
-def warn_or_refuse(policy: JudgePolicy, message: str) -> None:
-    """Apply ``require_valid_judge``: warn, raise :class:`SpecError`, or do nothing."""
-    if policy == "refuse":
-        raise SpecError(message)
-    if policy == "warn":
-        warnings.warn(message, stacklevel=3)
+def check_judge(plan: BenchmarkPlan, policy: JudgePolicy = "warn",
+                judge_store: str = "judges") -> str | None:
+    """Check a judge scorer's validation record; record the status in ``plan.judge``.
+
+    Status: ``"valid"``, ``"invalid"`` (a record of another config: the differing
+    fields are named), ``"not_validated"`` (no record), or ``None`` without a judge.
+    ``policy`` ``"warn"`` warns, ``"refuse"`` raises :class:`SpecError`,
+    ``"ignore"`` only records the status.
+    """
+    judge = getattr(plan.scorer, "judge", None)
+    if judge is None or plan.judge is None:
+        return None
+    if policy not in ("warn", "refuse", "ignore"):
+        raise SpecError(f"require_valid_judge must be 'warn', 'refuse' or 'ignore', not {policy!r}")
+    from hr_core.judge import hr_judge_valid, load_validation
+
+    record = load_validation(judge, store=judge_store)
+    differences: list[str] = []
+    if record is None:
+        status = "not_validated"
+        message = (f"judge {judge.hash[:12]} has no validation record in {judge_store!r}; "
+                   "run hr_judge_validate(config, labelled) first")
+    elif hr_judge_valid(record, judge):
+        status, message = "valid", ""
+    else:
+        status = "invalid"
+        differences = list(record.differences(judge))
+        message = (f"judge {judge.hash[:12]}: its validation record was made for another "
+                   f"configuration (differs in: {', '.join(differences) or 'hash'}); "
+                   "validate this configuration with hr_judge_validate")
+    plan.judge = {"hash": judge.hash, "validation": status, "differences": differences,
+                  "policy": policy}
+    if status != "valid":
+        if policy == "refuse":
+            raise SpecError(message)
+        if policy == "warn":
+            warnings.warn(message, stacklevel=3)
+    return status
 
 

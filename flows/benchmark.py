@@ -1,0 +1,204 @@
+"""The ``hr-benchmark`` flow: load reference -> run arms in chunks -> score -> write -> report."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+from prefect.runtime import flow_run
+
+from hr_core.engine.benchmark import Benchmark
+from hr_core.engine.budget import Budget
+from hr_core.engine.session import (
+    BenchmarkPlan,
+    BenchmarkSession,
+    JudgePolicy,
+    ProgressFn,
+    check_judge,
+    plan_benchmark,
+)
+from hr_core.engine.spec import BenchmarkSpec, load_spec
+from hr_core.scorers import Scorer
+from tasks.benchmark import (
+    ProgressArtifact,
+    open_benchmark,
+    publish_benchmark,
+    rescore_benchmark,
+    run_benchmark_chunk,
+    write_benchmark,
+)
+
+__all__ = ["benchmark_flow", "hr_benchmark", "plan_from_spec"]
+
+PROGRESS_INTERVAL_S = 1.0
+CALLBACK_INTERVAL_S = 0.25
+
+
+class _Invocation:
+    """What one flow run needs that is not a Prefect parameter (not JSON: a placeholder)."""
+
+    __slots__ = ("on_progress", "plan")
+
+    def __init__(self, plan: BenchmarkPlan, on_progress: ProgressFn | None) -> None:
+        self.plan = plan
+        self.on_progress = on_progress
+
+
+def plan_from_spec(spec: BenchmarkSpec | str | os.PathLike[str], *, store: str | None = None,
+                   name: str | None = None, fresh: bool = False, resume: bool = True,
+                   require_valid_judge: JudgePolicy | None = None) -> BenchmarkPlan:
+    """The plan of a ``BenchmarkSpec`` (or a path to its YAML), judge checked."""
+    if not isinstance(spec, BenchmarkSpec):
+        path = Path(spec)
+        spec = load_spec(path)
+        name = name or spec.name or path.stem
+    plan = plan_benchmark(
+        spec.arms, spec.load_reference(), spec.build_scorer(), spec.runs, budget=spec.budget,
+        concurrency=spec.concurrency, store=store or spec.store, name=name or spec.name,
+        resume=resume, fresh=fresh, chunk_size=spec.chunk_size,
+    )
+    check_judge(plan, require_valid_judge or spec.require_valid_judge)
+    return plan
+
+
+async def _run(session: BenchmarkSession, on_progress: ProgressFn | None) -> Benchmark:
+    await open_benchmark(session)
+    progress = ProgressArtifact(session.plan.name)
+    watchers = [asyncio.ensure_future(session.watch(progress.update, PROGRESS_INTERVAL_S)),
+                asyncio.ensure_future(session.journal.flush_every())]
+    if on_progress is not None:
+        watchers.append(asyncio.ensure_future(session.watch(
+            lambda rows: [on_progress(*row) for row in rows], CALLBACK_INTERVAL_S)))
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        if any(r.get("scored") is False for r in session.done.values()):
+            await rescore_benchmark(session)
+        await asyncio.gather(*(
+            run_benchmark_chunk(session, index, arm)
+            for index, (arm, _) in enumerate(session.chunks)
+        ))
+    finally:
+        for watcher in watchers:
+            watcher.cancel()
+        session.journal.flush()
+    rows = session.progress()
+    if on_progress is not None:
+        for row in rows:
+            on_progress(*row)
+    await progress.update(rows)
+    session.engine_seconds = loop.time() - started
+    bench: Benchmark = await write_benchmark(session)
+    await publish_benchmark(bench)
+    return bench
+
+
+@flow(name="hr-benchmark", validate_parameters=False, persist_result=False)
+async def benchmark_flow(
+    spec: str | None = None,
+    store: str | None = None,
+    name: str | None = None,
+    fresh: bool = False,
+    resume: bool = True,
+    require_valid_judge: JudgePolicy | None = None,
+    invocation: Any = None,
+) -> Benchmark:
+    """Run a benchmark as a Prefect flow.
+
+    Deployments pass ``spec`` (a path to a YAML ``BenchmarkSpec``);
+    :func:`hr_benchmark` passes an ``invocation`` holding the resolved plan.
+    """
+    if invocation is None:
+        if spec is None:
+            raise ValueError("hr-benchmark needs a spec (a path to a YAML benchmark spec)")
+        invocation = _Invocation(plan_from_spec(
+            spec, store=store, name=name, fresh=fresh, resume=resume,
+            require_valid_judge=require_valid_judge), None)
+    run_id = flow_run.get_id()
+    session = BenchmarkSession(invocation.plan, flow_run_id=None if run_id is None else str(run_id))
+    return await _run(session, invocation.on_progress)
+
+
+def _is_spec(value: Any) -> bool:
+    if isinstance(value, BenchmarkSpec):
+        return True
+    return isinstance(value, str | os.PathLike) and str(value).endswith((".yaml", ".yml"))
+
+
+def hr_benchmark(
+    arms: Mapping[str, Any] | BenchmarkSpec | str | os.PathLike[str],
+    reference: Any = None,
+    scorer: Scorer | None = None,
+    runs: int = 1,
+    *,
+    budget: Budget | Mapping[str, Any] | None = None,
+    concurrency: int = 16,
+    store: str | os.PathLike[str] = "results",
+    name: str | None = None,
+    resume: bool = True,
+    fresh: bool = False,
+    chunk_size: int | None = None,
+    require_valid_judge: JudgePolicy = "warn",
+    on_progress: ProgressFn | None = None,
+) -> Any:
+    """Run every arm on every item ``runs`` times, score, and store the results.
+
+    Starts the ``hr-benchmark`` Prefect flow (so the run shows in the dashboard).
+    From synchronous code it returns the finished :class:`~hr_core.Benchmark`;
+    from async code (a running event loop) it returns an awaitable of it.
+
+    Args:
+        arms: name -> callable (sync or async, given the payload), import path
+            ``"pkg.module:function"`` or LLM arm; or a ``BenchmarkSpec`` or a path
+            to its YAML (then ``reference``, ``scorer``, ``runs``, ``budget`` and
+            ``concurrency`` come from the spec).
+        reference: a ``Reference`` or anything ``hr_reference`` reads.
+        scorer: the scorer (default ``hr_scorer_exact()``).
+        runs: runs per (arm, item).
+        budget: a ``Budget`` (or its fields as a mapping); runs not done are
+            ``budget_stop`` rows and a resume with a larger budget runs them.
+        concurrency: runs in flight per arm.
+        store: a folder or fsspec URL; results go to ``<store>/<name>/<run id>/``.
+        name: the benchmark's name (default: the spec's name, else ``"benchmark"``).
+        resume: continue the run of the same spec from its journal (the default);
+            ``False`` starts it over.
+        fresh: a new run id (time-stamped) instead of the spec's, e.g. for schedules.
+        chunk_size: runs per Prefect task (default 2000).
+        require_valid_judge: for a judge scorer without a valid validation record:
+            ``"warn"``, ``"refuse"`` (raise ``SpecError`` naming differing fields) or
+            ``"ignore"``. The status goes into the manifest.
+        on_progress: called about four times a second while running, and once at
+            the end, for each arm as ``on_progress(arm, done, total, failures)``:
+            runs done (journaled earlier ones included) of ``total``, ``failures``
+            of them with ``failure_kind="error"``. Not a Prefect parameter.
+
+    Example:
+        >>> bench = hr_benchmark({"upper": str.upper},
+        ...                      [{"id": "q1", "label": "PARIS", "question": "paris"}])
+        ... # doctest: +SKIP
+        >>> bench.summary()[["arm", "accuracy"]]  # doctest: +SKIP
+    """
+    if _is_spec(arms):
+        plan = plan_from_spec(arms, store=None if store == "results" else os.fspath(store),  # type: ignore[arg-type]
+                              name=name, fresh=fresh, resume=resume,
+                              require_valid_judge=require_valid_judge)
+    else:
+        if reference is None:
+            raise TypeError("hr_benchmark needs a reference set (or a BenchmarkSpec as arms)")
+        plan = plan_benchmark(
+            arms, reference, scorer, runs, budget=budget, concurrency=concurrency,  # type: ignore[arg-type]
+            store=os.fspath(store), name=name, resume=resume, fresh=fresh,
+            chunk_size=chunk_size,
+        )
+        check_judge(plan, require_valid_judge)
+    named = benchmark_flow.with_options(flow_run_name=f"{plan.name}-{plan.run_id}")
+    coro = named(invocation=_Invocation(plan, on_progress))
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    return coro

@@ -1,0 +1,108 @@
+"""Prefect tasks of the benchmark flow: thin wrappers over ``hr_core.engine.session``.
+
+One task opens the run (reads the journal), one task per chunk of (arm, item,
+run) runs it with plain asyncio, one writes the results, one publishes the
+report. Never a task per item (SPEC section 11).
+"""
+
+from __future__ import annotations
+
+import re
+from uuid import UUID
+
+from prefect import task
+from prefect.artifacts import (
+    acreate_markdown_artifact,
+    acreate_progress_artifact,
+    acreate_table_artifact,
+    aupdate_progress_artifact,
+)
+from prefect.cache_policies import NO_CACHE
+
+from hr_core.engine.benchmark import Benchmark
+from hr_core.engine.report import report_markdown, summary_records
+from hr_core.engine.session import BenchmarkSession
+
+__all__ = [
+    "ProgressArtifact",
+    "artifact_key",
+    "open_benchmark",
+    "publish_benchmark",
+    "run_benchmark_chunk",
+    "write_benchmark",
+]
+
+
+def artifact_key(name: str, suffix: str) -> str:
+    """An artifact key from a benchmark name: lowercase letters, digits and dashes.
+
+    Example:
+        >>> artifact_key("DocQA_demo v2", "summary")
+        'docqa-demo-v2-summary'
+    """
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "benchmark"
+    return f"{slug}-{suffix}"
+
+
+@task(name="open-benchmark", cache_policy=NO_CACHE, persist_result=False)
+async def open_benchmark(session: BenchmarkSession) -> int:
+    """Read the journal, count what is done and plan the chunks; returns the chunk count."""
+    session.open()
+    return len(session.chunks)
+
+
+@task(name="run-chunk", cache_policy=NO_CACHE, persist_result=False,
+      task_run_name="{arm}-chunk-{index}")
+async def run_benchmark_chunk(session: BenchmarkSession, index: int, arm: str) -> int:
+    """Run one chunk of one arm (plain asyncio inside); returns how many runs finished."""
+    return await session.run_chunk(index)
+
+
+@task(name="rescore-journal", cache_policy=NO_CACHE, persist_result=False)
+async def rescore_benchmark(session: BenchmarkSession) -> int:
+    """Score journaled runs a broken scorer left unscored, without calling arms."""
+    return await session.rescore()
+
+
+@task(name="write-results", cache_policy=NO_CACHE, persist_result=False)
+async def write_benchmark(session: BenchmarkSession) -> Benchmark:
+    """Write runs.parquet, the summary, the report and the final manifest."""
+    return session.finish()
+
+
+@task(name="publish-report", cache_policy=NO_CACHE, persist_result=False)
+async def publish_benchmark(bench: Benchmark) -> None:
+    """Publish the summary table and the markdown report as artifacts."""
+    name = str(bench.manifest.get("name") or "benchmark")
+    summary = bench.summary()
+    await acreate_table_artifact(
+        key=artifact_key(name, "summary"), table=summary_records(summary),
+        description=f"Per-arm summary of benchmark {name} ({bench.run_id})",
+    )
+    await acreate_markdown_artifact(
+        key=artifact_key(name, "report"), markdown=report_markdown(bench, summary),
+        description=f"Report of benchmark {name} ({bench.run_id})",
+    )
+
+
+class ProgressArtifact:
+    """The progress artifact of a running benchmark, updated at most once a second."""
+
+    def __init__(self, name: str) -> None:
+        self.key = artifact_key(name, "progress")
+        self.id: UUID | None = None
+        self.last = -1.0
+
+    async def update(self, rows: list[tuple[str, int, int, int]]) -> None:
+        total = sum(r[2] for r in rows) or 1
+        percent = round(100.0 * sum(r[1] for r in rows) / total, 1)
+        if percent == self.last:
+            return
+        self.last = percent
+        text = "; ".join(f"{arm}: {done}/{of} ({failed} errors)" for arm, done, of, failed in rows)
+        if self.id is None:
+            self.id = await acreate_progress_artifact(percent, key=self.key, description=text)
+        else:
+            await aupdate_progress_artifact(self.id, percent, description=text)
+
+

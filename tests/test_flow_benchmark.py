@@ -1,0 +1,113 @@
+"""The hr-benchmark flow: one task per chunk, artifacts, sync/async calls, resume, specs."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from prefect.client.orchestration import get_client
+
+from flows import hr_benchmark
+from hr_core import RUN_COLUMNS, SUMMARY_COLUMNS, Benchmark, Budget
+
+ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}"} for i in range(30)]
+
+
+async def good(payload: dict[str, Any]) -> str:
+    return "a" + payload["question"][1:]
+
+
+def half(payload: dict[str, Any]) -> str:
+    n = int(payload["question"][1:])
+    if n % 10 == 9:
+        raise ValueError(f"no answer for {n}")
+    return f"a{n}" if n % 2 else "wrong"
+
+
+async def _flow_run(flow_run_id: str, n_tasks: int) -> tuple[str, list[str], list[dict[str, Any]]]:
+    """The flow run's state, task names and artifacts (task runs arrive as events: poll)."""
+    async with get_client() as client:
+        for _ in range(50):
+            run = await client.read_flow_run(flow_run_id)
+            tasks = await client.read_task_runs()
+            names = [t.name for t in tasks if t.flow_run_id == run.id]
+            if len(names) >= n_tasks:
+                break
+            await asyncio.sleep(0.1)
+        artifacts = await client.read_artifacts()
+    mine = [{"key": a.key, "type": a.type} for a in artifacts if a.flow_run_id == run.id]
+    return run.state_name or "", names, mine
+
+
+def test_a_benchmark_runs_as_a_flow_with_a_task_per_chunk_and_artifacts(
+    prefect_harness: None, tmp_path: Path,
+) -> None:
+    seen: list[tuple[str, int, int, int]] = []
+    bench = hr_benchmark({"good": good, "half": half}, ITEMS, runs=2, store=str(tmp_path),
+                         name="Flow Demo", chunk_size=25, concurrency=4,
+                         on_progress=lambda *row: seen.append(row))
+    assert isinstance(bench, Benchmark)
+    assert tuple(bench.runs.columns) == RUN_COLUMNS
+    assert tuple(bench.summary().columns) == SUMMARY_COLUMNS
+    summary = bench.summary().set_index("arm")
+    assert summary.loc["good", "accuracy"] == 1.0
+    assert summary.loc["half", "error"] == 6 and summary.loc["half", "wrong"] == 30
+    state, tasks, artifacts = asyncio.run(_flow_run(bench.manifest["flow_run_id"], 9))
+    assert state == "Completed"
+    chunk_tasks = [t for t in tasks if "-chunk-" in t]
+    assert len(chunk_tasks) == 2 * 3  # 60 runs per arm in chunks of 25
+    assert len(tasks) == len(chunk_tasks) + 3  # open, write, publish
+    assert {(a["key"], a["type"]) for a in artifacts} >= {
+        ("flow-demo-progress", "progress"), ("flow-demo-summary", "table"),
+        ("flow-demo-report", "markdown")}
+    assert seen[-2:] == [("good", 60, 60, 0), ("half", 60, 60, 6)]
+
+
+def test_a_second_call_calls_no_arm_and_returns_equal_results(
+    prefect_harness: None, tmp_path: Path,
+) -> None:
+    calls = 0
+
+    def counted(payload: dict[str, Any]) -> str:
+        nonlocal calls
+        calls += 1
+        return "a1"
+
+    first = hr_benchmark({"c": counted}, ITEMS, store=str(tmp_path), budget=Budget(max_calls=20))
+    second = hr_benchmark({"c": counted}, ITEMS, store=str(tmp_path), budget=Budget(max_calls=20))
+    assert calls == 20
+    pd.testing.assert_frame_equal(first.runs, second.runs)
+    assert first.run_id == second.run_id
+    assert second.manifest["flow_run_id"] != first.manifest["flow_run_id"]
+    third = hr_benchmark({"c": counted}, ITEMS, store=str(tmp_path), budget={"max_calls": 100})
+    assert calls == 30 and third.summary().loc[0, "budget_stop"] == 0
+
+
+def test_from_async_code_it_returns_an_awaitable(prefect_harness: None, tmp_path: Path) -> None:
+    async def main() -> Benchmark:
+        pending = hr_benchmark({"good": good}, ITEMS[:3], store=str(tmp_path))
+        assert asyncio.iscoroutine(pending)
+        return await pending
+
+    bench = asyncio.run(main())
+    assert bench.runs["correct"].all()
+    loaded = Benchmark.load(bench.run_dir)
+    pd.testing.assert_frame_equal(loaded.runs, bench.runs)
+
+
+def test_a_yaml_spec_path_runs_with_its_settings(prefect_harness: None, tmp_path: Path) -> None:
+    (tmp_path / "ref.jsonl").write_text(
+        "\n".join(f'{{"id": "q{i}", "question": "Q{i}", "label": "a{i}"}}' for i in range(5)))
+    spec = tmp_path / "demo.yaml"
+    spec.write_text(
+        "name: yaml-demo\nreference: ref.jsonl\n"
+        "arms:\n  good: test_flow_benchmark:good\n"
+        f"runs: 2\nstore: {tmp_path / 'results'}\n"
+    )
+    bench = hr_benchmark(spec)
+    assert bench.manifest["name"] == "yaml-demo" and len(bench.runs) == 10
+    assert bench.manifest["arms"]["good"] == {
+        "kind": "import", "path": "test_flow_benchmark:good"}
+    assert Path(bench.run_dir).parent == tmp_path / "results" / "yaml-demo"
