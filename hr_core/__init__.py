@@ -22,6 +22,16 @@ from hr_core.regression import (
     item_accuracy,
     spec_fingerprint,
 )
+from hr_core.report import (
+    REPORT_SECTIONS,
+    ReportError,
+    ReportInputs,
+    attach_comparison,
+    attach_validation,
+    load_report_inputs,
+    render_report,
+    write_report,
+)
 from hr_core.results import ArmResult, ScoreResult, Usage
 from hr_core.scorers import Scorer, hr_scorer, hr_scorer_exact, settle_score
 from hr_core.stats import (
@@ -54,10 +64,13 @@ __all__ = [
     "LLMArm",
     "PairedDifference",
     "PreviousRun",
+    "REPORT_SECTIONS",
     "RUN_COLUMNS",
     "Reference",
     "ReferenceDataError",
     "RegressionReport",
+    "ReportError",
+    "ReportInputs",
     "SUMMARY_COLUMNS",
     "ScoreResult",
     "Scorer",
@@ -66,6 +79,8 @@ __all__ = [
     "Usage",
     "__version__",
     "accuracy_interval",
+    "attach_comparison",
+    "attach_validation",
     "canonical_json",
     "clustered_mean_ci",
     "cohen_kappa",
@@ -75,12 +90,15 @@ __all__ = [
     "hr_scorer",
     "hr_scorer_exact",
     "item_accuracy",
+    "load_report_inputs",
     "load_spec",
     "normal_p_value",
     "paired_difference",
+    "render_report",
     "settle_score",
     "spec_fingerprint",
     "wilson_interval",
     "win_rate",
+    "write_report",
     "z_for",
 ]

@@ -1,0 +1,126 @@
+"""The ``hr`` commands (typer). Prefect and the flows are imported inside the commands only."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+__all__ = ["app", "console", "judge_app"]
+
+# piped output (CI logs, `make demo | tee`) gets a readable width instead of 80 columns
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+
+app = typer.Typer(
+    name="hr",
+    help="hr: benchmark LLM arms on a labelled reference set, with honest error bars, "
+    "judges checked against people, and an HTML report. Start with `hr demo`.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+judge_app = typer.Typer(help="Validate a judge against people's labels, or check its record.",
+                        no_args_is_help=True)
+app.add_typer(judge_app, name="judge")
+
+ExistingFile = Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True)]
+ExistingDir = Annotated[Path, typer.Argument(exists=True, file_okay=False,
+                                              help="A run directory: results/<name>/<run id>/")]
+
+
+@app.command()
+def demo(
+    store: Annotated[Path, typer.Option(help="Where results go.")] = Path("results"),
+    judges: Annotated[Path, typer.Option(help="Where judge validation records go.")] = Path(
+        "judges"),
+) -> None:
+    """Run the bundled document-QA demo offline, end to end, and write its report."""
+    from hr_cli.demo import run_demo
+
+    run_demo(console, store=store, judges=judges)
+
+
+@app.command()
+def run(
+    spec: ExistingFile,
+    runs: Annotated[int | None, typer.Option(min=1, help="Runs per (arm, item).")] = None,
+    store: Annotated[Path | None, typer.Option(help="Results folder (default: the spec's).")
+                     ] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Start a new run instead of resuming."
+                                        )] = False,
+    budget_calls: Annotated[int | None, typer.Option(min=0, help="Max calls per arm.")] = None,
+    budget_cost: Annotated[float | None, typer.Option(min=0.0, help="Max cost per arm, USD."
+                                                      )] = None,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="Concurrent runs per arm.")
+                           ] = None,
+) -> None:
+    """Run the benchmark a YAML spec describes, with a live progress bar per arm."""
+    from hr_cli.commands import run_spec
+
+    run_spec(console, spec, runs=runs, store=store, fresh=fresh, budget_calls=budget_calls,
+             budget_cost=budget_cost, concurrency=concurrency)
+
+
+@app.command()
+def summary(run_dir: ExistingDir) -> None:
+    """Print the summary table of a finished run."""
+    from hr_cli.commands import show_summary
+
+    show_summary(console, run_dir)
+
+
+@app.command()
+def report(
+    run_dir: ExistingDir,
+    output: Annotated[Path | None, typer.Option("-o", "--output",
+                                                help="HTML file (default RUN_DIR/report.html)."
+                                                )] = None,
+) -> None:
+    """Write the self-contained HTML report of a finished run."""
+    from hr_cli.commands import make_report
+
+    make_report(console, run_dir, output)
+
+
+@app.command()
+def compare(
+    run_dir: ExistingDir,
+    judge: Annotated[Path, typer.Option(exists=True, dir_okay=False,
+                                        help="A pairwise or select judge YAML file.")],
+    arms: Annotated[list[str], typer.Option("--arms", help="Arms to compare (two for pairwise).")
+                    ],
+    extra: Annotated[list[str] | None, typer.Argument(hidden=True)] = None,
+) -> None:
+    """Compare arms of a finished run with a judge (--arms A B)."""
+    from hr_cli.commands import compare_arms
+
+    compare_arms(console, run_dir, judge, [*arms, *(extra or [])])
+
+
+@judge_app.command("validate")
+def judge_validate(
+    judge: ExistingFile,
+    labels: ExistingFile,
+    store: Annotated[Path, typer.Option(help="Where validation records go.")] = Path("judges"),
+    attach: Annotated[Path | None, typer.Option(
+        file_okay=False, help="Also attach the record to this run directory's report.")] = None,
+) -> None:
+    """Judge items people labelled and save the agreement record (JUDGE.yaml LABELS)."""
+    from hr_cli.commands import validate_judge
+
+    validate_judge(console, judge, labels, store=store, attach=attach)
+
+
+@judge_app.command("check")
+def judge_check(
+    judge: ExistingFile,
+    store: Annotated[Path, typer.Option(help="Where validation records are.")] = Path("judges"),
+) -> None:
+    """Say whether a judge is validated, or which fields changed since its last record."""
+    from hr_cli.commands import check_judge
+
+    check_judge(console, judge, store=store)

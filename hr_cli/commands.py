@@ -1,0 +1,225 @@
+"""What the ``hr`` commands do; ``app.py`` only parses arguments and calls these."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from hr_cli.judges import load_judge
+from hr_cli.progress import ArmProgress
+from hr_cli.tables import comparison_table, summary_table, validation_table
+from hr_core.errors import HrError, SpecError
+
+__all__ = [
+    "check_judge",
+    "compare_arms",
+    "make_report",
+    "run_benchmark",
+    "run_spec",
+    "show_summary",
+    "validate_judge",
+]
+
+
+def _agg() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+
+
+def _load_spec(spec: Path, **overrides: Any) -> Any:
+    from hr_core.engine import Budget, load_spec
+
+    loaded = load_spec(spec)
+    changes = {k: v for k, v in overrides.items() if v is not None and k != "budget"}
+    budget = overrides.get("budget") or {}
+    if budget:
+        current = loaded.budget.model_dump() if loaded.budget is not None else {}
+        changes["budget"] = Budget.model_validate({**current, **budget})
+    if "store" in changes:
+        changes["store"] = str(changes["store"])
+    return loaded.model_copy(update=changes) if changes else loaded
+
+
+def run_benchmark(console: Console, spec: Any, *, fresh: bool = False) -> Any:
+    """Run a ``BenchmarkSpec`` through the Prefect flow with live progress bars."""
+    console.print(f"[bold]Running[/] {spec.name or 'benchmark'}: {len(spec.arms)} arm(s), "
+                  f"{spec.runs} run(s) per item ... [dim](starting Prefect)[/]")
+    from flows import hr_benchmark
+
+    with ArmProgress(console) as progress:
+        bench = hr_benchmark(spec, fresh=fresh, on_progress=progress)
+    return bench
+
+
+def _finish(console: Console, bench: Any) -> Path:
+    from hr_core.report import write_report
+
+    console.print(summary_table(bench.summary(), title=f"Summary: {bench.manifest.get('name')}"))
+    run_dir = Path(bench.run_dir)
+    _agg()
+    report = write_report(run_dir)
+    console.print(f"[bold]Results:[/] {run_dir}")
+    console.print(f"[bold]Report:[/]  {report}")
+    return report
+
+
+def run_spec(console: Console, spec: Path, *, runs: int | None, store: Path | None, fresh: bool,
+             budget_calls: int | None, budget_cost: float | None,
+             concurrency: int | None) -> None:
+    """``hr run SPEC.yaml``: run, print the summary, write the report, print the paths."""
+    budget = {k: v for k, v in (("max_calls", budget_calls), ("max_cost_usd", budget_cost))
+              if v is not None}
+    loaded = _load_spec(spec, runs=runs, store=store, concurrency=concurrency, budget=budget)
+    bench = run_benchmark(console, loaded, fresh=fresh)
+    _finish(console, bench)
+
+
+def _load_benchmark(run_dir: Path) -> Any:
+    from hr_core.engine import Benchmark
+
+    if not (run_dir / "manifest.json").is_file():
+        raise SpecError(f"{run_dir}: no manifest.json here; give a run directory such as "
+                        "results/<name>/<run id>/ (the path `hr run` printed)")
+    return Benchmark.load(run_dir)
+
+
+def show_summary(console: Console, run_dir: Path) -> None:
+    """``hr summary RUN_DIR``."""
+    bench = _load_benchmark(run_dir)
+    manifest = bench.manifest
+    console.print(f"[bold]{manifest.get('name')}[/] run {manifest.get('run_id')} "
+                  f"({manifest.get('status')}), reference {str(bench.reference_hash)[:12]}, "
+                  f"scorer {bench.scorer}")
+    console.print(summary_table(bench.summary()))
+
+
+def make_report(console: Console, run_dir: Path, output: Path | None) -> Path:
+    """``hr report RUN_DIR [-o FILE]``."""
+    from hr_core.report import write_report
+
+    _agg()
+    path = write_report(run_dir, output)
+    console.print(f"[bold]Report:[/] {path}")
+    return path
+
+
+def _record_dict(record: Any) -> dict[str, Any]:
+    if isinstance(record, Mapping):
+        return dict(record)
+    dumped: dict[str, Any] = record.model_dump(mode="json")
+    return dumped
+
+
+def _split_arms(arms: Sequence[str]) -> list[str]:
+    return [a.strip() for arg in arms for a in arg.split(",") if a.strip()]
+
+
+def compare_arms(console: Console, run_dir: Path, judge: Path, arms: Sequence[str]) -> Any:
+    """``hr compare RUN_DIR --judge JUDGE.yaml --arms A B``: judge, print, attach to the run."""
+    bench = _load_benchmark(run_dir)
+    names = _split_arms(arms)
+    unknown = [a for a in names if a not in bench.arms]
+    if unknown:
+        raise SpecError(f"unknown arm {unknown[0]!r} in {run_dir} "
+                        f"(arms: {', '.join(bench.arms)})")
+    config = load_judge(judge)
+    if config.mode == "pairwise" and len(names) != 2:
+        raise SpecError(f"a pairwise judge compares exactly two arms, got {len(names)}: "
+                        f"{', '.join(names) or 'none'} (use --arms A B)")
+    if config.mode == "grade":
+        raise SpecError(f"{judge}: a grade judge scores one arm; compare arms with a "
+                        "pairwise or select judge")
+    return _compare(console, bench, names, config)
+
+
+def _compare(console: Console, bench: Any, names: list[str], config: Any) -> Any:
+    from flows import hr_compare
+    from hr_core.report import attach_comparison
+
+    console.print(f"[bold]Comparing[/] {' vs '.join(names)} with a {config.mode} judge "
+                  f"on {config.model} ({config.orders} orders) ...")
+    comparison = hr_compare(bench, names, config)
+    summary = comparison.summary()
+    console.print(comparison_table(summary))
+    if bench.run_dir is not None:
+        attach_comparison(bench.run_dir, config.to_dict(), summary)
+        _refresh_report(console, Path(bench.run_dir))
+    return comparison
+
+
+def _refresh_report(console: Console, run_dir: Path) -> None:
+    if (run_dir / "report.html").exists():
+        from hr_core.report import write_report
+
+        _agg()
+        console.print(f"[bold]Report updated:[/] {write_report(run_dir)}")
+
+
+def validate_judge(console: Console, judge: Path, labels: Path, *, store: Path,
+                   attach: Path | None = None) -> dict[str, Any]:
+    """``hr judge validate JUDGE.yaml LABELS``: judge labelled items, save, print the record."""
+    config = load_judge(judge)
+    if attach is not None and not (attach / "manifest.json").is_file():
+        raise SpecError(f"--attach {attach}: not a run directory (no manifest.json)")
+    console.print(f"[bold]Validating[/] the {config.mode} judge {config.hash[:12]} on "
+                  f"{config.model} against {labels} ...")
+    from flows import hr_judge_validate
+
+    record = _record_dict(hr_judge_validate(config, str(labels), store=str(store)))
+    console.print(validation_table(record))
+    console.print(f"[bold]Record:[/] {store}/ (hash {record.get('hash', '')[:12]})")
+    if attach is not None:
+        from hr_core.report import attach_validation
+
+        attach_validation(attach, record)
+        _refresh_report(console, attach)
+    return record
+
+
+def _latest_record(store: Path, mode: str) -> dict[str, Any] | None:
+    records = []
+    for path in store.glob("*.json") if store.is_dir() else []:
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict) and (record.get("config") or {}).get("mode") == mode:
+            records.append(record)
+    return max(records, key=lambda r: str(r.get("created_at", ""))) if records else None
+
+
+def check_judge(console: Console, judge: Path, *, store: Path) -> bool:
+    """``hr judge check JUDGE.yaml``: valid, or which fields changed since the last record.
+
+    Exits with status 1 when the judge has no valid record (a check, not a mistake).
+    """
+    from hr_core.judge import hr_judge_valid, load_validation
+
+    config = load_judge(judge)
+    record = load_validation(config, store=str(store))
+    if record is not None and hr_judge_valid(record, config):
+        console.print(f"[green]valid[/]: judge {config.hash[:12]} was validated on "
+                      f"{record.n} items: agreement {record.agreement:.1%}, kappa "
+                      f"{record.kappa:.2f} (recorded {record.created_at})")
+        return True
+    latest = _latest_record(store, config.mode)
+    if latest is None:
+        console.print(f"[red]not validated[/]: no record for judge {config.hash[:12]} in "
+                      f"{store}/; run `hr judge validate {judge} LABELS`")
+        raise SystemExit(1)
+    from hr_core.judge import JudgeValidation
+
+    try:
+        changed = JudgeValidation.model_validate(latest).differences(config)
+    except (HrError, ValueError):
+        changed = ["(the last record cannot be read)"]
+    console.print(f"[red]not validated[/]: judge {config.hash[:12]} differs from the last "
+                  f"validated {config.mode} judge {str(latest.get('hash'))[:12]} in: "
+                  f"{', '.join(changed) or 'nothing visible (stale record)'}; run "
+                  f"`hr judge validate {judge} LABELS`")
+    raise SystemExit(1)

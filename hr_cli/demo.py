@@ -1,0 +1,73 @@
+"""``hr demo``: the bundled document-QA example, end to end, offline.
+
+1. runs four offline arms (``hr_core/examples/demo_arms.py``) three times on 69
+   items, with a per-arm cost budget that stops the simulated LLM arm early;
+2. validates a grade judge on ``mock-model`` against 48 human labels;
+3. compares the two best arms with a pairwise judge, in both orders;
+4. writes the HTML report with everything attached.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.rule import Rule
+
+__all__ = ["EXAMPLES", "example_path", "run_demo"]
+
+EXAMPLES = "hr_core.examples"
+
+
+def example_path(name: str) -> Path:
+    """The path of a bundled example file (package data of ``hr_core.examples``).
+
+    Example:
+        >>> example_path("demo.yaml").name
+        'demo.yaml'
+    """
+    return Path(str(resources.files(EXAMPLES).joinpath(name)))
+
+
+def two_best(summary: Any) -> list[str]:
+    """The two arms with the highest accuracy (ties: the order of the summary)."""
+    ranked = summary.sort_values("accuracy", ascending=False, kind="stable", na_position="last")
+    return [str(a) for a in ranked["arm"].head(2)]
+
+
+def run_demo(console: Console, *, store: Path, judges: Path) -> Path:
+    """Run the demo; returns the path of the report."""
+    from hr_cli.commands import _compare, _finish, _load_spec, _record_dict, run_benchmark
+    from hr_cli.judges import load_judge
+    from hr_cli.tables import validation_table
+    from hr_core.report import attach_validation, write_report
+
+    console.print(Rule("[bold]hr demo[/]: document QA, four offline arms"))
+    spec = _load_spec(example_path("demo.yaml"), store=store)
+    console.print(f"Spec: {example_path('demo.yaml')}")
+    bench = run_benchmark(console, spec, fresh=True)
+    report = _finish(console, bench)
+    run_dir = Path(bench.run_dir)
+
+    console.print(Rule("[bold]Judge validation[/]: a grade judge against people's labels"))
+    grade = load_judge(example_path("grade_judge.yaml"))
+    labels = example_path("grade_judge_labels.jsonl")
+    console.print(f"{grade}")
+    from flows import hr_judge_validate
+
+    record = _record_dict(hr_judge_validate(grade, str(labels), store=str(judges)))
+    console.print(validation_table(record))
+    attach_validation(run_dir, record)
+
+    best = two_best(bench.summary())
+    console.print(Rule(f"[bold]Pairwise comparison[/]: {best[0]} vs {best[1]}"))
+    pairwise = load_judge(example_path("pairwise_judge.yaml"))
+    _compare(console, bench, best, pairwise)
+
+    report = write_report(run_dir)
+    console.print(Rule("[bold]Done[/]"))
+    console.print(f"[bold]Results:[/] {run_dir}")
+    console.print(f"[bold]Report:[/]  {report}   (open it in a browser; it loads nothing)")
+    return report

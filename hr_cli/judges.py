@@ -1,0 +1,80 @@
+"""Judge YAML files: the arguments of ``hr_judge_config``, validated, with errors naming the file.
+
+A judge file holds exactly the arguments of ``hr_judge_config``::
+
+    model: mock-model            # or openai:gpt-4o-mini, openai-compatible:NAME
+    mode: grade                  # select | grade | pairwise
+    rubric: Is the response's answer the reference's?
+    orders: 2
+    # schema: {...}              # optional reply JSON schema
+    # positive: pass             # grade mode: the grade that counts as right
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from hr_core.errors import SpecError
+
+__all__ = ["JudgeFile", "load_judge"]
+
+
+class JudgeFile(BaseModel):
+    """The content of a judge YAML file."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    model: str = Field(min_length=1)
+    rubric: str = Field(min_length=1)
+    mode: Literal["select", "grade", "pairwise"] = "select"
+    orders: int = Field(default=2, ge=1)
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    positive: str | None = None
+
+
+def read_judge_file(path: str | Path) -> JudgeFile:
+    """Read and validate a judge YAML file.
+
+    Raises:
+        SpecError: the file is missing, is not YAML, or a field is unknown or invalid.
+    """
+    source = Path(path)
+    try:
+        data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SpecError(f"{source}: cannot read the judge file ({exc.strerror or exc})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f", line {mark.line + 1}" if mark is not None else ""
+        raise SpecError(f"{source}{where}: not valid YAML ({getattr(exc, 'problem', exc)})"
+                        ) from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{source}: a judge file is a YAML mapping with model, mode and rubric")
+    try:
+        return JudgeFile.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(p) for p in error["loc"]) or "(top level)"
+        raise SpecError(f"{source}, field {field!r}: {error['msg']}") from None
+
+
+def load_judge(path: str | Path) -> Any:
+    """The ``JudgeConfig`` a judge YAML file describes.
+
+    Example:
+        >>> cfg = load_judge("hr_core/examples/grade_judge.yaml")  # doctest: +SKIP
+        >>> cfg.mode, cfg.model  # doctest: +SKIP
+        ('grade', 'mock-model')
+    """
+    from hr_core.judge import hr_judge_config
+
+    spec = read_judge_file(path)
+    try:
+        return hr_judge_config(spec.model, spec.rubric, mode=spec.mode, orders=spec.orders,
+                               schema=spec.schema_, positive=spec.positive)
+    except ValueError as exc:
+        raise SpecError(f"{path}: {exc}") from None

@@ -1,0 +1,82 @@
+"""A live progress bar per arm: done/total, rate, time left and failures so far."""
+
+from __future__ import annotations
+
+import threading
+from types import TracebackType
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+__all__ = ["ArmProgress"]
+
+
+class _RateColumn(ProgressColumn):
+    """Runs per second, as rich estimates it from recent updates."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("  –  runs/s" if speed is None else f"{speed:6.1f} runs/s", style="cyan")
+
+
+class _FailuresColumn(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        failures = int(task.fields.get("failures", 0))
+        return Text(f"{failures} failed", style="red" if failures else "dim")
+
+
+class ArmProgress:
+    """Rich progress bars fed by the engine's ``on_progress(arm, done, total, failures)``.
+
+    The callback may come from any thread; bars appear as arms report.
+
+    Example:
+        >>> with ArmProgress(Console(quiet=True)) as progress:
+        ...     progress("keyword", 3, 10, 1)
+        >>> progress.done["keyword"]
+        3
+    """
+
+    def __init__(self, console: Console) -> None:
+        self._progress = Progress(
+            TextColumn("[bold]{task.description:<18}"),
+            BarColumn(bar_width=32),
+            MofNCompleteColumn(),
+            _RateColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            _FailuresColumn(),
+            console=console,
+            transient=False,
+            refresh_per_second=8,
+        )
+        self._tasks: dict[str, TaskID] = {}
+        self._lock = threading.Lock()
+        self.done: dict[str, int] = {}
+
+    def __enter__(self) -> ArmProgress:
+        self._progress.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._progress.stop()
+
+    def __call__(self, arm: str, done: int, total: int, failures: int) -> None:
+        with self._lock:
+            task = self._tasks.get(arm)
+            if task is None:
+                task = self._progress.add_task(arm, total=total, failures=failures)
+                self._tasks[arm] = task
+            self._progress.update(task, completed=done, total=total, failures=failures)
+            self.done[arm] = done

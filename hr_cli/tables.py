@@ -1,0 +1,102 @@
+"""Rich tables for the terminal: the summary, paired differences, comparisons, validations."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from rich import box
+from rich.table import Table
+
+__all__ = ["comparison_table", "summary_table", "validation_table"]
+
+_KINDS = ("wrong", "not_in_document", "refusal", "parse_failure", "error", "budget_stop")
+_SHORT = {"not_in_document": "not in doc.", "parse_failure": "parse", "budget_stop": "budget",
+          "refusal": "refused"}
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or (
+        type(value).__name__ == "NAType")
+
+
+def _pct(value: Any) -> str:
+    return "–" if _missing(value) else f"{float(value):.1%}"
+
+
+def _num(value: Any) -> str:
+    if _missing(value):
+        return "–"
+    number = float(value)
+    return f"{int(number):,}" if number.is_integer() else f"{number:.3g}"
+
+
+def summary_table(summary: Any, title: str = "Summary") -> Table:
+    """The summary (one row per arm, best first) as a rich table.
+
+    Example:
+        >>> import pandas as pd
+        >>> table = summary_table(pd.DataFrame({"arm": ["a"], "accuracy": [0.5]}))
+        >>> table.row_count
+        1
+    """
+    table = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD,
+                  pad_edge=False, collapse_padding=True)
+    table.add_column("arm", style="bold", no_wrap=True)
+    table.add_column("runs", justify="right")
+    table.add_column("accuracy (95% CI)", justify="right", no_wrap=True)
+    kinds = [k for k in _KINDS if k in summary.columns]
+    for kind in kinds:
+        table.add_column(_SHORT.get(kind, kind), justify="right", no_wrap=True)
+    table.add_column("unscored", justify="right", no_wrap=True)
+    table.add_column("latency", justify="right", no_wrap=True)
+    table.add_column("cost", justify="right", no_wrap=True)
+    rows = summary.sort_values("accuracy", ascending=False, na_position="last")
+    for row in rows.to_dict("records"):
+        latency = row.get("latency_mean_s")
+        cost = row.get("cost_usd")
+        table.add_row(
+            str(row["arm"]), _num(row.get("runs")),
+            f"{_pct(row.get('accuracy'))} ({_pct(row.get('ci_low'))}–{_pct(row.get('ci_high'))})",
+            *[_num(row.get(k)) for k in kinds], _num(row.get("unscored")),
+            "–" if _missing(latency) else f"{float(latency) * 1000:.1f} ms",
+            "–" if _missing(cost) or not cost else f"${float(cost):.4f}",
+        )
+    return table
+
+
+def comparison_table(summary: Any, title: str = "Pairwise comparison") -> Table:
+    """A pairwise comparison's summary: wins, ties, win rate with its interval."""
+    table = Table(title=title, title_justify="left", header_style="bold")
+    for name in ("a", "b", "n", "a wins", "b wins", "ties", "win rate (a)", "95% CI",
+                 "consistency"):
+        table.add_column(name, justify="left" if name in ("a", "b") else "right")
+    for row in summary.to_dict("records"):
+        table.add_row(
+            str(row.get("a")), str(row.get("b")), _num(row.get("n")), _num(row.get("a_wins")),
+            _num(row.get("b_wins")), _num(row.get("ties")), _pct(row.get("win_rate")),
+            f"{_pct(row.get('ci_low'))}–{_pct(row.get('ci_high'))}",
+            _pct(row.get("consistency")),
+        )
+    return table
+
+
+def validation_table(record: Mapping[str, Any], title: str = "Judge validation") -> Table:
+    """A judge validation record: agreement, kappa, consistency and failure counts."""
+    table = Table(title=title, title_justify="left", show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    ci = record.get("agreement_ci") or (None, None)
+    if isinstance(ci, Mapping):
+        ci = (ci.get("low"), ci.get("high"))
+    table.add_row("hash", str(record.get("hash", ""))[:12])
+    table.add_row("items (n)", _num(record.get("n")))
+    table.add_row("agreement", f"{_pct(record.get('agreement'))} "
+                               f"(95% CI {_pct(ci[0])}–{_pct(ci[1])})")
+    table.add_row("Cohen's kappa", _num(record.get("kappa")))
+    table.add_row("consistency", _pct(record.get("consistency")))
+    table.add_row("no consensus / parse failures / errors",
+                  f"{_num(record.get('no_consensus'))} / {_num(record.get('parse_failures'))}"
+                  f" / {_num(record.get('errors'))}")
+    return table

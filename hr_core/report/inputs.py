@@ -1,0 +1,161 @@
+"""What a report is made from: a finished run's files, plus judge records attached to the run.
+
+A run directory (``results/<name>/<run id>/``) holds ``manifest.json``,
+``runs.parquet`` and ``summary.parquet``. Judge validation records and
+pairwise comparisons made for the run are *attached* to it as JSON files in
+``validations/`` and ``comparisons/`` so that ``hr report RUN_DIR`` finds them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from hr_core.errors import HrError
+
+__all__ = [
+    "ReportError",
+    "ReportInputs",
+    "attach_comparison",
+    "attach_validation",
+    "load_report_inputs",
+]
+
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+class ReportError(HrError, ValueError):
+    """A report cannot be made: names the run directory and the missing or bad file."""
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    """Everything one report shows.
+
+    Attributes:
+        manifest: the run's manifest (reference hash, arms, scorer, times, versions...).
+        runs: one row per (arm, item, run), SPEC section 9 columns.
+        summary: one row per arm, SPEC section 9 columns.
+        validations: judge validation records (``JudgeValidation`` as dicts).
+        comparisons: pairwise comparisons, each ``{"judge": {...}, "summary": [rows]}``.
+        run_dir: where the run lives, when it came from disk.
+    """
+
+    manifest: Mapping[str, Any]
+    runs: pd.DataFrame
+    summary: pd.DataFrame
+    validations: list[dict[str, Any]] = field(default_factory=list)
+    comparisons: list[dict[str, Any]] = field(default_factory=list)
+    run_dir: str | None = None
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, str | bytes):
+        return _json_safe(value.item())
+    return value
+
+
+def _write(path: Path, data: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(_json_safe(data), indent=2, default=str), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def attach_validation(run_dir: str | Path, record: Mapping[str, Any]) -> Path:
+    """Copy a judge validation record into ``RUN_DIR/validations/<hash>.json``.
+
+    Example:
+        >>> import tempfile
+        >>> attach_validation(tempfile.mkdtemp(), {"hash": "ab12", "n": 3}).name
+        'ab12.json'
+    """
+    name = _SAFE.sub("-", str(record.get("hash") or "unknown"))
+    return _write(Path(run_dir) / "validations" / f"{name}.json", dict(record))
+
+
+def attach_comparison(
+    run_dir: str | Path, judge: Mapping[str, Any], summary: pd.DataFrame | list[dict[str, Any]]
+) -> Path:
+    """Save a pairwise comparison's summary into ``RUN_DIR/comparisons/``.
+
+    ``judge`` is the judge config as a dict (with its ``hash``); ``summary`` the
+    rows of ``Comparison.summary()`` (``a, b, n, a_wins, b_wins, ties, win_rate,
+    ci_low, ci_high, consistency``).
+    """
+    rows = summary.to_dict("records") if isinstance(summary, pd.DataFrame) else list(summary)
+    pairs = "_".join(f"{r.get('a')}-vs-{r.get('b')}" for r in rows) or "empty"
+    name = _SAFE.sub("-", f"{str(judge.get('hash', ''))[:12]}_{pairs}")
+    return _write(Path(run_dir) / "comparisons" / f"{name}.json",
+                  {"judge": dict(judge), "summary": rows})
+
+
+def _read_json_dir(folder: Path) -> list[dict[str, Any]]:
+    if not folder.is_dir():
+        return []
+    records = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            records.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            raise ReportError(f"{path}: not a readable JSON record ({exc})") from exc
+    return records
+
+
+def _read_frame(run_dir: Path, stem: str) -> pd.DataFrame | None:
+    for suffix, reader in ((".parquet", pd.read_parquet), (".csv", pd.read_csv)):
+        path = run_dir / f"{stem}{suffix}"
+        if path.exists():
+            try:
+                return reader(path)
+            except (OSError, ValueError) as exc:
+                raise ReportError(f"{path}: cannot be read ({exc})") from exc
+    return None
+
+
+def load_report_inputs(run_dir: str | Path) -> ReportInputs:
+    """Read a finished run's files and its attachments.
+
+    Raises:
+        ReportError: the folder is not a run directory (no ``manifest.json`` or
+            ``runs.parquet``) or a file in it cannot be read.
+    """
+    folder = Path(run_dir)
+    manifest_path = folder / "manifest.json"
+    if not manifest_path.is_file():
+        raise ReportError(
+            f"{folder}: no manifest.json here; give a run directory such as "
+            "results/<name>/<run id>/ (the path `hr run` printed)"
+        )
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ReportError(f"{manifest_path}: not valid JSON ({exc})") from exc
+    runs = _read_frame(folder, "runs")
+    if runs is None:
+        raise ReportError(f"{folder}: no runs.parquet; the run has not finished writing")
+    summary = _read_frame(folder, "summary")
+    if summary is None:
+        raise ReportError(f"{folder}: no summary.parquet or summary.csv; rerun to finish it")
+    return ReportInputs(
+        manifest=manifest,
+        runs=runs,
+        summary=summary,
+        validations=_read_json_dir(folder / "validations"),
+        comparisons=_read_json_dir(folder / "comparisons"),
+        run_dir=str(folder),
+    )
