@@ -48,6 +48,27 @@ def plain_digits(number: Any) -> str:
     >>> plain_digits(100000.0), plain_digits(1e-05), plain_digits(2.5)
     ('100000', '0.00001', '2.5')
     """
+    kind = type(number)
+    if kind is int:
+        return str(number)
+    if kind is float:  # labels repeat: remember the last few thousand floats
+        digits = _FLOAT_DIGITS.get(number)
+        if digits is None:
+            if len(_FLOAT_DIGITS) >= 4096:
+                _FLOAT_DIGITS.clear()
+            digits = _FLOAT_DIGITS[number] = _plain_digits(number)
+        return digits
+    return _plain_digits(number)
+
+
+_FLOAT_DIGITS: dict[float, str] = {}
+
+
+def _plain_digits(number: Any) -> str:
+    if type(number) is float:  # fast path: repr is plain digits unless it has an exponent
+        text = repr(number)
+        if "e" not in text and "n" not in text:
+            return "0" if text == "-0.0" else text[:-2] if text.endswith(".0") else text
     if isinstance(number, Integral):
         return str(int(number))
     value = float(number) if not isinstance(number, Decimal) else number

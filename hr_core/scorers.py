@@ -8,16 +8,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast, overload
 
-from hr_core._text import accepted_texts, fold, output_text
+from hr_core._text import _label_text, accepted_texts, fold, output_text, plain_digits
 from hr_core.errors import ScorerError
 from hr_core.failures import FAILURE_KINDS, FailureKind
-from hr_core.results import ScoreResult
+from hr_core.results import ArmResult, ScoreResult
 
 __all__ = ["Scorer", "hr_scorer", "hr_scorer_exact", "settle_score"]
 
 ScoreFn = Callable[[Any, Any, Any], Any]
 _KINDS: frozenset[str] = frozenset(FAILURE_KINDS)
 _NOT_IN_DOCUMENT: FailureKind = "not_in_document"
+_new = tuple.__new__
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ class Scorer:
 
     name: str
     fn: ScoreFn
+    judge: Any = None
+    """The :class:`~hr_core.judge.JudgeConfig` of a judge scorer, else ``None``."""
 
     @property
     def is_async(self) -> bool:
@@ -159,12 +162,15 @@ def _output_failure_kind(output: Any) -> Any:
     return getattr(output, "failure_kind", None)
 
 
-def _output_ok(output: Any) -> bool:
+def _output_ok_value(output: Any) -> Any:
     if isinstance(output, Mapping):
-        ok = output.get("ok", True)
-    else:
-        ok = getattr(output, "ok", True)
-    return ok is not False and not (type(ok).__name__ in ("bool_", "bool") and not ok)
+        return output.get("ok", True)
+    return getattr(output, "ok", True)
+
+
+def _is_false(ok: Any) -> bool:
+    """``ok`` is false: ``False`` or a numpy ``False`` (other values count as ok)."""
+    return ok is False or (type(ok).__name__ in ("bool_", "bool") and not ok)
 
 
 def hr_scorer_exact(normalise: bool = True) -> Scorer:
@@ -181,42 +187,82 @@ def hr_scorer_exact(normalise: bool = True) -> Scorer:
     """
     prepare: Callable[[str], str] = fold if normalise else _identity
 
+    # Hot path (one call per run): dispatch on the exact type of the output and the
+    # label, fold inline, build results with tuple.__new__; other types take the
+    # general path. tests/test_scorers.py pins the behaviour, bench/ the speed.
     def exact(item: Any, output: Any, label: Any) -> ScoreResult:
-        if type(output) is str:
+        kind_of = type(output)
+        if kind_of is str:
             text: str | None = output
         else:
-            kind = _output_failure_kind(output)
-            text = output_text(output)
+            if kind_of is dict:
+                kind = output.get("failure_kind")
+                ok = output.get("ok", True)
+                answer = output.get("answer")
+                text = answer if type(answer) is str and answer else output_text(output)
+            elif kind_of is ArmResult:
+                kind, ok, answer = output.failure_kind, output.ok, output.answer
+                text = answer if type(answer) is str and answer else output_text(output)
+            elif output is None:
+                kind, ok, text = None, True, None
+            elif kind_of is int or kind_of is float:
+                kind, ok = None, True
+                text = plain_digits(output) if output == output else None  # NaN: no text
+            else:
+                kind = _output_failure_kind(output)
+                ok = _output_ok_value(output)
+                text = output_text(output)
             if type(kind) is str and kind in _KINDS:
                 seen = None if text is None else prepare(text)
                 return _failed(label, seen, cast(FailureKind, kind))
-            if not _output_ok(output):
+            if ok is not True and _is_false(ok):
                 return _failed(label, None if text is None else prepare(text), "error")
-        if text is None or not text or text.isspace():
+        if not text or text.isspace():
             return _failed(label, None, "parse_failure")
-        seen = prepare(text)
-        if type(label) is str:
-            match = seen == prepare(label)
-            accepted: tuple[str, ...] | None = None
+        seen = " ".join(text.casefold().split()) if normalise else text
+        label_type = type(label)
+        labelled = True
+        if label_type is str:
+            match = seen == (" ".join(label.casefold().split()) if normalise else label)
+        elif (label_type is int or label_type is float) and label == label:
+            match = seen == plain_digits(label)  # plain digits are already folded
+        elif label_type is list or label_type is tuple:
+            match = False
+            for value in label:
+                answer = value if type(value) is str else _label_text(value)
+                if answer is not None and seen == (
+                    " ".join(answer.casefold().split()) if normalise else answer
+                ):
+                    match = True
+                    break
         else:
+            match = False
             accepted = accepted_texts(label)
-            match = accepted is not None and any(seen == prepare(a) for a in accepted)
-        if not match and len(text) >= 15 and text.strip().casefold() == "not_in_document":
-            return ScoreResult(
-                None if accepted is None and type(label) is not str else False,
-                seen,
-                _NOT_IN_DOCUMENT,
-            )
-        if type(label) is not str and accepted is None:
-            return ScoreResult(None, seen, None)
-        return ScoreResult(True, seen, None) if match else ScoreResult(False, seen, "wrong")
+            if accepted is None:
+                labelled = False
+            else:
+                for answer in accepted:
+                    if seen == (" ".join(answer.casefold().split()) if normalise else answer):
+                        match = True
+                        break
+        if match:
+            return _new(ScoreResult, (True, seen, None))
+        if (
+            seen == "not_in_document"
+            if normalise
+            else len(text) >= 15 and text.strip().casefold() == "not_in_document"
+        ):
+            return _new(ScoreResult, (False if labelled else None, seen, _NOT_IN_DOCUMENT))
+        if not labelled:
+            return _new(ScoreResult, (None, seen, None))
+        return _new(ScoreResult, (False, seen, "wrong"))
 
     return Scorer(name="exact", fn=exact)
 
 
 def _failed(label: Any, outcome: str | None, kind: FailureKind) -> ScoreResult:
     labelled = type(label) is str or accepted_texts(label) is not None
-    return ScoreResult(False if labelled else None, outcome, kind)
+    return _new(ScoreResult, (False if labelled else None, outcome, kind))
 
 
 def _identity(text: str) -> str:

@@ -90,6 +90,24 @@ def test_plain_digits_of_a_float_reads_back_as_the_same_float(number: float) -> 
     assert float(text) == number
 
 
+def _digits_by_decimal(number: float) -> str:
+    text = format(Decimal(repr(number)), "f")
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return "0" if text in ("-0", "") else text
+
+
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=5))
+def test_plain_digits_of_floats_is_the_decimal_of_their_shortest_repr(numbers: list[float]) -> None:
+    for number in numbers + numbers:  # twice: the second time may come from the cache
+        assert plain_digits(number) == _digits_by_decimal(number)
+
+
+def test_plain_digits_tells_equal_int_and_float_apart_when_they_print_differently() -> None:
+    assert plain_digits(2**60) == "1152921504606846976"
+    assert plain_digits(2.0**60) == "1152921504606847000"
+    assert plain_digits(0.0) == plain_digits(-0.0) == "0"
+
+
 @given(st.integers())
 def test_plain_digits_of_an_int_is_its_decimal_form(number: int) -> None:
     assert plain_digits(number) == str(number)

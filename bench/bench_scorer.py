@@ -1,0 +1,189 @@
+"""Benchmark of the exact scorer against a floor measured in the same run.
+
+Scores N (output, label) pairs (default 1,000,000: strings, mappings,
+ArmResults, numbers, several accepted labels, unlabelled items, 10% failures)
+with ``hr_scorer_exact().fn`` and compares the rate with the floor: the bare
+``" ".join(x.casefold().split())`` of both sides and ``==`` on the same pairs'
+texts, pre-extracted. Prints outputs/s and the ratio (target: within 4x).
+
+Usage:
+    .venv/bin/python bench/bench_scorer.py [--n 1000000] [--repeat 3] [--by-kind]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from hr_core import FAILURE_KINDS, ArmResult, Usage, hr_scorer_exact
+
+TARGET_RATIO = 4.0
+CITIES = ["Paris", "Lyon", "New York", "São Paulo", "Straße", "Zürich", "Tokyo", "Marseille"]
+ANSWERS = [*CITIES, "The answer is Paris.", "I think it is Lyon", "paris, France"]
+
+
+def _variant(rng: random.Random, text: str) -> str:
+    """The text as an arm might write it: other case, stray white space."""
+    roll = rng.random()
+    if roll < 0.3:
+        text = text.lower()
+    elif roll < 0.4:
+        text = text.upper()
+    if rng.random() < 0.3:
+        text = f"  {text}\n"
+    if rng.random() < 0.1:
+        text = text.replace(" ", "\u00a0 ")
+    return text
+
+
+def make_pairs(n: int, seed: int = 7) -> tuple[list[tuple[Any, Any]], list[str]]:
+    """N (output, label) pairs in a realistic mix, and the kind of each output."""
+    rng = random.Random(seed)
+    pairs: list[tuple[Any, Any]] = []
+    kinds: list[str] = []
+    arm_results: dict[tuple[str, bool, Any], ArmResult] = {}
+
+    def arm_result(answer: str, ok: bool = True, kind: Any = None) -> ArmResult:
+        key = (answer, ok, kind)
+        if key not in arm_results:  # a pool: pydantic models are built by arms, not by us
+            arm_results[key] = ArmResult(
+                ok=ok, answer=answer, text=f"{answer} (because ...)", failure_kind=kind,
+                usage=Usage(tokens_in=120, tokens_out=8),
+            )  # fmt: skip
+        return arm_results[key]
+
+    for _ in range(n):
+        city = rng.choice(CITIES)
+        answer = city if rng.random() < 0.6 else rng.choice(ANSWERS)
+        roll = rng.random()
+        label: Any = city
+        if rng.random() < 0.15:
+            label = [city, f"{city}, France", city.upper()]
+        elif rng.random() < 0.03:
+            label = None
+        if roll < 0.10:  # failures: the arm says so, ok=False, or no text at all
+            sub = rng.random()
+            if sub < 0.3:
+                output: Any = {"answer": answer, "failure_kind": rng.choice(FAILURE_KINDS)}
+            elif sub < 0.5:
+                output = arm_result(answer, ok=False, kind="error")
+            elif sub < 0.7:
+                output = None
+            elif sub < 0.85:
+                output = " \n"
+            else:
+                output = "NOT_IN_DOCUMENT"
+            kind = "failure"
+        elif roll < 0.50:
+            output, kind = _variant(rng, answer), "str"
+        elif roll < 0.70:
+            output, kind = {"answer": _variant(rng, answer), "usage": {"tokens_in": 90}}, "mapping"
+        elif roll < 0.85:
+            output, kind = arm_result(_variant(rng, answer)), "ArmResult"
+        else:
+            number = rng.choice([100000, 100000.0, 2.5, 1e-05, 42, 1997])
+            label = number if rng.random() < 0.8 else [number, str(number)]
+            output = rng.choice([number, str(number), f" {number} ", "1e+05", 100000])
+            kind = "number"
+        pairs.append((output, label))
+        kinds.append(kind)
+    return pairs, kinds
+
+
+def floor_texts(pairs: list[tuple[Any, Any]]) -> list[tuple[str, str]]:
+    """The same pairs as two plain strings each, for the floor."""
+    texts = []
+    for output, label in pairs:
+        if isinstance(output, str):
+            out = output
+        elif isinstance(output, dict):
+            out = str(output.get("answer", ""))
+        elif isinstance(output, ArmResult):
+            out = output.answer or ""
+        else:
+            out = str(output)
+        first = label[0] if isinstance(label, list) else label
+        texts.append((out, str(first)))
+    return texts
+
+
+def run_floor(texts: list[tuple[str, str]]) -> int:
+    same = 0
+    for out, label in texts:
+        if " ".join(out.casefold().split()) == " ".join(label.casefold().split()):
+            same += 1
+    return same
+
+
+def run_exact(pairs: list[tuple[Any, Any]]) -> int:
+    fn = hr_scorer_exact().fn
+    same = 0
+    for output, label in pairs:
+        if fn(None, output, label).correct:
+            same += 1
+    return same
+
+
+def best_times(works: list[Callable[[], int]], repeat: int) -> list[float]:
+    """The best time of each piece of work, passes interleaved (the machine is shared)."""
+    best = [float("inf")] * len(works)
+    for _ in range(repeat):
+        for index, work in enumerate(works):
+            gc.collect()
+            gc.disable()
+            start = time.perf_counter()
+            work()
+            best[index] = min(best[index], time.perf_counter() - start)
+            gc.enable()
+    return best
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1_000_000, help="pairs to score")
+    parser.add_argument("--repeat", type=int, default=3, help="best of this many passes")
+    parser.add_argument("--by-kind", action="store_true", help="also time each kind of output")
+    args = parser.parse_args(argv)
+
+    pairs, kinds = make_pairs(args.n)
+    texts = floor_texts(pairs)
+    mix = {k: kinds.count(k) for k in sorted(set(kinds))}
+    several = sum(isinstance(label, list) for _, label in pairs)
+    unlabelled = sum(label is None for _, label in pairs)
+    print(f"pairs: {args.n:,}  mix: {mix}  several labels: {several:,}  no label: {unlabelled:,}")
+
+    floor_s, exact_s = best_times([lambda: run_floor(texts), lambda: run_exact(pairs)], args.repeat)
+    correct = run_exact(pairs)
+    ratio = exact_s / floor_s
+    print(
+        f"floor (casefold+split/join+==): {args.n / floor_s:>12,.0f} outputs/s  ({floor_s:.3f} s)"
+    )
+    print(
+        f"exact scorer (exact.fn):        {args.n / exact_s:>12,.0f} outputs/s  ({exact_s:.3f} s)"
+    )
+    print(f"correct: {correct:,} of {args.n:,}")
+    verdict = "within" if ratio <= TARGET_RATIO else "MISSES"
+    print(f"ratio exact/floor: {ratio:.2f}x  ({verdict} the {TARGET_RATIO:.0f}x target)")
+
+    if args.by_kind:
+        for kind in mix:
+            subset = [p for p, k in zip(pairs, kinds, strict=True) if k == kind]
+            sub_texts = floor_texts(subset)
+            sub_floor, sub_exact = best_times(
+                [lambda t=sub_texts: run_floor(t), lambda s=subset: run_exact(s)],  # type: ignore[misc]
+                args.repeat,
+            )
+            print(
+                f"  {kind:<10} {len(subset) / sub_exact:>12,.0f} outputs/s  "
+                f"ratio {sub_exact / sub_floor:.2f}x"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
