@@ -2,19 +2,46 @@
 
 from hr_core.judge.config import JudgeConfig, JudgeConfigError, JudgeMode, hr_judge_config
 from hr_core.judge.judging import JudgeResult, JudgeStatus, OrderVerdict, judge_item
+from hr_core.judge.labelled import LabelledDataError, LabelledRow, read_labelled
 from hr_core.judge.parse import ParsedReply, parse_reply
 from hr_core.judge.prompts import build_messages
+from hr_core.judge.scorer import JUDGE_FAILURE_OUTCOMES, hr_scorer_judge
+from hr_core.judge.validation import (
+    JudgeValidation,
+    ValidationStatus,
+    compute_validation,
+    hr_judge_valid,
+    judge_labelled,
+    latest_validation,
+    load_validation,
+    save_validation,
+    validation_status,
+)
 
 __all__ = [
+    "JUDGE_FAILURE_OUTCOMES",
     "JudgeConfig",
     "JudgeConfigError",
     "JudgeMode",
     "JudgeResult",
     "JudgeStatus",
+    "JudgeValidation",
+    "LabelledDataError",
+    "LabelledRow",
     "OrderVerdict",
     "ParsedReply",
+    "ValidationStatus",
     "build_messages",
+    "compute_validation",
     "hr_judge_config",
+    "hr_judge_valid",
+    "hr_scorer_judge",
     "judge_item",
+    "judge_labelled",
+    "latest_validation",
+    "load_validation",
     "parse_reply",
+    "read_labelled",
+    "save_validation",
+    "validation_status",
 ]

@@ -1,8 +1,8 @@
 """Chat models: the protocol, the offline mock, scripted models, OpenAI clients, cache."""
 
 from hr_core.models.base import (
+    ChatMessage,
     ChatModel,
-    Message,
     ModelCallError,
     ModelConfigError,
     ModelError,
@@ -15,15 +15,15 @@ from hr_core.models.registry import PROVIDERS, resolve_model
 from hr_core.models.scripted import ScriptedModel
 
 __all__ = [
-    "PROVIDERS",
     "CachedModel",
+    "ChatMessage",
     "ChatModel",
-    "Message",
     "MockModel",
     "ModelCallError",
     "ModelConfigError",
     "ModelError",
     "ModelReply",
+    "PROVIDERS",
     "ResponseCache",
     "ScriptedModel",
     "UnknownProviderError",

@@ -10,8 +10,8 @@ from hr_core.errors import HrError
 from hr_core.results import Usage
 
 __all__ = [
+    "ChatMessage",
     "ChatModel",
-    "Message",
     "ModelCallError",
     "ModelConfigError",
     "ModelError",
@@ -19,7 +19,7 @@ __all__ = [
     "UnknownProviderError",
 ]
 
-Message = Mapping[str, str]
+ChatMessage = Mapping[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
 
 
@@ -79,7 +79,7 @@ class ChatModel(Protocol):
 
     async def complete(
         self,
-        messages: Sequence[Message],
+        messages: Sequence[ChatMessage],
         *,
         schema: Mapping[str, Any] | None = None,
         params: Mapping[str, Any] | None = None,

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hr_core.models.base import ChatModel, Message, ModelReply
+from hr_core.models.base import ChatMessage, ChatModel, ModelReply
 from hr_core.results import Usage
 
 __all__ = ["CachedModel", "ResponseCache", "cache_key"]
@@ -42,7 +42,7 @@ CREATE TABLE IF NOT EXISTS responses (
 def cache_key(
     provider: str,
     model: str,
-    messages: Sequence[Message],
+    messages: Sequence[ChatMessage],
     params: Mapping[str, Any] | None = None,
     schema: Mapping[str, Any] | None = None,
     run: int = 1,
@@ -163,7 +163,7 @@ class CachedModel:
 
     async def complete(
         self,
-        messages: Sequence[Message],
+        messages: Sequence[ChatMessage],
         *,
         schema: Mapping[str, Any] | None = None,
         params: Mapping[str, Any] | None = None,

@@ -42,7 +42,7 @@ from typing import Any
 
 from hr_core._text import accepted_texts, fold
 from hr_core.judge.prompts import DATA_HEADER, LETTERS
-from hr_core.models.base import Message, ModelReply
+from hr_core.models.base import ChatMessage, ModelReply
 from hr_core.results import Usage
 
 __all__ = ["MockModel", "mock_answer", "mock_verdict"]
@@ -88,7 +88,7 @@ class MockModel:
 
     async def complete(
         self,
-        messages: Sequence[Message],
+        messages: Sequence[ChatMessage],
         *,
         schema: Mapping[str, Any] | None = None,
         params: Mapping[str, Any] | None = None,
@@ -111,7 +111,7 @@ class MockModel:
         return ModelReply(text=text, usage=usage, cached=False, latency_s=0.0)
 
 
-def _last_user(messages: Sequence[Message]) -> str:
+def _last_user(messages: Sequence[ChatMessage]) -> str:
     for message in reversed(messages):
         if message.get("role") == "user":
             return str(message.get("content", ""))
@@ -177,7 +177,7 @@ def _answer_key(schema: Mapping[str, Any]) -> str:
     return "answer"
 
 
-def _document_and_question(messages: Sequence[Message]) -> tuple[str | None, str | None]:
+def _document_and_question(messages: Sequence[ChatMessage]) -> tuple[str | None, str | None]:
     document: str | None = None
     question: str | None = None
     for message in messages:
@@ -209,7 +209,7 @@ def _keywords(text: str) -> set[str]:
     return {w for w in _WORD.findall(fold(text)) if len(w) >= 3 and w not in _STOP}
 
 
-def mock_answer(messages: Sequence[Message]) -> str:
+def mock_answer(messages: Sequence[ChatMessage]) -> str:
     """The mock's answer to a non-judge request (see the module docstring).
 
     >>> mock_answer([{"role": "user", "content":

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hr_core.models.base import Message, ModelCallError, ModelConfigError, ModelReply
+from hr_core.models.base import ChatMessage, ModelCallError, ModelConfigError, ModelReply
 from hr_core.results import Usage
 
 __all__ = ["OpenAIChatModel", "Price", "find_price"]
@@ -233,7 +233,7 @@ class OpenAIChatModel:
 
     async def complete(
         self,
-        messages: Sequence[Message],
+        messages: Sequence[ChatMessage],
         *,
         schema: Mapping[str, Any] | None = None,
         params: Mapping[str, Any] | None = None,
@@ -249,7 +249,7 @@ class OpenAIChatModel:
                 self.stats["failed"] += 1
                 raise
 
-    async def _call(self, client: Any, messages: Sequence[Message],
+    async def _call(self, client: Any, messages: Sequence[ChatMessage],
                     schema: Mapping[str, Any] | None,
                     params: Mapping[str, Any] | None) -> ModelReply:
         import openai
@@ -328,7 +328,7 @@ def _response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
             "json_schema": {"name": "reply", "schema": dict(schema), "strict": _strict(schema)}}
 
 
-def _with_schema(messages: Sequence[Message], schema: Mapping[str, Any] | None,
+def _with_schema(messages: Sequence[ChatMessage], schema: Mapping[str, Any] | None,
                  instruct: bool) -> list[dict[str, str]]:
     out = [dict(m) for m in messages]
     if schema is None or not instruct:

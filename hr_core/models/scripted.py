@@ -7,12 +7,12 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from hr_core.models.base import Message, ModelReply
+from hr_core.models.base import ChatMessage, ModelReply
 from hr_core.results import Usage
 
 __all__ = ["ScriptedModel"]
 
-ReplyFn = Callable[[Sequence[Message]], Any]
+ReplyFn = Callable[[Sequence[ChatMessage]], Any]
 
 
 class ScriptedModel:
@@ -45,7 +45,7 @@ class ScriptedModel:
 
     async def complete(
         self,
-        messages: Sequence[Message],
+        messages: Sequence[ChatMessage],
         *,
         schema: Mapping[str, Any] | None = None,
         params: Mapping[str, Any] | None = None,

@@ -1,0 +1,101 @@
+"""``hr_scorer_judge``: an LLM judge (grade mode) as a benchmark scorer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from hr_core._text import accepted_texts, output_text
+from hr_core.failures import FAILURE_KINDS
+from hr_core.judge.config import JudgeConfig, JudgeConfigError
+from hr_core.judge.judging import judge_item
+from hr_core.models.base import ChatModel
+from hr_core.results import ScoreResult
+from hr_core.scorers import Scorer
+
+__all__ = ["JUDGE_FAILURE_OUTCOMES", "JUDGE_OUTCOME_PREFIX", "hr_scorer_judge"]
+
+JUDGE_OUTCOME_PREFIX: Final[str] = "judge:"
+JUDGE_FAILURE_OUTCOMES: Final[tuple[str, ...]] = (
+    "judge:no_consensus", "judge:parse_failure", "judge:error",
+)
+"""Outcomes of runs the judge could not score (``correct=None``): counted as
+judge failures, never as the arm's failures."""
+
+
+def _carried(output: Any, name: str) -> Any:
+    if isinstance(output, Mapping):
+        return output.get(name)
+    return getattr(output, name, None)
+
+
+def hr_scorer_judge(
+    config: JudgeConfig, model: ChatModel | None = None, *, name: str | None = None
+) -> Scorer:
+    """A scorer that grades each output against the item's label with a judge.
+
+    Like the exact scorer it first sorts out outputs that are no answer (a
+    failure kind the output carries, ``ok`` false -> ``error``, no text ->
+    ``parse_failure``); then the judge grades the text against the label's
+    accepted answers in every presentation order:
+
+    - the positive grade -> ``correct=True``, outcome ``"judge:<grade>"``;
+    - another grade -> ``correct=False``, ``failure_kind="wrong"``;
+    - no consensus, a parse failure or an error of the judge -> unscored
+      (``correct=None``), outcome ``"judge:no_consensus"`` etc. (see
+      :data:`JUDGE_FAILURE_OUTCOMES`), never counted as the arm's failure.
+
+    The scorer's ``judge`` attribute is the config (the benchmark looks up its
+    validation record by ``scorer.judge.hash``); ``fn`` is ``async``.
+
+    Args:
+        config: a grade-mode :class:`JudgeConfig`.
+        model: the chat model; ``None`` resolves ``config.model`` on first use.
+        name: the scorer's name (default ``"judge:<first 12 hex of the hash>"``).
+
+    Example:
+        >>> from hr_core.judge.config import hr_judge_config
+        >>> scorer = hr_scorer_judge(hr_judge_config("mock-model", "Same answer?", mode="grade"))
+        >>> scorer("Capital of France?", " PARIS", ["Paris", "Paris, France"])
+        ScoreResult(correct=True, outcome='judge:pass', failure_kind=None)
+    """
+    if not isinstance(config, JudgeConfig):
+        raise JudgeConfigError(f"hr_scorer_judge needs a JudgeConfig, not {config!r}")
+    if config.mode != "grade":
+        raise JudgeConfigError(
+            "hr_scorer_judge grades outputs against labels: it needs a config with "
+            f"mode='grade', not {config.mode!r}"
+        )
+    resolved: list[ChatModel] = [] if model is None else [model]
+
+    def get_model() -> ChatModel:
+        if not resolved:
+            from hr_core.models.registry import resolve_model
+
+            resolved.append(resolve_model(config.model))
+        return resolved[0]
+
+    async def judge(item: Any, output: Any, label: Any) -> ScoreResult:
+        text = output_text(output)
+        accepted = accepted_texts(label)
+        labelled = bool(accepted)
+        kind = None if isinstance(output, str) else _carried(output, "failure_kind")
+        if isinstance(kind, str) and kind in FAILURE_KINDS:
+            return ScoreResult(False if labelled else None, text, kind)
+        if not isinstance(output, str) and _carried(output, "ok") is False:
+            return ScoreResult(False if labelled else None, text, "error")
+        if text is None or not text.strip():
+            return ScoreResult(False if labelled else None, None, "parse_failure")
+        if not accepted:
+            return ScoreResult(None, text, None)
+        reference: str | list[str] = accepted[0] if len(accepted) == 1 else list(accepted)
+        result = await judge_item(config, get_model(), item=item, candidates=[text],
+                                  reference=reference)
+        if result.status != "ok" or result.verdict is None:
+            return ScoreResult(None, JUDGE_OUTCOME_PREFIX + result.status, None)
+        outcome = JUDGE_OUTCOME_PREFIX + result.verdict
+        if result.verdict == config.positive:
+            return ScoreResult(True, outcome, None)
+        return ScoreResult(False, outcome, "wrong")
+
+    return Scorer(name=name or f"judge:{config.hash[:12]}", fn=judge, judge=config)

@@ -1,0 +1,269 @@
+"""Validation records: how far a judge agrees with people, kept per config hash.
+
+The record is a pure function of the judged rows and the human labels
+(:func:`compute_validation`); :func:`judge_labelled` judges the rows; the JSON
+store keeps one file per config hash, ``<store>/<hash>.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import tempfile
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hr_core.errors import HrError
+from hr_core.judge.config import CONFIG_FIELDS, JudgeConfig, config_hash
+from hr_core.judge.judging import JudgeResult, judge_item
+from hr_core.judge.labelled import LabelledRow, read_labelled
+from hr_core.models.base import ChatModel
+from hr_core.stats import cohen_kappa, wilson_interval
+
+__all__ = [
+    "NO_VERDICT",
+    "JudgeValidation",
+    "ValidationStatus",
+    "ValidationStoreError",
+    "compute_validation",
+    "hr_judge_valid",
+    "judge_labelled",
+    "latest_validation",
+    "load_validation",
+    "save_validation",
+    "validation_status",
+]
+
+NO_VERDICT = "no_verdict"
+"""The judge's column in the confusion table for items without a combined verdict."""
+
+
+class JudgeValidation(BaseModel):
+    """A judge's agreement with people under one exact configuration.
+
+    ``agreement`` counts an item without a combined verdict as a disagreement;
+    ``agreement_ci`` is Wilson's 95% interval; ``kappa`` is Cohen's between
+    people and the judge (no verdict as its own category); ``confusion`` is
+    human -> judge -> count; ``consistency`` is the share of items whose orders
+    agreed among those where every order gave a verdict. ``None`` where a
+    figure is undefined (no rows, one category only).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    hash: str
+    config: dict[str, Any]
+    n: int
+    agreement: float | None
+    agreement_ci: tuple[float, float] | None
+    kappa: float | None
+    confusion: dict[str, dict[str, int]]
+    consistency: float | None
+    no_consensus: int
+    parse_failures: int
+    errors: int
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    version: str
+
+    def differences(self, config: JudgeConfig) -> list[str]:
+        """The config fields that differ from the record's, e.g. ``["rubric"]``."""
+        current = config.to_dict()
+        changed = [f for f in CONFIG_FIELDS if self.config.get(f) != current[f]]
+        if not changed and self.hash != config.hash:
+            return ["hash"]
+        return changed
+
+
+def _finite(value: float) -> float | None:
+    return None if value is None or math.isnan(value) else float(value)
+
+
+def compute_validation(
+    config: JudgeConfig,
+    results: Sequence[JudgeResult],
+    humans: Sequence[str],
+    *,
+    created_at: datetime | None = None,
+) -> JudgeValidation:
+    """The validation record of judged rows against the people's labels.
+
+    Example:
+        >>> import asyncio
+        >>> from hr_core.judge.config import hr_judge_config
+        >>> from hr_core.models.mock import MockModel
+        >>> cfg = hr_judge_config("mock-model", "Right?", mode="grade")
+        >>> rows = [{"item": "q", "response": r, "reference": "4", "human": h}
+        ...         for r, h in [("4", "pass"), ("5", "fail"), ("four", "pass")]]
+        >>> results = asyncio.run(judge_labelled(cfg, MockModel(), rows))
+        >>> record = compute_validation(cfg, results, ["pass", "fail", "pass"])
+        >>> record.n, round(record.agreement, 3), record.confusion["pass"]
+        (3, 0.667, {'fail': 1, 'pass': 1})
+    """
+    if len(results) != len(humans):
+        raise ValueError(f"{len(results)} judged rows but {len(humans)} human labels")
+    pairs = [(str(h), r.verdict if r.verdict is not None else NO_VERDICT)
+             for r, h in zip(results, humans, strict=True)]
+    n = len(pairs)
+    matches = sum(1 for h, j in pairs if h == j)
+    confusion: dict[str, dict[str, int]] = defaultdict(dict)
+    for (h, j), count in sorted(Counter(pairs).items()):
+        confusion[h][j] = count
+    statuses = Counter(r.status for r in results)
+    judged = statuses["ok"] + statuses["no_consensus"]
+    if n:
+        interval = wilson_interval(matches, n)
+        low, high = _finite(interval[1]), _finite(interval[2])
+        ci = None if low is None or high is None else (low, high)
+    else:
+        ci = None
+    from hr_core import __version__
+
+    fields = {**config.to_dict(), "hash": config.hash}
+    return JudgeValidation(
+        hash=config.hash,
+        config=fields,
+        n=n,
+        agreement=matches / n if n else None,
+        agreement_ci=ci,
+        kappa=_finite(cohen_kappa(pairs)) if n else None,
+        confusion=dict(confusion),
+        consistency=statuses["ok"] / judged if judged else None,
+        no_consensus=statuses["no_consensus"],
+        parse_failures=statuses["parse_failure"],
+        errors=statuses["error"],
+        created_at=created_at or datetime.now(UTC),
+        version=__version__,
+    )
+
+
+def hr_judge_valid(record: JudgeValidation | None, config: JudgeConfig) -> bool:
+    """True when the record was made for exactly this config.
+
+    The hashes are equal and the record's stored config still hashes to it
+    (a hand-edited record does not hold).
+
+    Example:
+        >>> from hr_core.judge.config import hr_judge_config
+        >>> hr_judge_valid(None, hr_judge_config("mock-model", "Right?"))
+        False
+    """
+    if record is None:
+        return False
+    return record.hash == config.hash and config_hash(record.config) == record.hash
+
+
+async def judge_labelled(
+    config: JudgeConfig,
+    model: ChatModel,
+    labelled: Any,
+    concurrency: int = 16,
+) -> list[JudgeResult]:
+    """Judge every labelled row (DataFrame, records, path or ``LabelledRow`` list).
+
+    At most ``concurrency`` items are judged at once; results keep row order.
+    """
+    rows = _rows(config, labelled)
+    semaphore = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(row: LabelledRow) -> JudgeResult:
+        async with semaphore:
+            return await judge_item(config, model, item=row.item, candidates=row.candidates,
+                                    reference=row.reference)
+
+    return list(await asyncio.gather(*(one(row) for row in rows)))
+
+
+def _rows(config: JudgeConfig, labelled: Any) -> list[LabelledRow]:
+    if isinstance(labelled, list) and labelled and all(
+        isinstance(r, LabelledRow) for r in labelled
+    ):
+        return labelled
+    return read_labelled(labelled, config.mode, grades=config.grades)
+
+
+class ValidationStoreError(HrError, ValueError):
+    """A file in the validation store cannot be read."""
+
+
+def save_validation(record: JudgeValidation, store: str | os.PathLike[str] = "judges") -> Path:
+    """Write ``<store>/<hash>.json`` atomically and return its path."""
+    folder = Path(store)
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{record.hash}.json"
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(record.model_dump_json(indent=2))
+    os.replace(tmp, target)
+    return target
+
+
+def _read(path: Path) -> JudgeValidation:
+    try:
+        return JudgeValidation.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValidationStoreError(f"{path}: not a judge validation record ({exc})") from None
+
+
+def load_validation(
+    config_or_hash: JudgeConfig | str, store: str | os.PathLike[str] = "judges"
+) -> JudgeValidation | None:
+    """The record saved for a config (or its hash), or ``None``.
+
+    Example:
+        >>> load_validation("0" * 64, store="no-such-folder") is None
+        True
+    """
+    key = config_or_hash.hash if isinstance(config_or_hash, JudgeConfig) else config_or_hash
+    if not isinstance(key, str) or not key or "/" in key or "\\" in key or key.startswith("."):
+        raise ValueError(f"a config hash is a hex string, not {key!r}")
+    path = Path(store) / f"{key}.json"
+    return _read(path) if path.is_file() else None
+
+
+def latest_validation(
+    store: str | os.PathLike[str] = "judges", *, mode: str | None = None
+) -> JudgeValidation | None:
+    """The most recent record in the store (optionally of one mode), or ``None``."""
+    folder = Path(store)
+    if not folder.is_dir():
+        return None
+    records = [_read(p) for p in sorted(folder.glob("*.json"))]
+    if mode is not None:
+        records = [r for r in records if r.config.get("mode") == mode]
+    return max(records, key=lambda r: r.created_at, default=None)
+
+
+class ValidationStatus(NamedTuple):
+    """``valid``: a record holds for this config; ``stale``: only records for
+    other configs exist (``differences`` names the fields that differ from the
+    latest one); ``missing``: no record at all."""
+
+    status: Literal["valid", "stale", "missing"]
+    record: JudgeValidation | None
+    differences: list[str]
+
+
+def validation_status(
+    config: JudgeConfig, store: str | os.PathLike[str] = "judges"
+) -> ValidationStatus:
+    """Whether the store holds a valid record for ``config`` (for benchmarks).
+
+    Example:
+        >>> from hr_core.judge.config import hr_judge_config
+        >>> validation_status(hr_judge_config("mock-model", "Right?"), "no-such-folder").status
+        'missing'
+    """
+    record = load_validation(config, store)
+    if record is not None and hr_judge_valid(record, config):
+        return ValidationStatus("valid", record, [])
+    latest = record or latest_validation(store, mode=config.mode) or latest_validation(store)
+    if latest is None:
+        return ValidationStatus("missing", None, [])
+    return ValidationStatus("stale", latest, latest.differences(config))
+

@@ -1,0 +1,76 @@
+"""hr_scorer_judge: grades outputs against labels; judge failures leave runs unscored."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from hr_core.judge.config import JudgeConfigError, hr_judge_config
+from hr_core.judge.scorer import JUDGE_FAILURE_OUTCOMES, hr_scorer_judge
+from hr_core.models.scripted import ScriptedModel
+from hr_core.results import ArmResult, ScoreResult
+from hr_core.scorers import settle_score
+
+CFG = hr_judge_config("mock-model", "Is the response's answer the reference's?", mode="grade")
+
+
+@pytest.mark.parametrize(
+    ("output", "label", "expected"),
+    [
+        (" paris", "Paris", ScoreResult(True, "judge:pass", None)),
+        ("Lyon", "Paris", ScoreResult(False, "judge:fail", "wrong")),
+        ("Pacific Ocean", ["Pacific", "Pacific Ocean"], ScoreResult(True, "judge:pass", None)),
+        (100000, 100000.0, ScoreResult(True, "judge:pass", None)),
+        ("", "Paris", ScoreResult(False, None, "parse_failure")),
+        ({"ok": False, "error": "boom"}, "Paris", ScoreResult(False, None, "error")),
+        (ArmResult(failure_kind="refusal", text="no"), "Paris",
+         ScoreResult(False, "no", "refusal")),
+        ("Paris", None, ScoreResult(None, "Paris", None)),
+    ],
+)
+def test_mock_judge_scores_like_spec(output, label, expected: ScoreResult) -> None:
+    assert hr_scorer_judge(CFG)("Capital of France?", output, label) == expected
+
+
+def test_scorer_exposes_its_config_and_is_async() -> None:
+    scorer = hr_scorer_judge(CFG)
+    assert scorer.judge is CFG and scorer.is_async
+    assert scorer.name == f"judge:{CFG.hash[:12]}"
+
+
+@pytest.mark.parametrize(
+    ("replies", "outcome"),
+    [
+        (['{"verdict": "pass", "reason": "a"}', '{"verdict": "fail", "reason": "b"}'],
+         "judge:no_consensus"),
+        (['{"verdict": "pass"}', "cannot say"], "judge:parse_failure"),
+        ([RuntimeError("down"), '{"verdict": "pass"}'], "judge:error"),
+    ],
+)
+def test_judge_failures_leave_the_run_unscored(replies: list, outcome: str) -> None:
+    queue = iter(replies)
+
+    def reply(messages):
+        value = next(queue)
+        if isinstance(value, Exception):
+            raise value
+        return value
+
+    scorer = hr_scorer_judge(CFG, model=ScriptedModel(reply))
+    result = asyncio.run(scorer.ascore("q", "Paris", "Paris"))
+    assert result == ScoreResult(None, outcome, None) and outcome in JUDGE_FAILURE_OUTCOMES
+    assert settle_score(result, has_label=True) == result  # unscored, never wrong
+
+
+def test_custom_positive_grade() -> None:
+    schema = {"type": "object", "properties": {
+        "verdict": {"type": "string", "enum": ["wrong", "right"]}}}
+    cfg = hr_judge_config("mock-model", "Right?", mode="grade", schema=schema, positive="right")
+    # the mock gives the first grade ("wrong") on a match: here that is not the positive one
+    assert hr_scorer_judge(cfg)("q", "a", "a") == ScoreResult(False, "judge:wrong", "wrong")
+
+
+def test_only_grade_configs_make_scorers() -> None:
+    with pytest.raises(JudgeConfigError, match="mode='grade'"):
+        hr_scorer_judge(hr_judge_config("mock-model", "Which?", mode="pairwise"))

@@ -1,0 +1,179 @@
+"""Validation records: figures, the JSON store, validity, differences, labelled data."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from hr_core.judge.config import hr_judge_config
+from hr_core.judge.judging import JudgeResult, OrderVerdict
+from hr_core.judge.labelled import LabelledDataError, read_labelled
+from hr_core.judge.validation import (
+    JudgeValidation,
+    compute_validation,
+    hr_judge_valid,
+    judge_labelled,
+    latest_validation,
+    load_validation,
+    save_validation,
+    validation_status,
+)
+from hr_core.models.mock import MockModel
+from hr_core.results import Usage
+from hr_core.stats import cohen_kappa, wilson_interval
+
+GRADE = hr_judge_config("mock-model", "Is the response's answer the reference's?", mode="grade")
+GRADE_ROWS = [
+    {"item": "Capital of France?", "response": "Paris", "reference": "Paris", "human": "pass"},
+    {"item": "Capital of Italy?", "response": "Milan", "reference": "Rome", "human": "fail"},
+    {"item": "2+2?", "response": "four", "reference": "4", "human": "pass"},
+    {"item": "Largest ocean?", "response": "pacific", "reference": '["Pacific", "Pacific Ocean"]',
+     "human": "PASS"},
+]
+
+
+def _result(status: str, verdict: str | None) -> JudgeResult:
+    order = OrderVerdict(order=(0, 1), status="ok" if status != "error" else "error")
+    return JudgeResult(config_hash=GRADE.hash, mode="grade", n_candidates=1, status=status,
+                       verdict=verdict, orders=(order,), usage=Usage())
+
+
+def test_figures_are_a_pure_function_of_results_and_labels() -> None:
+    results = [_result("ok", "pass"), _result("ok", "fail"), _result("no_consensus", None),
+               _result("ok", "pass"), _result("parse_failure", None), _result("error", None)]
+    humans = ["pass", "fail", "pass", "fail", "fail", "pass"]
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    record = compute_validation(GRADE, results, humans, created_at=when)
+    assert record == compute_validation(GRADE, results, humans, created_at=when)
+    assert record.n == 6 and record.agreement == pytest.approx(2 / 6)
+    low, high = wilson_interval(2, 6)[1:]
+    assert record.agreement_ci == (pytest.approx(low), pytest.approx(high))
+    judged = ["pass", "fail", "no_verdict", "pass", "no_verdict", "no_verdict"]
+    assert record.kappa == pytest.approx(cohen_kappa(list(zip(humans, judged, strict=True))))
+    assert record.confusion == {"pass": {"pass": 1, "no_verdict": 2},
+                                "fail": {"fail": 1, "pass": 1, "no_verdict": 1}}
+    assert record.consistency == pytest.approx(3 / 4)  # 3 ok of 4 where every order parsed
+    assert (record.no_consensus, record.parse_failures, record.errors) == (1, 1, 1)
+    assert record.hash == GRADE.hash and record.config["rubric"] == GRADE.rubric
+    assert record.config["hash"] == GRADE.hash and record.version
+
+
+def test_empty_and_degenerate_figures_are_none() -> None:
+    record = compute_validation(GRADE, [], [])
+    assert (record.n, record.agreement, record.agreement_ci, record.kappa,
+            record.consistency) == (0, None, None, None, None)
+    one = compute_validation(GRADE, [_result("ok", "pass")], ["pass"])
+    assert one.kappa is None and one.agreement == 1.0
+    with pytest.raises(ValueError, match="1 judged rows but 2 human labels"):
+        compute_validation(GRADE, [_result("ok", "pass")], ["pass", "fail"])
+
+
+def test_judging_labelled_rows_with_the_mock(tmp_path: Path) -> None:
+    results = asyncio.run(judge_labelled(GRADE, MockModel(), GRADE_ROWS, concurrency=2))
+    assert [r.verdict for r in results] == ["pass", "fail", "fail", "pass"]
+    rows = read_labelled(GRADE_ROWS, "grade", grades=GRADE.grades)
+    record = compute_validation(GRADE, results, [r.human for r in rows])
+    assert record.agreement == 0.75 and record.consistency == 1.0
+
+
+def test_store_one_file_per_hash_round_trip(tmp_path: Path) -> None:
+    record = compute_validation(GRADE, [_result("ok", "pass")], ["pass"])
+    path = save_validation(record, tmp_path / "judges")
+    assert path == tmp_path / "judges" / f"{GRADE.hash}.json"
+    assert json.loads(path.read_text())["hash"] == GRADE.hash
+    assert load_validation(GRADE, tmp_path / "judges") == record
+    assert load_validation(GRADE.hash, tmp_path / "judges") == record
+    other = hr_judge_config("mock-model", "Other?", mode="grade")
+    assert load_validation(other, tmp_path / "judges") is None
+    assert [p.name for p in (tmp_path / "judges").iterdir()] == [f"{GRADE.hash}.json"]
+
+
+def test_valid_only_for_the_exact_config_and_differences_name_fields() -> None:
+    record = compute_validation(GRADE, [_result("ok", "pass")], ["pass"])
+    assert hr_judge_valid(record, GRADE) and record.differences(GRADE) == []
+    other = hr_judge_config("mock-model", "Is the response fully correct?", mode="grade")
+    assert not hr_judge_valid(record, other) and record.differences(other) == ["rubric"]
+    swapped = hr_judge_config("mock:judge", GRADE.rubric, mode="grade", orders=1,
+                              positive="fail")
+    assert record.differences(swapped) == ["model", "orders", "positive"]
+    pairwise = hr_judge_config("mock-model", GRADE.rubric, mode="pairwise")
+    assert record.differences(pairwise) == ["mode", "prompt", "schema", "positive", "grades"]
+
+
+def test_a_hand_edited_record_does_not_hold(tmp_path: Path) -> None:
+    record = compute_validation(GRADE, [_result("ok", "pass")], ["pass"])
+    data = json.loads(record.model_dump_json())
+    data["config"]["rubric"] = "edited"
+    edited = JudgeValidation.model_validate(data)
+    assert edited.hash == GRADE.hash and not hr_judge_valid(edited, GRADE)
+    assert edited.differences(GRADE) == ["rubric"]
+
+
+def test_validation_status_valid_stale_missing(tmp_path: Path) -> None:
+    store = tmp_path / "judges"
+    assert validation_status(GRADE, store).status == "missing"
+    save_validation(compute_validation(GRADE, [_result("ok", "pass")], ["pass"]), store)
+    assert validation_status(GRADE, store).status == "valid"
+    other = hr_judge_config("mock-model", "Is the response fully correct?", mode="grade")
+    status = validation_status(other, store)
+    assert status.status == "stale" and status.differences == ["rubric"]
+    assert latest_validation(store).hash == GRADE.hash
+
+
+def test_read_labelled_from_csv_jsonl_parquet_alike(tmp_path: Path) -> None:
+    frame = pd.DataFrame(GRADE_ROWS)
+    frame.to_csv(tmp_path / "l.csv", index=False)
+    frame.to_parquet(tmp_path / "l.parquet")
+    (tmp_path / "l.jsonl").write_text("\n".join(json.dumps(r) for r in GRADE_ROWS) + "\n")
+    read = [read_labelled(tmp_path / f"l.{ext}", "grade", grades=GRADE.grades)
+            for ext in ("csv", "jsonl", "parquet")]
+    assert read[0] == read[1] == read[2] == read_labelled(frame, "grade", grades=GRADE.grades)
+    assert read[0][3].reference == ["Pacific", "Pacific Ocean"] and read[0][3].human == "pass"
+
+
+def test_read_labelled_select_and_pairwise(tmp_path: Path) -> None:
+    rows = read_labelled(pd.DataFrame({"item": ["q"], "candidates": [["x", "y", "z"]],
+                                       "human": ["c"]}), "select")
+    assert rows[0].candidates == ("x", "y", "z") and rows[0].human == "C"
+    (tmp_path / "s.csv").write_text('item,candidates,human\nq,"[""x"", ""y""]",b\n')
+    assert read_labelled(tmp_path / "s.csv", "select")[0].candidates == ("x", "y")
+    pair = read_labelled([{"item": "q", "a": "x", "b": 2, "human": "TIE"}], "pairwise")
+    assert pair[0].candidates == ("x", "2") and pair[0].human == "tie"
+
+
+@pytest.mark.parametrize(
+    ("rows", "mode", "message"),
+    [
+        ([{"item": "q", "response": "x", "human": "pass"}], "grade",
+         "missing column(s) reference for grade mode"),
+        ([{"item": "q", "response": "x", "reference": "x", "human": "maybe"}], "grade",
+         "row 1, column 'human': 'maybe' is not one of pass, fail"),
+        ([{"item": "q", "a": "x", "b": "y", "human": "A"},
+          {"item": "q", "a": None, "b": "y", "human": "A"}], "pairwise",
+         "row 2, column 'a': missing value"),
+        ([{"item": "q", "candidates": ["x", "y"], "human": "C"}], "select",
+         "column 'human': 'C' is not one of A, B"),
+        ([{"item": "q", "candidates": "x", "human": "A"}], "select",
+         "column 'candidates': expected a list of 2 to 26 texts"),
+    ],
+)
+def test_read_labelled_errors_name_row_and_column(rows, mode: str, message: str) -> None:
+    with pytest.raises(LabelledDataError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        read_labelled(rows, mode, grades=("pass", "fail") if mode == "grade" else None)
+
+
+def test_read_labelled_file_errors_name_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"item": "q"}\nnot json\n')
+    with pytest.raises(LabelledDataError, match=r"bad.jsonl, line 2: not JSON"):
+        read_labelled(bad, "grade")
+    with pytest.raises(LabelledDataError, match="no such file"):
+        read_labelled(tmp_path / "none.csv", "grade")
+    (tmp_path / "x.txt").write_text("x")
+    with pytest.raises(LabelledDataError, match=r"unsupported file type '\.txt'"):
+        read_labelled(tmp_path / "x.txt", "grade")
