@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,16 @@ __all__ = [
     "show_summary",
     "validate_judge",
 ]
+
+
+def prepare_prefect(verbose: bool = False) -> None:
+    """Before Prefect is imported: no analytics (the demo is offline), and, unless
+    ``verbose``, Prefect's console logs at WARNING so they do not tear the progress bars
+    (the dashboard still receives every log). ``PREFECT_*`` variables set by the user win.
+    """
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    if not verbose:
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
 
 
 def _agg() -> None:
@@ -49,6 +60,7 @@ def run_benchmark(console: Console, spec: Any, *, fresh: bool = False) -> Any:
     """Run a ``BenchmarkSpec`` through the Prefect flow with live progress bars."""
     console.print(f"[bold]Running[/] {spec.name or 'benchmark'}: {len(spec.arms)} arm(s), "
                   f"{spec.runs} run(s) per item ... [dim](starting Prefect)[/]")
+    prepare_prefect()
     from flows import hr_benchmark
 
     with ArmProgress(console) as progress:
@@ -138,6 +150,7 @@ def compare_arms(console: Console, run_dir: Path, judge: Path, arms: Sequence[st
 
 
 def _compare(console: Console, bench: Any, names: list[str], config: Any) -> Any:
+    prepare_prefect()
     from flows import hr_compare
     from hr_core.report import attach_comparison
 
@@ -168,6 +181,7 @@ def validate_judge(console: Console, judge: Path, labels: Path, *, store: Path,
         raise SpecError(f"--attach {attach}: not a run directory (no manifest.json)")
     console.print(f"[bold]Validating[/] the {config.mode} judge {config.hash[:12]} on "
                   f"{config.model} against {labels} ...")
+    prepare_prefect()
     from flows import hr_judge_validate
 
     record = _record_dict(hr_judge_validate(config, str(labels), store=str(store)))

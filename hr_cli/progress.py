@@ -30,9 +30,11 @@ class _RateColumn(ProgressColumn):
 
 
 class _FailuresColumn(ProgressColumn):
+    """The engine's failure count so far (runs that ended with ``failure_kind="error"``)."""
+
     def render(self, task: Task) -> Text:
         failures = int(task.fields.get("failures", 0))
-        return Text(f"{failures} failed", style="red" if failures else "dim")
+        return Text(f"{failures} errors", style="red" if failures else "dim")
 
 
 class ArmProgress:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+import zlib
 from collections import Counter
 from typing import Any
 
@@ -92,6 +93,11 @@ def best_sentence(document: str, question: str) -> tuple[str, float]:
     return best, share
 
 
+def _pause(text: str, low: float, high: float) -> float:
+    """A stable pseudo-random latency in ``[low, high)`` seconds for ``text``."""
+    return low + (high - low) * (zlib.crc32(text.encode("utf-8")) % 1000) / 1000
+
+
 def _usage(payload: dict[str, Any], answer: str, usd_per_token: float) -> Usage:
     tokens_in = len(_words(payload["document"])) + len(_words(payload["question"])) + 40
     tokens_out = len(_words(answer)) + 2
@@ -138,14 +144,14 @@ def _extract(payload: dict[str, Any]) -> str:
 
 async def keyword_overlap(payload: dict[str, Any]) -> ArmResult:
     """Answer with the best sentence's words that the question does not contain."""
-    await asyncio.sleep(0.004)
+    await asyncio.sleep(_pause(payload["question"], 0.01, 0.05))
     answer = _extract(payload)
     return ArmResult(answer=answer, usage=_usage(payload, answer, 2e-7))
 
 
 async def number_extractor(payload: dict[str, Any]) -> str:
     """Answer with the first number of the best sentence (or of the document)."""
-    await asyncio.sleep(0.002)
+    await asyncio.sleep(_pause(payload["question"], 0.005, 0.02))
     sentence, _ = best_sentence(payload["document"], payload["question"])
     found = _NUMBER.search(sentence) or _NUMBER.search(payload["document"])
     return found.group(0) if found else NOT_IN_DOCUMENT
@@ -161,7 +167,7 @@ async def cautious_llm(payload: dict[str, Any]) -> ArmResult:
     question = payload["question"]
     _calls[question] += 1
     rng = random.Random(f"{question}#{_calls[question]}")
-    await asyncio.sleep(rng.uniform(0.01, 0.04))
+    await asyncio.sleep(rng.uniform(0.08, 0.3))
     if any(word in question.casefold() for word in _SENSITIVE):
         text = "I'm sorry, I can't help with medical or pricing questions."
         return ArmResult(text=text, failure_kind="refusal", usage=_usage(payload, text, 4e-6))

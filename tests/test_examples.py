@@ -1,0 +1,159 @@
+"""The bundled example: reference set, offline arms of different quality, judge files, spec."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from hr_cli.demo import example_path
+from hr_cli.judges import load_judge, read_judge_file
+from hr_core import hr_reference, hr_scorer_exact, load_spec, settle_score
+from hr_core._text import accepted_texts, fold
+from hr_core.examples import demo_arms
+
+REFERENCE = example_path("docqa_reference.jsonl")
+LABELS = example_path("grade_judge_labels.jsonl")
+
+
+@pytest.fixture(scope="module")
+def reference() -> Any:
+    return hr_reference(REFERENCE)
+
+
+def _score(arm: Any, reference: Any, runs: int = 1) -> Counter[str]:
+    exact = hr_scorer_exact()
+
+    async def one(item: Any) -> str:
+        try:
+            output = arm(item.payload)
+            if inspect.isawaitable(output):
+                output = await output
+        except Exception as exc:
+            output = {"ok": False, "error": repr(exc)}
+        result = settle_score(exact(item.payload, output, item.label), item.label is not None)
+        if result.correct:
+            return "correct"
+        return result.failure_kind or "unscored"
+
+    async def every() -> list[str]:
+        return list(await asyncio.gather(*(one(i) for i in reference for _ in range(runs))))
+
+    return Counter(asyncio.run(every()))
+
+
+def _accuracy(counts: Counter[str]) -> float:
+    scored = sum(v for k, v in counts.items() if k != "unscored")
+    return counts["correct"] / scored
+
+
+def test_reference_has_at_least_60_document_questions(reference: Any) -> None:
+    assert len(reference) >= 60
+    for item in reference:
+        assert set(item.payload) == {"document", "question"}
+        assert 40 < len(item.payload["document"]) < 400
+        assert item.payload["question"].endswith("?")
+
+
+def test_reference_labels_cover_every_kind(reference: Any) -> None:
+    labels = [item.label for item in reference]
+    assert sum(label is None for label in labels) >= 3
+    assert sum(label == "NOT_IN_DOCUMENT" for label in labels) >= 5
+    assert sum(isinstance(label, list) and len(label) > 1 for label in labels) >= 10
+    numeric = [label for label in labels if isinstance(label, int | float) and label is not True]
+    assert len(numeric) >= 10 and any(isinstance(x, float) for x in numeric)
+
+
+def test_reference_documents_are_shared_by_several_questions(reference: Any) -> None:
+    per_document = Counter(item.payload["document"] for item in reference)
+    assert len(per_document) >= 12 and min(per_document.values()) >= 4
+
+
+def test_arms_are_of_clearly_different_quality(reference: Any) -> None:
+    accuracy = {
+        name: _accuracy(_score(getattr(demo_arms, name), reference))
+        for name in ("keyword_overlap", "number_extractor", "always_abstain")
+    }
+    assert accuracy["keyword_overlap"] - accuracy["number_extractor"] >= 0.15
+    assert accuracy["number_extractor"] - accuracy["always_abstain"] >= 0.15
+    assert accuracy["always_abstain"] > 0  # right on the unanswerable questions
+
+
+def test_always_abstain_is_right_exactly_on_not_in_document(reference: Any) -> None:
+    counts = _score(demo_arms.always_abstain, reference)
+    expected = sum(item.label == "NOT_IN_DOCUMENT" for item in reference)
+    assert counts["correct"] == expected
+
+
+def test_cautious_llm_refuses_fails_to_parse_errs_and_costs(reference: Any) -> None:
+    counts = _score(demo_arms.cautious_llm, reference, runs=2)
+    for kind in ("correct", "refusal", "parse_failure", "error", "wrong"):
+        assert counts[kind] > 0, kind
+    item = next(iter(reference))
+    result = asyncio.run(demo_arms.cautious_llm(item.payload))
+    assert result.usage.cost_usd and result.usage.cost_usd > 0
+
+
+def test_cautious_llm_varies_between_calls(reference: Any) -> None:
+    outcomes = {
+        tuple(_score(demo_arms.cautious_llm, reference).items()) for _ in range(3)
+    }
+    assert len(outcomes) > 1
+
+
+def test_keyword_overlap_answers_from_the_best_sentence() -> None:
+    doc = "The bridge opened in 1931. It was designed by Helen Marsh."
+    payload = {"document": doc, "question": "Who designed it?"}
+    result = asyncio.run(demo_arms.keyword_overlap(payload))
+    assert result.answer == "Helen Marsh"
+    assert result.usage.tokens_in and result.usage.tokens_out
+
+
+def test_number_extractor_and_abstain_answer_plain_strings() -> None:
+    payload = {"document": "It has 212 pupils and 11 teachers.", "question": "How many pupils?"}
+    assert asyncio.run(demo_arms.number_extractor(payload)) == "212"
+    assert demo_arms.always_abstain(payload) == "NOT_IN_DOCUMENT"
+
+
+def test_demo_spec_loads_with_runs_a_budget_and_importable_arms() -> None:
+    spec = load_spec(example_path("demo.yaml"))
+    assert spec.runs > 1
+    assert spec.budget is not None and spec.budget.max_cost_usd
+    assert len(spec.arms) == 4
+    assert len(spec.load_reference()) >= 60
+    from hr_core.engine.arms import import_object
+
+    for path in spec.arms.values():
+        assert callable(import_object(str(path)))
+
+
+def test_grade_judge_labels_have_40_rows_of_people_s_grades() -> None:
+    rows = [json.loads(line) for line in LABELS.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) >= 40
+    assert all(set(r) == {"item", "response", "reference", "human"} for r in rows)
+    humans = Counter(r["human"] for r in rows)
+    assert set(humans) == {"pass", "fail"} and min(humans.values()) >= 10
+
+
+def test_people_and_a_strict_matcher_disagree_sometimes() -> None:
+    """The labels are people's judgement, not the exact scorer's: validation is informative."""
+    rows = [json.loads(line) for line in LABELS.read_text(encoding="utf-8").splitlines()]
+    strict = [
+        "pass" if fold(r["response"]) in {fold(t) for t in accepted_texts(r["reference"]) or ()}
+        else "fail"
+        for r in rows
+    ]
+    agree = sum(s == r["human"] for s, r in zip(strict, rows, strict=True)) / len(rows)
+    assert 0.7 < agree < 0.95
+
+
+@pytest.mark.parametrize(("name", "mode"), [("grade_judge.yaml", "grade"),
+                                            ("pairwise_judge.yaml", "pairwise")])
+def test_judge_files_describe_mock_model_judges(name: str, mode: str) -> None:
+    assert read_judge_file(example_path(name)).mode == mode
+    config = load_judge(example_path(name))
+    assert (config.mode, config.model, config.orders) == (mode, "mock-model", 2)

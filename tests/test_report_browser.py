@@ -1,0 +1,118 @@
+"""The report in a real browser: headless Chromium (Debian's ``chromium``), offline.
+
+A small probe script, placed before the report's Content-Security-Policy,
+records every error and policy violation into the DOM, which ``--dump-dom``
+returns; Chromium's own console log (``--enable-logging=stderr``) is read too.
+``.ci/run`` installs chromium when it is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from report_data import fake_inputs
+
+from hr_core.report import render_report
+
+_FLAGS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-extensions", "--hide-scrollbars", "--mute-audio",
+)
+_PROBE = """<script>
+window.__hr_errors = [];
+window.addEventListener("error", function (e) {
+  window.__hr_errors.push("error: " + (e.message || (e.target && (e.target.src || e.target.href))));
+}, true);
+document.addEventListener("securitypolicyviolation", function (e) {
+  window.__hr_errors.push("blocked: " + e.blockedURI);
+});
+window.addEventListener("load", function () {
+  setTimeout(function () {
+    var figures = Array.prototype.map.call(document.querySelectorAll("figure"), function (f) {
+      var svg = f.querySelector("svg"), box = svg ? svg.getBoundingClientRect() : null;
+      return {id: f.id, width: box ? box.width : 0, height: box ? box.height : 0};
+    });
+    var out = document.createElement("pre");
+    out.id = "hr-probe";
+    out.textContent = JSON.stringify({errors: window.__hr_errors, figures: figures,
+      tables: document.querySelectorAll("table").length,
+      sections: document.querySelectorAll("section").length});
+    document.body.appendChild(out);
+  }, 100);
+});
+</script>"""
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        pytest.fail("chromium is not installed: `apt-get install -y chromium` (.ci/run does it)")
+    return found
+
+
+def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
+    return subprocess.run(
+        [_chromium(), *_FLAGS, f"--user-data-dir={profile}", *args],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+def _probe(tmp_path: Path, page: str) -> tuple[dict[str, object], list[str]]:
+    probed = page.replace("<head>", "<head>" + _PROBE, 1)
+    path = tmp_path / "probed.html"
+    path.write_text(probed, encoding="utf-8")
+    done = _run(tmp_path, "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000",
+                "--dump-dom", path.as_uri())
+    match = re.search(r'<pre id="hr-probe">(.*?)</pre>', done.stdout, re.S)
+    assert match is not None, done.stderr[-2000:]
+    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+    return json.loads(match.group(1).replace("&quot;", '"').replace("&amp;", "&")), console
+
+
+@pytest.fixture(scope="module")
+def report_page() -> str:
+    return render_report(fake_inputs())
+
+
+def test_report_opens_without_errors_or_blocked_loads(tmp_path: Path, report_page: str) -> None:
+    probe, console = _probe(tmp_path, report_page)
+    assert probe["errors"] == []
+    assert console == []
+    assert probe["sections"] == 8
+    assert isinstance(probe["tables"], int) and probe["tables"] >= 6
+
+
+def test_every_figure_is_drawn_with_a_size(tmp_path: Path, report_page: str) -> None:
+    probe, _ = _probe(tmp_path, report_page)
+    figures = probe["figures"]
+    assert isinstance(figures, list)
+    assert {f["id"] for f in figures} >= {"fig-accuracy", "fig-outcomes", "fig-forest",
+                                          "fig-latency-cost", "fig-confusion-1", "fig-win-rate"}
+    assert all(f["width"] > 100 and f["height"] > 50 for f in figures), figures
+
+
+def test_the_probe_catches_a_page_that_loads_from_the_network(tmp_path: Path,
+                                                             report_page: str) -> None:
+    """The check above is not vacuous: a remote image is blocked and reported."""
+    bad = report_page.replace("</main>", '<img src="http://example.invalid/x.png"></main>')
+    probe, console = _probe(tmp_path, bad)
+    assert any("example.invalid" in e for e in probe["errors"])  # type: ignore[union-attr]
+    assert any("Content Security Policy" in line for line in console)
+
+
+def test_screenshot_of_the_report(tmp_path: Path, report_page: str) -> None:
+    page = tmp_path / "report.html"
+    page.write_text(report_page, encoding="utf-8")
+    shot = tmp_path / "report.png"
+    done = _run(tmp_path, "--window-size=1200,2400", f"--screenshot={shot}", page.as_uri())
+    assert shot.is_file(), done.stderr[-2000:]
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(data) > 20_000  # a blank page is a few kB
