@@ -1,5 +1,6 @@
 """Prefect flows of hr: ``from flows import hr_benchmark, hr_judge_validate, hr_compare``."""
 
 from flows.benchmark import benchmark_flow, hr_benchmark
+from flows.judge_validate import hr_judge_validate, judge_validate_flow
 
-__all__ = ["benchmark_flow", "hr_benchmark"]
+__all__ = ["benchmark_flow", "hr_benchmark", "hr_judge_validate", "judge_validate_flow"]

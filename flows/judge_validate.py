@@ -1,0 +1,138 @@
+"""The ``hr-judge-validate`` flow: read labelled items -> judge in chunks -> save the record."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from prefect import flow
+
+from hr_core.judge.config import JudgeConfig, hr_judge_config
+from hr_core.judge.judging import JudgeResult
+from hr_core.judge.labelled import LabelledRow, read_labelled
+from hr_core.judge.validation import JudgeValidation
+from hr_core.models.base import ChatModel
+from hr_core.models.registry import resolve_model
+from tasks.judge import judge_chunk, save_judge_validation
+
+__all__ = ["hr_judge_validate", "judge_validate_flow"]
+
+CHUNK_SIZE = 500
+
+
+class _Invocation:
+    """What a call from Python passes that is not a Prefect parameter (the model object
+    may hold an API key: it never becomes a flow parameter)."""
+
+    __slots__ = ("config", "model", "rows")
+
+    def __init__(self, config: JudgeConfig, model: ChatModel, rows: list[LabelledRow]) -> None:
+        self.config = config
+        self.model = model
+        self.rows = rows
+
+    def __repr__(self) -> str:
+        return f"<judge validation of {self.config.hash[:12]}>"
+
+
+def _config_args(config: JudgeConfig) -> dict[str, Any]:
+    return {"model": config.model, "rubric": config.rubric, "mode": config.mode,
+            "orders": config.orders, "schema": config.schema, "positive": config.positive}
+
+
+async def _resolve_key(api_key_block: str | None) -> str | None:
+    if api_key_block is None:
+        return None
+    from prefect.blocks.system import Secret
+
+    secret = await Secret.aload(api_key_block)
+    return str(secret.get())
+
+
+@flow(name="hr-judge-validate", validate_parameters=False, persist_result=False)
+async def judge_validate_flow(
+    config: Mapping[str, Any] | None = None,
+    labelled: str | None = None,
+    store: str = "judges",
+    concurrency: int = 16,
+    chunk_size: int = CHUNK_SIZE,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    api_key_block: str | None = None,
+    invocation: Any = None,
+) -> JudgeValidation:
+    """Judge labelled items and save the validation record under the config's hash.
+
+    Deployments pass ``config`` (the arguments of ``hr_judge_config``) and
+    ``labelled`` (a path to .csv/.jsonl/.parquet); the API key comes from the
+    environment (``api_key_env``) or a Prefect Secret block (``api_key_block``).
+    :func:`hr_judge_validate` passes an ``invocation`` instead.
+    """
+    if invocation is None:
+        if config is None or labelled is None:
+            raise ValueError("hr-judge-validate needs config (hr_judge_config arguments) and "
+                             "labelled (a path to the labelled items)")
+        judge = hr_judge_config(**config)
+        key = await _resolve_key(api_key_block)
+        model = resolve_model(judge.model, base_url=base_url, api_key=key,
+                              api_key_env=api_key_env, concurrency=concurrency)
+        invocation = _Invocation(judge, model, read_labelled(labelled, judge.mode,
+                                                             grades=judge.grades))
+    judge, rows = invocation.config, invocation.rows
+    semaphore = asyncio.Semaphore(max(1, concurrency))
+    size = max(1, chunk_size)
+    chunks: Sequence[list[JudgeResult]] = await asyncio.gather(*(
+        judge_chunk(judge, invocation.model, rows[start:start + size], index, semaphore)
+        for index, start in enumerate(range(0, len(rows), size))
+    ))
+    results = [result for chunk in chunks for result in chunk]
+    record: JudgeValidation = await save_judge_validation(
+        judge, results, [row.human for row in rows], store)
+    return record
+
+
+def hr_judge_validate(
+    config: JudgeConfig,
+    labelled: Any,
+    *,
+    store: str | os.PathLike[str] = "judges",
+    model: ChatModel | None = None,
+    concurrency: int = 16,
+    chunk_size: int = CHUNK_SIZE,
+) -> Any:
+    """Judge items that people labelled and save the :class:`JudgeValidation` record.
+
+    Starts the ``hr-judge-validate`` Prefect flow. From synchronous code it
+    returns the record; from async code (a running event loop) an awaitable of it.
+
+    Args:
+        config: the judge configuration (:func:`hr_core.hr_judge_config`).
+        labelled: a DataFrame, a list of dicts or a path (.csv/.jsonl/.parquet) with
+            the columns of the mode (grade ``item, response, reference, human``;
+            pairwise ``item, a, b, human``; select ``item, candidates, human``).
+        store: the folder of records (``<store>/<hash>.json``).
+        model: the chat model (default: ``resolve_model(config.model)``).
+        concurrency: judge calls' items in flight at once.
+        chunk_size: labelled items per Prefect task.
+
+    Example:
+        >>> from hr_core import hr_judge_config
+        >>> cfg = hr_judge_config("mock-model", "Same answer?", mode="grade")
+        >>> rows = [{"item": "2+2?", "response": "4", "reference": "4", "human": "pass"}]
+        >>> hr_judge_validate(cfg, rows, store="judges").agreement  # doctest: +SKIP
+        1.0
+    """
+    rows = read_labelled(labelled, config.mode, grades=config.grades)
+    chosen = model if model is not None else resolve_model(config.model,
+                                                           concurrency=concurrency)
+    named = judge_validate_flow.with_options(flow_run_name=f"judge-{config.hash[:12]}")
+    coro = named(config=_config_args(config), labelled=None, store=os.fspath(store),
+                 concurrency=concurrency, chunk_size=chunk_size,
+                 invocation=_Invocation(config, chosen, rows))
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    return coro

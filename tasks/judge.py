@@ -1,0 +1,95 @@
+"""Prefect tasks of the judge validation flow: thin wrappers over ``hr_core.judge``.
+
+One task per chunk of labelled rows (plain asyncio inside, a semaphore shared
+by the chunks of one flow run), one task that computes, saves and publishes
+the record. Never a task per item (SPEC section 11).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Sequence
+
+from prefect import task
+from prefect.artifacts import acreate_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+
+from hr_core.judge.config import JudgeConfig
+from hr_core.judge.judging import JudgeResult, judge_item
+from hr_core.judge.labelled import LabelledRow
+from hr_core.judge.validation import JudgeValidation, compute_validation, save_validation
+from hr_core.models.base import ChatModel
+
+__all__ = ["judge_chunk", "save_judge_validation", "validation_markdown"]
+
+
+@task(name="judge-chunk", cache_policy=NO_CACHE, persist_result=False,
+      task_run_name="judge-chunk-{index}")
+async def judge_chunk(
+    config: JudgeConfig,
+    model: ChatModel,
+    rows: Sequence[LabelledRow],
+    index: int,
+    semaphore: asyncio.Semaphore,
+) -> list[JudgeResult]:
+    """Judge one chunk of labelled rows; at most the semaphore's count at once."""
+
+    async def one(row: LabelledRow) -> JudgeResult:
+        async with semaphore:
+            return await judge_item(config, model, item=row.item, candidates=row.candidates,
+                                    reference=row.reference)
+
+    return list(await asyncio.gather(*(one(row) for row in rows)))
+
+
+def _figure(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def validation_markdown(record: JudgeValidation) -> str:
+    """A short markdown report of a validation record (the flow's artifact)."""
+    ci = record.agreement_ci
+    ci_text = "n/a" if ci is None else f"{ci[0]:.3f}-{ci[1]:.3f}"
+    lines = [
+        f"# Judge validation `{record.hash[:12]}`",
+        "",
+        f"- model: `{record.config.get('model')}`, mode: {record.config.get('mode')}, "
+        f"orders: {record.config.get('orders')}",
+        f"- rubric: {record.config.get('rubric')}",
+        f"- items: {record.n}",
+        f"- agreement with people: {_figure(record.agreement)} (95% CI {ci_text})",
+        f"- Cohen's kappa: {_figure(record.kappa)}",
+        f"- consistency across orders: {_figure(record.consistency)}",
+        f"- no consensus: {record.no_consensus}, parse failures: {record.parse_failures}, "
+        f"errors: {record.errors}",
+        "",
+        "| human \\ judge | " + " | ".join(_columns(record)) + " |",
+        "|---|" + "---|" * len(_columns(record)),
+    ]
+    for human, row in sorted(record.confusion.items()):
+        lines.append(f"| {human} | " + " | ".join(str(row.get(c, 0)) for c in _columns(record))
+                     + " |")
+    return "\n".join(lines)
+
+
+def _columns(record: JudgeValidation) -> list[str]:
+    return sorted({judge for row in record.confusion.values() for judge in row})
+
+
+@task(name="save-judge-validation", cache_policy=NO_CACHE, persist_result=False)
+async def save_judge_validation(
+    config: JudgeConfig,
+    results: Sequence[JudgeResult],
+    humans: Sequence[str],
+    store: str | os.PathLike[str],
+) -> JudgeValidation:
+    """Compute the record, write ``<store>/<hash>.json`` and publish a markdown artifact."""
+    record = compute_validation(config, results, humans)
+    save_validation(record, store)
+    await acreate_markdown_artifact(
+        key=f"judge-validation-{record.hash[:12]}",
+        markdown=validation_markdown(record),
+        description=f"hr judge validation {record.hash[:12]}",
+    )
+    return record

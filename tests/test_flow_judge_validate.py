@@ -1,0 +1,78 @@
+"""The hr-judge-validate flow: sync and async calls, files, deployments' parameters."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from flows import hr_judge_validate
+from flows.judge_validate import judge_validate_flow
+from hr_core.judge.config import hr_judge_config
+from hr_core.judge.validation import hr_judge_valid, load_validation
+from hr_core.models.scripted import ScriptedModel
+
+GRADE = hr_judge_config("mock-model", "Is the response's answer the reference's?", mode="grade")
+ROWS = [
+    {"item": "Capital of France?", "response": "Paris", "reference": "Paris", "human": "pass"},
+    {"item": "Capital of Italy?", "response": "Milan", "reference": "Rome", "human": "fail"},
+    {"item": "2+2?", "response": "four", "reference": "4", "human": "pass"},
+    {"item": "Largest ocean?", "response": "pacific", "reference": "Pacific", "human": "pass"},
+]
+
+
+def test_sync_call_returns_and_saves_the_record(prefect_harness: None, tmp_path: Path) -> None:
+    record = hr_judge_validate(GRADE, pd.DataFrame(ROWS), store=tmp_path, chunk_size=3)
+    assert (record.n, record.agreement, record.consistency) == (4, 0.75, 1.0)
+    assert record.confusion == {"pass": {"fail": 1, "pass": 2}, "fail": {"fail": 1}}
+    saved = load_validation(GRADE, tmp_path)
+    assert saved == record and hr_judge_valid(saved, GRADE)
+    assert (tmp_path / f"{GRADE.hash}.json").is_file()
+
+
+def test_async_call_is_awaitable_and_counts_no_consensus(prefect_harness: None,
+                                                         tmp_path: Path) -> None:
+    select = hr_judge_config("mock-model", "Which answer is right?")
+    rows = [{"item": "Capital?", "candidates": ["Lyon", "Paris"], "human": "B"},
+            {"item": "Capital?", "candidates": ["Lyon", "Nice"], "human": "A"}]
+
+    async def main():
+        return await hr_judge_validate(select, rows, store=tmp_path)
+
+    record = asyncio.run(main())
+    # no reference: the mock's position bias gives A then B (mapped back): no consensus
+    assert (record.n, record.no_consensus, record.agreement) == (2, 2, 0.0)
+
+
+def test_deployment_parameters_and_a_scripted_model(prefect_harness: None,
+                                                    tmp_path: Path) -> None:
+    path = tmp_path / "labelled.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in ROWS))
+    record = asyncio.run(judge_validate_flow(
+        config={"model": "mock-model", "rubric": GRADE.rubric, "mode": "grade"},
+        labelled=str(path), store=str(tmp_path / "judges")))
+    assert record.hash == GRADE.hash and record.agreement == 0.75
+    broken = ScriptedModel(lambda m: "no idea")
+    failed = hr_judge_validate(GRADE, path, store=tmp_path / "other", model=broken)
+    assert (failed.parse_failures, failed.agreement) == (4, 0.0)
+
+
+def test_api_key_from_a_secret_block_reaches_only_the_server(prefect_harness: None,
+                                                             tmp_path: Path,
+                                                             openai_server) -> None:
+    from prefect.blocks.system import Secret
+
+    key = "sk-block-SECRET-77aa"
+    Secret(value=key).save("hr-test-judge-key", overwrite=True)
+    path = tmp_path / "labelled.csv"
+    pd.DataFrame(ROWS).to_csv(path, index=False)
+    record = asyncio.run(judge_validate_flow(
+        config={"model": "openai-compatible:judge", "rubric": GRADE.rubric, "mode": "grade"},
+        labelled=str(path), store=str(tmp_path / "judges"), base_url=openai_server.url,
+        api_key_block="hr-test-judge-key"))
+    assert record.agreement == 0.75 and len(openai_server.requests) == 8
+    assert {r.headers["authorization"] for r in openai_server.requests} == {f"Bearer {key}"}
+    saved = (tmp_path / "judges" / f"{record.hash}.json").read_text()
+    assert key not in saved and key not in record.model_dump_json()
