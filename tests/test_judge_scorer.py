@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
 from hr_core.judge.config import JudgeConfigError, hr_judge_config
-from hr_core.judge.scorer import JUDGE_FAILURE_OUTCOMES, hr_scorer_judge
+from hr_core.judge.scorer import JUDGE_FAILURE_OUTCOMES, JudgeScorer, hr_scorer_judge
 from hr_core.models.scripted import ScriptedModel
 from hr_core.results import ArmResult, ScoreResult
 from hr_core.scorers import settle_score
@@ -35,7 +36,7 @@ def test_mock_judge_scores_like_spec(output, label, expected: ScoreResult) -> No
 
 def test_scorer_exposes_its_config_and_is_async() -> None:
     scorer = hr_scorer_judge(CFG)
-    assert scorer.judge is CFG and scorer.is_async
+    assert isinstance(scorer, JudgeScorer) and scorer.judge is CFG and scorer.is_async
     assert scorer.name == f"judge:{CFG.hash[:12]}"
 
 
@@ -74,3 +75,52 @@ def test_custom_positive_grade() -> None:
 def test_only_grade_configs_make_scorers() -> None:
     with pytest.raises(JudgeConfigError, match="mode='grade'"):
         hr_scorer_judge(hr_judge_config("mock-model", "Which?", mode="pairwise"))
+
+
+@pytest.mark.parametrize(
+    ("result", "status"),
+    [
+        (ScoreResult(True, "judge:pass", None), "ok"),
+        (ScoreResult(False, "judge:fail", "wrong"), "ok"),
+        (ScoreResult(None, "judge:no_consensus", None), "no_consensus"),
+        (ScoreResult(None, "judge:parse_failure", None), "parse_failure"),
+        (ScoreResult(None, "judge:error", None), "error"),
+        (ScoreResult(False, None, "parse_failure"), None),
+        (ScoreResult(None, "Paris", None), None),
+    ],
+)
+def test_judge_status_for_the_summary(result: ScoreResult, status: str | None) -> None:
+    assert hr_scorer_judge(CFG).judge_status(result) == status
+
+
+def test_in_a_benchmark_judge_failures_are_counted_apart_from_arm_failures(tmp_path) -> None:
+    from hr_core.engine.session import BenchmarkSession, plan_benchmark
+
+    def judge_reply(messages) -> str:
+        # follows the mock's rule, except that it flips with the order on the Italy item
+        material = json.loads(messages[-1]["content"].split("\n", 1)[1])
+        if "Italy" in material["item"]["question"]:
+            reference_first = list(material).index("reference") == 1
+            verdict = "pass" if reference_first else "fail"
+        else:
+            verdict = "pass" if material["response"] == material["reference"] else "fail"
+        return json.dumps({"verdict": verdict, "reason": "x"})
+
+    items = [{"id": "fr", "question": "Capital of France?", "label": "Paris"},
+             {"id": "it", "question": "Capital of Italy?", "label": "Rome"},
+             {"id": "es", "question": "Capital of Spain?", "label": "Madrid"}]
+    answers = {"Capital of France?": "Paris", "Capital of Italy?": "Milan"}
+
+    def arm(payload: dict) -> str:
+        if payload["question"] not in answers:
+            raise RuntimeError("no idea")
+        return answers[payload["question"]]
+
+    scorer = hr_scorer_judge(CFG, model=ScriptedModel(judge_reply))
+    plan = plan_benchmark({"arm": arm}, items, scorer, store=str(tmp_path))
+    bench = BenchmarkSession(plan).run_sync()
+    row = bench.summary().iloc[0]
+    assert (row["correct"], row["scored"], row["unscored"]) == (1, 2, 1)
+    assert (row["judge_no_consensus"], row["error"], row["wrong"]) == (1, 1, 0)
+    runs = bench.runs.set_index("item_id")
+    assert runs.loc["it", "outcome"] == "judge:no_consensus"

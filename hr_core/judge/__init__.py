@@ -5,7 +5,7 @@ from hr_core.judge.judging import JudgeResult, JudgeStatus, OrderVerdict, judge_
 from hr_core.judge.labelled import LabelledDataError, LabelledRow, read_labelled
 from hr_core.judge.parse import ParsedReply, parse_reply
 from hr_core.judge.prompts import build_messages
-from hr_core.judge.scorer import JUDGE_FAILURE_OUTCOMES, hr_scorer_judge
+from hr_core.judge.scorer import JUDGE_FAILURE_OUTCOMES, JudgeScorer, hr_scorer_judge
 from hr_core.judge.validation import (
     JudgeValidation,
     ValidationStatus,
@@ -24,6 +24,7 @@ __all__ = [
     "JudgeConfigError",
     "JudgeMode",
     "JudgeResult",
+    "JudgeScorer",
     "JudgeStatus",
     "JudgeValidation",
     "LabelledDataError",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from hr_core._text import accepted_texts, output_text
@@ -13,7 +14,7 @@ from hr_core.models.base import ChatModel
 from hr_core.results import ScoreResult
 from hr_core.scorers import Scorer
 
-__all__ = ["JUDGE_FAILURE_OUTCOMES", "JUDGE_OUTCOME_PREFIX", "hr_scorer_judge"]
+__all__ = ["JUDGE_FAILURE_OUTCOMES", "JUDGE_OUTCOME_PREFIX", "JudgeScorer", "hr_scorer_judge"]
 
 JUDGE_OUTCOME_PREFIX: Final[str] = "judge:"
 JUDGE_FAILURE_OUTCOMES: Final[tuple[str, ...]] = (
@@ -21,6 +22,34 @@ JUDGE_FAILURE_OUTCOMES: Final[tuple[str, ...]] = (
 )
 """Outcomes of runs the judge could not score (``correct=None``): counted as
 judge failures, never as the arm's failures."""
+
+
+_FAILED: Final[frozenset[str]] = frozenset(o.removeprefix(JUDGE_OUTCOME_PREFIX)
+                                          for o in JUDGE_FAILURE_OUTCOMES)
+
+
+@dataclass(frozen=True)
+class JudgeScorer(Scorer):
+    """A :class:`Scorer` made by :func:`hr_scorer_judge`; ``judge`` is its config."""
+
+    def judge_status(self, result: Any) -> str | None:
+        """The judge's status for a scored run: ``ok``, ``no_consensus``,
+        ``parse_failure``, ``error``; ``None`` when the judge was not asked (the
+        output was no answer, or the item has no label).
+
+        >>> from hr_core.results import ScoreResult
+        >>> from hr_core.judge.config import hr_judge_config
+        >>> scorer = hr_scorer_judge(hr_judge_config("mock-model", "Same?", mode="grade"))
+        >>> scorer.judge_status(ScoreResult(None, "judge:no_consensus", None))
+        'no_consensus'
+        >>> scorer.judge_status(ScoreResult(True, "judge:pass", None))
+        'ok'
+        """
+        outcome = getattr(result, "outcome", None)
+        if not isinstance(outcome, str) or not outcome.startswith(JUDGE_OUTCOME_PREFIX):
+            return None
+        status = outcome.removeprefix(JUDGE_OUTCOME_PREFIX)
+        return status if status in _FAILED else "ok"
 
 
 def _carried(output: Any, name: str) -> Any:
@@ -31,7 +60,7 @@ def _carried(output: Any, name: str) -> Any:
 
 def hr_scorer_judge(
     config: JudgeConfig, model: ChatModel | None = None, *, name: str | None = None
-) -> Scorer:
+) -> JudgeScorer:
     """A scorer that grades each output against the item's label with a judge.
 
     Like the exact scorer it first sorts out outputs that are no answer (a
@@ -46,7 +75,8 @@ def hr_scorer_judge(
       :data:`JUDGE_FAILURE_OUTCOMES`), never counted as the arm's failure.
 
     The scorer's ``judge`` attribute is the config (the benchmark looks up its
-    validation record by ``scorer.judge.hash``); ``fn`` is ``async``.
+    validation record by ``scorer.judge.hash``); ``scorer.judge_status(result)``
+    gives the judge's status of a run for the summary; ``fn`` is ``async``.
 
     Args:
         config: a grade-mode :class:`JudgeConfig`.
@@ -98,4 +128,4 @@ def hr_scorer_judge(
             return ScoreResult(True, outcome, None)
         return ScoreResult(False, outcome, "wrong")
 
-    return Scorer(name=name or f"judge:{config.hash[:12]}", fn=judge, judge=config)
+    return JudgeScorer(name=name or f"judge:{config.hash[:12]}", fn=judge, judge=config)
