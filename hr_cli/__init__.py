@@ -41,6 +41,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         # standalone mode: typer/click print usage errors and exit 2 themselves
         app(args=list(argv) if argv is not None else None, prog_name="hr")
+    except SystemExit:
+        raise  # before the clauses below: evaluating them imports hr_core (pandas)
     except KeyboardInterrupt:
         console.print("hr: interrupted", style="yellow")
         raise SystemExit(130) from None

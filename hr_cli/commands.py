@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -13,7 +12,7 @@ from rich.console import Console
 from hr_cli.judges import load_judge
 from hr_cli.progress import ArmProgress
 from hr_cli.tables import comparison_table, summary_table, validation_table
-from hr_core.errors import HrError, SpecError
+from hr_core.errors import SpecError
 
 __all__ = [
     "check_judge",
@@ -195,45 +194,28 @@ def validate_judge(console: Console, judge: Path, labels: Path, *, store: Path,
     return record
 
 
-def _latest_record(store: Path, mode: str) -> dict[str, Any] | None:
-    records = []
-    for path in store.glob("*.json") if store.is_dir() else []:
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(record, dict) and (record.get("config") or {}).get("mode") == mode:
-            records.append(record)
-    return max(records, key=lambda r: str(r.get("created_at", ""))) if records else None
-
-
 def check_judge(console: Console, judge: Path, *, store: Path) -> bool:
     """``hr judge check JUDGE.yaml``: valid, or which fields changed since the last record.
 
     Exits with status 1 when the judge has no valid record (a check, not a mistake).
     """
-    from hr_core.judge import hr_judge_valid, load_validation
+    from hr_core.judge import validation_status
 
     config = load_judge(judge)
-    record = load_validation(config, store=str(store))
-    if record is not None and hr_judge_valid(record, config):
+    status = validation_status(config, store)
+    record = status.record
+    if status.status == "valid" and record is not None:
+        agreement = "–" if record.agreement is None else f"{record.agreement:.1%}"
+        kappa = "–" if record.kappa is None else f"{record.kappa:.2f}"
         console.print(f"[green]valid[/]: judge {config.hash[:12]} was validated on "
-                      f"{record.n} items: agreement {record.agreement:.1%}, kappa "
-                      f"{record.kappa:.2f} (recorded {record.created_at})")
+                      f"{record.n} items: agreement {agreement}, kappa {kappa} "
+                      f"(recorded {record.created_at:%Y-%m-%d %H:%M} UTC)")
         return True
-    latest = _latest_record(store, config.mode)
-    if latest is None:
-        console.print(f"[red]not validated[/]: no record for judge {config.hash[:12]} in "
-                      f"{store}/; run `hr judge validate {judge} LABELS`")
+    if status.status == "missing" or record is None:
+        console.print(f"[red]not validated[/]: no record in {store}/ for judge "
+                      f"{config.hash[:12]}; run `hr judge validate {judge} LABELS`")
         raise SystemExit(1)
-    from hr_core.judge import JudgeValidation
-
-    try:
-        changed = JudgeValidation.model_validate(latest).differences(config)
-    except (HrError, ValueError):
-        changed = ["(the last record cannot be read)"]
     console.print(f"[red]not validated[/]: judge {config.hash[:12]} differs from the last "
-                  f"validated {config.mode} judge {str(latest.get('hash'))[:12]} in: "
-                  f"{', '.join(changed) or 'nothing visible (stale record)'}; run "
-                  f"`hr judge validate {judge} LABELS`")
+                  f"validated {record.config.get('mode')} judge {record.hash[:12]} in: "
+                  f"{', '.join(status.differences)}; run `hr judge validate {judge} LABELS`")
     raise SystemExit(1)

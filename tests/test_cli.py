@@ -1,0 +1,231 @@
+"""The ``hr`` command line: commands, output, and one clear line + exit 2 for user mistakes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from report_data import fake_run_dir
+
+from hr_cli import main
+from hr_cli.demo import example_path
+from hr_cli.judges import load_judge
+
+PAIRWISE = example_path("pairwise_judge.yaml")
+GRADE = example_path("grade_judge.yaml")
+LABELS = example_path("grade_judge_labels.jsonl")
+REFERENCE = example_path("docqa_reference.jsonl")
+
+
+def hr(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
+    """Run ``hr ARGS`` in this process; returns (exit code, stdout, stderr)."""
+    code = 0
+    try:
+        main([str(a) for a in args])
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    return fake_run_dir(tmp_path / "results" / "fake" / "0123")
+
+
+@pytest.fixture
+def small_spec(tmp_path: Path) -> Path:
+    lines = REFERENCE.read_text(encoding="utf-8").splitlines()[:8]
+    (tmp_path / "ref.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "name: small\nreference: ref.jsonl\nruns: 2\nconcurrency: 4\n"
+        "arms:\n"
+        "  keyword_overlap: hr_core.examples.demo_arms:keyword_overlap\n"
+        "  always_abstain: hr_core.examples.demo_arms:always_abstain\n",
+        encoding="utf-8",
+    )
+    return spec
+
+
+def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = hr(capsys, "--help")
+    assert code == 0
+    for command in ("demo", "run", "summary", "report", "compare", "judge"):
+        assert command in out
+
+
+def test_judge_help_lists_validate_and_check(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = hr(capsys, "judge", "--help")
+    assert code == 0 and "validate" in out and "check" in out
+
+
+def test_run_help_shows_every_option(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = hr(capsys, "run", "--help")
+    assert code == 0
+    for option in ("--runs", "--store", "--fresh", "--budget-calls", "--budget-cost",
+                   "--concurrency"):
+        assert option in out
+
+
+def test_help_imports_neither_prefect_nor_pandas() -> None:
+    code = ("import sys\nfrom hr_cli import main\ntry:\n    main(['--help'])\n"
+            "except SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('prefect', 'pandas', 'flows', 'matplotlib') "
+            "if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.stdout.strip().endswith("[]"), done.stdout + done.stderr
+
+
+def test_summary_prints_every_arm_with_accuracy(capsys: pytest.CaptureFixture[str],
+                                                 run_dir: Path) -> None:
+    code, out, _ = hr(capsys, "summary", run_dir)
+    assert code == 0
+    assert "fake-docqa" in out
+    for arm in ("keyword", "numbers", "abstain"):
+        assert arm in out
+    assert "90.9%" in out  # keyword's accuracy in the fake run
+
+
+def test_report_writes_the_html_and_prints_its_path(capsys: pytest.CaptureFixture[str],
+                                                    run_dir: Path) -> None:
+    code, out, _ = hr(capsys, "report", run_dir)
+    assert code == 0
+    assert (run_dir / "report.html").is_file()
+    assert str(run_dir / "report.html") in out.replace("\n", "")
+
+
+def test_report_to_another_file(capsys: pytest.CaptureFixture[str], run_dir: Path,
+                                tmp_path: Path) -> None:
+    code, _, _ = hr(capsys, "report", run_dir, "-o", tmp_path / "out.html")
+    assert code == 0 and (tmp_path / "out.html").is_file()
+
+
+def _bad_files(tmp_path: Path) -> dict[str, Path]:
+    files = {
+        "bad.yaml": "name: [unclosed\n",
+        "unknown_field.yaml": "reference: r.jsonl\narms: {a: 'x:y'}\ncolour: red\n",
+        "no_module.yaml": f"reference: {REFERENCE}\narms: {{a: 'no_such_module_hr:f'}}\n",
+        "bad_judge.yaml": "model: mock-model\nmode: judge-dredd\nrubric: Right?\n",
+        "judge_extra.yaml": "model: mock-model\nmode: grade\nrubric: Right?\ntemperature: 2\n",
+        "labels.jsonl": '{"item": "q", "answer": "a"}\n',
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return {name: tmp_path / name for name in files}
+
+
+MISTAKES = {
+    "missing spec": (["run", "{tmp}/missing.yaml"], "missing.yaml"),
+    "spec is not YAML": (["run", "{tmp}/bad.yaml"], "not valid YAML"),
+    "unknown spec field": (["run", "{tmp}/unknown_field.yaml"], "colour"),
+    "arm that cannot be imported": (["run", "{tmp}/no_module.yaml"], "no_such_module_hr"),
+    "runs below one": (["run", "{tmp}/unknown_field.yaml", "--runs", "0"], "--runs"),
+    "unknown option": (["run", "{tmp}/bad.yaml", "--frobnicate"], "--frobnicate"),
+    "missing run dir": (["summary", "{tmp}/nowhere"], "nowhere"),
+    "folder that is not a run": (["summary", "{tmp}"], "manifest.json"),
+    "report of a folder that is not a run": (["report", "{tmp}"], "manifest.json"),
+    "unknown arm": (["compare", "{run}", "--judge", str(PAIRWISE), "--arms", "keyword",
+                     "nope"], "nope"),
+    "one arm for a pairwise judge": (["compare", "{run}", "--judge", str(PAIRWISE), "--arms",
+                                      "keyword"], "exactly two"),
+    "grade judge to compare": (["compare", "{run}", "--judge", str(GRADE), "--arms", "keyword",
+                                "numbers"], "grade judge"),
+    "bad judge mode": (["judge", "check", "{tmp}/bad_judge.yaml"], "mode"),
+    "unknown judge field": (["judge", "check", "{tmp}/judge_extra.yaml"], "temperature"),
+    "judge file that is not YAML": (["judge", "check", "{tmp}/bad.yaml"], "not valid YAML"),
+    "labels without the mode's columns": (["judge", "validate", str(GRADE),
+                                           "{tmp}/labels.jsonl"], "labels.jsonl"),
+}
+
+
+@pytest.mark.parametrize("case", list(MISTAKES))
+def test_a_user_mistake_is_one_clear_line_and_exit_2(
+    case: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, run_dir: Path
+) -> None:
+    _bad_files(tmp_path)
+    template, needle = MISTAKES[case]
+    args = [a.replace("{tmp}", str(tmp_path)).replace("{run}", str(run_dir)) for a in template]
+    code, out, err = hr(capsys, *args)
+    assert code == 2, (out, err)
+    assert "Traceback" not in out + err
+    assert needle in (out + err).replace("\n", " ").replace("│", " ") or needle in " ".join(
+        (out + err).split()), (out, err)
+    if err.startswith("hr: error:"):
+        assert len(err.strip().splitlines()) == 1
+
+
+def test_judge_check_without_a_record_says_not_validated(capsys: pytest.CaptureFixture[str],
+                                                         tmp_path: Path) -> None:
+    code, out, _ = hr(capsys, "judge", "check", GRADE, "--store", tmp_path)
+    assert code == 1
+    assert "not validated" in out and "hr judge validate" in out
+
+
+def _save_record(store: Path, judge: Path) -> None:
+    from hr_core.judge import JudgeValidation, save_validation
+
+    config = load_judge(judge)
+    save_validation(JudgeValidation(
+        hash=config.hash, config=config.to_dict(), n=40, agreement=0.9,
+        agreement_ci=(0.77, 0.96), kappa=0.8, confusion={"pass": {"pass": 20}},
+        consistency=1.0, no_consensus=0, parse_failures=0, errors=0, version="0.1.0",
+    ), store)
+
+
+def test_judge_check_with_a_record_says_valid(capsys: pytest.CaptureFixture[str],
+                                              tmp_path: Path) -> None:
+    _save_record(tmp_path / "judges", GRADE)
+    code, out, _ = hr(capsys, "judge", "check", GRADE, "--store", tmp_path / "judges")
+    assert code == 0
+    assert "valid" in out and "90.0%" in out
+
+
+def test_judge_check_names_the_fields_changed_since_the_record(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    _save_record(tmp_path / "judges", GRADE)
+    changed = tmp_path / "judge.yaml"
+    changed.write_text(GRADE.read_text().replace("Is the response's answer", "Is the answer"))
+    code, out, _ = hr(capsys, "judge", "check", changed, "--store", tmp_path / "judges")
+    assert code == 1
+    assert "not validated" in out and "rubric" in out
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_run_shows_progress_summary_and_paths_and_respects_the_budget(
+    capsys: pytest.CaptureFixture[str], small_spec: Path, tmp_path: Path
+) -> None:
+    code, out, err = hr(capsys, "run", small_spec, "--store", tmp_path / "store",
+                        "--budget-calls", "5", "--concurrency", "2")
+    assert code == 0, err
+    assert "keyword_overlap" in out and "always_abstain" in out
+    assert "5/16" in out  # the progress bars: 5 of 8 items x 2 runs before the budget stop
+    results = next((tmp_path / "store" / "small").iterdir())
+    assert f"Results: {results}" in out and "Report:" in out
+    assert (results / "report.html").is_file()
+    runs = pd.read_parquet(results / "runs.parquet")
+    stopped = runs[runs["failure_kind"] == "budget_stop"].groupby("arm").size().to_dict()
+    assert stopped == {"always_abstain": 11, "keyword_overlap": 11}
+    manifest = json.loads((results / "manifest.json").read_text())
+    assert manifest["budget"]["max_calls"] == 5 and manifest["runs"] == 2
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_judge_validate_saves_prints_and_attaches_the_record(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, run_dir: Path
+) -> None:
+    code, out, err = hr(capsys, "judge", "validate", GRADE, LABELS, "--store",
+                        tmp_path / "judges", "--attach", run_dir)
+    assert code == 0, err
+    config = load_judge(GRADE)
+    assert (tmp_path / "judges" / f"{config.hash}.json").is_file()
+    assert (run_dir / "validations" / f"{config.hash}.json").is_file()
+    assert "agreement" in out and "kappa" in out
+    code, out, _ = hr(capsys, "judge", "check", GRADE, "--store", tmp_path / "judges")
+    assert code == 0 and "valid" in out
