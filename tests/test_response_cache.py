@@ -120,3 +120,15 @@ def test_concurrent_threads_and_processes_all_land(tmp_path: Path) -> None:
     assert len(cache) == 4 * 60 + 2 * 3 * 60
     mode = cache._connect().execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
+
+
+def test_the_api_key_is_not_in_the_cache_files(tmp_path: Path,
+                                               openai_server: FakeOpenAIServer) -> None:
+    key = "sk-cache-SECRET-9d2e"
+    model = resolve_model("openai-compatible:m", base_url=openai_server.url, api_key=key,
+                          cache=tmp_path / "cache.sqlite")
+    asyncio.run(model.complete(MSGS, schema={"type": "object"}, params={"seed": 1}))
+    assert openai_server.requests[0].headers["authorization"] == f"Bearer {key}"
+    files = list(tmp_path.iterdir())
+    assert files and all(key.encode() not in f.read_bytes() for f in files)
+    assert key not in repr(model)
