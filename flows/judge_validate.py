@@ -11,8 +11,8 @@ from prefect import flow
 
 from hr_core.judge.config import JudgeConfig, hr_judge_config
 from hr_core.judge.judging import JudgeResult
-from hr_core.judge.labelled import LabelledRow, read_labelled
-from hr_core.judge.validation import JudgeValidation
+from hr_core.judge.labelled import LabelledRow
+from hr_core.judge.validation import JudgeValidation, labelled_rows
 from hr_core.models.base import ChatModel
 from hr_core.models.registry import resolve_model
 from tasks.judge import judge_chunk, save_judge_validation
@@ -78,8 +78,7 @@ async def judge_validate_flow(
         key = await _resolve_key(api_key_block)
         model = resolve_model(judge.model, base_url=base_url, api_key=key,
                               api_key_env=api_key_env, concurrency=concurrency)
-        invocation = _Invocation(judge, model, read_labelled(labelled, judge.mode,
-                                                             grades=judge.grades))
+        invocation = _Invocation(judge, model, labelled_rows(judge, labelled))
     judge, rows = invocation.config, invocation.rows
     semaphore = asyncio.Semaphore(max(1, concurrency))
     size = max(1, chunk_size)
@@ -124,7 +123,7 @@ def hr_judge_validate(
         >>> hr_judge_validate(cfg, rows, store="judges").agreement  # doctest: +SKIP
         1.0
     """
-    rows = read_labelled(labelled, config.mode, grades=config.grades)
+    rows = labelled_rows(config, labelled)
     chosen = model if model is not None else resolve_model(config.model,
                                                            concurrency=concurrency)
     named = judge_validate_flow.with_options(flow_run_name=f"judge-{config.hash[:12]}")

@@ -177,3 +177,15 @@ def test_read_labelled_file_errors_name_the_file(tmp_path: Path) -> None:
     (tmp_path / "x.txt").write_text("x")
     with pytest.raises(LabelledDataError, match=r"unsupported file type '\.txt'"):
         read_labelled(tmp_path / "x.txt", "grade")
+
+
+def test_select_rows_need_as_many_candidates_as_orders() -> None:
+    from hr_core.judge.validation import labelled_rows
+
+    cfg = hr_judge_config("mock-model", "Which?", orders=3)
+    rows = [{"item": "q", "candidates": ["x", "y", "z"], "human": "A"},
+            {"item": "q", "candidates": ["x", "y"], "human": "A"}]
+    with pytest.raises(LabelledDataError, match=r"labelled row 2, column 'candidates': 2 "
+                       r"candidates, but the judge shows each item in orders=3"):
+        labelled_rows(cfg, rows)
+    assert len(labelled_rows(cfg, rows[:1])) == 1

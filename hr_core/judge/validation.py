@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hr_core.errors import HrError
 from hr_core.judge.config import CONFIG_FIELDS, JudgeConfig, config_hash
 from hr_core.judge.judging import JudgeResult, judge_item
-from hr_core.judge.labelled import LabelledRow, read_labelled
+from hr_core.judge.labelled import LabelledDataError, LabelledRow, read_labelled
 from hr_core.models.base import ChatModel
 from hr_core.stats import cohen_kappa, wilson_interval
 
@@ -34,6 +34,7 @@ __all__ = [
     "compute_validation",
     "hr_judge_valid",
     "judge_labelled",
+    "labelled_rows",
     "latest_validation",
     "load_validation",
     "save_validation",
@@ -168,7 +169,7 @@ async def judge_labelled(
 
     At most ``concurrency`` items are judged at once; results keep row order.
     """
-    rows = _rows(config, labelled)
+    rows = labelled_rows(config, labelled)
     semaphore = asyncio.Semaphore(max(1, concurrency))
 
     async def one(row: LabelledRow) -> JudgeResult:
@@ -179,12 +180,28 @@ async def judge_labelled(
     return list(await asyncio.gather(*(one(row) for row in rows)))
 
 
-def _rows(config: JudgeConfig, labelled: Any) -> list[LabelledRow]:
+def labelled_rows(config: JudgeConfig, labelled: Any) -> list[LabelledRow]:
+    """The labelled rows for a config: read (see :func:`read_labelled`) and checked
+    against it (select: every row has at least ``orders`` candidates).
+
+    Raises:
+        LabelledDataError: naming the row and what the config needs.
+    """
     if isinstance(labelled, list) and labelled and all(
         isinstance(r, LabelledRow) for r in labelled
     ):
-        return labelled
-    return read_labelled(labelled, config.mode, grades=config.grades)
+        rows: list[LabelledRow] = labelled
+    else:
+        rows = read_labelled(labelled, config.mode, grades=config.grades)
+    if config.mode == "select":
+        for row in rows:
+            if len(row.candidates) < config.orders:
+                raise LabelledDataError(
+                    f"labelled row {row.row}, column 'candidates': {len(row.candidates)} "
+                    f"candidates, but the judge shows each item in orders={config.orders} "
+                    f"rotations; give at least {config.orders} candidates or lower orders"
+                )
+    return rows
 
 
 class ValidationStoreError(HrError, ValueError):
