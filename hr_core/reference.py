@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import math
@@ -124,6 +125,8 @@ def hr_reference(
         Item(id='row1', payload='Capital of France?', label='["Paris", "paris"]')
     """
     source, records, where, json_cells = _read(data)
+    if not records:
+        raise ReferenceDataError(f"{source}: no items (no rows); add at least one item")
     columns = _columns(records)
     if label not in columns:
         raise ReferenceDataError(
@@ -207,7 +210,8 @@ def _read_file(path: Path) -> tuple[str, list[dict[str, Any]], Any, bool]:
                     f"{source}, line 2: more fields than the header's {len(frame.columns)}; "
                     "give every column a name, and quote cells that hold commas"
                 )
-            return source, _records(frame), lambda i: f"line {i + 2}", True
+            lines = _csv_record_lines(path, len(frame))
+            return source, _records(frame), lambda i: f"line {lines[i]}", True
         frame = pd.read_parquet(path)
         return source, _records(frame), _row, True
     except ReferenceDataError:
@@ -219,6 +223,25 @@ def _read_file(path: Path) -> tuple[str, list[dict[str, Any]], Any, bool]:
         reason = " ".join(str(exc).split()) or type(exc).__name__
         kind = type(exc).__name__
         raise ReferenceDataError(f"{source}: cannot read ({kind}): {reason}") from None
+
+
+def _csv_record_lines(path: Path, count: int) -> list[int]:
+    """The line each data record starts on (quoted cells may span lines; blank lines skip)."""
+    starts: list[int] = []
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.reader(handle)
+        previous, header = 0, True
+        for row in reader:
+            start, previous = previous + 1, reader.line_num
+            if not row:  # a blank line
+                continue
+            if header:
+                header = False
+            else:
+                starts.append(start)
+    if len(starts) != count:  # the csv module read it differently: count plain lines
+        return [index + 2 for index in range(count)]
+    return starts
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:

@@ -270,6 +270,33 @@ def test_a_missing_label_column_names_the_file_and_the_field(tmp_path: Path) -> 
     assert "id, question" in message and "label=" in message
 
 
+@pytest.mark.parametrize(
+    ("name", "content", "shown"),
+    [
+        ("ref.csv", "id,label\n", "no items (no rows)"),
+        ("ref.csv", "", "cannot read"),
+        ("ref.jsonl", "", "no items (no rows)"),
+        ("ref.jsonl", "\n  \n", "no items (no rows)"),
+    ],
+)
+def test_a_file_without_rows_says_so(tmp_path: Path, name: str, content: str, shown: str) -> None:
+    path = tmp_path / name
+    path.write_text(content)
+    assert _error(path).startswith(f"{path}: {shown}")
+
+
+def test_empty_records_say_there_are_no_items() -> None:
+    assert _error([]) == "<records>: no items (no rows); add at least one item"
+    assert _error(pd.DataFrame({"id": [], "label": []})).startswith("<DataFrame>: no items")
+
+
+def test_csv_lines_count_cells_that_span_lines_and_blank_lines(tmp_path: Path) -> None:
+    path = tmp_path / "ref.csv"
+    path.write_text('id,question,label\nq1,"a\nlong\ncell",Paris\n\nq2,b,x\nq1,c,z\n')
+    message = _error(path)
+    assert message.startswith(f"{path}, line 7, field 'id': duplicate id 'q1' (first at line 2;")
+
+
 def test_a_missing_id_column_names_the_file_and_the_field(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "ref.jsonl", [{"id": "a", "label": "x"}])
     message = _error(path, id="qid")
