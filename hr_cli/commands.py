@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
-from hr_cli.judges import load_judge
+from hr_cli.judges import judge_model, load_judge
 from hr_cli.progress import ArmProgress
 from hr_cli.tables import comparison_table, summary_table, validation_table
 from hr_core.errors import SpecError
@@ -183,7 +183,9 @@ def validate_judge(console: Console, judge: Path, labels: Path, *, store: Path,
     prepare_prefect()
     from flows import hr_judge_validate
 
-    record = _record_dict(hr_judge_validate(config, str(labels), store=str(store)))
+    model = judge_model(judge)
+    extra = {} if model is None else {"model": model}
+    record = _record_dict(hr_judge_validate(config, str(labels), store=str(store), **extra))
     console.print(validation_table(record))
     console.print(f"[bold]Record:[/] {store}/ (hash {record.get('hash', '')[:12]})")
     if attach is not None:

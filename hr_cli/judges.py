@@ -8,6 +8,11 @@ A judge file holds exactly the arguments of ``hr_judge_config``::
     orders: 2
     # schema: {...}              # optional reply JSON schema
     # positive: pass             # grade mode: the grade that counts as right
+    # base_url: http://127.0.0.1:8000/v1   # where an openai-compatible server listens
+    # api_key_env: MY_SERVER_KEY           # the environment variable holding its key
+
+``base_url`` and ``api_key_env`` say how to reach the model, not what it decides:
+they are not part of the judge's hash.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hr_core.errors import SpecError
 
-__all__ = ["JudgeFile", "load_judge"]
+__all__ = ["JudgeFile", "judge_model", "load_judge", "read_judge_file"]
 
 
 class JudgeFile(BaseModel):
@@ -34,6 +39,8 @@ class JudgeFile(BaseModel):
     orders: int = Field(default=2, ge=1)
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
     positive: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
 
 
 def read_judge_file(path: str | Path) -> JudgeFile:
@@ -78,3 +85,17 @@ def load_judge(path: str | Path) -> Any:
                                schema=spec.schema_, positive=spec.positive)
     except ValueError as exc:
         raise SpecError(f"{path}: {exc}") from None
+
+
+def judge_model(path: str | Path) -> Any:
+    """The chat model of a judge file that names a server (``base_url``/``api_key_env``).
+
+    ``None`` when the file names none: the flows then resolve the model string
+    themselves (``mock-model``, ``openai:...`` with ``OPENAI_API_KEY``).
+    """
+    spec = read_judge_file(path)
+    if spec.base_url is None and spec.api_key_env is None:
+        return None
+    from hr_core.models.registry import resolve_model
+
+    return resolve_model(spec.model, base_url=spec.base_url, api_key_env=spec.api_key_env)

@@ -38,12 +38,14 @@ _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 _CSS = """
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222;
 margin:0;background:#f6f7f9}
-main{max-width:1040px;margin:0 auto;padding:24px 28px 60px;background:#fff}
+main{max-width:1200px;margin:0 auto;padding:24px 28px 60px;background:#fff}
 h1{font-size:26px;margin:8px 0 4px}h2{font-size:19px;margin:34px 0 10px;
 border-bottom:2px solid #e4e7eb;padding-bottom:4px}h3{font-size:16px;margin:20px 0 6px}
 .sub{color:#666;margin:0 0 14px}nav a{margin-right:12px;font-size:13px;color:#1f5f99}
 table{border-collapse:collapse;margin:8px 0 14px;font-size:13px}
-th,td{padding:4px 9px;border-bottom:1px solid #e4e7eb;text-align:right;vertical-align:top}
+.scroll{overflow-x:auto;max-width:100%}
+#table-summary{font-size:12.5px}#table-summary td{white-space:nowrap}
+th,td{padding:4px 7px;border-bottom:1px solid #e4e7eb;text-align:right;vertical-align:top}
 th{background:#f0f2f5;font-weight:600}td.l,th.l{text-align:left}
 table.facts td{text-align:left}table.facts th{text-align:left;width:190px}
 code{font:12px ui-monospace,Menlo,Consolas,monospace;background:#f0f2f5;padding:1px 4px;
@@ -83,6 +85,13 @@ def _fmt(value: Any, kind: str = "") -> str:
     return str(value)
 
 
+def _compact(value: Any) -> str:
+    if _missing(value) or not value:
+        return "0"
+    number = float(value)
+    return f"{number / 1000:.1f}k" if number >= 1000 else f"{number:.0f}"
+
+
 def _pick(data: Mapping[str, Any], *paths: str) -> Any:
     for path in paths:
         node: Any = data
@@ -106,7 +115,8 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], left: int = 1,
         for r in rows
     )
     ident = f' id="{table_id}"' if table_id else ""
-    return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return (f'<div class="scroll"><table{ident}><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>")
 
 
 def _figure(svg: str, fig_id: str, caption: str) -> str:
@@ -153,6 +163,8 @@ def _facts(inputs: ReportInputs) -> str:
     if hr_version and "hr " not in version_text:
         version_text = f"hr {hr_version}" + (f", {version_text}" if version_text else "")
     budget = _pick(m, "budget")
+    if isinstance(budget, Mapping):
+        budget = {k: v for k, v in budget.items() if v is not None}
     rows = [
         ("Benchmark", _e(_pick(m, "name") or "–")),
         ("Status", _e(_pick(m, "status") or "–")),
@@ -181,18 +193,19 @@ def _facts(inputs: ReportInputs) -> str:
 
 def _summary_table(summary: pd.DataFrame) -> str:
     kinds = [k for k in FAILURE_KINDS if k in summary.columns]
-    headers = ["arm", "items", "runs", "scored", "correct", "accuracy", "95% interval",
+    headers = ["arm", "runs", "scored", "correct", "accuracy (95% interval)",
                "unscored", *[k.replace("_", " ") for k in kinds], "mean latency",
-               "tokens in", "tokens out", "cost"]
+               "tokens", "cost"]
     rows = []
     for r in summary.sort_values("accuracy", ascending=False).to_dict("records"):
-        ci = f"{_fmt(r.get('ci_low'), 'pct')} – {_fmt(r.get('ci_high'), 'pct')}"
+        accuracy = (f"<b>{_fmt(r.get('accuracy'), 'pct')}</b> "
+                    f"({_fmt(r.get('ci_low'), 'pct')}–{_fmt(r.get('ci_high'), 'pct')})")
+        tokens = f"{_compact(r.get('tokens_in'))} in, {_compact(r.get('tokens_out'))} out"
         rows.append([
-            f"<b>{_e(r['arm'])}</b>", _fmt(r.get("items")), _fmt(r.get("runs")),
-            _fmt(r.get("scored")), _fmt(r.get("correct")), _fmt(r.get("accuracy"), "pct"), ci,
+            f"<b>{_e(r['arm'])}</b>", _fmt(r.get("runs")),
+            _fmt(r.get("scored")), _fmt(r.get("correct")), accuracy,
             _fmt(r.get("unscored")), *[_fmt(r.get(k)) for k in kinds],
-            _fmt(r.get("latency_mean_s"), "s"), _fmt(r.get("tokens_in")),
-            _fmt(r.get("tokens_out")), _fmt(r.get("cost_usd"), "usd"),
+            _fmt(r.get("latency_mean_s"), "s"), tokens, _fmt(r.get("cost_usd"), "usd"),
         ])
     return _table(headers, rows, table_id="table-summary") + (
         '<p class="note">Accuracy is the mean over items of each item\'s share of correct '
