@@ -6,6 +6,7 @@ import asyncio
 import inspect
 import json
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -157,3 +158,39 @@ def test_judge_files_describe_mock_model_judges(name: str, mode: str) -> None:
     assert read_judge_file(example_path(name)).mode == mode
     config = load_judge(example_path(name))
     assert (config.mode, config.model, config.orders) == (mode, "mock-model", 2)
+
+
+def test_quickstart_spec_loads_with_a_python_arm_and_an_llm_arm() -> None:
+    from hr_core import LLMArm
+
+    spec = load_spec(example_path("quickstart.yaml"))
+    assert isinstance(spec.arms["reader"], LLMArm)
+    assert spec.arms["reader"].model == "mock:reader"
+    assert isinstance(spec.arms["keyword"], str)
+
+
+def _readme() -> str:
+    return (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+
+
+def test_readme_starts_with_the_two_commands_and_keeps_the_operations_heading() -> None:
+    text = _readme()
+    first_block = text[text.index("```") + 3:]
+    first_block = first_block[: first_block.index("```")]
+    assert first_block.split() == ["make", "demo", "make", "test"]
+    assert "\n## Operations\n" in text
+    assert "docs/report.png" in text
+
+
+def test_readme_quickstart_yaml_is_the_bundled_spec() -> None:
+    text = _readme()
+    block = text[text.index("```yaml\n") + 8:]
+    block = block[: block.index("```")]
+    bundled = example_path("quickstart.yaml").read_text(encoding="utf-8")
+    assert block.splitlines()[1:] == bundled.splitlines()[1:]
+
+
+def test_readme_python_quickstart_compiles() -> None:
+    text = _readme()
+    block = text[text.index("```python\n") + 10:]
+    compile(block[: block.index("```")], "README.md", "exec")
