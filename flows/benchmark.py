@@ -10,6 +10,7 @@ from typing import Any
 
 from prefect import flow
 from prefect.runtime import flow_run
+from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.budget import Budget
@@ -24,13 +25,14 @@ from hr_core.engine.session import (
 from hr_core.engine.spec import BenchmarkSpec, load_spec
 from hr_core.scorers import Scorer
 from tasks.benchmark import (
-    ProgressArtifact,
+    ProgressPublisher,
     open_benchmark,
     publish_benchmark,
     rescore_benchmark,
     run_benchmark_chunk,
     write_benchmark,
 )
+from tasks.remote import run_chunks_submitted
 
 __all__ = ["benchmark_flow", "hr_benchmark", "plan_from_spec"]
 
@@ -41,11 +43,13 @@ CALLBACK_INTERVAL_S = 0.25
 class _Invocation:
     """What one flow run needs that is not a Prefect parameter (not JSON: a placeholder)."""
 
-    __slots__ = ("on_progress", "plan")
+    __slots__ = ("on_progress", "plan", "submit")
 
-    def __init__(self, plan: BenchmarkPlan, on_progress: ProgressFn | None) -> None:
+    def __init__(self, plan: BenchmarkPlan, on_progress: ProgressFn | None,
+                 submit: bool = False) -> None:
         self.plan = plan
         self.on_progress = on_progress
+        self.submit = submit  # chunks go to the flow's task runner (Dask, Ray)
 
 
 def plan_from_spec(spec: BenchmarkSpec | str | os.PathLike[str], *, store: str | None = None,
@@ -65,23 +69,29 @@ def plan_from_spec(spec: BenchmarkSpec | str | os.PathLike[str], *, store: str |
     return plan
 
 
-async def _run(session: BenchmarkSession, on_progress: ProgressFn | None) -> Benchmark:
+async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,
+               submit: bool = False) -> Benchmark:
+    loop = asyncio.get_running_loop()
+    opened = loop.time()
     await open_benchmark(session)
-    progress = ProgressArtifact(session.plan.name)
+    session.timings["open_s"] = loop.time() - opened
+    progress = ProgressPublisher(session.plan.name)
     watchers = [asyncio.ensure_future(session.watch(progress.update, PROGRESS_INTERVAL_S)),
                 asyncio.ensure_future(session.journal.flush_every())]
     if on_progress is not None:
         watchers.append(asyncio.ensure_future(session.watch(
             lambda rows: [on_progress(*row) for row in rows], CALLBACK_INTERVAL_S)))
-    loop = asyncio.get_running_loop()
     started = loop.time()
     try:
         if any(r.get("scored") is False for r in session.done.values()):
             await rescore_benchmark(session)
-        await asyncio.gather(*(
-            run_benchmark_chunk(session, index, arm)
-            for index, (arm, _) in enumerate(session.chunks)
-        ))
+        if submit:
+            await run_chunks_submitted(session)
+        else:
+            await asyncio.gather(*(
+                run_benchmark_chunk(session, index, arm)
+                for index, (arm, _) in enumerate(session.chunks)
+            ))
     finally:
         for watcher in watchers:
             watcher.cancel()
@@ -120,7 +130,7 @@ async def benchmark_flow(
             require_valid_judge=require_valid_judge), None)
     run_id = flow_run.get_id()
     session = BenchmarkSession(invocation.plan, flow_run_id=None if run_id is None else str(run_id))
-    return await _run(session, invocation.on_progress)
+    return await _run(session, invocation.on_progress, invocation.submit)
 
 
 def _is_spec(value: Any) -> bool:
@@ -144,6 +154,7 @@ def hr_benchmark(
     chunk_size: int | None = None,
     require_valid_judge: JudgePolicy = "warn",
     on_progress: ProgressFn | None = None,
+    task_runner: TaskRunner[Any] | None = None,
 ) -> Any:
     """Run every arm on every item ``runs`` times, score, and store the results.
 
@@ -175,6 +186,9 @@ def hr_benchmark(
             the end, for each arm as ``on_progress(arm, done, total, failures)``:
             runs done (journaled earlier ones included) of ``total``, ``failures``
             of them with ``failure_kind="error"``. Not a Prefect parameter.
+        task_runner: the flow's task runner (``flows.runners.make_task_runner``):
+            with Dask or Ray each chunk is submitted to it and runs there; the
+            default (``None`` or threads) runs the chunks in the flow's event loop.
 
     Example:
         >>> bench = hr_benchmark({"upper": str.upper},
@@ -195,8 +209,12 @@ def hr_benchmark(
             chunk_size=chunk_size,
         )
         check_judge(plan, require_valid_judge)
-    named = benchmark_flow.with_options(flow_run_name=f"{plan.name}-{plan.run_id}")
-    coro = named(invocation=_Invocation(plan, on_progress))
+    options: dict[str, Any] = {"flow_run_name": f"{plan.name}-{plan.run_id}"}
+    if task_runner is not None:
+        options["task_runner"] = task_runner
+    named = benchmark_flow.with_options(**options)
+    submit = task_runner is not None and not isinstance(task_runner, ThreadPoolTaskRunner)
+    coro = named(invocation=_Invocation(plan, on_progress, submit))
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -12,19 +12,21 @@ from uuid import UUID
 
 from prefect import task
 from prefect.artifacts import (
-    acreate_markdown_artifact,
-    acreate_progress_artifact,
-    acreate_table_artifact,
+    MarkdownArtifact,
+    ProgressArtifact,
+    TableArtifact,
     aupdate_progress_artifact,
 )
 from prefect.cache_policies import NO_CACHE
+from prefect.client.orchestration import PrefectClient
+from prefect.context import FlowRunContext, TaskRunContext
 
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.report import report_markdown, summary_records
 from hr_core.engine.session import BenchmarkSession
 
 __all__ = [
-    "ProgressArtifact",
+    "ProgressPublisher",
     "artifact_key",
     "open_benchmark",
     "publish_benchmark",
@@ -42,6 +44,15 @@ def artifact_key(name: str, suffix: str) -> str:
     """
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "benchmark"
     return f"{slug}-{suffix}"
+
+
+def _run_client() -> PrefectClient | None:
+    """The running flow's (or task's) API client: no new client and TLS context per call."""
+    for context in (TaskRunContext.get(), FlowRunContext.get()):
+        client = getattr(context, "client", None)
+        if isinstance(client, PrefectClient):
+            return client
+    return None
 
 
 @task(name="open-benchmark", cache_policy=NO_CACHE, persist_result=False)
@@ -75,17 +86,18 @@ async def publish_benchmark(bench: Benchmark) -> None:
     """Publish the summary table and the markdown report as artifacts."""
     name = str(bench.manifest.get("name") or "benchmark")
     summary = bench.summary()
-    await acreate_table_artifact(
+    client = _run_client()
+    await TableArtifact(
         key=artifact_key(name, "summary"), table=summary_records(summary),
         description=f"Per-arm summary of benchmark {name} ({bench.run_id})",
-    )
-    await acreate_markdown_artifact(
+    ).acreate(client)
+    await MarkdownArtifact(
         key=artifact_key(name, "report"), markdown=report_markdown(bench, summary),
         description=f"Report of benchmark {name} ({bench.run_id})",
-    )
+    ).acreate(client)
 
 
-class ProgressArtifact:
+class ProgressPublisher:
     """The progress artifact of a running benchmark, updated at most once a second."""
 
     def __init__(self, name: str) -> None:
@@ -100,9 +112,12 @@ class ProgressArtifact:
             return
         self.last = percent
         text = "; ".join(f"{arm}: {done}/{of} ({failed} errors)" for arm, done, of, failed in rows)
+        client = _run_client()
         if self.id is None:
-            self.id = await acreate_progress_artifact(percent, key=self.key, description=text)
+            created = await ProgressArtifact(
+                key=self.key, progress=percent, description=text).acreate(client)
+            self.id = created.id
         else:
-            await aupdate_progress_artifact(self.id, percent, description=text)
+            await aupdate_progress_artifact(self.id, percent, description=text, client=client)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Mapping
+from operator import itemgetter
 from typing import Any
 
 import pandas as pd
@@ -39,6 +40,8 @@ def runs_frame(records: Iterable[Mapping[str, Any]], *, judge: bool = False) -> 
 
     ``correct`` is pandas' nullable ``"boolean"``, tokens ``"Int64"``.
 
+    A column a record lacks is missing (``None``) in its row.
+
     Example:
         >>> frame = runs_frame([{"arm": "a", "item_id": "q1", "run": 1, "correct": True}])
         >>> str(frame["correct"].dtype), list(frame.columns)[:3]
@@ -48,7 +51,10 @@ def runs_frame(records: Iterable[Mapping[str, Any]], *, judge: bool = False) -> 
     rows = list(records)
     data: dict[str, Any] = {}
     for column in columns:
-        values = [r.get(column) for r in rows]
+        try:
+            values = list(map(itemgetter(column), rows))
+        except KeyError:
+            values = [r.get(column) for r in rows]
         if column in _TEXT:
             data[column] = pd.Series(values, dtype="str")
         elif column == "run":

@@ -50,6 +50,7 @@ class ChunkContext:
         self.concurrency = concurrency
         self.record = record
         self.scorer_errors: list[str] = []
+        self.scorer_is_async = scorer.is_async
         self._semaphores: dict[str, asyncio.Semaphore] = {}
 
     def semaphore(self, arm: str) -> asyncio.Semaphore:
@@ -111,14 +112,14 @@ def _judge_status(scorer: Scorer, result: ScoreResult) -> str | None:
 
 
 async def score_record(record: dict[str, Any], item: Item, output: Any, scorer: Scorer,
-                       errors: list[str]) -> None:
+                       errors: list[str], is_async: bool | None = None) -> None:
     """Score one run into its record; a broken scorer leaves it unscored with its output kept."""
     labelled = has_label(item.label)
     try:
-        if scorer.is_async:
+        if scorer.is_async if is_async is None else is_async:
             result = await scorer.ascore(item.payload, output, item.label)
         else:
-            result = scorer(item.payload, output, item.label)
+            result = scorer.validate(scorer.fn(item.payload, output, item.label))
         settled = settle_score(result, labelled)
     except Exception as exc:  # the user's scorer: keep the output, report at the end
         record["scored"] = False
@@ -176,7 +177,7 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> dict[str
                        else getattr(output, "error", None))
             if isinstance(message, str):
                 record["error"] = message
-    await score_record(record, item, output, ctx.scorer, ctx.scorer_errors)
+    await score_record(record, item, output, ctx.scorer, ctx.scorer_errors, ctx.scorer_is_async)
     return record
 
 

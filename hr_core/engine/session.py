@@ -152,6 +152,7 @@ class BenchmarkSession:
         self._progress: dict[str, list[int]] = {a: [0, 0] for a in plan.arms}
         self.total = len(plan.reference) * plan.runs
         self.engine_seconds = 0.0
+        self.timings: dict[str, float] = {}
         self._opened = False
         self._ctx: ChunkContext | None = None
         self._executor: ThreadPoolExecutor | None = None
@@ -303,8 +304,12 @@ class BenchmarkSession:
                 f"{self.store.run_dir}: fix the scorer and run again to re-score "
                 "without calling the arms"
             )
+        started = time.perf_counter()
         runs = runs_frame(self.records(), judge=self.plan.judge is not None)
-        manifest = self.manifest("completed", engine_seconds=round(self.engine_seconds, 4))
+        self.timings["table_s"] = time.perf_counter() - started
+        timings = {k: round(v, 4) for k, v in self.timings.items()}
+        manifest = self.manifest("completed", engine_seconds=round(self.engine_seconds, 4),
+                                 timings=timings)
         bench = Benchmark(runs, manifest, run_dir=self.store.run_dir)
         summary = bench.summary()
         self.store.write_frame(RUNS, runs)

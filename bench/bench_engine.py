@@ -1,0 +1,169 @@
+"""Benchmark of the benchmark engine: hr_benchmark vs a plain asyncio floor (same process).
+
+Workloads (issue 4): item i's arm answers the label when i % 10 < 7 (half of those
+upper-cased with padding), else a wrong string; scoring is the exact scorer.
+
+- W1: 2,000 items, the arm awaits 20 ms, concurrency 50, 1 run   (target <= 1.1x floor)
+- W2: 20,000 items, the arm returns at once, concurrency 16       (target <= 3x floor)
+- W3: 1,000 items x 5 runs, the arm awaits 10 ms, concurrency 50  (target <= 1.15x floor)
+- peak RSS during W2 <= 120 MB above the RSS after imports.
+
+Prefect's fixed start-up (ephemeral API server, first flow run) is measured first
+and reported apart; each workload then reports the whole ``hr_benchmark`` call
+(flow run, tasks, journal, parquet, artifacts) and its engine phase (the chunks,
+from the manifest's ``engine_seconds``) as ratios to the floor.
+
+Run: ``.venv/bin/python bench/bench_engine.py [--quick]`` (PREFECT_HOME is set to a
+temporary folder unless already set).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="hr-bench-prefect-"))
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import contextlib
+
+from prefect import flow
+
+from flows import hr_benchmark
+from hr_core import hr_reference, hr_scorer_exact
+
+
+def rss_mb(field: str = "VmRSS") -> float:
+    """This process's resident set (or its peak, ``VmHWM``) in MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def reset_peak_rss() -> None:
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
+
+
+def make_reference(n: int) -> Any:
+    return hr_reference([{"id": f"i{i}", "n": i, "label": f"answer {i}"} for i in range(n)])
+
+
+def make_arm(delay: float) -> Any:
+    async def arm(payload: dict[str, Any]) -> str:
+        if delay:
+            await asyncio.sleep(delay)
+        i = payload["n"]
+        if i % 10 < 7:
+            return f"  ANSWER {i} " if i % 2 else f"answer {i}"
+        return f"wrong {i}"
+
+    return arm
+
+
+async def floor(reference: Any, arm: Any, runs: int, concurrency: int) -> int:
+    """The plain asyncio floor: gather + semaphore, the same arm, exact scoring."""
+    scorer = hr_scorer_exact()
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def one(item: Any) -> Any:
+        async with semaphore:
+            output = await arm(item.payload)
+        return scorer(item.payload, output, item.label)
+
+    results = await asyncio.gather(
+        *(one(item) for _ in range(runs) for item in reference))
+    return sum(1 for r in results if r.correct)
+
+
+@flow(name="bench-empty")
+async def empty_flow() -> int:
+    return 0
+
+
+def timed(fn: Any) -> tuple[Any, float]:
+    start = time.perf_counter()
+    value = fn()
+    return value, time.perf_counter() - start
+
+
+def workload(label: str, n: int, delay: float, runs: int, concurrency: int, store: str,
+             repeats: int, measure_rss: bool = False) -> dict[str, Any]:
+    """Best (minimum) of ``repeats`` interleaved floor / hr_benchmark runs."""
+    reference = make_reference(n)
+    _ = reference.hash
+    arm = make_arm(delay)
+    best: dict[str, Any] = {}
+    for _ in range(repeats):
+        if measure_rss:
+            reset_peak_rss()
+        bench, hr_s = timed(lambda: hr_benchmark({"arm": arm}, reference, runs=runs,
+                                                 concurrency=concurrency, store=store,
+                                                 name=label.lower(), fresh=True))
+        peak = rss_mb("VmHWM")
+        correct, floor_s = timed(lambda: asyncio.run(floor(reference, arm, runs, concurrency)))
+        assert int(bench.runs["correct"].sum()) == correct, "engine and floor disagree"
+        timings = bench.manifest["timings"]
+        row = {"floor_s": floor_s, "hr_s": hr_s, "engine_s": bench.manifest["engine_seconds"],
+               "open_s": timings["open_s"], "table_s": timings["table_s"], "peak": peak}
+        for key, value in row.items():
+            best[key] = min(best.get(key, value), value) if key != "peak" else max(
+                best.get(key, value), value)
+    best.update(label=label, n_runs=n * runs, ratio=best["hr_s"] / best["floor_s"],
+                engine_ratio=best["engine_s"] / best["floor_s"])
+    return best
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    after_imports = rss_mb()
+    store = tempfile.mkdtemp(prefix="hr-bench-results-")
+    _, startup_s = timed(lambda: asyncio.run(empty_flow()))
+    empty_s = min(timed(lambda: asyncio.run(empty_flow()))[1] for _ in range(3))
+    after_startup = rss_mb()
+    scale = 10 if quick else 1
+    repeats = 1 if quick else 3
+    rows = [
+        workload("W1", 2000 // scale, 0.020, 1, 50, store, repeats),
+        workload("W2", 20000 // scale, 0.0, 1, 16, store, repeats, measure_rss=True),
+        workload("W3", 1000 // scale, 0.010, 5, 50, store, repeats),
+    ]
+    targets = {"W1": 1.1, "W2": 3.0, "W3": 1.15}
+    print(f"Prefect fixed start-up (ephemeral API server + first flow run): {startup_s:.2f} s")
+    print(f"Prefect fixed cost of one more (empty) flow run: {empty_s:.3f} s")
+    print(f"RSS after imports: {after_imports:.0f} MB; after Prefect start-up: "
+          f"{after_startup:.0f} MB")
+    print(f"best of {repeats}; engine phase = the chunks (reading the journal, running, "
+          "scoring, journaling)")
+    print()
+    print("| workload | runs | floor (s) | hr_benchmark (s) | ratio | engine phase (s) "
+          "| engine ratio | target |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['label']} | {r['n_runs']} | {r['floor_s']:.3f} | {r['hr_s']:.3f} | "
+              f"{r['ratio']:.2f}x | {r['engine_s']:.3f} | {r['engine_ratio']:.2f}x | "
+              f"<= {targets[r['label']]}x |")
+    w2 = rows[1]
+    print()
+    for r in rows:
+        other = r["hr_s"] - r["engine_s"]
+        print(f"{r['label']}: outside the engine phase {other:.3f} s (empty flow run "
+              f"{empty_s:.3f} s, open {r['open_s']:.3f} s, runs table {r['table_s']:.3f} s, "
+              "the rest: tasks, parquet/summary/report/manifest writes, artifacts)")
+    print()
+    print(f"W2 peak RSS: {w2['peak']:.0f} MB = {w2['peak'] - after_imports:+.0f} MB above the "
+          f"RSS after imports, {w2['peak'] - after_startup:+.0f} MB above the RSS after "
+          "Prefect start-up (target <= +120 MB)")
+
+
+if __name__ == "__main__":
+    main()
