@@ -1,0 +1,87 @@
+"""Scale-out: the demo benchmark on a two-worker local Dask cluster equals the default run."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from prefect.client.orchestration import get_client
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from flows import hr_benchmark
+from flows.runners import TaskRunnerError, make_task_runner
+from hr_core.engine.spec import BenchmarkSpec, load_spec
+from hr_core.examples import __file__ as examples_init
+
+DEMO = Path(examples_init).with_name("demo.yaml")
+# cautious_llm draws its behaviour from a per-process call counter, so two runs of it
+# differ even on the default runner; the other three demo arms are deterministic.
+RANDOM_ARMS = {"cautious_llm"}
+# What a run produced; latency differs from run to run by nature.
+COMPARED = ["arm", "item_id", "run", "output", "correct", "outcome", "failure_kind", "error",
+            "tokens_in", "tokens_out", "cost_usd"]
+
+
+def _comparable(runs: pd.DataFrame) -> pd.DataFrame:
+    return runs[COMPARED].sort_values(["arm", "item_id", "run"]).reset_index(drop=True)
+
+
+async def _task_run_names(flow_run_id: str, at_least: int) -> list[str]:
+    """The flow run's task run names (they arrive as events: poll)."""
+    names: list[str] = []
+    async with get_client() as client:
+        for _ in range(100):
+            runs = await client.read_task_runs()
+            names = sorted(t.name for t in runs if str(t.flow_run_id) == flow_run_id)
+            if len(names) >= at_least:
+                break
+            await asyncio.sleep(0.1)
+    return names
+
+
+def _deterministic_demo() -> BenchmarkSpec:
+    spec = load_spec(DEMO)
+    arms = {k: v for k, v in spec.arms.items() if k not in RANDOM_ARMS}
+    return spec.model_copy(update={"arms": arms})
+
+
+def test_the_demo_on_a_local_dask_cluster_equals_the_default_runner(
+    prefect_harness: None, tmp_path: Path,
+) -> None:
+    spec = _deterministic_demo()
+    default = hr_benchmark(spec, store=str(tmp_path / "threads"))
+    runner = make_task_runner("dask", n_workers=2, processes=False)
+    on_dask = hr_benchmark(spec, store=str(tmp_path / "dask"), task_runner=runner)
+    assert len(on_dask.runs) == len(default.runs) == 3 * 69 * 3
+    pd.testing.assert_frame_equal(_comparable(on_dask.runs), _comparable(default.runs))
+    keep = ["arm", "accuracy", "ci_low", "ci_high", "scored", "budget_stop", "cost_usd"]
+    pd.testing.assert_frame_equal(on_dask.summary()[keep], default.summary()[keep])
+    assert (tmp_path / "dask" / "docqa-demo" / str(on_dask.run_id) / "runs.parquet").exists()
+    names = asyncio.run(_task_run_names(on_dask.manifest["flow_run_id"], 3))
+    assert [n for n in names if "-submitted-chunk-" in n] == [
+        "always_abstain-submitted-chunk-2", "keyword_overlap-submitted-chunk-0",
+        "number_extractor-submitted-chunk-1"]
+
+
+def test_the_threads_runner_is_the_default_thread_pool() -> None:
+    runner = make_task_runner("threads", n_workers=3)
+    assert isinstance(runner, ThreadPoolTaskRunner)
+
+
+def test_a_dask_address_points_the_runner_at_an_existing_cluster() -> None:
+    runner = make_task_runner("dask", address="tcp://10.0.0.5:8786")
+    assert getattr(runner, "address", None) == "tcp://10.0.0.5:8786"
+
+
+@pytest.mark.parametrize(
+    ("kind", "address", "message"),
+    [("spark", None, "unknown task runner 'spark'"),
+     ("threads", "tcp://x:1", "takes no address")],
+)
+def test_a_task_runner_that_cannot_be_built_is_refused(
+    kind: str, address: str | None, message: str,
+) -> None:
+    with pytest.raises(TaskRunnerError, match=message):
+        make_task_runner(kind, address=address)
