@@ -76,3 +76,22 @@ def test_api_key_from_a_secret_block_reaches_only_the_server(prefect_harness: No
     assert {r.headers["authorization"] for r in openai_server.requests} == {f"Bearer {key}"}
     saved = (tmp_path / "judges" / f"{record.hash}.json").read_text()
     assert key not in saved and key not in record.model_dump_json()
+
+
+def test_a_model_object_with_a_key_never_becomes_a_flow_parameter(prefect_harness: None,
+                                                                  tmp_path: Path,
+                                                                  openai_server) -> None:
+    from prefect.client.orchestration import get_client
+
+    from hr_core.models.registry import resolve_model
+
+    key = "sk-param-SECRET-31f0"
+    model = resolve_model("openai-compatible:judge", base_url=openai_server.url, api_key=key)
+    record = hr_judge_validate(GRADE, ROWS, store=tmp_path, model=model)
+    assert record.agreement == 0.75
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs()
+    params = [json.dumps(r.parameters, default=str) for r in runs
+              if r.name == f"judge-{GRADE.hash[:12]}"]
+    assert params and all(key not in p for p in params)
+    assert all(GRADE.rubric in p for p in params)
