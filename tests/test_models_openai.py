@@ -206,6 +206,13 @@ def test_one_model_serves_several_event_loops(openai_server: FakeOpenAIServer) -
     model = _model(openai_server)
     assert _complete(model).text == _complete(model).text == "Paris"
 
+    async def close_and_reuse() -> str:
+        await model.complete(MSGS)
+        await model.aclose()
+        return (await model.complete(MSGS)).text
+
+    assert asyncio.run(close_and_reuse()) == "Paris"
+
 
 def test_concurrency_limit_holds(openai_server: FakeOpenAIServer) -> None:
     openai_server.inject(*[Fault("slow", delay_s=0.2)] * 6)

@@ -231,6 +231,12 @@ class OpenAIChatModel:
             self._loops[loop] = state
         return state
 
+    async def aclose(self) -> None:
+        """Close the HTTP client of the running event loop (it is re-created on demand)."""
+        state = self._loops.pop(asyncio.get_running_loop(), None)
+        if state is not None:
+            await state.client.close()
+
     async def complete(
         self,
         messages: Sequence[ChatMessage],
