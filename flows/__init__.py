@@ -2,5 +2,12 @@
 
 from flows.benchmark import benchmark_flow, hr_benchmark
 from flows.judge_validate import hr_judge_validate, judge_validate_flow
+from flows.scheduled import hr_scheduled_benchmark
 
-__all__ = ["benchmark_flow", "hr_benchmark", "hr_judge_validate", "judge_validate_flow"]
+__all__ = [
+    "benchmark_flow",
+    "hr_benchmark",
+    "hr_judge_validate",
+    "hr_scheduled_benchmark",
+    "judge_validate_flow",
+]

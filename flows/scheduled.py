@@ -1,0 +1,96 @@
+"""The ``hr-scheduled-benchmark`` flow: a fresh run of a spec, then the regression check.
+
+Deployed nightly (``deployments/prefect.yaml``): each scheduled run gets a new
+run id, compares itself with the previous completed run of the same spec,
+publishes a regression artifact and emits ``hr.regression.detected`` per arm
+that got worse, so that a Prefect automation can notify.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from prefect import flow, get_run_logger
+
+from flows.benchmark import hr_benchmark
+from flows.runners import TaskRunnerKind, make_task_runner
+from hr_core.engine.benchmark import Benchmark
+from hr_core.errors import HrError
+from tasks.regression import check_regression, publish_regression
+
+__all__ = ["RegressionDetected", "hr_scheduled_benchmark"]
+
+
+class RegressionDetected(HrError, RuntimeError):
+    """A scheduled run found an arm significantly worse than in the previous run."""
+
+
+async def _export_secrets(secrets: Mapping[str, str] | None) -> None:
+    """Put Prefect Secret blocks into this process's environment (``{ENV_VAR: block}``)."""
+    if not secrets:
+        return
+    from prefect.blocks.system import Secret
+
+    for variable, block in secrets.items():
+        secret: Any = await Secret.aload(block)
+        os.environ[variable] = str(secret.get())
+
+
+@flow(name="hr-scheduled-benchmark", persist_result=False)
+async def hr_scheduled_benchmark(
+    spec: str,
+    store: str | None = None,
+    threshold: float = 0.05,
+    fail_on_regression: bool = False,
+    task_runner: TaskRunnerKind = "threads",
+    address: str | None = None,
+    n_workers: int | None = None,
+    secrets: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Run a benchmark spec under a fresh run id, then check it for regressions.
+
+    Args:
+        spec: path to a YAML ``BenchmarkSpec`` (relative to the deployment's
+            working directory).
+        store: results folder or fsspec URL (default: the spec's ``store``).
+        threshold: the smallest accuracy drop (0..1) that counts as a regression,
+            in addition to the paired difference's 95% CI lying below zero.
+        fail_on_regression: make the flow run fail when an arm regressed.
+        task_runner: ``threads`` (default), ``dask`` or ``ray``.
+        address: the Dask scheduler or Ray address; none starts a local cluster.
+        n_workers: workers of a local Dask cluster.
+        secrets: environment variables to fill from Prefect Secret blocks, e.g.
+            ``{"OPENAI_API_KEY": "openai-api-key"}``; the values are never logged
+            nor stored.
+
+    Returns:
+        The run id and folder, the previous run compared with, and the arms that
+        regressed.
+
+    Example:
+        >>> import asyncio
+        >>> asyncio.run(hr_scheduled_benchmark("nightly.yaml", store="s3://b/hr"))  # doctest: +SKIP
+        {'run_id': '20261130T020000Z-1a2b3c', ..., 'regressions': []}
+    """
+    logger = get_run_logger()
+    await _export_secrets(secrets)
+    runner = None if task_runner == "threads" else make_task_runner(
+        task_runner, address=address, n_workers=n_workers)
+    bench: Benchmark = await hr_benchmark(spec, store=store or "results", fresh=True,
+                                          task_runner=runner)
+    name = str(bench.manifest.get("name") or "benchmark")
+    run_dir = str(bench.run_dir)
+    report = check_regression(run_dir, threshold=threshold)
+    regressed: list[str] = await publish_regression(report, name=name, spec_path=spec)
+    previous = None if report is None else report.previous_run_id
+    logger.info("benchmark %s run %s compared with %s: %s", name, bench.run_id,
+                previous or "nothing (first run)",
+                f"regression in {', '.join(regressed)}" if regressed else "no regression")
+    if regressed and fail_on_regression:
+        raise RegressionDetected(
+            f"benchmark {name!r} run {bench.run_id}: {', '.join(regressed)} regressed against "
+            f"run {previous} (see the {name} regression artifact)")
+    return {"name": name, "run_id": bench.run_id, "run_dir": run_dir,
+            "previous_run_id": previous, "regressions": regressed}

@@ -1,0 +1,90 @@
+"""The scheduled benchmark: fresh runs, the regression check, its artifact and event."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from drift_arms import reference_rows
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import ArtifactCollectionFilter, ArtifactCollectionFilterKey
+from prefect.events import Event
+from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
+
+from flows.scheduled import RegressionDetected, hr_scheduled_benchmark
+from tasks.regression import REGRESSION_EVENT, regression_artifact_key
+
+SPEC = """\
+name: drift-check
+reference: {path: reference.jsonl, item: question}
+arms:
+  steady: drift_arms:steady
+  drifting: drift_arms:drifting
+"""
+
+
+def _write_spec(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = "".join(json.dumps(r) + "\n" for r in reference_rows(30))
+    (folder / "reference.jsonl").write_text(rows)
+    (folder / "spec.yaml").write_text(SPEC)
+    return folder / "spec.yaml"
+
+
+async def _latest_markdown(key: str) -> str:
+    flt = ArtifactCollectionFilter(key=ArtifactCollectionFilterKey(any_=[key]))
+    async with get_client() as client:
+        rows = await client.read_latest_artifacts(artifact_filter=flt)
+    return str(rows[0].data) if rows else ""
+
+
+async def _events(name: str, resource_id: str) -> list[Event]:
+    """The events of that name on that resource (events are processed async: poll)."""
+    flt = EventFilter(event=EventNameFilter(name=[name]),
+                      resource=EventResourceFilter(id=[resource_id]))
+    async with get_client() as client:
+        for _ in range(100):
+            page = await client.read_events(filter=flt, limit=50)
+            if page.events:
+                return list(page.events)
+            await asyncio.sleep(0.1)
+    return []
+
+
+def test_a_drop_is_found_against_the_previous_run_and_alerted(
+    prefect_harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spec = str(_write_spec(tmp_path / "spec"))
+    store = str(tmp_path / "results")
+    first = asyncio.run(hr_scheduled_benchmark(spec, store=store))
+    assert first["previous_run_id"] is None and first["regressions"] == []
+    same = asyncio.run(hr_scheduled_benchmark(spec, store=store))
+    assert same["run_id"] != first["run_id"]
+    assert (same["previous_run_id"], same["regressions"]) == (first["run_id"], [])
+
+    monkeypatch.setenv("HR_TEST_DRIFT", "1")
+    worse = asyncio.run(hr_scheduled_benchmark(spec, store=store, threshold=0.1))
+    assert worse["previous_run_id"] == same["run_id"]
+    assert worse["regressions"] == ["drifting"]
+    markdown = asyncio.run(_latest_markdown(regression_artifact_key("drift-check")))
+    assert "# Regression check: regression in drifting" in markdown
+    assert "| drifting | regression | 30 | 1.000 | 0.333 | -0.667 |" in markdown
+    events = asyncio.run(_events(REGRESSION_EVENT, "hr.spec.drift-check"))
+    assert len(events) == 1
+    payload = events[0].payload
+    assert payload["arm"] == "drifting" and payload["diff"] == pytest.approx(-2 / 3)
+    assert payload["ci_high"] < 0 and payload["previous_run_id"] == same["run_id"]
+    assert events[0].resource["hr.spec.path"] == spec
+
+
+def test_fail_on_regression_makes_the_flow_run_fail(
+    prefect_harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spec = str(_write_spec(tmp_path / "spec"))
+    store = str(tmp_path / "results")
+    asyncio.run(hr_scheduled_benchmark(spec, store=store))
+    monkeypatch.setenv("HR_TEST_DRIFT", "1")
+    with pytest.raises(RegressionDetected, match="drifting regressed against run"):
+        asyncio.run(hr_scheduled_benchmark(spec, store=store, fail_on_regression=True))
