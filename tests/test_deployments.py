@@ -1,0 +1,58 @@
+"""deployments/prefect.yaml and deployments/serve.py describe the same, runnable deployments."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+import yaml
+from prefect import Flow
+from prefect.utilities.importtools import import_object
+
+from deployments.serve import PREFECT_YAML, build_deployments
+from hr_core.errors import SpecError
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = yaml.safe_load(PREFECT_YAML.read_text())
+ENTRIES = {d["name"]: d for d in CONFIG["deployments"]}
+
+
+def test_the_project_deploys_a_nightly_benchmark_and_a_manual_judge_validation() -> None:
+    assert {n: d["entrypoint"] for n, d in ENTRIES.items()} == {
+        "nightly": "flows.scheduled:hr_scheduled_benchmark",
+        "judge-validation": "flows.judge_validate:judge_validate_flow",
+    }
+    assert ENTRIES["nightly"]["schedules"] == [
+        {"cron": "0 2 * * *", "timezone": "UTC", "active": True}]
+    assert "schedules" not in ENTRIES["judge-validation"]
+    assert {d["work_pool"]["name"] for d in ENTRIES.values()} == {"hr-process"}
+
+
+@pytest.mark.parametrize("name", sorted(ENTRIES))
+def test_each_entrypoint_is_a_flow_that_takes_the_parameters_given(name: str) -> None:
+    entry = ENTRIES[name]
+    flow = import_object(entry["entrypoint"])
+    assert isinstance(flow, Flow)
+    accepted = set(inspect.signature(flow.fn).parameters)
+    assert set(entry["parameters"]) <= accepted
+
+
+def test_the_files_the_parameters_name_exist_from_the_project_root() -> None:
+    assert (ROOT / ENTRIES["nightly"]["parameters"]["spec"]).is_file()
+    assert (ROOT / ENTRIES["judge-validation"]["parameters"]["labelled"]).is_file()
+
+
+def test_serve_builds_the_same_deployments_with_their_schedules() -> None:
+    built = {d.name: d for d in build_deployments()}
+    assert set(built) == set(ENTRIES)
+    nightly = built["nightly"]
+    assert nightly.parameters == ENTRIES["nightly"]["parameters"]
+    assert [s.schedule.cron for s in nightly.schedules] == ["0 2 * * *"]
+    assert [s.schedule.timezone for s in nightly.schedules] == ["UTC"]
+    assert built["judge-validation"].schedules == []
+
+
+def test_serving_an_unknown_deployment_is_refused() -> None:
+    with pytest.raises(SpecError, match="no deployment named weekly"):
+        build_deployments(names=["weekly"])
