@@ -54,7 +54,8 @@ class _Invocation:
 
 def plan_from_spec(spec: BenchmarkSpec | str | os.PathLike[str], *, store: str | None = None,
                    name: str | None = None, fresh: bool = False, resume: bool = True,
-                   require_valid_judge: JudgePolicy | None = None) -> BenchmarkPlan:
+                   require_valid_judge: JudgePolicy | None = None,
+                   judge_store: str | None = None) -> BenchmarkPlan:
     """The plan of a ``BenchmarkSpec`` (or a path to its YAML), judge checked."""
     if not isinstance(spec, BenchmarkSpec):
         path = Path(spec)
@@ -65,7 +66,8 @@ def plan_from_spec(spec: BenchmarkSpec | str | os.PathLike[str], *, store: str |
         concurrency=spec.concurrency, store=store or spec.store, name=name or spec.name,
         resume=resume, fresh=fresh, chunk_size=spec.chunk_size,
     )
-    check_judge(plan, require_valid_judge or spec.require_valid_judge)
+    check_judge(plan, require_valid_judge or spec.require_valid_judge,
+                judge_store or spec.judge_store)
     return plan
 
 
@@ -153,6 +155,7 @@ def hr_benchmark(
     fresh: bool = False,
     chunk_size: int | None = None,
     require_valid_judge: JudgePolicy = "warn",
+    judge_store: str | os.PathLike[str] = "judges",
     on_progress: ProgressFn | None = None,
     task_runner: TaskRunner[Any] | None = None,
 ) -> Any:
@@ -182,6 +185,7 @@ def hr_benchmark(
         require_valid_judge: for a judge scorer without a valid validation record:
             ``"warn"``, ``"refuse"`` (raise ``SpecError`` naming differing fields) or
             ``"ignore"``. The status goes into the manifest.
+        judge_store: the folder of judge validation records (``hr_judge_validate``).
         on_progress: called about four times a second while running, and once at
             the end, for each arm as ``on_progress(arm, done, total, failures)``:
             runs done (journaled earlier ones included) of ``total``, ``failures``
@@ -199,7 +203,8 @@ def hr_benchmark(
     if _is_spec(arms):
         plan = plan_from_spec(arms, store=None if store == "results" else os.fspath(store),  # type: ignore[arg-type]
                               name=name, fresh=fresh, resume=resume,
-                              require_valid_judge=require_valid_judge)
+                              require_valid_judge=require_valid_judge,
+                              judge_store=os.fspath(judge_store))
     else:
         if reference is None:
             raise TypeError("hr_benchmark needs a reference set (or a BenchmarkSpec as arms)")
@@ -208,7 +213,7 @@ def hr_benchmark(
             store=os.fspath(store), name=name, resume=resume, fresh=fresh,
             chunk_size=chunk_size,
         )
-        check_judge(plan, require_valid_judge)
+        check_judge(plan, require_valid_judge, os.fspath(judge_store))
     options: dict[str, Any] = {"flow_run_name": f"{plan.name}-{plan.run_id}"}
     if task_runner is not None:
         options["task_runner"] = task_runner

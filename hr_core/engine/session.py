@@ -327,39 +327,38 @@ def check_judge(plan: BenchmarkPlan, policy: JudgePolicy = "warn",
                 judge_store: str = "judges") -> str | None:
     """Check a judge scorer's validation record; record the status in ``plan.judge``.
 
-    Status: ``"valid"``, ``"invalid"`` (a record of another config: the differing
-    fields are named), ``"not_validated"`` (no record), or ``None`` without a judge.
-    ``policy`` ``"warn"`` warns, ``"refuse"`` raises :class:`SpecError`,
-    ``"ignore"`` only records the status.
+    Status (``hr_core.judge.validation_status``): ``"valid"``, ``"stale"`` (only
+    records of other configurations: the differing fields of the latest are
+    named) or ``"missing"``; ``None`` without a judge. ``policy`` ``"warn"``
+    warns, ``"refuse"`` raises :class:`SpecError`, ``"ignore"`` only records it.
+
+    Example:
+        >>> plan = plan_benchmark({"a": str}, [{"id": "q1", "label": "x"}])
+        >>> check_judge(plan) is None
+        True
     """
     judge = getattr(plan.scorer, "judge", None)
     if judge is None or plan.judge is None:
         return None
     if policy not in ("warn", "refuse", "ignore"):
         raise SpecError(f"require_valid_judge must be 'warn', 'refuse' or 'ignore', not {policy!r}")
-    from hr_core.judge import hr_judge_valid, load_validation
+    from hr_core.judge import validation_status
 
-    record = load_validation(judge, store=judge_store)
-    differences: list[str] = []
-    if record is None:
-        status = "not_validated"
-        message = (f"judge {judge.hash[:12]} has no validation record in {judge_store!r}; "
+    status, _, differences = validation_status(judge, judge_store)
+    plan.judge = {"hash": judge.hash, "validation": status, "differences": list(differences),
+                  "policy": policy, "store": str(judge_store)}
+    if status == "valid":
+        return status
+    if status == "missing":
+        message = (f"judge {judge.hash[:12]} has no validation record in {str(judge_store)!r}; "
                    "run hr_judge_validate(config, labelled) first")
-    elif hr_judge_valid(record, judge):
-        status, message = "valid", ""
     else:
-        status = "invalid"
-        differences = list(record.differences(judge))
-        message = (f"judge {judge.hash[:12]}: its validation record was made for another "
-                   f"configuration (differs in: {', '.join(differences) or 'hash'}); "
-                   "validate this configuration with hr_judge_validate")
-    plan.judge = {"hash": judge.hash, "validation": status, "differences": differences,
-                  "policy": policy}
-    if status != "valid":
-        if policy == "refuse":
-            raise SpecError(message)
-        if policy == "warn":
-            warnings.warn(message, stacklevel=3)
+        message = (f"judge {judge.hash[:12]}: the latest validation record in "
+                   f"{str(judge_store)!r} is for another configuration (differs in: "
+                   f"{', '.join(differences) or 'hash'}); validate this one with "
+                   "hr_judge_validate")
+    if policy == "refuse":
+        raise SpecError(message)
+    if policy == "warn":
+        warnings.warn(message, stacklevel=3)
     return status
-
-

@@ -69,6 +69,7 @@ class BenchmarkSpec(BaseModel):
     store: str = "results"
     chunk_size: int | None = Field(default=None, ge=1)
     require_valid_judge: Literal["warn", "refuse", "ignore"] = "warn"
+    judge_store: str = "judges"
     base_dir: str | None = Field(default=None, exclude=True)
 
     def load_reference(self) -> Reference:

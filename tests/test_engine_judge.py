@@ -1,0 +1,79 @@
+"""A judge as the scorer: judge failures counted apart, require_valid_judge, manifest."""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from pathlib import Path
+
+import pytest
+
+from hr_core import SpecError
+from hr_core.engine.session import BenchmarkSession, check_judge, plan_benchmark
+from hr_core.judge import (
+    compute_validation,
+    hr_judge_config,
+    hr_scorer_judge,
+    judge_labelled,
+    save_validation,
+)
+from hr_core.models import resolve_model
+
+ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}"} for i in range(6)]
+RUBRIC = "Is the response's answer the reference's?"
+LABELLED = [{"item": "2+2?", "response": "4", "reference": "4", "human": "pass"},
+            {"item": "2+2?", "response": "5", "reference": "4", "human": "fail"}]
+
+
+def _arm(payload: dict) -> str:
+    n = int(payload["question"][1:])
+    return f"a{n}" if n % 2 else "nope"
+
+
+def _plan(tmp_path: Path, rubric: str = RUBRIC):
+    config = hr_judge_config("mock-model", rubric, mode="grade")
+    return plan_benchmark({"arm": _arm}, ITEMS, hr_scorer_judge(config), store=str(tmp_path))
+
+
+def _validate(rubric: str, store: Path) -> None:
+    config = hr_judge_config("mock-model", rubric, mode="grade")
+    results = asyncio.run(judge_labelled(config, resolve_model(config.model), LABELLED))
+    save_validation(compute_validation(config, results, [r["human"] for r in LABELLED]), store)
+
+
+def test_a_judge_scorer_grades_runs_and_counts_judge_failures_apart(tmp_path: Path) -> None:
+    plan = _plan(tmp_path)
+    check_judge(plan, "ignore", str(tmp_path / "judges"))
+    bench = BenchmarkSession(plan).run_sync()
+    assert bench.runs["correct"].tolist() == [False, True] * 3
+    assert "judge_status" in bench.runs and set(bench.runs["judge_status"]) == {"ok"}
+    row = bench.summary().iloc[0]
+    assert (row["accuracy"], row["judge_no_consensus"], row["judge_error"]) == (0.5, 0, 0)
+    assert bench.manifest["judge"]["hash"] == plan.scorer.judge.hash
+    assert bench.manifest["judge"]["validation"] == "missing"
+
+
+def test_require_valid_judge_warns_refuses_or_ignores_a_missing_record(tmp_path: Path) -> None:
+    store = str(tmp_path / "judges")
+    with pytest.warns(UserWarning, match="no validation record"):
+        assert check_judge(_plan(tmp_path), "warn", store) == "missing"
+    with pytest.raises(SpecError, match="hr_judge_validate"):
+        check_judge(_plan(tmp_path), "refuse", store)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert check_judge(_plan(tmp_path), "ignore", store) == "missing"
+
+
+def test_a_record_for_another_rubric_is_stale_and_names_the_field(tmp_path: Path) -> None:
+    store = tmp_path / "judges"
+    _validate("Another rubric entirely?", store)
+    with pytest.raises(SpecError, match=r"differs in: rubric"):
+        check_judge(_plan(tmp_path), "refuse", str(store))
+    _validate(RUBRIC, store)
+    plan = _plan(tmp_path)
+    assert check_judge(plan, "refuse", str(store)) == "valid"
+    assert plan.judge["validation"] == "valid"
+
+
+def test_the_judge_config_is_part_of_the_run_id(tmp_path: Path) -> None:
+    assert _plan(tmp_path).run_id != _plan(tmp_path, "Other rubric?").run_id
