@@ -142,6 +142,8 @@ def compare_arms(console: Console, run_dir: Path, judge: Path, arms: Sequence[st
     if config.mode == "pairwise" and len(names) != 2:
         raise SpecError(f"a pairwise judge compares exactly two arms, got {len(names)}: "
                         f"{', '.join(names) or 'none'} (use --arms A B)")
+    if config.mode == "select" and len(names) < 2:
+        raise SpecError(f"a select judge chooses among two or more arms, got {len(names)}")
     if config.mode == "grade":
         raise SpecError(f"{judge}: a grade judge scores one arm; compare arms with a "
                         "pairwise or select judge")
@@ -157,7 +159,7 @@ def _compare(console: Console, bench: Any, names: list[str], config: Any) -> Any
                   f"on {config.model} ({config.orders} orders) ...")
     comparison = hr_compare(bench, names, config)
     summary = comparison.summary()
-    console.print(comparison_table(summary))
+    console.print(comparison_table(summary, title=f"{config.mode.capitalize()} comparison"))
     if bench.run_dir is not None:
         attach_comparison(bench.run_dir, config.to_dict(), summary)
         _refresh_report(console, Path(bench.run_dir))

@@ -66,18 +66,28 @@ def summary_table(summary: Any, title: str = "Summary") -> Table:
     return table
 
 
-def comparison_table(summary: Any, title: str = "Pairwise comparison") -> Table:
-    """A pairwise comparison's summary: wins, ties, win rate with its interval."""
+def comparison_table(summary: Any, title: str = "Comparison") -> Table:
+    """A comparison's summary: pairwise wins, ties and win rate, or select shares, with CIs."""
     table = Table(title=title, title_justify="left", header_style="bold")
+    if "arm" in summary.columns:  # select: each arm's share of being chosen
+        for name in ("arm", "n", "chosen", "share", "95% CI", "consistency", "no verdict"):
+            table.add_column(name, justify="left" if name == "arm" else "right")
+        for row in summary.to_dict("records"):
+            table.add_row(
+                str(row.get("arm")), _num(row.get("n")), _num(row.get("chosen")),
+                _pct(row.get("share")), f"{_pct(row.get('ci_low'))}–{_pct(row.get('ci_high'))}",
+                _pct(row.get("consistency")), _num(row.get("no_verdict")),
+            )
+        return table
     for name in ("a", "b", "n", "a wins", "b wins", "ties", "win rate (a)", "95% CI",
-                 "consistency"):
+                 "consistency", "no verdict"):
         table.add_column(name, justify="left" if name in ("a", "b") else "right")
     for row in summary.to_dict("records"):
         table.add_row(
             str(row.get("a")), str(row.get("b")), _num(row.get("n")), _num(row.get("a_wins")),
             _num(row.get("b_wins")), _num(row.get("ties")), _pct(row.get("win_rate")),
             f"{_pct(row.get('ci_low'))}–{_pct(row.get('ci_high'))}",
-            _pct(row.get("consistency")),
+            _pct(row.get("consistency")), _num(row.get("no_verdict")),
         )
     return table
 

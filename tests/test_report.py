@@ -196,3 +196,14 @@ def test_a_bad_manifest_is_a_report_error(tmp_path: Path) -> None:
     (run_dir / "manifest.json").write_text("{not json")
     with pytest.raises(ReportError, match="manifest.json"):
         load_report_inputs(run_dir)
+
+
+def test_a_select_comparison_is_a_table_of_shares() -> None:
+    inputs = fake_inputs(with_judges=False)
+    select = [{"arm": a, "n": 20, "chosen": c, "share": c / 20, "ci_low": 0.1, "ci_high": 0.6,
+               "consistency": 0.5, "no_verdict": 4} for a, c in (("keyword", 12), ("numbers", 8))]
+    page = render_report(type(inputs)(
+        inputs.manifest, inputs.runs, inputs.summary,
+        comparisons=[{"judge": {"hash": "ab", "mode": "select"}, "summary": select}]))
+    table = re.search(r'id="table-select">(.*?)</table>', page, re.S)
+    assert table is not None and "60.0%" in table.group(1)

@@ -275,26 +275,39 @@ def _validations(inputs: ReportInputs) -> str:
     return "".join(_validation(v, i) for i, v in enumerate(inputs.validations, start=1))
 
 
+def _select_table(rows: list[dict[str, Any]]) -> str:
+    return _table(
+        ["arm", "n", "chosen", "share", "95% interval", "consistency", "no verdict"],
+        [[f"<b>{_e(r.get('arm'))}</b>", _fmt(r.get("n")), _fmt(r.get("chosen")),
+          _fmt(r.get("share"), "pct"),
+          f"{_fmt(r.get('ci_low'), 'pct')} – {_fmt(r.get('ci_high'), 'pct')}",
+          _fmt(r.get("consistency"), "pct"), _fmt(r.get("no_verdict"))] for r in rows],
+        table_id="table-select",
+    )
+
+
 def _pairwise(inputs: ReportInputs) -> str:
     from hr_core.report import figures
 
     if not inputs.comparisons:
         return ('<p class="note">No pairwise comparison is attached to this run. Compare two '
                 "arms with <code>hr compare RUN_DIR --judge JUDGE.yaml --arms A B</code>.</p>")
-    rows = [r for c in inputs.comparisons for r in c.get("summary", [])]
+    all_rows = [r for c in inputs.comparisons for r in c.get("summary", [])]
+    rows = [r for r in all_rows if "a" in r]
+    selects = [r for r in all_rows if "a" not in r and "arm" in r]
     judges = {str(c.get("judge", {}).get("hash", ""))[:12]: c.get("judge", {})
               for c in inputs.comparisons}
     frame = pd.DataFrame(rows)
     table = _table(
         ["a", "b", "n", "a wins", "b wins", "ties", "win rate of a", "95% interval",
-         "consistency"],
+         "consistency", "no verdict"],
         [[f"<b>{_e(r.get('a'))}</b>", f"<b>{_e(r.get('b'))}</b>", _fmt(r.get("n")),
           _fmt(r.get("a_wins")), _fmt(r.get("b_wins")), _fmt(r.get("ties")),
           _fmt(r.get("win_rate"), "pct"),
           f"{_fmt(r.get('ci_low'), 'pct')} – {_fmt(r.get('ci_high'), 'pct')}",
-          _fmt(r.get("consistency"), "pct")] for r in rows],
+          _fmt(r.get("consistency"), "pct"), _fmt(r.get("no_verdict"))] for r in rows],
         left=2, table_id="table-pairwise",
-    )
+    ) if rows else ""
     judge_text = "; ".join(
         f"{_e(j.get('mode', ''))} judge on {_e(j.get('model', ''))} <code>{_e(h)}</code>, "
         f"{_e(j.get('orders', ''))} orders" for h, j in judges.items()
@@ -303,8 +316,10 @@ def _pairwise(inputs: ReportInputs) -> str:
     if not frame.empty and {"win_rate", "ci_low", "ci_high"} <= set(frame.columns):
         fig = _figure(figures.win_rate_figure(frame), "fig-win-rate",
                       "Win rate of the first arm over the second, per item and run, "
-                      "as judged in every presentation order (ties count half).")
-    return f"<p>Judge: {judge_text}</p>{fig}{table}"
+                      "as judged in every presentation order (ties count half; pairs "
+                      "without a unanimous verdict are left out and counted apart).")
+    select = _select_table(selects) if selects else ""
+    return f"<p>Judge: {judge_text}</p>{fig}{table}{select}"
 
 
 def render_report(inputs: ReportInputs) -> str:
