@@ -194,7 +194,7 @@ def test_an_incomplete_run_dir_names_what_is_missing(tmp_path: Path, missing: st
 def test_a_bad_manifest_is_a_report_error(tmp_path: Path) -> None:
     run_dir = fake_run_dir(tmp_path / "run", with_judges=False)
     (run_dir / "manifest.json").write_text("{not json")
-    with pytest.raises(ReportError, match="manifest.json"):
+    with pytest.raises(ReportError, match=r"manifest\.json"):
         load_report_inputs(run_dir)
 
 
