@@ -10,8 +10,9 @@ from typing import Any
 
 import pandas as pd
 
-from hr_core.engine.store import RUNS, RunStore
+from hr_core.engine.store import REFERENCE, RUNS, RunStore
 from hr_core.failures import FAILURE_KINDS
+from hr_core.reference import Item, Reference
 from hr_core.stats import PairedDifference, accuracy_interval, paired_difference
 
 __all__ = ["JUDGE_FAILURES", "RUN_COLUMNS", "SUMMARY_COLUMNS", "Benchmark", "runs_frame"]
@@ -93,6 +94,20 @@ class Benchmark:
         self.runs = runs
         self.manifest: dict[str, Any] = dict(manifest)
         self.run_dir = run_dir
+        self._reference: Reference | None = None
+
+    @property
+    def reference(self) -> Reference | None:
+        """The reference set the arms ran on (read from ``reference.jsonl`` of a stored run)."""
+        if self._reference is None and self.run_dir is not None:
+            store = RunStore.at(self.run_dir)
+            if store.exists(REFERENCE):
+                import orjson
+
+                items = [Item(r["id"], r["payload"], r["label"]) for r in
+                         map(orjson.loads, store.read_bytes(REFERENCE).splitlines()) if r]
+                self._reference = Reference(items, source=store.path(REFERENCE))
+        return self._reference
 
     @property
     def scorer(self) -> str:

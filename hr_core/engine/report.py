@@ -12,7 +12,7 @@ from hr_core.failures import FAILURE_KINDS
 if TYPE_CHECKING:
     from hr_core.engine.benchmark import Benchmark
 
-__all__ = ["report_markdown", "summary_records"]
+__all__ = ["markdown_table", "report_markdown", "summary_records"]
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -21,6 +21,22 @@ def _fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return str(value)
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """A DataFrame as a markdown table (floats with 3 decimals, NaN as a dash).
+
+    Example:
+        >>> print(markdown_table(pd.DataFrame({"arm": ["a"], "share": [0.5]})))
+        | arm | share |
+        |---|---|
+        | a | 0.500 |
+    """
+    header = "| " + " | ".join(map(str, frame.columns)) + " |"
+    rule = "|---" * len(frame.columns) + "|"
+    rows = ["| " + " | ".join(_fmt(v) for v in row) + " |"
+            for row in frame.itertuples(index=False)]
+    return "\n".join([header, rule, *rows])
 
 
 def summary_records(summary: pd.DataFrame) -> list[dict[str, Any]]:

@@ -15,12 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import orjson
+
 from hr_core.engine.arms import Arm, normalise_arms
 from hr_core.engine.benchmark import Benchmark, runs_frame
 from hr_core.engine.budget import Budget, BudgetLedger
 from hr_core.engine.journal import FLUSH_INTERVAL_S, RunKey
 from hr_core.engine.runner import ChunkContext, run_chunk, score_record, stopped_record
 from hr_core.engine.store import (
+    REFERENCE,
     REPORT,
     RUNS,
     SUMMARY,
@@ -318,6 +321,12 @@ class BenchmarkSession:
         from hr_core.engine.report import report_markdown
 
         self.store.write_text(REPORT, report_markdown(bench, summary))
+        self.store.write_bytes(REFERENCE, b"".join(
+            orjson.dumps({"id": i.id, "payload": i.payload, "label": i.label},
+                         option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY,
+                         default=str)
+            for i in self.plan.reference))
+        bench._reference = self.plan.reference
         self.store.copy_journal()
         self.store.write_manifest(manifest)
         return bench

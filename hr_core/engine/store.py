@@ -25,6 +25,7 @@ SUMMARY = "summary.parquet"
 SUMMARY_CSV = "summary.csv"
 REPORT = "report.md"
 JOURNAL = "journal.jsonl"
+REFERENCE = "reference.jsonl"
 
 
 def run_id_for(spec: dict[str, Any]) -> str:
@@ -126,6 +127,15 @@ class RunStore:
         else:
             with self.fs.open(target, "w", encoding="utf-8") as handle:
                 handle.write(text)
+
+    def write_bytes(self, filename: str, data: bytes) -> None:
+        self._ensure_dir()
+        with self.fs.open(self.path(filename), "wb") as handle:
+            handle.write(data)
+
+    def read_bytes(self, filename: str) -> bytes:
+        with self.fs.open(self.path(filename), "rb") as handle:
+            return bytes(handle.read())
 
     def read_text(self, filename: str) -> str:
         with self.fs.open(self.path(filename), "r", encoding="utf-8") as handle:

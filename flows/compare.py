@@ -1,0 +1,128 @@
+"""The ``hr-compare`` flow: judge arms of a finished benchmark against each other."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+from prefect.runtime import flow_run
+
+from hr_core.engine.benchmark import Benchmark
+from hr_core.engine.compare import Comparison, comparison_rows
+from hr_core.errors import SpecError
+from hr_core.reference import Reference
+from tasks.compare import judge_comparison_chunk, publish_comparison
+
+__all__ = ["compare_flow", "hr_compare"]
+
+
+class _Comparing:
+    """The resolved inputs of one comparison (holds the model, which may hold a key:
+    never a flow parameter)."""
+
+    __slots__ = ("arms", "bench", "chunk_size", "concurrency", "config", "model", "reference")
+
+    def __init__(self, bench: Benchmark, arms: list[str], config: Any, model: Any,
+                 reference: Reference | None, concurrency: int, chunk_size: int) -> None:
+        self.bench, self.arms, self.config, self.model = bench, arms, config, model
+        self.reference, self.concurrency, self.chunk_size = reference, concurrency, chunk_size
+
+
+def _save(comparison: Comparison, bench: Benchmark) -> str | None:
+    if bench.run_dir is None or "://" in bench.run_dir:
+        return None
+    folder = Path(bench.run_dir) / "comparisons"
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = f"{str(comparison.manifest['judge_hash'])[:12]}-{'-vs-'.join(comparison.arms)}"
+    comparison.pairs.to_parquet(folder / f"{stem}.parquet", index=False)
+    comparison.summary().to_csv(folder / f"{stem}-summary.csv", index=False)
+    return str(folder / f"{stem}.parquet")
+
+
+@flow(name="hr-compare", validate_parameters=False, persist_result=False)
+async def compare_flow(invocation: Any = None) -> Comparison:
+    """Judge every (item, run) where all arms answered; one task per chunk of rows."""
+    job: _Comparing = invocation
+    bench = job.bench
+    reference = job.reference if job.reference is not None else bench.reference
+    items = None if reference is None else {item.id: item for item in reference}
+    rows, skipped = comparison_rows(bench, job.arms, items)
+    chunks = [rows[i:i + job.chunk_size] for i in range(0, len(rows), job.chunk_size)]
+    results = await asyncio.gather(*(
+        judge_comparison_chunk(job.config, job.model, chunk, job.arms, job.concurrency, index)
+        for index, chunk in enumerate(chunks)
+    ))
+    run_id = flow_run.get_id()
+    manifest = {
+        "benchmark_run_id": bench.run_id, "benchmark_run_dir": bench.run_dir,
+        "arms": job.arms, "mode": job.config.mode, "judge_hash": job.config.hash,
+        "flow_run_id": None if run_id is None else str(run_id),
+    }
+    comparison = Comparison(job.config.mode, job.arms, [r for chunk in results for r in chunk],
+                            manifest, skipped)
+    comparison.manifest["saved_to"] = _save(comparison, bench)
+    await publish_comparison(comparison, str(bench.manifest.get("name") or "benchmark"))
+    return comparison
+
+
+def hr_compare(
+    benchmark: Benchmark | str | os.PathLike[str],
+    arms: Sequence[str],
+    judge: Any,
+    *,
+    model: Any = None,
+    reference: Reference | None = None,
+    concurrency: int = 16,
+    chunk_size: int = 500,
+) -> Any:
+    """Compare arms of a finished benchmark with a pairwise or select judge.
+
+    Starts the ``hr-compare`` Prefect flow. From synchronous code it returns the
+    :class:`~hr_core.engine.compare.Comparison`; from async code an awaitable.
+
+    Args:
+        benchmark: a ``Benchmark`` or the folder of a stored run.
+        arms: two arms (pairwise: A is ``arms[0]``) or several (select).
+        judge: a ``JudgeConfig`` of mode ``"pairwise"`` or ``"select"``.
+        model: the judge's chat model (default: ``resolve_model(judge.model)``,
+            cached in the run folder's ``judge_responses.sqlite``).
+        reference: the reference set (default: the one stored with the run).
+        concurrency: judgements in flight.
+        chunk_size: (item, run) rows per Prefect task.
+
+    Example:
+        >>> from hr_core.judge import hr_judge_config
+        >>> judge = hr_judge_config("mock-model", "Which answer is right?", mode="pairwise")
+        >>> comparison = hr_compare("results/demo/abc", ["a", "b"], judge)  # doctest: +SKIP
+        >>> comparison.summary()[["a", "b", "win_rate", "ci_low", "ci_high"]]  # doctest: +SKIP
+    """
+    bench = benchmark if isinstance(benchmark, Benchmark) else Benchmark.load(benchmark)
+    arms = [str(a) for a in arms]
+    mode = getattr(judge, "mode", None)
+    if mode not in ("pairwise", "select"):
+        raise SpecError(f"hr_compare needs a pairwise or select judge, not mode {mode!r}")
+    if mode == "pairwise" and len(arms) != 2:
+        raise SpecError(f"a pairwise comparison takes exactly 2 arms, not {len(arms)}")
+    if mode == "select" and len(arms) < 2:
+        raise SpecError("a select comparison takes at least 2 arms")
+    if len(set(arms)) != len(arms):
+        raise SpecError(f"each arm once, please: {arms!r}")
+    if model is None:
+        from hr_core.models import resolve_model
+
+        cache = None
+        if bench.run_dir is not None and "://" not in bench.run_dir:
+            cache = str(Path(bench.run_dir) / "judge_responses.sqlite")
+        model = resolve_model(judge.model, cache=cache, concurrency=concurrency)
+    job = _Comparing(bench, arms, judge, model, reference, concurrency, chunk_size)
+    named = compare_flow.with_options(flow_run_name=f"compare-{'-vs-'.join(arms)}")
+    coro = named(invocation=job)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    return coro

@@ -1,0 +1,148 @@
+"""Comparing arms with a judge (SPEC section 7): pairwise win rates and select shares."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from hr_core.engine.benchmark import Benchmark
+from hr_core.errors import SpecError
+from hr_core.reference import Item
+from hr_core.stats import wilson_interval, win_rate
+
+__all__ = ["Comparison", "ComparisonRow", "comparison_rows", "judge_rows"]
+
+PAIR_COLUMNS = ("item_id", "run", "arms", "status", "verdict", "winner", "order_verdicts",
+                "consistent")
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    """One (item, run) to judge: the arms' outputs in the given arm order."""
+
+    item_id: str
+    run: int
+    item: Any
+    reference: Any
+    outputs: tuple[str, ...]
+
+
+def comparison_rows(bench: Benchmark, arms: Sequence[str],
+                    items: Mapping[str, Item] | None = None) -> tuple[list[ComparisonRow], int]:
+    """The (item, run) pairs where every arm has an output; returns them and how many were left out.
+
+    ``items`` (id -> :class:`Item`) supply what was asked and the reference; without
+    them the judge sees the item id.
+    """
+    missing = [a for a in arms if a not in bench.arms]
+    if missing:
+        raise SpecError(f"no arm {missing[0]!r} in the benchmark (arms: {', '.join(bench.arms)})")
+    runs = bench.runs
+    tables = [runs.loc[runs["arm"] == arm, ["item_id", "run", "output"]]
+              .set_index(["item_id", "run"])["output"].rename(arm) for arm in arms]
+    joined = pd.concat(tables, axis=1, join="inner")
+    complete = joined.dropna()
+    rows = []
+    for key, values in complete.iterrows():
+        item_id, run = str(key[0]), int(key[1])  # type: ignore[index]
+        item = items.get(item_id) if items is not None else None
+        rows.append(ComparisonRow(
+            item_id=item_id, run=run,
+            item=item.payload if item is not None else str(item_id),
+            reference=item.label if item is not None else None,
+            outputs=tuple(str(v) for v in values.tolist()),
+        ))
+    return rows, len(joined) - len(complete)
+
+
+async def judge_rows(config: Any, model: Any, rows: Sequence[ComparisonRow], arms: Sequence[str],
+                     concurrency: int = 16) -> list[dict[str, Any]]:
+    """Judge each row (pairwise or select) and return one record per row."""
+    from hr_core.judge import judge_item
+
+    semaphore = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(row: ComparisonRow) -> dict[str, Any]:
+        reference = row.reference
+        if reference is not None and not isinstance(reference, str):
+            reference = [str(r) for r in reference] if isinstance(reference, list | tuple) \
+                else str(reference)
+        async with semaphore:
+            result = await judge_item(config, model, item=row.item, candidates=list(row.outputs),
+                                      reference=reference, run=row.run)
+        winner = None
+        if result.verdict is not None:
+            if result.verdict == "tie":
+                winner = "tie"
+            else:
+                index = ord(result.verdict.upper()) - ord("A")
+                winner = arms[index] if 0 <= index < len(arms) else None
+        return {
+            "item_id": row.item_id, "run": row.run, "arms": list(arms),
+            "status": result.status, "verdict": result.verdict, "winner": winner,
+            "order_verdicts": list(result.order_verdicts), "consistent": result.consistent,
+        }
+
+    return list(await asyncio.gather(*(one(r) for r in rows)))
+
+
+class Comparison:
+    """Judge verdicts between arms of one benchmark: ``.pairs`` and ``.summary()``.
+
+    Pairwise: ``summary()`` has ``a, b, n, a_wins, b_wins, ties, win_rate`` (ties
+    count half), ``ci_low, ci_high`` (Wilson 95%) and ``consistency`` (share of
+    judged pairs whose orders agreed). Select: one row per arm with ``arm, n,
+    chosen, share, ci_low, ci_high, consistency``. Pairs without a verdict (no
+    consensus, parse failure, error) are left out of ``n`` and counted in
+    ``no_verdict``.
+
+    Example:
+        >>> pairs = [{"item_id": "q1", "run": 1, "arms": ["x", "y"], "status": "ok",
+        ...           "verdict": "A", "winner": "x", "order_verdicts": ["A", "A"],
+        ...           "consistent": True}]
+        >>> Comparison("pairwise", ["x", "y"], pairs, {}).summary().loc[0, "a_wins"].item()
+        1
+    """
+
+    def __init__(self, mode: str, arms: Sequence[str], pairs: Sequence[Mapping[str, Any]],
+                 manifest: Mapping[str, Any], skipped: int = 0) -> None:
+        self.mode = mode
+        self.arms = list(arms)
+        self.pairs = pd.DataFrame(list(pairs), columns=list(PAIR_COLUMNS))
+        self.manifest = dict(manifest)
+        self.skipped = skipped
+
+    def __repr__(self) -> str:
+        return f"<Comparison {self.mode} {' vs '.join(self.arms)}: {len(self.pairs)} judged>"
+
+    def summary(self) -> pd.DataFrame:
+        """The win rates (pairwise) or shares of being chosen (select), with 95% CIs."""
+        pairs = self.pairs
+        total = len(pairs)
+        judged = pairs[pairs["winner"].notna()]
+        consistency = float(pairs["consistent"].mean()) if total else float("nan")
+        no_verdict = total - len(judged)
+        if self.mode == "pairwise":
+            a, b = self.arms
+            a_wins = int((judged["winner"] == a).sum())
+            b_wins = int((judged["winner"] == b).sum())
+            ties = int((judged["winner"] == "tie").sum())
+            interval = win_rate(a_wins, b_wins, ties)
+            return pd.DataFrame([{
+                "a": a, "b": b, "n": len(judged), "a_wins": a_wins, "b_wins": b_wins,
+                "ties": ties, "win_rate": interval.estimate, "ci_low": interval.low,
+                "ci_high": interval.high, "consistency": consistency, "no_verdict": no_verdict,
+            }])
+        rows = []
+        for arm in self.arms:
+            chosen = int((judged["winner"] == arm).sum())
+            interval = wilson_interval(chosen, len(judged))
+            rows.append({"arm": arm, "n": len(judged), "chosen": chosen,
+                         "share": interval.estimate, "ci_low": interval.low,
+                         "ci_high": interval.high, "consistency": consistency,
+                         "no_verdict": no_verdict})
+        return pd.DataFrame(rows)

@@ -1,0 +1,41 @@
+"""Prefect tasks of the compare flow: judge a chunk of (item, run) rows, publish the result."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from prefect import task
+from prefect.artifacts import MarkdownArtifact, TableArtifact
+from prefect.cache_policies import NO_CACHE
+
+from hr_core.engine.compare import Comparison, ComparisonRow, judge_rows
+from hr_core.engine.report import markdown_table, summary_records
+from tasks.benchmark import _run_client, artifact_key
+
+__all__ = ["judge_comparison_chunk", "publish_comparison"]
+
+
+@task(name="judge-comparison-chunk", cache_policy=NO_CACHE, persist_result=False,
+      task_run_name="compare-chunk-{index}")
+async def judge_comparison_chunk(config: Any, model: Any, rows: Sequence[ComparisonRow],
+                                 arms: Sequence[str], concurrency: int,
+                                 index: int) -> list[dict[str, Any]]:
+    """Judge one chunk of rows (pairwise or select); one record per row."""
+    return await judge_rows(config, model, rows, arms, concurrency)
+
+
+@task(name="publish-comparison", cache_policy=NO_CACHE, persist_result=False)
+async def publish_comparison(comparison: Comparison, name: str) -> None:
+    """Publish the comparison's summary as a table and a short markdown artifact."""
+    client = _run_client()
+    summary = comparison.summary()
+    await TableArtifact(key=artifact_key(name, "comparison"), table=summary_records(summary),
+                        description=f"{comparison.mode} comparison of "
+                                    f"{', '.join(comparison.arms)}").acreate(client)
+    lines = [f"# {comparison.mode.capitalize()} comparison: {' vs '.join(comparison.arms)}", "",
+             f"- judge `{str(comparison.manifest.get('judge_hash'))[:12]}`, "
+             f"{len(comparison.pairs)} judgement(s), {comparison.skipped} left out "
+             "(an arm had no output)", "", markdown_table(summary)]
+    await MarkdownArtifact(key=artifact_key(name, "comparison-report"),
+                           markdown="\n".join(lines) + "\n").acreate(client)

@@ -1,0 +1,57 @@
+"""Comparison rows and summaries (pure): pairwise win rates, select shares, consistency."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from hr_core.engine.benchmark import Benchmark, runs_frame
+from hr_core.engine.compare import Comparison, comparison_rows, judge_rows
+from hr_core.judge import hr_judge_config
+from hr_core.models import resolve_model
+from hr_core.reference import Item
+from hr_core.stats import wilson_interval, win_rate
+
+ITEMS = {f"q{i}": Item(f"q{i}", f"Q{i}?", f"a{i}") for i in range(4)}
+
+
+def _bench(outputs: dict[str, list[str | None]]) -> Benchmark:
+    records = [{"arm": arm, "item_id": f"q{i}", "run": 1, "output": out}
+               for arm, values in outputs.items() for i, out in enumerate(values)]
+    return Benchmark(runs_frame(records), {"run_id": "r1"})
+
+
+def test_rows_pair_the_outputs_and_leave_out_missing_ones() -> None:
+    bench = _bench({"x": ["a0", "a1", None, "z"], "y": ["b", "a1", "a2", "a3"]})
+    rows, skipped = comparison_rows(bench, ["x", "y"], ITEMS)
+    assert skipped == 1 and [r.item_id for r in rows] == ["q0", "q1", "q3"]
+    assert rows[0].outputs == ("a0", "b") and rows[0].reference == "a0"
+
+
+def test_pairwise_with_the_mock_judge_counts_wins_ties_and_half_ties() -> None:
+    bench = _bench({"x": ["a0", "a1", "no", "no"], "y": ["no", "a1", "a2", "no"]})
+    rows, _ = comparison_rows(bench, ["x", "y"], ITEMS)
+    config = hr_judge_config("mock-model", "Which is right?", mode="pairwise")
+    pairs = asyncio.run(judge_rows(config, resolve_model("mock-model"), rows, ["x", "y"]))
+    assert [p["winner"] for p in pairs] == ["x", "tie", "y", "tie"]
+    summary = Comparison("pairwise", ["x", "y"], pairs, {}).summary().iloc[0]
+    assert (summary["a_wins"], summary["b_wins"], summary["ties"], summary["n"]) == (1, 1, 2, 4)
+    expected = win_rate(1, 1, 2)
+    assert (summary["win_rate"], summary["ci_low"], summary["ci_high"]) == pytest.approx(
+        tuple(expected))
+    assert summary["consistency"] == 1.0
+
+
+def test_select_shares_and_a_position_biased_judge_without_consensus() -> None:
+    bench = _bench({"x": ["a0", "no", "no", "no"], "y": ["no", "a1", "no", "no"],
+                    "z": ["no", "no", "a2", "no"]})
+    rows, _ = comparison_rows(bench, ["x", "y", "z"], ITEMS)
+    config = hr_judge_config("mock-model", "Which is right?", mode="select")
+    pairs = asyncio.run(judge_rows(config, resolve_model("mock-model"), rows, ["x", "y", "z"]))
+    assert [p["winner"] for p in pairs] == ["x", "y", "z", None]
+    assert pairs[3]["status"] == "no_consensus"
+    summary = Comparison("select", ["x", "y", "z"], pairs, {}).summary().set_index("arm")
+    assert summary.loc["x", "chosen"] == 1 and summary.loc["x", "n"] == 3
+    assert summary.loc["x", "ci_low"] == pytest.approx(wilson_interval(1, 3).low)
+    assert summary.loc["x", "consistency"] == 0.75 and summary.loc["x", "no_verdict"] == 1

@@ -1,0 +1,42 @@
+"""The hr-compare flow: pairwise and select comparisons of a stored benchmark's arms."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from flows import hr_benchmark, hr_compare
+from hr_core.judge import hr_judge_config
+
+ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}"} for i in range(10)]
+
+
+def right(payload: dict[str, Any]) -> str:
+    return "a" + payload["question"][1:]
+
+
+def half(payload: dict[str, Any]) -> str:
+    n = int(payload["question"][1:])
+    return f"a{n}" if n % 2 else "no idea"
+
+
+def test_pairwise_and_select_comparisons_of_a_stored_run(
+    prefect_harness: None, tmp_path: Path,
+) -> None:
+    bench = hr_benchmark({"right": right, "half": half}, ITEMS, store=str(tmp_path))
+    pairwise = hr_judge_config("mock-model", "Which answer is right?", mode="pairwise")
+    comparison = hr_compare(bench.run_dir, ["right", "half"], pairwise)
+    row = comparison.summary().iloc[0]
+    assert (row["a"], row["b"], row["n"], row["a_wins"], row["b_wins"], row["ties"]) == (
+        "right", "half", 10, 5, 0, 5)
+    assert row["win_rate"] == 0.75 and row["ci_low"] < 0.75 < row["ci_high"]
+    assert len(comparison.pairs) == 10
+    assert comparison.pairs["order_verdicts"].map(len).eq(2).all()
+    saved = Path(comparison.manifest["saved_to"])
+    assert saved.is_file() and saved.parent == Path(bench.run_dir) / "comparisons"
+
+    select = hr_judge_config("mock-model", "Which answer is right?", mode="select")
+    shares = hr_compare(bench, ["half", "right"], select).summary().set_index("arm")
+    # odd items: both right, the mock picks the first shown -> orders disagree
+    assert shares.loc["right", "chosen"] == 5 and shares.loc["half", "chosen"] == 0
+    assert shares.loc["right", "no_verdict"] == 5 and shares.loc["right", "consistency"] == 0.5
