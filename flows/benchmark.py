@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from tasks.benchmark import (
     run_benchmark_chunk,
     write_benchmark,
 )
+from tasks.limits import ProviderLimit, ensure_provider_limits, limit_arms
 from tasks.remote import run_chunks_submitted
 
 __all__ = ["benchmark_flow", "hr_benchmark", "plan_from_spec"]
@@ -43,13 +44,14 @@ CALLBACK_INTERVAL_S = 0.25
 class _Invocation:
     """What one flow run needs that is not a Prefect parameter (not JSON: a placeholder)."""
 
-    __slots__ = ("on_progress", "plan", "submit")
+    __slots__ = ("limits", "on_progress", "plan", "submit")
 
     def __init__(self, plan: BenchmarkPlan, on_progress: ProgressFn | None,
-                 submit: bool = False) -> None:
+                 submit: bool = False, limits: Sequence[ProviderLimit] = ()) -> None:
         self.plan = plan
         self.on_progress = on_progress
         self.submit = submit  # chunks go to the flow's task runner (Dask, Ray)
+        self.limits = list(limits)  # cross-process provider limits (tasks.limits)
 
 
 def plan_from_spec(spec: BenchmarkSpec | str | os.PathLike[str], *, store: str | None = None,
@@ -130,6 +132,10 @@ async def benchmark_flow(
         invocation = _Invocation(plan_from_spec(
             spec, store=store, name=name, fresh=fresh, resume=resume,
             require_valid_judge=require_valid_judge), None)
+    if invocation.limits:
+        await ensure_provider_limits(invocation.limits)
+        providers = [limit.provider for limit in invocation.limits]
+        invocation.plan.arms = limit_arms(invocation.plan.arms, providers)
     run_id = flow_run.get_id()
     session = BenchmarkSession(invocation.plan, flow_run_id=None if run_id is None else str(run_id))
     return await _run(session, invocation.on_progress, invocation.submit)
@@ -158,6 +164,7 @@ def hr_benchmark(
     judge_store: str | os.PathLike[str] = "judges",
     on_progress: ProgressFn | None = None,
     task_runner: TaskRunner[Any] | None = None,
+    provider_limits: Sequence[ProviderLimit] = (),
 ) -> Any:
     """Run every arm on every item ``runs`` times, score, and store the results.
 
@@ -193,6 +200,9 @@ def hr_benchmark(
         task_runner: the flow's task runner (``flows.runners.make_task_runner``):
             with Dask or Ray each chunk is submitted to it and runs there; the
             default (``None`` or threads) runs the chunks in the flow's event loop.
+        provider_limits: Prefect global concurrency / rate limits per provider,
+            shared by every process calling it (``tasks.limits``); created if
+            missing, then every LLM arm call on that provider holds a slot.
 
     Example:
         >>> bench = hr_benchmark({"upper": str.upper},
@@ -219,7 +229,7 @@ def hr_benchmark(
         options["task_runner"] = task_runner
     named = benchmark_flow.with_options(**options)
     submit = task_runner is not None and not isinstance(task_runner, ThreadPoolTaskRunner)
-    coro = named(invocation=_Invocation(plan, on_progress, submit))
+    coro = named(invocation=_Invocation(plan, on_progress, submit, provider_limits))
     try:
         asyncio.get_running_loop()
     except RuntimeError:

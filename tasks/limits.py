@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, NamedTuple
 
@@ -21,14 +21,17 @@ from prefect.concurrency.asyncio import concurrency, rate_limit
 from prefect.exceptions import ObjectNotFound
 from pydantic import BaseModel, ConfigDict, Field
 
+from hr_core.engine.arms import Arm
 from hr_core.errors import SpecError
-from hr_core.models.base import Message, ModelReply
+from hr_core.models.base import ChatMessage, ModelReply
 
 __all__ = [
+    "LimitedArm",
     "LimitedModel",
     "ProviderLimit",
     "ProviderLimitNames",
     "ensure_provider_limits",
+    "limit_arms",
     "provider_limit_names",
     "provider_slot",
 ]
@@ -161,7 +164,7 @@ class LimitedModel:
 
     async def complete(
         self,
-        messages: Sequence[Message],
+        messages: Sequence[ChatMessage],
         *,
         schema: Mapping[str, Any] | None = None,
         params: Mapping[str, Any] | None = None,
@@ -173,3 +176,42 @@ class LimitedModel:
                 messages, schema=schema, params=params, run=run
             )
             return reply
+
+
+class LimitedArm(Arm):
+    """An LLM arm whose model holds a global-limit slot per call when its provider is limited."""
+
+    __slots__ = ("providers",)
+
+    def __init__(self, arm: Arm, providers: Iterable[str]) -> None:
+        super().__init__(arm.name, arm.fn, arm.spec, arm.llm)
+        self.cache = arm.cache
+        self.concurrency = arm.concurrency
+        self.providers = frozenset(providers)
+
+    def model(self) -> Any:
+        """The arm's chat model, wrapped in :class:`LimitedModel` for a limited provider."""
+        model = super().model()
+        if not isinstance(model, LimitedModel) and model.provider in self.providers:
+            model = self._model = LimitedModel(model)
+        return model
+
+
+def limit_arms(arms: Mapping[str, Arm], providers: Iterable[str]) -> dict[str, Arm]:
+    """The arms with every LLM arm's calls under its provider's global limits.
+
+    Python arms are left as they are (they may call :func:`provider_slot`
+    themselves); an LLM arm is wrapped when its resolved model's provider is one
+    of ``providers``.
+
+    Example:
+        >>> from hr_core.engine.arms import normalise_arms
+        >>> arms = normalise_arms({"llm": {"model": "mock:echo", "prompt": "{question}"}})
+        >>> type(limit_arms(arms, ["mock"])["llm"]).__name__
+        'LimitedArm'
+    """
+    names = list(providers)
+    for provider in names:
+        provider_limit_names(provider)
+    return {name: LimitedArm(arm, names) if arm.llm is not None else arm
+            for name, arm in arms.items()}

@@ -8,12 +8,16 @@ from typing import Any
 
 import pytest
 
+from flows import hr_benchmark
+from hr_core.engine.arms import normalise_arms
 from hr_core.errors import SpecError
 from hr_core.models.base import ModelReply
 from tasks.limits import (
+    LimitedArm,
     LimitedModel,
     ProviderLimit,
     ensure_provider_limits,
+    limit_arms,
     provider_limit_names,
     provider_slot,
 )
@@ -97,6 +101,42 @@ def test_a_spent_rate_limit_makes_the_next_call_wait(prefect_harness: None) -> N
 
     with pytest.raises(TimeoutError):
         asyncio.run(twice())
+
+
+def test_only_llm_arms_of_a_limited_provider_get_a_limited_model() -> None:
+    arms = normalise_arms({"llm": {"model": "mock:echo", "prompt": "{question}"},
+                           "code": "os.path:basename"})
+    limited = limit_arms(arms, ["mock"])
+    assert isinstance(limited["llm"], LimitedArm) and limited["code"] is arms["code"]
+    assert isinstance(limited["llm"].model(), LimitedModel)
+    other = limit_arms(arms, ["openai"])["llm"]
+    assert not isinstance(other.model(), LimitedModel)
+
+
+def test_an_llm_arm_under_a_limit_of_one_calls_one_at_a_time(prefect_harness: None) -> None:
+    asyncio.run(ensure_provider_limits([ProviderLimit(provider="lim-arm", concurrency=1)]))
+    arm = limit_arms(normalise_arms({"llm": {"model": "mock:echo", "prompt": "{q}"}}),
+                     ["lim-arm"])["llm"]
+    inner = CountingModel("lim-arm")
+    arm._model = inner
+
+    async def calls() -> list[Any]:
+        return await asyncio.gather(*(arm.acall_llm({"q": f"q{i}"}, 1) for i in range(4)))
+
+    assert [r.text for r in asyncio.run(calls())] == ["q0", "q1", "q2", "q3"]
+    assert inner.peak == 1
+
+
+def test_a_benchmark_with_provider_limits_creates_them_and_runs(
+    prefect_harness: None, tmp_path: Any,
+) -> None:
+    items = [{"id": f"q{i}", "question": f"a{i}", "label": f"a{i}"} for i in range(6)]
+    limits = [ProviderLimit(provider="mock", concurrency=2, per_second=50)]
+    bench = hr_benchmark({"echo": {"model": "mock:echo", "prompt": "{question}"}}, items,
+                         store=str(tmp_path), provider_limits=limits)
+    assert len(bench.runs) == 6
+    assert asyncio.run(_read_limit("hr-mock-concurrency")).limit == 2
+    assert asyncio.run(_read_limit("hr-mock-rate")).slot_decay_per_second == 50
 
 
 @pytest.mark.parametrize("provider", ["OpenAI", "a/b", "", "-x"])
