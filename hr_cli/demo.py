@@ -39,16 +39,16 @@ def two_best(summary: Any) -> list[str]:
 
 def run_demo(console: Console, *, store: Path, judges: Path) -> Path:
     """Run the demo; returns the path of the report."""
-    from hr_cli.commands import _compare, _finish, _load_spec, _record_dict, run_benchmark
+    from hr_cli.commands import _agg, _compare, _load_spec, _record_dict, run_benchmark
     from hr_cli.judges import load_judge
-    from hr_cli.tables import validation_table
+    from hr_cli.tables import summary_table, validation_table
     from hr_core.report import attach_validation, write_report
 
     console.print(Rule("[bold]hr demo[/]: document QA, four offline arms"))
     spec = _load_spec(example_path("demo.yaml"), store=store)
     console.print(f"Spec: {example_path('demo.yaml')}")
     bench = run_benchmark(console, spec, fresh=True)
-    report = _finish(console, bench)
+    console.print(summary_table(bench.summary(), title="Summary: docqa-demo"))
     run_dir = Path(bench.run_dir)
 
     console.print(Rule("[bold]Judge validation[/]: a grade judge against people's labels"))
@@ -66,6 +66,7 @@ def run_demo(console: Console, *, store: Path, judges: Path) -> Path:
     pairwise = load_judge(example_path("pairwise_judge.yaml"))
     _compare(console, bench, best, pairwise)
 
+    _agg()
     report = write_report(run_dir)
     console.print(Rule("[bold]Done[/]"))
     console.print(f"[bold]Results:[/] {run_dir}")

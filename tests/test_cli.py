@@ -229,3 +229,23 @@ def test_judge_validate_saves_prints_and_attaches_the_record(
     assert "agreement" in out and "kappa" in out
     code, out, _ = hr(capsys, "judge", "check", GRADE, "--store", tmp_path / "judges")
     assert code == 0 and "valid" in out
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_compare_judges_two_arms_prints_and_attaches_to_the_report(
+    capsys: pytest.CaptureFixture[str], small_spec: Path, tmp_path: Path
+) -> None:
+    code, _, err = hr(capsys, "run", small_spec, "--store", tmp_path / "store")
+    assert code == 0, err
+    results = next((tmp_path / "store" / "small").iterdir())
+    code, out, err = hr(capsys, "compare", results, "--judge", PAIRWISE, "--arms",
+                        "keyword_overlap", "always_abstain")
+    assert code == 0, err
+    assert "Pairwise comparison" in out and "keyword_overlap" in out
+    attached = list((results / "comparisons").glob("*.json"))
+    assert len(attached) == 1
+    row = json.loads(attached[0].read_text())["summary"][0]
+    assert (row["a"], row["b"]) == ("keyword_overlap", "always_abstain")
+    assert row["n"] + row["no_verdict"] == 16
+    assert "Report updated" in out
+    assert 'id="fig-win-rate"' in (results / "report.html").read_text(encoding="utf-8")
