@@ -18,6 +18,7 @@ from flows.benchmark import hr_benchmark
 from flows.runners import TaskRunnerKind, make_task_runner
 from hr_core.engine.benchmark import Benchmark
 from hr_core.errors import HrError
+from tasks.limits import ProviderLimit
 from tasks.regression import check_regression, publish_regression
 
 __all__ = ["RegressionDetected", "hr_scheduled_benchmark"]
@@ -48,6 +49,7 @@ async def hr_scheduled_benchmark(
     address: str | None = None,
     n_workers: int | None = None,
     secrets: dict[str, str] | None = None,
+    provider_limits: list[ProviderLimit] | None = None,
 ) -> dict[str, Any]:
     """Run a benchmark spec under a fresh run id, then check it for regressions.
 
@@ -64,6 +66,9 @@ async def hr_scheduled_benchmark(
         secrets: environment variables to fill from Prefect Secret blocks, e.g.
             ``{"OPENAI_API_KEY": "openai-api-key"}``; the values are never logged
             nor stored.
+        provider_limits: global concurrency / rate limits per provider, shared
+            with every other deployment calling it, e.g.
+            ``[{"provider": "openai", "concurrency": 8, "per_second": 5}]``.
 
     Returns:
         The run id and folder, the previous run compared with, and the arms that
@@ -79,7 +84,8 @@ async def hr_scheduled_benchmark(
     runner = None if task_runner == "threads" else make_task_runner(
         task_runner, address=address, n_workers=n_workers)
     bench: Benchmark = await hr_benchmark(spec, store=store or "results", fresh=True,
-                                          task_runner=runner)
+                                          task_runner=runner,
+                                          provider_limits=provider_limits or ())
     name = str(bench.manifest.get("name") or "benchmark")
     run_dir = str(bench.run_dir)
     report = check_regression(run_dir, threshold=threshold)
