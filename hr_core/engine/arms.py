@@ -105,8 +105,7 @@ class Arm:
             llm = self.llm
             prices = None
             if llm.price_in is not None or llm.price_out is not None:
-                name = llm.model.partition(":")[2] or llm.model
-                prices = {name: {"input": llm.price_in or 0.0, "output": llm.price_out or 0.0}}
+                prices = {"input": llm.price_in or 0.0, "output": llm.price_out or 0.0}
             self._model = resolve_model(
                 llm.model, base_url=llm.base_url, api_key_env=llm.api_key_env, prices=prices,
                 cache=self.cache, concurrency=self.concurrency,

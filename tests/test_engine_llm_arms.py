@@ -1,0 +1,51 @@
+"""Declarative LLM arms in the engine: prompt from the payload, usage and cost, the cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hr_core import LLMArm
+from hr_core.engine.session import BenchmarkSession, plan_benchmark
+
+DOC = "The bridge opened in 1931. The bridge was designed by Helen Marsh."
+ITEMS = [{"id": "q1", "document": DOC, "question": "Who designed the bridge?",
+          "label": "Helen Marsh"},
+         {"id": "q2", "document": DOC, "question": "What colour is the moon?",
+          "label": "grey"}]
+
+
+def test_an_llm_arm_answers_with_usage_and_the_runs_replay_from_the_cache(
+    tmp_path: Path, openai_server: object,
+) -> None:
+    arm = {"model": "openai-compatible:tiny", "base_url": openai_server.url,  # type: ignore[attr-defined]
+           "api_key_env": "HR_TEST_LLM_KEY", "price_in": 1.0, "price_out": 2.0,
+           "prompt": "Context: {document}\nQuestion: {question}", "params": {"temperature": 0}}
+    import os
+
+    os.environ["HR_TEST_LLM_KEY"] = "sk-test"
+    try:
+        plan = plan_benchmark({"llm": arm}, ITEMS, runs=2, store=str(tmp_path))
+        bench = BenchmarkSession(plan).run_sync()
+        runs = bench.runs
+        assert runs["output"].tolist()[:2] == ["Helen Marsh", "Helen Marsh"]
+        assert runs["failure_kind"].tolist()[2:] == ["not_in_document"] * 2
+        assert (runs["tokens_in"] > 0).all() and (runs["tokens_out"] > 0).all()
+        expected = (runs["tokens_in"] * 1.0 + runs["tokens_out"] * 2.0) / 1e6
+        assert (runs["cost_usd"] - expected.astype(float)).abs().max() < 1e-12
+        assert (tmp_path / "responses.sqlite").is_file()
+        calls = len(openai_server.requests)  # type: ignore[attr-defined]
+        assert calls == 4  # the run index is part of the cache key
+        again = plan_benchmark({"llm": arm}, ITEMS, runs=2, store=str(tmp_path), fresh=True)
+        BenchmarkSession(again).run_sync()
+        assert len(openai_server.requests) == calls  # type: ignore[attr-defined]
+    finally:
+        del os.environ["HR_TEST_LLM_KEY"]
+
+
+def test_an_llm_arm_given_as_a_model_object_is_recorded_without_secrets(tmp_path: Path) -> None:
+    arm = LLMArm(model="mock:reader", prompt="Context: {document}\nQuestion: {question}",
+                 api_key_env="SOME_KEY")
+    plan = plan_benchmark({"mock": arm}, ITEMS, store=str(tmp_path))
+    bench = BenchmarkSession(plan).run_sync()
+    assert bench.runs["correct"].tolist() == [True, False]
+    assert bench.manifest["arms"]["mock"]["api_key_env"] == "SOME_KEY"
