@@ -199,6 +199,13 @@ class BenchmarkSession:
         self.journal.append(record)
         self._count(record)
 
+    def absorb(self, records: list[dict[str, Any]], scorer_errors: list[str]) -> None:
+        """Take in the records of a chunk run elsewhere (a Dask/Ray worker): journal them."""
+        assert self._ctx is not None, "open the session first"
+        for record in records:
+            self._record(record)
+        self._ctx.scorer_errors.extend(scorer_errors)
+
     def progress(self) -> list[tuple[str, int, int, int]]:
         """``(arm, done, total, failures)`` for each arm."""
         per_arm = len(self.plan.reference) * self.plan.runs
