@@ -56,3 +56,12 @@ def test_serve_builds_the_same_deployments_with_their_schedules() -> None:
 def test_serving_an_unknown_deployment_is_refused() -> None:
     with pytest.raises(SpecError, match="no deployment named weekly"):
         build_deployments(names=["weekly"])
+
+
+def test_the_regression_automation_template_is_a_valid_prefect_automation() -> None:
+    from prefect.events.schemas.automations import AutomationCore
+
+    data = yaml.safe_load((ROOT / "deployments" / "automations.yaml").read_text())
+    automation = AutomationCore.model_validate(data["automations"][0])
+    assert getattr(automation.trigger, "expect", None) == {"hr.regression.detected"}
+    assert [a.type for a in automation.actions] == ["send-notification"]
