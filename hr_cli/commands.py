@@ -161,7 +161,7 @@ def _compare(console: Console, bench: Any, names: list[str], config: Any) -> Any
     summary = comparison.summary()
     console.print(comparison_table(summary, title=f"{config.mode.capitalize()} comparison"))
     if bench.run_dir is not None:
-        attach_comparison(bench.run_dir, config.to_dict(), summary)
+        attach_comparison(bench.run_dir, {**config.to_dict(), "hash": config.hash}, summary)
         _refresh_report(console, Path(bench.run_dir))
     return comparison
 

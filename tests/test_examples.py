@@ -180,6 +180,8 @@ def test_readme_starts_with_the_two_commands_and_keeps_the_operations_heading() 
     assert first_block.split() == ["make", "demo", "make", "test"]
     assert "\n## Operations\n" in text
     assert "docs/report.png" in text
+    shot = Path(__file__).resolve().parent.parent / "docs" / "report.png"
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_readme_quickstart_yaml_is_the_bundled_spec() -> None:

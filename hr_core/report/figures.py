@@ -177,10 +177,21 @@ def latency_cost_figure(runs: pd.DataFrame, prefix: str = "fig-latency-cost") ->
     return svg_text(fig, prefix)
 
 
-def confusion_figure(confusion: Mapping[str, Mapping[str, Any]], prefix: str) -> str:
-    """Heat map of a judge's confusion: people's labels (rows) against the judge's verdicts."""
-    humans = list(confusion)
-    judged = list(dict.fromkeys(v for row in confusion.values() for v in row))
+def confusion_figure(confusion: Mapping[str, Mapping[str, Any]], prefix: str,
+                     order: Sequence[str] = ()) -> str:
+    """Heat map of a judge's confusion: people's labels (rows) against the judge's verdicts.
+
+    ``order`` (e.g. the grades, positive first) sorts rows and columns; other
+    labels (such as ``no_verdict``) follow.
+    """
+    def ranked(labels: list[str]) -> list[str]:
+        known = [x for x in order if x in labels]
+        return known + [x for x in labels if x not in known]
+
+    humans = ranked(list(confusion))
+    judged = ranked(list(dict.fromkeys(
+        [*order, *(v for row in confusion.values() for v in row)])))
+    judged = [j for j in judged if j in order or any(j in row for row in confusion.values())]
     grid = [[int(confusion[h].get(j, 0) or 0) for j in judged] for h in humans]
     fig = _figure(1.6 + 1.1 * max(len(judged), 1), 1.2 + 0.6 * max(len(humans), 1))
     ax = fig.add_subplot()
@@ -212,6 +223,7 @@ def win_rate_figure(summary: pd.DataFrame, prefix: str = "fig-win-rate") -> str:
         labels.append(f"{row['a']} vs {row['b']}")
     ax.set_yticks(range(len(labels)), labels)
     ax.set_xlim(0, 1.1)
-    ax.set_xlabel("win rate of the first arm (ties count half), 95% interval; wins-ties-losses")
+    ax.set_xlabel("win rate of the first arm (ties count half), 95% interval\n"
+                  "labels: wins-ties-losses")
     ax.spines[["top", "right"]].set_visible(False)
     return svg_text(fig, prefix)

@@ -259,7 +259,9 @@ def _validation(record: Mapping[str, Any], index: int) -> str:
     confusion = record.get("confusion") or {}
     fig = ""
     if confusion:
-        fig = _figure(figures.confusion_figure(confusion, f"fig-confusion-{index}"),
+        grades = config.get("grades") or []
+        order = [str(g) for g in grades] if isinstance(grades, list | tuple) else []
+        fig = _figure(figures.confusion_figure(confusion, f"fig-confusion-{index}", order),
                       f"fig-confusion-{index}",
                       "Confusion: people's labels (rows) against the judge's combined verdict "
                       "(columns; an item without consensus counts against agreement).")
