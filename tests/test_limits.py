@@ -130,12 +130,12 @@ def test_an_llm_arm_under_a_limit_of_one_calls_one_at_a_time(prefect_harness: No
 def test_a_benchmark_with_provider_limits_creates_them_and_runs(
     prefect_harness: None, tmp_path: Any,
 ) -> None:
-    items = [{"id": f"q{i}", "question": f"a{i}", "label": f"a{i}"} for i in range(6)]
-    limits = [ProviderLimit(provider="mock", concurrency=2, per_second=50)]
+    items = [{"id": f"q{i}", "question": f"a{i}", "label": f"a{i}"} for i in range(4)]
+    limits = [ProviderLimit(provider="mock", concurrency=4, per_second=50)]
     bench = hr_benchmark({"echo": {"model": "mock:echo", "prompt": "{question}"}}, items,
                          store=str(tmp_path), provider_limits=limits)
-    assert len(bench.runs) == 6
-    assert asyncio.run(_read_limit("hr-mock-concurrency")).limit == 2
+    assert len(bench.runs) == 4
+    assert asyncio.run(_read_limit("hr-mock-concurrency")).limit == 4
     assert asyncio.run(_read_limit("hr-mock-rate")).slot_decay_per_second == 50
 
 
