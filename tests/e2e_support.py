@@ -58,7 +58,7 @@ class PrefectServer:
     server and every process started through it on exit.
     """
 
-    def __init__(self, home: Path, cwd: Path, *, startup_timeout: float = 60.0) -> None:
+    def __init__(self, home: Path, cwd: Path, *, startup_timeout: float = 120.0) -> None:
         self.home = home
         self.cwd = cwd
         self.port = free_port()
