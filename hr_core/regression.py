@@ -39,6 +39,7 @@ scored in both."""
 
 _FINGERPRINT_KEYS = ("reference_hash", "arms", "scorer")
 _COMPLETED = "completed"
+_NOT_RUN = "budget_stop"
 
 
 class ArmChange(BaseModel):
@@ -126,7 +127,9 @@ def _num(value: float) -> float | None:
 def item_accuracy(runs: pd.DataFrame, arm: str) -> pd.Series:
     """Each item's share of correct runs among its scored runs, for one arm.
 
-    Items with no scored run (``correct`` missing everywhere) are left out.
+    Items with no scored run (``correct`` missing everywhere) are left out, and
+    so are runs a budget stopped (``failure_kind="budget_stop"``): they never ran,
+    so they say nothing about whether the arm got worse.
 
     Example:
         >>> runs = pd.DataFrame({"arm": ["a"] * 3, "item_id": ["q1", "q1", "q2"],
@@ -134,7 +137,10 @@ def item_accuracy(runs: pd.DataFrame, arm: str) -> pd.Series:
         >>> item_accuracy(runs, "a").to_dict()
         {'q1': 0.5}
     """
-    rows = runs.loc[(runs["arm"] == arm) & runs["correct"].notna(), ["item_id", "correct"]]
+    keep = (runs["arm"] == arm) & runs["correct"].notna()
+    if "failure_kind" in runs.columns:
+        keep &= runs["failure_kind"].ne(_NOT_RUN).fillna(True).astype(bool)
+    rows = runs.loc[keep, ["item_id", "correct"]]
     scores = rows["correct"].astype("float64")
     return scores.groupby(rows["item_id"].astype(str)).mean()
 

@@ -138,3 +138,11 @@ def test_the_fingerprint_ignores_run_details_but_not_the_spec() -> None:
     base = {"reference_hash": "r", "arms": {"a": 1}, "scorer": "exact"}
     assert spec_fingerprint(base) == spec_fingerprint({**base, "run_id": "x", "status": "y"})
     assert spec_fingerprint(base) != spec_fingerprint({**base, "arms": {"a": 2}})
+
+
+def test_runs_a_budget_stopped_are_left_out_of_the_comparison() -> None:
+    before = _runs({"a": [True] * 20})
+    after = _runs({"a": [True] * 10 + [False] * 10})
+    after["failure_kind"] = [None] * 10 + ["budget_stop"] * 10
+    change = compare_runs(after, before).arms[0]
+    assert (change.n_items, change.status, change.diff) == (10, "no_change", 0.0)
