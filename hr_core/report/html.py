@@ -85,6 +85,18 @@ def _fmt(value: Any, kind: str = "") -> str:
     return str(value)
 
 
+def _rendering_versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    parts = [f"Python {platform.python_version()}"]
+    for package in ("hr", "pandas", "matplotlib"):
+        try:
+            parts.append(f"{package} {version(package)}")
+        except PackageNotFoundError:
+            continue
+    return ", ".join(parts)
+
+
 def _compact(value: Any) -> str:
     if _missing(value) or not value:
         return "0"
@@ -162,6 +174,8 @@ def _facts(inputs: ReportInputs) -> str:
     hr_version = _pick(m, "version", "hr_version", "package_version")
     if hr_version and "hr " not in version_text:
         version_text = f"hr {hr_version}" + (f", {version_text}" if version_text else "")
+    version_text = (f"run: {version_text or 'not recorded'}; this report: "
+                    f"{_rendering_versions()}")
     budget = _pick(m, "budget")
     if isinstance(budget, Mapping):
         budget = {k: v for k, v in budget.items() if v is not None}
@@ -179,6 +193,8 @@ def _facts(inputs: ReportInputs) -> str:
         ("Budget", f"<code>{_e(json.dumps(budget))}</code>" if budget else "none"),
         ("Started", _e(_pick(m, "started_at", "start_time", "started") or "–")),
         ("Finished", _e(_pick(m, "finished_at", "end_time", "ended_at", "finished") or "–")),
+        ("Engine time", _e(f"{float(seconds):.1f} s running arms and scoring"
+                           if (seconds := _pick(m, "engine_seconds")) is not None else "–")),
         ("Versions", _e(version_text or "–")),
         ("Git commit", f"<code>{_e(_pick(m, 'git_commit', 'commit') or '–')}</code>"),
         ("Prefect flow run", f"<code>{_e(_pick(m, 'flow_run_id') or '–')}</code>"),
