@@ -85,3 +85,13 @@ def test_a_task_runner_that_cannot_be_built_is_refused(
 ) -> None:
     with pytest.raises(TaskRunnerError, match=message):
         make_task_runner(kind, address=address)
+
+
+def test_ray_without_its_extra_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "prefect_ray" else real(name, *a))
+    with pytest.raises(TaskRunnerError, match=r"pip install 'hr\[ray\]'"):
+        make_task_runner("ray")
