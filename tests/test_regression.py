@@ -146,3 +146,20 @@ def test_runs_a_budget_stopped_are_left_out_of_the_comparison() -> None:
     after["failure_kind"] = [None] * 10 + ["budget_stop"] * 10
     change = compare_runs(after, before).arms[0]
     assert (change.n_items, change.status, change.diff) == (10, "no_change", 0.0)
+
+
+def test_the_previous_run_is_found_in_an_fsspec_store() -> None:
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    for run_id, started in (("r1", "2026-11-01T02:00:00Z"), ("r2", "2026-11-02T02:00:00Z")):
+        manifest = {"run_id": run_id, "reference_hash": "h", "arms": {}, "scorer": "exact",
+                    "status": "completed", "started_at": started}
+        fs.pipe(f"/hr-test-store/demo/{run_id}/manifest.json", json.dumps(manifest).encode())
+    current = {"run_id": "r3", "reference_hash": "h", "arms": {}, "scorer": "exact",
+               "started_at": "2026-11-03T02:00:00Z"}
+    found = find_previous_run("memory://hr-test-store/demo", current)
+    assert found is not None
+    assert found.manifest["run_id"] == "r2"
+    assert found.run_dir.startswith("memory://") and found.run_dir.endswith("/demo/r2")
+    fs.rm("/hr-test-store", recursive=True)
