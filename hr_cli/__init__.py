@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["main"]
 
@@ -29,6 +31,16 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     return (HrError, OSError, yaml.YAMLError, ValidationError)
 
 
+def _show_warnings_as_lines(console: Any) -> None:
+    """Python warnings (e.g. a judge without a validation record) as one yellow line each."""
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: str | None = None) -> None:
+        console.print(f"hr: warning: {message}", style="yellow", markup=False)
+
+    warnings.showwarning = show
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``hr`` console script.
 
@@ -37,6 +49,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """
     from hr_cli.app import app, console
 
+    _show_warnings_as_lines(console)
     debug = os.environ.get("HR_DEBUG", "") not in ("", "0")
     try:
         # standalone mode: typer/click print usage errors and exit 2 themselves

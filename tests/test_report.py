@@ -207,3 +207,27 @@ def test_a_select_comparison_is_a_table_of_shares() -> None:
         comparisons=[{"judge": {"hash": "ab", "mode": "select"}, "summary": select}]))
     table = re.search(r'id="table-select">(.*?)</table>', page, re.S)
     assert table is not None and "60.0%" in table.group(1)
+
+
+def test_a_judge_scorer_s_record_comes_from_the_store_the_run_named(tmp_path: Path) -> None:
+    run_dir = fake_run_dir(tmp_path / "run", with_judges=False)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest["judge"] = {"hash": VALIDATION["hash"], "validation": "stale",
+                         "differences": ["rubric"], "store": str(tmp_path / "judges")}
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    (tmp_path / "judges").mkdir()
+    (tmp_path / "judges" / f"{VALIDATION['hash']}.json").write_text(json.dumps(VALIDATION))
+    inputs = load_report_inputs(run_dir)
+    assert [v["hash"] for v in inputs.validations] == [VALIDATION["hash"]]
+    page = render_report(inputs)
+    assert "validation: stale (differs in: rubric)" in page
+    assert 'id="fig-confusion-1"' in page
+
+
+def test_judge_failure_counts_appear_in_the_summary_when_there_are_any() -> None:
+    inputs = fake_inputs(with_judges=False)
+    summary = inputs.summary.assign(judge_no_consensus=[3, 0, 0], judge_error=[0, 0, 0])
+    page = render_report(type(inputs)(inputs.manifest, inputs.runs, summary))
+    table = re.search(r'id="table-summary">(.*?)</table>', page, re.S)
+    assert table is not None
+    assert "judge no consensus" in table.group(1) and "judge error" not in table.group(1)

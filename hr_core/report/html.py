@@ -155,6 +155,9 @@ def _facts(inputs: ReportInputs) -> str:
                          "judge.status")
     if isinstance(judge_status, Mapping):
         judge_status = judge_status.get("status") or json.dumps(judge_status)
+    changed = _pick(m, "judge.differences")
+    if judge_status and changed:
+        judge_status = f"{judge_status} (differs in: {', '.join(map(str, changed))})"
     validated = [v for v in inputs.validations if v.get("hash")]
     judge_cell = (
         f"<code>{_e(judge_hash)}</code> — validation: {_e(judge_status or 'unknown')}"
@@ -208,7 +211,9 @@ def _facts(inputs: ReportInputs) -> str:
 
 
 def _summary_table(summary: pd.DataFrame) -> str:
-    kinds = [k for k in FAILURE_KINDS if k in summary.columns]
+    kinds: list[str] = [k for k in FAILURE_KINDS if k in summary.columns]
+    kinds += [str(c) for c in summary.columns
+              if str(c).startswith("judge_") and summary[c].fillna(0).astype(float).sum() > 0]
     headers = ["arm", "runs", "scored", "correct", "accuracy (95% interval)",
                "unscored", *[k.replace("_", " ") for k in kinds], "mean latency",
                "tokens", "cost"]

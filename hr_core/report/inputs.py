@@ -127,6 +127,19 @@ def _read_frame(run_dir: Path, stem: str) -> pd.DataFrame | None:
     return None
 
 
+def _judge_scorer_record(manifest: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The validation record of a judge scorer, from the store the run named, when it is there."""
+    judge = manifest.get("judge")
+    if not isinstance(judge, Mapping) or not judge.get("hash"):
+        return None
+    path = Path(str(judge.get("store") or "judges")) / f"{_SAFE.sub('-', str(judge['hash']))}.json"
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def load_report_inputs(run_dir: str | Path) -> ReportInputs:
     """Read a finished run's files and its attachments.
 
@@ -151,11 +164,16 @@ def load_report_inputs(run_dir: str | Path) -> ReportInputs:
     summary = _read_frame(folder, "summary")
     if summary is None:
         raise ReportError(f"{folder}: no summary.parquet or summary.csv; rerun to finish it")
+    validations = _read_json_dir(folder / "validations")
+    scorer_record = _judge_scorer_record(manifest)
+    if scorer_record is not None and all(v.get("hash") != scorer_record.get("hash")
+                                         for v in validations):
+        validations.append(scorer_record)
     return ReportInputs(
         manifest=manifest,
         runs=runs,
         summary=summary,
-        validations=_read_json_dir(folder / "validations"),
+        validations=validations,
         comparisons=_read_json_dir(folder / "comparisons"),
         run_dir=str(folder),
     )
