@@ -328,7 +328,7 @@ class BenchmarkSession:
         from hr_core.engine.report import report_markdown
 
         self.store.write_text(REPORT, report_markdown(bench, summary))
-        self.store.write_bytes(REFERENCE, b"".join(
+        self.store.write_lines(REFERENCE, (
             orjson.dumps({"id": i.id, "payload": i.payload, "label": i.label},
                          option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY,
                          default=str)

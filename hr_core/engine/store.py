@@ -8,6 +8,7 @@ import os
 import secrets
 import subprocess
 import time
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,13 @@ class RunStore:
         self._ensure_dir()
         with self.fs.open(self.path(filename), "wb") as handle:
             handle.write(data)
+
+    def write_lines(self, filename: str, lines: Iterable[bytes]) -> None:
+        """Write lines one by one (each ``bytes`` already ends with a newline)."""
+        self._ensure_dir()
+        with self.fs.open(self.path(filename), "wb") as handle:
+            for line in lines:
+                handle.write(line)
 
     def read_bytes(self, filename: str) -> bytes:
         with self.fs.open(self.path(filename), "rb") as handle:
