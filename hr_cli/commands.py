@@ -147,17 +147,18 @@ def compare_arms(console: Console, run_dir: Path, judge: Path, arms: Sequence[st
     if config.mode == "grade":
         raise SpecError(f"{judge}: a grade judge scores one arm; compare arms with a "
                         "pairwise or select judge")
-    return _compare(console, bench, names, config)
+    return _compare(console, bench, names, config, model=judge_model(judge))
 
 
-def _compare(console: Console, bench: Any, names: list[str], config: Any) -> Any:
+def _compare(console: Console, bench: Any, names: list[str], config: Any,
+             model: Any = None) -> Any:
     prepare_prefect()
     from flows import hr_compare
     from hr_core.report import attach_comparison
 
     console.print(f"[bold]Comparing[/] {' vs '.join(names)} with a {config.mode} judge "
                   f"on {config.model} ({config.orders} orders) ...")
-    comparison = hr_compare(bench, names, config)
+    comparison = hr_compare(bench, names, config, **({} if model is None else {"model": model}))
     summary = comparison.summary()
     console.print(comparison_table(summary, title=f"{config.mode.capitalize()} comparison"))
     if bench.run_dir is not None:

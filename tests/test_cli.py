@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -249,3 +250,26 @@ def test_compare_judges_two_arms_prints_and_attaches_to_the_report(
     assert row["n"] + row["no_verdict"] == 16
     assert "Report updated" in out
     assert 'id="fig-win-rate"' in (results / "report.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_judge_file_can_point_at_an_openai_compatible_server(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, openai_server: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HR_TEST_JUDGE_KEY", "sk-hr-cli-test-key-0042")
+    judge = tmp_path / "served_judge.yaml"
+    judge.write_text(
+        "model: openai-compatible:grader\n"
+        f"base_url: {openai_server.url}\n"
+        "api_key_env: HR_TEST_JUDGE_KEY\n"
+        "mode: grade\n"
+        "rubric: Is the response's answer the reference's?\n",
+        encoding="utf-8",
+    )
+    code, out, err = hr(capsys, "judge", "validate", judge, LABELS, "--store", tmp_path / "j")
+    assert code == 0, err
+    assert len(openai_server.requests) >= 2 * 48  # two orders per labelled item
+    assert "83.3%" in out  # the server answers with hr's mock rules
+    written = [p.read_text(errors="replace") for p in (tmp_path / "j").rglob("*") if p.is_file()]
+    assert written and not any("sk-hr-cli-test-key-0042" in text for text in written)
