@@ -17,10 +17,18 @@ from hr_core.errors import SpecError
 __all__ = [
     "check_judge",
     "compare_arms",
+    "compare_with_judge",
+    "load_benchmark",
+    "load_spec_with_overrides",
     "make_report",
+    "prepare_prefect",
+    "print_results",
+    "record_dict",
+    "refresh_report",
     "run_benchmark",
     "run_spec",
     "show_summary",
+    "use_agg_backend",
     "validate_judge",
 ]
 
@@ -35,13 +43,15 @@ def prepare_prefect(verbose: bool = False) -> None:
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
 
 
-def _agg() -> None:
+def use_agg_backend() -> None:
+    """Select matplotlib's Agg backend (no GUI) before the report draws its figures."""
     import matplotlib
 
     matplotlib.use("Agg")
 
 
-def _load_spec(spec: Path, **overrides: Any) -> Any:
+def load_spec_with_overrides(spec: Path, **overrides: Any) -> Any:
+    """Load a YAML ``BenchmarkSpec`` and apply command-line overrides (``None`` = keep)."""
     from hr_core.engine import Budget, load_spec
 
     loaded = load_spec(spec)
@@ -67,12 +77,13 @@ def run_benchmark(console: Console, spec: Any, *, fresh: bool = False) -> Any:
     return bench
 
 
-def _finish(console: Console, bench: Any) -> Path:
+def print_results(console: Console, bench: Any) -> Path:
+    """Print the summary, write the report, print the paths of the results and report."""
     from hr_core.report import write_report
 
     console.print(summary_table(bench.summary(), title=f"Summary: {bench.manifest.get('name')}"))
     run_dir = Path(bench.run_dir)
-    _agg()
+    use_agg_backend()
     report = write_report(run_dir)
     console.print(f"[bold]Results:[/] {run_dir}")
     console.print(f"[bold]Report:[/]  {report}")
@@ -85,12 +96,14 @@ def run_spec(console: Console, spec: Path, *, runs: int | None, store: Path | No
     """``hr run SPEC.yaml``: run, print the summary, write the report, print the paths."""
     budget = {k: v for k, v in (("max_calls", budget_calls), ("max_cost_usd", budget_cost))
               if v is not None}
-    loaded = _load_spec(spec, runs=runs, store=store, concurrency=concurrency, budget=budget)
+    loaded = load_spec_with_overrides(spec, runs=runs, store=store, concurrency=concurrency,
+                                      budget=budget)
     bench = run_benchmark(console, loaded, fresh=fresh)
-    _finish(console, bench)
+    print_results(console, bench)
 
 
-def _load_benchmark(run_dir: Path) -> Any:
+def load_benchmark(run_dir: Path) -> Any:
+    """The ``Benchmark`` stored in a run directory; ``SpecError`` when it is not one."""
     from hr_core.engine import Benchmark
 
     if not (run_dir / "manifest.json").is_file():
@@ -101,7 +114,7 @@ def _load_benchmark(run_dir: Path) -> Any:
 
 def show_summary(console: Console, run_dir: Path) -> None:
     """``hr summary RUN_DIR``."""
-    bench = _load_benchmark(run_dir)
+    bench = load_benchmark(run_dir)
     manifest = bench.manifest
     console.print(f"[bold]{manifest.get('name')}[/] run {manifest.get('run_id')} "
                   f"({manifest.get('status')}), reference {str(bench.reference_hash)[:12]}, "
@@ -113,13 +126,14 @@ def make_report(console: Console, run_dir: Path, output: Path | None) -> Path:
     """``hr report RUN_DIR [-o FILE]``."""
     from hr_core.report import write_report
 
-    _agg()
+    use_agg_backend()
     path = write_report(run_dir, output)
     console.print(f"[bold]Report:[/] {path}")
     return path
 
 
-def _record_dict(record: Any) -> dict[str, Any]:
+def record_dict(record: Any) -> dict[str, Any]:
+    """A validation record (pydantic model or mapping) as a JSON-ready dict."""
     if isinstance(record, Mapping):
         return dict(record)
     dumped: dict[str, Any] = record.model_dump(mode="json")
@@ -132,7 +146,7 @@ def _split_arms(arms: Sequence[str]) -> list[str]:
 
 def compare_arms(console: Console, run_dir: Path, judge: Path, arms: Sequence[str]) -> Any:
     """``hr compare RUN_DIR --judge JUDGE.yaml --arms A B``: judge, print, attach to the run."""
-    bench = _load_benchmark(run_dir)
+    bench = load_benchmark(run_dir)
     names = _split_arms(arms)
     unknown = [a for a in names if a not in bench.arms]
     if unknown:
@@ -147,11 +161,12 @@ def compare_arms(console: Console, run_dir: Path, judge: Path, arms: Sequence[st
     if config.mode == "grade":
         raise SpecError(f"{judge}: a grade judge scores one arm; compare arms with a "
                         "pairwise or select judge")
-    return _compare(console, bench, names, config, model=judge_model(judge))
+    return compare_with_judge(console, bench, names, config, model=judge_model(judge))
 
 
-def _compare(console: Console, bench: Any, names: list[str], config: Any,
-             model: Any = None) -> Any:
+def compare_with_judge(console: Console, bench: Any, names: list[str], config: Any,
+                       model: Any = None) -> Any:
+    """Run ``hr_compare``, print its summary and attach it to the run (report refreshed)."""
     prepare_prefect()
     from flows import hr_compare
     from hr_core.report import attach_comparison
@@ -163,15 +178,16 @@ def _compare(console: Console, bench: Any, names: list[str], config: Any,
     console.print(comparison_table(summary, title=f"{config.mode.capitalize()} comparison"))
     if bench.run_dir is not None:
         attach_comparison(bench.run_dir, {**config.to_dict(), "hash": config.hash}, summary)
-        _refresh_report(console, Path(bench.run_dir))
+        refresh_report(console, Path(bench.run_dir))
     return comparison
 
 
-def _refresh_report(console: Console, run_dir: Path) -> None:
+def refresh_report(console: Console, run_dir: Path) -> None:
+    """Re-render ``RUN_DIR/report.html`` (when there is one) after an attachment."""
     if (run_dir / "report.html").exists():
         from hr_core.report import write_report
 
-        _agg()
+        use_agg_backend()
         console.print(f"[bold]Report updated:[/] {write_report(run_dir)}")
 
 
@@ -188,14 +204,14 @@ def validate_judge(console: Console, judge: Path, labels: Path, *, store: Path,
 
     model = judge_model(judge)
     extra = {} if model is None else {"model": model}
-    record = _record_dict(hr_judge_validate(config, str(labels), store=str(store), **extra))
+    record = record_dict(hr_judge_validate(config, str(labels), store=str(store), **extra))
     console.print(validation_table(record))
     console.print(f"[bold]Record:[/] {store}/ (hash {record.get('hash', '')[:12]})")
     if attach is not None:
         from hr_core.report import attach_validation
 
         attach_validation(attach, record)
-        _refresh_report(console, attach)
+        refresh_report(console, attach)
     return record
 
 

@@ -39,13 +39,19 @@ def two_best(summary: Any) -> list[str]:
 
 def run_demo(console: Console, *, store: Path, judges: Path) -> Path:
     """Run the demo; returns the path of the report."""
-    from hr_cli.commands import _agg, _compare, _load_spec, _record_dict, run_benchmark
+    from hr_cli.commands import (
+        compare_with_judge,
+        load_spec_with_overrides,
+        record_dict,
+        run_benchmark,
+        use_agg_backend,
+    )
     from hr_cli.judges import load_judge
     from hr_cli.tables import summary_table, validation_table
     from hr_core.report import attach_validation, write_report
 
     console.print(Rule("[bold]hr demo[/]: document QA, four offline arms"))
-    spec = _load_spec(example_path("demo.yaml"), store=store)
+    spec = load_spec_with_overrides(example_path("demo.yaml"), store=store)
     console.print(f"Spec: {example_path('demo.yaml')}")
     bench = run_benchmark(console, spec, fresh=True)
     console.print(summary_table(bench.summary(), title="Summary: docqa-demo"))
@@ -57,16 +63,16 @@ def run_demo(console: Console, *, store: Path, judges: Path) -> Path:
     console.print(f"{grade}")
     from flows import hr_judge_validate
 
-    record = _record_dict(hr_judge_validate(grade, str(labels), store=str(judges)))
+    record = record_dict(hr_judge_validate(grade, str(labels), store=str(judges)))
     console.print(validation_table(record))
     attach_validation(run_dir, record)
 
     best = two_best(bench.summary())
     console.print(Rule(f"[bold]Pairwise comparison[/]: {best[0]} vs {best[1]}"))
     pairwise = load_judge(example_path("pairwise_judge.yaml"))
-    _compare(console, bench, best, pairwise)
+    compare_with_judge(console, bench, best, pairwise)
 
-    _agg()
+    use_agg_backend()
     report = write_report(run_dir)
     console.print(Rule("[bold]Done[/]"))
     console.print(f"[bold]Results:[/] {run_dir}")
