@@ -175,3 +175,23 @@ def test_items_without_label_are_unscored_with_their_failure_kind_kept(tmp_path:
     assert bench.runs["failure_kind"].tolist() == ["parse_failure", "parse_failure"]
     row = bench.summary().iloc[0]
     assert (row["scored"], row["unscored"], row["parse_failure"]) == (1, 1, 2)
+
+
+def test_a_sync_callable_returning_a_coroutine_is_awaited(tmp_path: Path) -> None:
+    async def answer(payload: dict) -> str:
+        return _answer(payload)
+
+    bench = run({"wrapped": lambda payload: answer(payload)}, tmp_path)
+    assert bench.runs["correct"].all()
+
+
+def test_partials_with_other_arguments_are_other_arms_in_the_run_id(tmp_path: Path) -> None:
+    import functools
+
+    def arm(payload: dict, suffix: str) -> str:
+        return _answer(payload) + suffix
+
+    first = plan_benchmark({"a": functools.partial(arm, suffix="")}, ITEMS, store=str(tmp_path))
+    other = plan_benchmark({"a": functools.partial(arm, suffix="!")}, ITEMS, store=str(tmp_path))
+    same = plan_benchmark({"a": functools.partial(arm, suffix="")}, ITEMS, store=str(tmp_path))
+    assert first.run_id != other.run_id and first.run_id == same.run_id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import inspect
@@ -128,6 +129,9 @@ class Arm:
 
 
 def _callable_spec(fn: Callable[..., Any]) -> dict[str, Any]:
+    if isinstance(fn, functools.partial):
+        return {**_callable_spec(fn.func), "partial_args": repr(fn.args),
+                "partial_keywords": repr(sorted(fn.keywords.items()))}
     module = getattr(fn, "__module__", None) or type(fn).__module__
     qualname = getattr(fn, "__qualname__", None) or type(fn).__qualname__
     spec: dict[str, Any] = {"kind": "callable", "callable": f"{module}:{qualname}"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -152,6 +153,9 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> dict[str
             output, latency = await loop.run_in_executor(
                 ctx.executor, _timed, arm.fn, item.payload
             )
+            if inspect.isawaitable(output):  # a sync callable handing back a coroutine
+                output = await output
+                latency = time.perf_counter() - start
     except Exception as exc:  # an arm that raises is a row, not a crash
         latency = time.perf_counter() - start
         error = f"{type(exc).__name__}: {exc}"
