@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 from prefect.client.orchestration import get_client
 
-from flows import hr_benchmark
+from flows import benchmark_flow, hr_benchmark
 from hr_core import RUN_COLUMNS, SUMMARY_COLUMNS, Benchmark, Budget
 
 ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}"} for i in range(30)]
@@ -111,3 +111,7 @@ def test_a_yaml_spec_path_runs_with_its_settings(prefect_harness: None, tmp_path
     assert bench.manifest["arms"]["good"] == {
         "kind": "import", "path": "test_flow_benchmark:good"}
     assert Path(bench.run_dir).parent == tmp_path / "results" / "yaml-demo"
+    # a deployment runs the flow itself with the spec's path: same run, nothing to redo
+    again = asyncio.run(benchmark_flow(spec=str(spec)))
+    assert again.run_id == bench.run_id
+    pd.testing.assert_frame_equal(again.runs, bench.runs)

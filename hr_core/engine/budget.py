@@ -17,7 +17,10 @@ class Budget(BaseModel):
     A run reserves one call before it starts, so calls are counted exactly;
     tokens and cost are counted as runs report usage, so runs already in flight
     may overshoot those limits by at most the concurrency. ``per="arm"`` gives
-    each arm its own budget, ``per="benchmark"`` one shared budget.
+    each arm its own budget, ``per="benchmark"`` one shared budget. Calls,
+    tokens and cost of runs finished by an earlier, interrupted invocation of
+    the same run count against the budget; ``max_seconds`` is wall time of the
+    current invocation.
 
     Example:
         >>> Budget(max_calls=100).per
