@@ -108,3 +108,12 @@ def test_the_store_accepts_an_fsspec_url(tmp_path: Path, monkeypatch: pytest.Mon
     loaded = Benchmark.load(f"memory://hr-results/remote/{plan.run_id}")
     pd.testing.assert_frame_equal(loaded.runs, bench.runs)
     assert len(list((tmp_path / "journals").rglob("journal.jsonl"))) == 1
+
+
+def test_the_markdown_report_is_a_well_formed_table(tmp_path: Path) -> None:
+    from hr_core.engine.report import report_markdown
+
+    bench = _bench([("a", "q1", 1, True, None), ("b", "q1", 1, False, "refusal")])
+    lines = [line for line in report_markdown(bench).splitlines() if line.startswith("|")]
+    assert len(lines) == 4
+    assert len({line.count("|") for line in lines}) == 1

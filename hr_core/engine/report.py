@@ -75,7 +75,7 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
         lines.append(f"- judge `{str(judge.get('hash'))[:12]}`: {judge.get('validation')}")
     lines += ["", "| arm | accuracy | 95% CI | scored | unscored | "
               + " | ".join(FAILURE_KINDS) + " | mean latency (s) | cost (USD) |",
-              "|---" * (8 + len(FAILURE_KINDS)) + "|"]
+              "|---" * (7 + len(FAILURE_KINDS)) + "|"]
     for row in summary.to_dict("records"):
         ci = f"{_fmt(row['ci_low'])}–{_fmt(row['ci_high'])}"
         kinds = " | ".join(str(row[k]) for k in FAILURE_KINDS)
