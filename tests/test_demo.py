@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -104,9 +105,11 @@ def test_demo_report_shows_everything(demo: dict[str, Any]) -> None:
 def test_make_demo_installs_if_needed_then_runs_hr_demo() -> None:
     make = shutil.which("make")
     assert make is not None, "make is needed for `make demo`"
-    done = subprocess.run([make, "-n", "-W", "pyproject.toml", "demo"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60, check=False)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "MFLAGS"))}
+    done = subprocess.run([make, "--no-print-directory", "-n", "-W", "pyproject.toml", "demo"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+                          check=False)
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    lines = [line for line in done.stdout.splitlines() if not line.startswith("make")]
     assert any("pip install" in line for line in lines)  # the install step when needed
     assert lines[-1].strip() == ".venv/bin/hr demo"
