@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 from prefect import Flow, serve
-from prefect.deployments.runner import RunnerDeployment
+from prefect.deployments.runner import EntrypointType, RunnerDeployment
 from prefect.schedules import Cron
 from prefect.utilities.importtools import import_object
 
@@ -66,6 +66,7 @@ def build_deployments(path: str | Path = PREFECT_YAML,
             schedules=_schedules(entry.get("schedules") or [], where),
             concurrency_limit=entry.get("concurrency_limit"),
             tags=entry.get("tags") or [],
+            entrypoint_type=EntrypointType.MODULE_PATH,
         )
         built.append(deployment)
     missing = set(names).difference(d.name for d in built)

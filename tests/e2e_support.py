@@ -107,12 +107,15 @@ class PrefectServer:
         raise TimeoutError(f"prefect server not healthy in {self.startup_timeout} s:\n"
                            f"{self.log_tail('server')}")
 
-    def spawn(self, args: Sequence[str], *, log: str,
-              env: dict[str, str] | None = None) -> subprocess.Popen[Any]:
-        """Start ``prefect ARGS`` in its own process group, output to ``logs/<log>.log``."""
+    def spawn(self, args: Sequence[str], *, log: str, env: dict[str, str] | None = None,
+              program: str = PREFECT) -> subprocess.Popen[Any]:
+        """Start ``prefect ARGS`` (or ``program ARGS``) in its own process group.
+
+        Its output goes to ``logs/<log>.log``; it is stopped on exit.
+        """
         handle = (self.logs / f"{log}.log").open("ab")
         proc = subprocess.Popen(
-            [PREFECT, *args], cwd=self.cwd, env=env or self.env, stdout=handle,
+            [program, *args], cwd=self.cwd, env=env or self.env, stdout=handle,
             stderr=subprocess.STDOUT, start_new_session=True,
         )
         handle.close()
@@ -131,12 +134,37 @@ class PrefectServer:
             raise RuntimeError(f"prefect {' '.join(args)} exited {code}:\n{self.log_tail('cli')}")
         return self.log_tail("cli")
 
+    def wait_for_log(self, log: str, text: str, timeout: float = 60.0) -> None:
+        """Wait until ``text`` shows in ``logs/<log>.log``."""
+        deadline = time.monotonic() + timeout
+        while text not in self.log_tail(log, chars=1_000_000):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{text!r} not in {log}.log after {timeout} s:\n"
+                                   f"{self.log_tail(log)}")
+            time.sleep(0.25)
+
+    def wait_for_state(self, flow_run_id: str, final: set[str], timeout: float = 90.0) -> str:
+        """Poll a flow run until its state type is one of ``final``; that state type."""
+        deadline = time.monotonic() + timeout
+        while True:
+            state = str(self.api("GET", f"/flow_runs/{flow_run_id}")["state"]["type"])
+            if state in final or time.monotonic() > deadline:
+                return state
+            time.sleep(0.5)
+
     def log_tail(self, log: str, chars: int = 4000) -> str:
         path = self.logs / f"{log}.log"
         return path.read_text(errors="replace")[-chars:] if path.exists() else ""
 
     def api(self, method: str, path: str, **kwargs: Any) -> Any:
-        """Call the REST API; the decoded JSON reply."""
-        response = self.http.request(method, path, **kwargs)
+        """Call the REST API; the decoded JSON reply.
+
+        A busy SQLite server answers 503 now and then (database locked): retried.
+        """
+        for attempt in range(8):
+            response = self.http.request(method, path, **kwargs)
+            if response.status_code not in (502, 503, 504):
+                break
+            time.sleep(0.25 * (attempt + 1))
         response.raise_for_status()
         return response.json()

@@ -3,7 +3,8 @@
 ``prefect server start`` on a free port with its own PREFECT_HOME, the
 ``hr-process`` work pool, ``prefect deploy --all`` from the project root, then
 two runs of the nightly deployment (the second with a drifting arm) and one of
-judge validation, each picked up by ``prefect worker start --run-once``.
+judge validation, each picked up by ``prefect worker start --run-once``; then
+``python -m deployments.serve`` serving the same nightly deployment without a worker.
 Everything is checked through the API and the store; every process started is
 stopped by its process group, also on failure.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -144,3 +146,20 @@ def test_deployments_run_on_a_process_worker_and_a_drop_raises_an_alert(
           f"{payload['arm']} {payload['previous_accuracy']:.3f} -> {payload['accuracy']:.3f}, "
           f"diff {payload['diff']:.3f} CI [{payload['ci_low']:.3f}, {payload['ci_high']:.3f}]")
     print(alert)
+
+
+def test_serve_runs_the_same_deployment_without_a_worker(
+    server: PrefectServer, tmp_path: Path,
+) -> None:
+    spec, store = _spec(tmp_path / "spec"), tmp_path / "results"
+    served = server.spawn(["-m", "deployments.serve", "nightly"], log="serve",
+                          program=str(Path(sys.executable)),
+                          env={**server.env, "PREFECT_RUNNER_POLL_FREQUENCY": "1"})
+    server.wait_for_log("serve", "being served")
+    run = _trigger(server, "hr-scheduled-benchmark/nightly",
+                   {"spec": str(spec), "store": str(store)})
+    state = server.wait_for_state(run, {"COMPLETED", "FAILED", "CRASHED"})
+    assert state == "COMPLETED", server.log_tail("serve")
+    assert [m.parent.name for m in store.glob("e2e-drift/*/manifest.json")] == [
+        json.loads(next(store.glob("e2e-drift/*/manifest.json")).read_text())["run_id"]]
+    assert served.poll() is None  # still serving until the harness stops it
