@@ -206,7 +206,7 @@ def validate_judge(console: Console, judge: Path, labels: Path, *, store: Path,
     extra = {} if model is None else {"model": model}
     record = record_dict(hr_judge_validate(config, str(labels), store=str(store), **extra))
     console.print(validation_table(record))
-    console.print(f"[bold]Record:[/] {store}/ (hash {record.get('hash', '')[:12]})")
+    console.print(f"[bold]Record:[/] {Path(store) / (str(record.get('hash')) + '.json')}")
     if attach is not None:
         from hr_core.report import attach_validation
 
