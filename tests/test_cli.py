@@ -10,6 +10,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from report_data import fake_run_dir
 
 from hr_cli import main
@@ -273,3 +275,47 @@ def test_a_judge_file_can_point_at_an_openai_compatible_server(
     assert "83.3%" in out  # the server answers with hr's mock rules
     written = [p.read_text(errors="replace") for p in (tmp_path / "j").rglob("*") if p.is_file()]
     assert written and not any("sk-hr-cli-test-key-0042" in text for text in written)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(max_size=200))
+def test_a_judge_file_of_any_text_is_read_or_refused_with_a_spec_error(
+    tmp_path: Path, text: str
+) -> None:
+    from hr_cli.judges import JudgeFile, read_judge_file
+    from hr_core.errors import SpecError
+
+    path = tmp_path / "judge.yaml"
+    path.write_text(text, encoding="utf-8")
+    try:
+        assert isinstance(read_judge_file(path), JudgeFile)
+    except SpecError as exc:
+        assert str(path) in str(exc)
+
+
+_JUDGE_VALUES = st.one_of(st.none(), st.integers(-3, 5), st.text(max_size=12),
+                          st.sampled_from(["mock-model", "grade", "pairwise", "select", "pass"]),
+                          st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2))
+
+
+@settings(max_examples=80, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(fields=st.dictionaries(
+    st.sampled_from(["model", "rubric", "mode", "orders", "schema", "positive", "extra"]),
+    _JUDGE_VALUES, max_size=6))
+def test_any_judge_mapping_gives_a_config_or_a_spec_error(
+    tmp_path: Path, fields: dict[str, Any]
+) -> None:
+    import yaml
+
+    from hr_core.errors import SpecError
+
+    path = tmp_path / "judge.yaml"
+    path.write_text(yaml.safe_dump(fields), encoding="utf-8")
+    try:
+        config = load_judge(path)
+    except SpecError as exc:
+        assert str(path) in str(exc)
+    else:
+        assert config.mode in ("select", "grade", "pairwise") and len(config.hash) == 64
