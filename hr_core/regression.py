@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, Literal
 
 import fsspec
@@ -234,18 +235,36 @@ def spec_fingerprint(manifest: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _read_manifests(name_dir: str) -> list[tuple[str, dict[str, Any]]]:
+def _written_at(info: Mapping[str, Any]) -> float:
+    """When a file was last written, from an fsspec ``info`` (0 when unknown)."""
+    for key in ("mtime", "LastModified", "last_modified", "updated", "created"):
+        value: Any = info.get(key)
+        if isinstance(value, int | float):
+            return float(value)
+        if isinstance(value, datetime):
+            return value.timestamp()
+        if isinstance(value, str):
+            try:
+                return pd.Timestamp(value).timestamp()
+            except ValueError:
+                continue
+    return 0.0
+
+
+def _read_manifests(name_dir: str) -> list[tuple[str, dict[str, Any], float]]:
     fs, root = fsspec.core.url_to_fs(name_dir)
-    found: list[tuple[str, dict[str, Any]]] = []
+    found: list[tuple[str, dict[str, Any], float]] = []
     for path in sorted(fs.glob(f"{root.rstrip('/')}/*/manifest.json")):
         try:
             with fs.open(path, "r", encoding="utf-8") as fh:
                 manifest = json.load(fh)
+            written = _written_at(fs.info(path))
         except (OSError, ValueError):
             continue  # a run still being written or a stray file: not a candidate
         if isinstance(manifest, dict):
             parent = path.rsplit("/", 1)[0]
-            found.append((fs.unstrip_protocol(parent) if "://" in name_dir else parent, manifest))
+            run_dir = fs.unstrip_protocol(parent) if "://" in name_dir else parent
+            found.append((run_dir, manifest, written))
     return found
 
 
@@ -260,7 +279,8 @@ def find_previous_run(
     Scans ``<name_dir>/*/manifest.json`` (a local folder or any fsspec URL) for
     manifests with ``status`` completed and the same :func:`spec_fingerprint`,
     leaves out the run itself (same ``run_id``) and ``exclude``, and returns the
-    one with the latest ``started_at`` (then ``ended_at``) not after this run's.
+    one with the latest ``started_at`` not after this run's (ties, as the times have
+    second resolution, go to the latest ``ended_at``, then the latest written manifest).
 
     Example:
         >>> find_previous_run("/nonexistent/demo", {"run_id": "r1"}) is None
@@ -269,8 +289,8 @@ def find_previous_run(
     target = spec_fingerprint(manifest)
     own_id = manifest.get("run_id")
     started = str(manifest.get("started_at") or "")
-    best: tuple[tuple[str, str], str, dict[str, Any]] | None = None
-    for run_dir, other in _read_manifests(name_dir):
+    best: tuple[tuple[str, str, float], str, dict[str, Any]] | None = None
+    for run_dir, other, written in _read_manifests(name_dir):
         other_id = other.get("run_id")
         if other_id == own_id or other_id in exclude:
             continue
@@ -278,7 +298,7 @@ def find_previous_run(
             continue
         if spec_fingerprint(other) != target:
             continue
-        when = (str(other.get("started_at") or ""), str(other.get("ended_at") or ""))
+        when = (str(other.get("started_at") or ""), str(other.get("ended_at") or ""), written)
         if started and when[0] > started:
             continue
         if best is None or when > best[0]:

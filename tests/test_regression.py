@@ -163,3 +163,20 @@ def test_the_previous_run_is_found_in_an_fsspec_store() -> None:
     assert found.manifest["run_id"] == "r2"
     assert found.run_dir.startswith("memory://") and found.run_dir.endswith("/demo/r2")
     fs.rm("/hr-test-store", recursive=True)
+
+
+def test_runs_started_in_the_same_second_go_by_the_latest_written_manifest(
+    tmp_path: Path,
+) -> None:
+    import os
+
+    root = tmp_path / "demo"
+    same = {"started_at": "2026-11-29T21:33:02Z", "ended_at": "2026-11-29T21:33:02Z"}
+    _write_manifest(root, "run-01", **same)
+    _write_manifest(root, "run-02", **same)
+    os.utime(root / "run-01" / "manifest.json", (2_000_000_000, 2_000_000_000))
+    os.utime(root / "run-02" / "manifest.json", (1_000_000_000, 1_000_000_000))
+    current = {**json.loads((root / "run-01" / "manifest.json").read_text()),
+               "run_id": "run-03", "started_at": "2026-11-29T21:33:03Z"}
+    found = find_previous_run(str(root), current)
+    assert found is not None and found.manifest["run_id"] == "run-01"

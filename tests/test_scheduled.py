@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from prefect.client.schemas.filters import ArtifactCollectionFilter, ArtifactCol
 from prefect.events import Event
 from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
 
-from flows.scheduled import RegressionDetected, hr_scheduled_benchmark
+from flows.scheduled import RegressionDetected, _export_secrets, hr_scheduled_benchmark
 from tasks.regression import REGRESSION_EVENT, regression_artifact_key
 
 SPEC = """\
@@ -60,6 +61,8 @@ def test_a_drop_is_found_against_the_previous_run_and_alerted(
     store = str(tmp_path / "results")
     first = asyncio.run(hr_scheduled_benchmark(spec, store=store))
     assert first["previous_run_id"] is None and first["regressions"] == []
+    markdown = asyncio.run(_latest_markdown(regression_artifact_key("drift-check")))
+    assert "No earlier completed run of this spec" in markdown
     same = asyncio.run(hr_scheduled_benchmark(spec, store=store))
     assert same["run_id"] != first["run_id"]
     assert (same["previous_run_id"], same["regressions"]) == (first["run_id"], [])
@@ -88,3 +91,14 @@ def test_fail_on_regression_makes_the_flow_run_fail(
     monkeypatch.setenv("HR_TEST_DRIFT", "1")
     with pytest.raises(RegressionDetected, match="drifting regressed against run"):
         asyncio.run(hr_scheduled_benchmark(spec, store=store, fail_on_regression=True))
+
+
+def test_secret_blocks_fill_the_environment_variables_named(
+    prefect_harness: None, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from prefect.blocks.system import Secret
+
+    Secret(value="sk-test-not-a-key").save("hr-test-api-key", overwrite=True)
+    monkeypatch.setenv("HR_TEST_API_KEY", "")
+    asyncio.run(_export_secrets({"HR_TEST_API_KEY": "hr-test-api-key"}))
+    assert os.environ["HR_TEST_API_KEY"] == "sk-test-not-a-key"
