@@ -319,3 +319,18 @@ def test_any_judge_mapping_gives_a_config_or_a_spec_error(
         assert str(path) in str(exc)
     else:
         assert config.mode in ("select", "grade", "pairwise") and len(config.hash) == 64
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_run_again_with_a_larger_budget_resumes_and_finishes(
+    capsys: pytest.CaptureFixture[str], small_spec: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    assert hr(capsys, "run", small_spec, "--store", store, "--budget-calls", "3")[0] == 0
+    code, _, err = hr(capsys, "run", small_spec, "--store", store, "--budget-calls", "100")
+    assert code == 0, err
+    (results,) = list((store / "small").iterdir())  # the same run, resumed
+    runs = pd.read_parquet(results / "runs.parquet")
+    assert len(runs) == 32 and not (runs["failure_kind"] == "budget_stop").any()
+    code, _, _ = hr(capsys, "run", small_spec, "--store", store, "--fresh")
+    assert code == 0 and len(list((store / "small").iterdir())) == 2
