@@ -1,0 +1,288 @@
+"""The sections of the report: each a function from the inputs to an HTML fragment."""
+
+from __future__ import annotations
+
+import html
+import json
+import platform
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from hr_core.failures import FAILURE_KINDS
+from hr_core.report._format import compact, escape, figure, fmt, pick, table
+from hr_core.report.analysis import outcome_counts, paired_differences
+from hr_core.report.inputs import ReportInputs
+
+__all__ = [
+    "accuracy_section",
+    "differences_section",
+    "facts_section",
+    "latency_cost_section",
+    "outcomes_section",
+    "pairwise_section",
+    "summary_section",
+    "validation_section",
+]
+
+
+def _rendering_versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    parts = [f"Python {platform.python_version()}"]
+    for package in ("hr", "pandas", "matplotlib"):
+        try:
+            parts.append(f"{package} {version(package)}")
+        except PackageNotFoundError:
+            continue
+    return ", ".join(parts)
+
+
+def _arm_text(spec: Any) -> str:
+    if isinstance(spec, Mapping):
+        parts = [f"{k}={v}" for k, v in spec.items() if k not in ("name",) and v is not None]
+        return ", ".join(parts)
+    return str(spec)
+
+
+def facts_section(inputs: ReportInputs) -> str:
+    """Run facts: reference hash, arms, scorer, judge and its validation, times, versions."""
+    m, runs = inputs.manifest, inputs.runs
+    arms = pick(m, "arms") or {}
+    arm_rows = (
+        "<br>".join(f"<b>{escape(k)}</b>: <code>{escape(_arm_text(v))}</code>"
+                    for k, v in arms.items())
+        if isinstance(arms, Mapping)
+        else escape(", ".join(map(str, arms)))
+    )
+    judge_hash = pick(m, "judge_hash", "judge.hash", "scorer_judge.hash")
+    judge_status = pick(m, "judge_validation", "judge_validation.status", "judge.validation",
+                         "judge.status")
+    if isinstance(judge_status, Mapping):
+        judge_status = judge_status.get("status") or json.dumps(judge_status)
+    changed = pick(m, "judge.differences")
+    if judge_status and changed:
+        judge_status = f"{judge_status} (differs in: {', '.join(map(str, changed))})"
+    validated = [v for v in inputs.validations if v.get("hash")]
+    judge_cell = (
+        f"<code>{escape(judge_hash)}</code> — validation: {escape(judge_status or 'unknown')}"
+        if judge_hash
+        else "none (scorer is not a judge)"
+    )
+    if validated:
+        judge_cell += "<br>attached validations: " + ", ".join(
+            f"<code>{escape(str(v['hash'])[:12])}</code>" for v in validated
+        )
+    versions = pick(m, "versions") or {}
+    version_text = (
+        ", ".join(f"{k} {v}" for k, v in versions.items())
+        if isinstance(versions, Mapping)
+        else str(versions)
+    )
+    hr_version = pick(m, "version", "hr_version", "package_version")
+    if hr_version and "hr " not in version_text:
+        version_text = f"hr {hr_version}" + (f", {version_text}" if version_text else "")
+    version_text = (f"run: {version_text or 'not recorded'}; this report: "
+                    f"{_rendering_versions()}")
+    budget = pick(m, "budget")
+    if isinstance(budget, Mapping):
+        budget = {k: v for k, v in budget.items() if v is not None}
+    rows = [
+        ("Benchmark", escape(pick(m, "name") or "–")),
+        ("Status", escape(pick(m, "status") or "–")),
+        ("Run id", f"<code>{escape(pick(m, 'run_id') or '–')}</code>"),
+        ("Reference hash",
+         f"<code>{escape(pick(m, 'reference_hash', 'reference.hash') or '–')}</code>"),
+        ("Items", fmt(pick(m, "n_items", "items") or runs["item_id"].nunique())),
+        ("Runs per item", escape(pick(m, "runs") or (runs["run"].max() if len(runs) else "–"))),
+        ("Arms", arm_rows or "–"),
+        ("Scorer", escape(pick(m, "scorer", "scorer.name") or "–")),
+        ("Judge", judge_cell),
+        ("Budget", f"<code>{escape(json.dumps(budget))}</code>" if budget else "none"),
+        ("Started", escape(pick(m, "started_at", "start_time", "started") or "–")),
+        ("Finished", escape(pick(m, "finished_at", "end_time", "ended_at", "finished") or "–")),
+        ("Engine time", escape(f"{float(seconds):.1f} s running arms and scoring"
+                           if (seconds := pick(m, "engine_seconds")) is not None else "–")),
+        ("Versions", escape(version_text or "–")),
+        ("Git commit", f"<code>{escape(pick(m, 'git_commit', 'commit') or '–')}</code>"),
+        ("Prefect flow run", f"<code>{escape(pick(m, 'flow_run_id') or '–')}</code>"),
+    ]
+    body = "".join(f"<tr><th>{escape(k)}</th><td>{v}</td></tr>" for k, v in rows)
+    dump = html.escape(json.dumps(m, indent=2, default=str, sort_keys=True))
+    return (
+        f'<table class="facts" id="table-facts">{body}</table>'
+        f"<details><summary>The whole manifest</summary><pre>{dump}</pre></details>"
+    )
+
+
+def summary_section(inputs: ReportInputs) -> str:
+    """The summary table, best arm first."""
+    summary = inputs.summary
+    kinds: list[str] = [k for k in FAILURE_KINDS if k in summary.columns]
+    kinds += [str(c) for c in summary.columns
+              if str(c).startswith("judge_") and summary[c].fillna(0).astype(float).sum() > 0]
+    headers = ["arm", "runs", "scored", "correct", "accuracy (95% interval)",
+               "unscored", *[k.replace("_", " ") for k in kinds], "mean latency",
+               "tokens", "cost"]
+    rows = []
+    for r in summary.sort_values("accuracy", ascending=False).to_dict("records"):
+        accuracy = (f"<b>{fmt(r.get('accuracy'), 'pct')}</b> "
+                    f"({fmt(r.get('ci_low'), 'pct')}–{fmt(r.get('ci_high'), 'pct')})")
+        tokens = f"{compact(r.get('tokens_in'))} in, {compact(r.get('tokens_out'))} out"
+        rows.append([
+            f"<b>{escape(r['arm'])}</b>", fmt(r.get("runs")),
+            fmt(r.get("scored")), fmt(r.get("correct")), accuracy,
+            fmt(r.get("unscored")), *[fmt(r.get(k)) for k in kinds],
+            fmt(r.get("latency_mean_s"), "s"), tokens, fmt(r.get("cost_usd"), "usd"),
+        ])
+    return table(headers, rows, table_id="table-summary") + (
+        '<p class="note">Accuracy is the mean over items of each item\'s share of correct '
+        "runs among its scored runs; the interval is Wilson's for one run per item and "
+        "item-clustered for several. Failure-kind counts include every run.</p>"
+    )
+
+
+def differences_section(inputs: ReportInputs) -> str:
+    """Paired differences against the best arm: forest plot and table."""
+    from hr_core.report import figures
+
+    rows = paired_differences(inputs.runs)
+    if not rows:
+        return '<p class="note">Only one arm: nothing to compare.</p>'
+    html_table = table(
+        ["arm", "against", "difference", "95% interval", "p-value", "items"],
+        [[f"<b>{escape(r.arm)}</b>", escape(r.baseline), fmt(r.diff, "pct"),
+          f"{fmt(r.ci_low, 'pct')} – {fmt(r.ci_high, 'pct')}", fmt(r.p_value), fmt(r.n_items)]
+         for r in rows],
+        left=2, table_id="table-differences",
+    )
+    fig = figure(figures.forest_figure(rows), "fig-forest",
+                  f"Each arm's accuracy minus {rows[0].baseline}'s, paired over the items "
+                  "both scored. A bar entirely left of 0 is a significant loss.")
+    return fig + html_table
+
+
+def _validation(record: Mapping[str, Any], index: int) -> str:
+    from hr_core.report import figures
+
+    config = record.get("config") or {}
+    title = (f"{config.get('mode', '?')} judge on {config.get('model', '?')} "
+             f"<code>{escape(str(record.get('hash', ''))[:12])}</code>")
+    ci = record.get("agreement_ci") or (None, None)
+    if isinstance(ci, Mapping):
+        ci = (ci.get("low"), ci.get("high"))
+    rows = [
+        ("items judged (n)", fmt(record.get("n"))),
+        ("agreement with people", f"{fmt(record.get('agreement'), 'pct')} "
+                                  f"(95% {fmt(ci[0], 'pct')} – {fmt(ci[1], 'pct')})"),
+        ("Cohen's kappa", fmt(record.get("kappa"))),
+        ("consistency across orders", fmt(record.get("consistency"), "pct")),
+        ("no consensus", fmt(record.get("no_consensus"))),
+        ("parse failures", fmt(record.get("parse_failures"))),
+        ("errors", fmt(record.get("errors"))),
+        ("orders", fmt(config.get("orders"))),
+        ("rubric", escape(config.get("rubric"))),
+        ("recorded", escape(record.get("created_at"))),
+    ]
+    facts = "".join(f"<tr><th>{escape(k)}</th><td>{v}</td></tr>" for k, v in rows)
+    confusion = record.get("confusion") or {}
+    fig = ""
+    if confusion:
+        grades = config.get("grades") or []
+        order = [str(g) for g in grades] if isinstance(grades, list | tuple) else []
+        fig = figure(figures.confusion_figure(confusion, f"fig-confusion-{index}", order),
+                      f"fig-confusion-{index}",
+                      "Confusion: people's labels (rows) against the judge's combined verdict "
+                      "(columns; an item without consensus counts against agreement).")
+    return (f"<h3>{title}</h3><table class=\"facts\" id=\"table-validation-{index}\">"
+            f"{facts}</table>{fig}")
+
+
+def validation_section(inputs: ReportInputs) -> str:
+    """Every attached judge validation: agreement, kappa, consistency, confusion."""
+    if not inputs.validations:
+        return ('<p class="note">No judge validation is attached to this run. Validate a '
+                "judge against people's labels with <code>hr judge validate JUDGE.yaml "
+                "LABELS</code>.</p>")
+    return "".join(_validation(v, i) for i, v in enumerate(inputs.validations, start=1))
+
+
+def _select_table(rows: list[dict[str, Any]]) -> str:
+    return table(
+        ["arm", "n", "chosen", "share", "95% interval", "consistency", "no verdict"],
+        [[f"<b>{escape(r.get('arm'))}</b>", fmt(r.get("n")), fmt(r.get("chosen")),
+          fmt(r.get("share"), "pct"),
+          f"{fmt(r.get('ci_low'), 'pct')} – {fmt(r.get('ci_high'), 'pct')}",
+          fmt(r.get("consistency"), "pct"), fmt(r.get("no_verdict"))] for r in rows],
+        table_id="table-select",
+    )
+
+
+def pairwise_section(inputs: ReportInputs) -> str:
+    """Attached comparisons: pairwise win rates (figure, table) and select shares."""
+    from hr_core.report import figures
+
+    if not inputs.comparisons:
+        return ('<p class="note">No pairwise comparison is attached to this run. Compare two '
+                "arms with <code>hr compare RUN_DIR --judge JUDGE.yaml --arms A B</code>.</p>")
+    all_rows = [r for c in inputs.comparisons for r in c.get("summary", [])]
+    rows = [r for r in all_rows if "a" in r]
+    selects = [r for r in all_rows if "a" not in r and "arm" in r]
+    judges = {str(c.get("judge", {}).get("hash", ""))[:12]: c.get("judge", {})
+              for c in inputs.comparisons}
+    frame = pd.DataFrame(rows)
+    html_table = table(
+        ["a", "b", "n", "a wins", "b wins", "ties", "win rate of a", "95% interval",
+         "consistency", "no verdict"],
+        [[f"<b>{escape(r.get('a'))}</b>", f"<b>{escape(r.get('b'))}</b>", fmt(r.get("n")),
+          fmt(r.get("a_wins")), fmt(r.get("b_wins")), fmt(r.get("ties")),
+          fmt(r.get("win_rate"), "pct"),
+          f"{fmt(r.get('ci_low'), 'pct')} – {fmt(r.get('ci_high'), 'pct')}",
+          fmt(r.get("consistency"), "pct"), fmt(r.get("no_verdict"))] for r in rows],
+        left=2, table_id="table-pairwise",
+    ) if rows else ""
+    judge_text = "; ".join(
+        f"{escape(j.get('mode', ''))} judge on {escape(j.get('model', ''))} "
+        f"<code>{escape(h)}</code>, "
+        f"{escape(j.get('orders', ''))} orders" for h, j in judges.items()
+    )
+    fig = ""
+    if not frame.empty and {"win_rate", "ci_low", "ci_high"} <= set(frame.columns):
+        fig = figure(figures.win_rate_figure(frame), "fig-win-rate",
+                      "Win rate of the first arm over the second, per item and run, "
+                      "as judged in every presentation order (ties count half; pairs "
+                      "without a unanimous verdict are left out and counted apart).")
+    select = _select_table(selects) if selects else ""
+    return f"<p>Judge: {judge_text}</p>{fig}{html_table}{select}"
+
+
+def accuracy_section(inputs: ReportInputs) -> str:
+    """Accuracy by arm: dot plot with 95% intervals."""
+    from hr_core.report import figures
+
+    return figure(figures.accuracy_figure(inputs.summary), "fig-accuracy",
+                  "Accuracy per arm (dot) with its 95% interval (bar).")
+
+
+def outcomes_section(inputs: ReportInputs) -> str:
+    """How each arm's runs ended: stacked bars and a table of counts."""
+    from hr_core.report import figures
+
+    counts = outcome_counts(inputs.runs)
+    return figure(figures.outcome_figure(counts), "fig-outcomes",
+                  "How each arm's runs ended: correct, each failure kind, or "
+                  "unscored (unlabelled items, judge without consensus).") + table(
+        ["arm", *[o.replace("_", " ") for o in counts.columns]],
+        [[f"<b>{escape(a)}</b>", *[fmt(int(v)) for v in row]] for a, row in counts.iterrows()],
+        table_id="table-outcomes",
+    )
+
+
+def latency_cost_section(inputs: ReportInputs) -> str:
+    """Latency per run (box plots) and cost per arm (bars)."""
+    from hr_core.report import figures
+
+    return figure(figures.latency_cost_figure(inputs.runs), "fig-latency-cost",
+                  "Latency of each run (box: quartiles, line: median) and what each arm "
+                  "cost in total, as the arms reported usage.")
