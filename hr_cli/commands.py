@@ -55,6 +55,13 @@ def load_spec_with_overrides(spec: Path, **overrides: Any) -> Any:
     from hr_core.engine import Budget, load_spec
 
     loaded = load_spec(spec)
+    reference = loaded.reference if isinstance(loaded.reference, str) else loaded.reference.path
+    where = Path(reference)
+    if not where.is_absolute() and "://" not in reference:
+        where = spec.parent / where
+        if not where.exists():
+            raise SpecError(f"{spec}, field 'reference': {where} does not exist (a path "
+                            "relative to the spec file)")
     changes = {k: v for k, v in overrides.items() if v is not None and k != "budget"}
     budget = overrides.get("budget") or {}
     if budget:

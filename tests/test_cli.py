@@ -117,6 +117,7 @@ def _bad_files(tmp_path: Path) -> dict[str, Path]:
         "bad_judge.yaml": "model: mock-model\nmode: judge-dredd\nrubric: Right?\n",
         "judge_extra.yaml": "model: mock-model\nmode: grade\nrubric: Right?\ntemperature: 2\n",
         "labels.jsonl": '{"item": "q", "answer": "a"}\n',
+        "missing_ref.yaml": "reference: nope.jsonl\narms: {a: 'hr_core.examples.demo_arms:f'}\n",
     }
     for name, text in files.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
@@ -125,6 +126,7 @@ def _bad_files(tmp_path: Path) -> dict[str, Path]:
 
 MISTAKES = {
     "missing spec": (["run", "{tmp}/missing.yaml"], "missing.yaml"),
+    "missing reference set": (["run", "{tmp}/missing_ref.yaml"], "nope.jsonl does not exist"),
     "spec is not YAML": (["run", "{tmp}/bad.yaml"], "not valid YAML"),
     "unknown spec field": (["run", "{tmp}/unknown_field.yaml"], "colour"),
     "arm that cannot be imported": (["run", "{tmp}/no_module.yaml"], "no_such_module_hr"),
