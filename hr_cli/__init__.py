@@ -52,21 +52,44 @@ def main(argv: Sequence[str] | None = None) -> None:
     _show_warnings_as_lines(console)
     debug = os.environ.get("HR_DEBUG", "") not in ("", "0")
     try:
-        # standalone mode: typer/click print usage errors and exit 2 themselves
-        app(args=list(argv) if argv is not None else None, prog_name="hr")
+        # not standalone: usage errors come back here and are printed as one line
+        code = app(args=list(argv) if argv is not None else None, prog_name="hr",
+                   standalone_mode=False)
     except SystemExit:
         raise  # before the clauses below: evaluating them imports hr_core (pandas)
+    except Exception as exc:
+        if not _is_a(exc, "UsageError"):
+            _fail(exc, debug)
+        ctx = getattr(exc, "ctx", None)
+        if _is_a(exc, "NoArgsIsHelpError") and ctx is not None:
+            print(ctx.get_help())
+        else:
+            where = ctx.command_path if ctx is not None else "hr"
+            message = _one_line(Exception(exc.format_message()))  # type: ignore[attr-defined]
+            print(f"hr: error: {message} (see '{where} --help')", file=sys.stderr)
+        raise SystemExit(USER_ERROR) from None
     except KeyboardInterrupt:
         console.print("hr: interrupted", style="yellow")
         raise SystemExit(130) from None
-    except _user_errors() as exc:
-        if debug:
-            raise
+    if isinstance(code, int) and code:
+        raise SystemExit(code)
+
+
+def _is_a(exc: BaseException, class_name: str) -> bool:
+    """Typer vendors click: recognise its exceptions by class name, not by import."""
+    return any(cls.__name__ == class_name for cls in type(exc).__mro__)
+
+
+def _fail(exc: Exception, debug: bool) -> None:
+    """Report an exception from a command: one line, exit 2 for a user mistake."""
+    if debug:
+        raise exc
+    if _is_a(exc, "Abort"):
+        print("hr: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
+    if isinstance(exc, _user_errors()):
         print(f"hr: error: {_one_line(exc)}", file=sys.stderr)
         raise SystemExit(USER_ERROR) from None
-    except Exception as exc:
-        if debug:
-            raise
-        print(f"hr: internal error: {type(exc).__name__}: {_one_line(exc)} "
-              "(set HR_DEBUG=1 for the traceback)", file=sys.stderr)
-        raise SystemExit(1) from None
+    print(f"hr: internal error: {type(exc).__name__}: {_one_line(exc)} "
+          "(set HR_DEBUG=1 for the traceback)", file=sys.stderr)
+    raise SystemExit(1) from None
