@@ -9,6 +9,7 @@ from hr_core.engine import (
     LLMArm,
     load_spec,
 )
+from hr_core.engine.context import RunContext, current_run
 from hr_core.errors import HrError, ReferenceDataError, ScorerError, SpecError
 from hr_core.failures import FAILURE_KINDS, FailureKind
 from hr_core.judge import (
@@ -138,6 +139,7 @@ __all__ = [
     "ReportError",
     "ReportInputs",
     "ResponseCache",
+    "RunContext",
     "SUMMARY_COLUMNS",
     "ScoreResult",
     "Scorer",
@@ -158,6 +160,7 @@ __all__ = [
     "cohen_kappa",
     "compare_runs",
     "compute_validation",
+    "current_run",
     "find_previous_run",
     "hr_judge_config",
     "hr_judge_valid",

@@ -1,8 +1,11 @@
-"""Scale-out: the demo benchmark on a two-worker local Dask cluster equals the default run."""
+"""Scale-out and reproducibility: the demo gives equal runs on Dask, threads and in any process."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -12,20 +15,32 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows import hr_benchmark
 from flows.runners import TaskRunnerError, make_task_runner
-from hr_core.engine.spec import BenchmarkSpec, load_spec
+from hr_core import Benchmark
 from hr_core.examples import __file__ as examples_init
 
 DEMO = Path(examples_init).with_name("demo.yaml")
-# cautious_llm draws its behaviour from a per-process call counter, so two runs of it
-# differ even on the default runner; the other three demo arms are deterministic.
-RANDOM_ARMS = {"cautious_llm"}
-# What a run produced; latency differs from run to run by nature.
+# What a run produced; latency differs from run to run by nature. Every demo arm is
+# deterministic (cautious_llm seeds its draws from the question and the run index).
 COMPARED = ["arm", "item_id", "run", "output", "correct", "outcome", "failure_kind", "error",
             "tokens_in", "tokens_out", "cost_usd"]
+# Runs the demo spec in a process of its own (another hash seed), without Prefect.
+SEPARATE_PROCESS = """
+import sys
+from hr_core.engine.session import BenchmarkSession
+from flows.benchmark import plan_from_spec
+plan = plan_from_spec(sys.argv[1], store=sys.argv[2], fresh=True)
+print(BenchmarkSession(plan).run_sync().run_dir)
+"""
 
 
 def _comparable(runs: pd.DataFrame) -> pd.DataFrame:
     return runs[COMPARED].sort_values(["arm", "item_id", "run"]).reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def default_run(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> Benchmark:
+    """The demo spec on the default (threads) task runner, with a fresh run id."""
+    return hr_benchmark(DEMO, store=str(tmp_path_factory.mktemp("threads")), fresh=True)
 
 
 async def _task_run_names(flow_run_id: str, at_least: int) -> list[str]:
@@ -41,28 +56,35 @@ async def _task_run_names(flow_run_id: str, at_least: int) -> list[str]:
     return names
 
 
-def _deterministic_demo() -> BenchmarkSpec:
-    spec = load_spec(DEMO)
-    arms = {k: v for k, v in spec.arms.items() if k not in RANDOM_ARMS}
-    return spec.model_copy(update={"arms": arms})
-
-
 def test_the_demo_on_a_local_dask_cluster_equals_the_default_runner(
-    prefect_harness: None, tmp_path: Path,
+    default_run: Benchmark, tmp_path: Path,
 ) -> None:
-    spec = _deterministic_demo()
-    default = hr_benchmark(spec, store=str(tmp_path / "threads"))
     runner = make_task_runner("dask", n_workers=2, processes=False)
-    on_dask = hr_benchmark(spec, store=str(tmp_path / "dask"), task_runner=runner)
-    assert len(on_dask.runs) == len(default.runs) == 3 * 69 * 3
-    pd.testing.assert_frame_equal(_comparable(on_dask.runs), _comparable(default.runs))
+    on_dask = hr_benchmark(DEMO, store=str(tmp_path / "dask"), task_runner=runner)
+    assert len(on_dask.runs) == len(default_run.runs) == 4 * 69 * 3
+    pd.testing.assert_frame_equal(_comparable(on_dask.runs), _comparable(default_run.runs))
     keep = ["arm", "accuracy", "ci_low", "ci_high", "scored", "budget_stop", "cost_usd"]
-    pd.testing.assert_frame_equal(on_dask.summary()[keep], default.summary()[keep])
+    pd.testing.assert_frame_equal(on_dask.summary()[keep], default_run.summary()[keep])
+    assert on_dask.summary().set_index("arm").loc["cautious_llm", "budget_stop"] > 0
     assert (tmp_path / "dask" / "docqa-demo" / str(on_dask.run_id) / "runs.parquet").exists()
-    names = asyncio.run(_task_run_names(on_dask.manifest["flow_run_id"], 3))
+    names = asyncio.run(_task_run_names(on_dask.manifest["flow_run_id"], 4))
     assert [n for n in names if "-submitted-chunk-" in n] == [
-        "always_abstain-submitted-chunk-2", "keyword_overlap-submitted-chunk-0",
-        "number_extractor-submitted-chunk-1"]
+        "always_abstain-submitted-chunk-2", "cautious_llm-submitted-chunk-3",
+        "keyword_overlap-submitted-chunk-0", "number_extractor-submitted-chunk-1"]
+
+
+def test_two_runs_of_the_demo_in_separate_processes_are_equal_but_for_latency(
+    default_run: Benchmark, tmp_path: Path,
+) -> None:
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    done = subprocess.run([sys.executable, "-c", SEPARATE_PROCESS, str(DEMO), str(tmp_path)],
+                          capture_output=True, text=True, env=env, timeout=240, check=True)
+    run_dir = Path(done.stdout.strip().splitlines()[-1])
+    assert run_dir.name != default_run.run_id
+    other = pd.read_parquet(run_dir / "runs.parquet")
+    assert list(other.columns) == list(default_run.runs.columns)
+    pd.testing.assert_frame_equal(other.drop(columns="latency_s"),
+                                  default_run.runs.drop(columns="latency_s"))
 
 
 def test_the_threads_runner_is_the_default_thread_pool() -> None:

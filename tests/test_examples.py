@@ -15,6 +15,7 @@ from hr_cli.demo import example_path
 from hr_cli.judges import load_judge, read_judge_file
 from hr_core import hr_reference, hr_scorer_exact, load_spec, settle_score
 from hr_core._text import accepted_texts, fold
+from hr_core.engine.context import run_context
 from hr_core.examples import demo_arms
 
 REFERENCE = example_path("docqa_reference.jsonl")
@@ -26,14 +27,15 @@ def reference() -> Any:
     return hr_reference(REFERENCE)
 
 
-def _score(arm: Any, reference: Any, runs: int = 1) -> Counter[str]:
+def _score(arm: Any, reference: Any, runs: int = 1, first_run: int = 1) -> Counter[str]:
     exact = hr_scorer_exact()
 
-    async def one(item: Any) -> str:
+    async def one(item: Any, run: int) -> str:
         try:
-            output = arm(item.payload)
-            if inspect.isawaitable(output):
-                output = await output
+            with run_context("arm", item.id, run):
+                output = arm(item.payload)
+                if inspect.isawaitable(output):
+                    output = await output
         except Exception as exc:
             output = {"ok": False, "error": repr(exc)}
         result = settle_score(exact(item.payload, output, item.label), item.label is not None)
@@ -42,7 +44,8 @@ def _score(arm: Any, reference: Any, runs: int = 1) -> Counter[str]:
         return result.failure_kind or "unscored"
 
     async def every() -> list[str]:
-        return list(await asyncio.gather(*(one(i) for i in reference for _ in range(runs))))
+        return list(await asyncio.gather(*(
+            one(i, run) for i in reference for run in range(first_run, first_run + runs))))
 
     return Counter(asyncio.run(every()))
 
@@ -99,11 +102,23 @@ def test_cautious_llm_refuses_fails_to_parse_errs_and_costs(reference: Any) -> N
     assert result.usage.cost_usd and result.usage.cost_usd > 0
 
 
-def test_cautious_llm_varies_between_calls(reference: Any) -> None:
-    outcomes = {
-        tuple(_score(demo_arms.cautious_llm, reference).items()) for _ in range(3)
-    }
-    assert len(outcomes) > 1
+def test_cautious_llm_varies_between_runs_but_repeats_a_run_exactly(reference: Any) -> None:
+    by_run = [sorted(_score(demo_arms.cautious_llm, reference, first_run=r).items())
+              for r in (1, 2, 3)]
+    assert len({tuple(counts) for counts in by_run}) > 1
+    assert sorted(_score(demo_arms.cautious_llm, reference, first_run=2).items()) == by_run[1]
+
+
+def test_cautious_llm_draws_from_the_question_and_the_run_index(reference: Any) -> None:
+    item = next(i for i in reference if "price" not in i.payload["question"])
+
+    async def texts(run: int) -> list[str | None]:
+        with run_context("cautious_llm", item.id, run):
+            results = [await demo_arms.cautious_llm(item.payload) for _ in range(2)]
+        return [r.answer or r.text for r in results]
+
+    first, again = asyncio.run(texts(1)), asyncio.run(texts(1))
+    assert first == again and first[0] == first[1]
 
 
 def test_keyword_overlap_answers_from_the_best_sentence() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import math
 import time
@@ -13,6 +14,7 @@ from typing import Any
 from hr_core._text import is_missing, output_text
 from hr_core.engine.arms import Arm
 from hr_core.engine.budget import BudgetLedger
+from hr_core.engine.context import _CURRENT_RUN, RunContext
 from hr_core.errors import ScorerError
 from hr_core.failures import FAILURE_KINDS
 from hr_core.reference import Item
@@ -137,9 +139,14 @@ async def score_record(record: dict[str, Any], item: Item, output: Any, scorer: 
 
 
 async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> dict[str, Any]:
-    """Call one arm on one item and score the output."""
+    """Call one arm on one item and score the output.
+
+    While the arm runs, ``hr_core.current_run()`` gives its :class:`RunContext`
+    (sync arms get a copy of the context in the thread pool).
+    """
     error: str | None = None
     output: Any = None
+    token = _CURRENT_RUN.set(RunContext(arm.name, item.id, run))
     start = time.perf_counter()
     try:
         if arm.is_async:
@@ -151,7 +158,7 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> dict[str
         else:
             loop = asyncio.get_running_loop()
             output, latency = await loop.run_in_executor(
-                ctx.executor, _timed, arm.fn, item.payload
+                ctx.executor, contextvars.copy_context().run, _timed, arm.fn, item.payload
             )
             if inspect.isawaitable(output):  # a sync callable handing back a coroutine
                 output = await output
@@ -159,6 +166,8 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> dict[str
     except Exception as exc:  # an arm that raises is a row, not a crash
         latency = time.perf_counter() - start
         error = f"{type(exc).__name__}: {exc}"
+    finally:
+        _CURRENT_RUN.reset(token)
     record: dict[str, Any] = {
         "arm": arm.name, "item_id": item.id, "run": run, "output": None, "correct": None,
         "outcome": None, "failure_kind": None, "error": error, "latency_s": latency,

@@ -13,8 +13,10 @@ different quality and every failure kind:
 - :func:`cautious_llm`: a simulated chat model: answers like
   :func:`keyword_overlap`, but refuses medical and money questions, sometimes
   replies with malformed JSON (a parse failure), sometimes times out (an
-  error), varies between calls (so ``runs > 1`` matters) and reports token
-  usage and a cost, so that a cost budget can stop it.
+  error), varies between runs (so ``runs > 1`` matters) and reports token
+  usage and a cost, so that a cost budget can stop it. Its draws are seeded
+  from the question and the run index (``hr_core.current_run()``), so the same
+  spec gives the same results in any process and on any task runner.
 
 Example:
     >>> import asyncio
@@ -29,9 +31,9 @@ import asyncio
 import random
 import re
 import zlib
-from collections import Counter
 from typing import Any
 
+from hr_core.engine.context import current_run
 from hr_core.results import ArmResult, Usage
 
 __all__ = [
@@ -55,7 +57,6 @@ _NUMERIC_QUESTION = re.compile(
     r"\b(how many|how much|what year|which year|how long|how high|when)\b", re.IGNORECASE
 )
 _SENSITIVE = ("tablet", "dormexin", "price", "cost", "euros", "pounds", "dollars")
-_calls: Counter[str] = Counter()
 
 
 def _words(text: str) -> list[str]:
@@ -163,10 +164,15 @@ def always_abstain(payload: dict[str, Any]) -> str:
 
 
 async def cautious_llm(payload: dict[str, Any]) -> ArmResult:
-    """A simulated chat model that refuses, fails to parse, errs and costs money."""
+    """A simulated chat model that refuses, fails to parse, errs and costs money.
+
+    Its draws depend only on the question and the run index (run 1 when called
+    outside a benchmark), so they are equal in every process and differ between
+    the runs of one item.
+    """
     question = payload["question"]
-    _calls[question] += 1
-    rng = random.Random(f"{question}#{_calls[question]}")
+    run = current_run()
+    rng = random.Random(f"{question}#{1 if run is None else run.run}")
     await asyncio.sleep(rng.uniform(0.08, 0.3))
     if any(word in question.casefold() for word in _SENSITIVE):
         text = "I'm sorry, I can't help with medical or pricing questions."
