@@ -55,8 +55,7 @@ async def run_chunks_submitted(session: BenchmarkSession) -> int:
         How many runs finished.
     """
     plan = session.plan
-    ctx = session._ctx
-    if ctx is None:
+    if not session.opened:
         raise RuntimeError("open the benchmark session before submitting its chunks")
     futures = [
         run_chunk_remote.submit(plan.arms[arm], list(work), plan.scorer, session.ledger,
@@ -66,9 +65,7 @@ async def run_chunks_submitted(session: BenchmarkSession) -> int:
 
     async def collect(future: Any) -> int:
         records, errors = await asyncio.to_thread(future.result)
-        for record in records:
-            ctx.record(record)
-        ctx.scorer_errors.extend(errors)
+        session.absorb(records, errors)
         return len(records)
 
     done = await asyncio.gather(*(collect(f) for f in futures))

@@ -199,9 +199,15 @@ class BenchmarkSession:
         self.journal.append(record)
         self._count(record)
 
+    @property
+    def opened(self) -> bool:
+        """Whether :meth:`open` has read the journal and planned the chunks."""
+        return self._opened
+
     def absorb(self, records: list[dict[str, Any]], scorer_errors: list[str]) -> None:
         """Take in the records of a chunk run elsewhere (a Dask/Ray worker): journal them."""
-        assert self._ctx is not None, "open the session first"
+        if self._ctx is None:
+            raise RuntimeError("open the benchmark session before absorbing records")
         for record in records:
             self._record(record)
         self._ctx.scorer_errors.extend(scorer_errors)

@@ -1,0 +1,50 @@
+"""BenchmarkSession: records of chunks run elsewhere, and the progress it reports."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hr_core.engine.budget import BudgetLedger
+from hr_core.engine.runner import ChunkContext, run_chunk
+from hr_core.engine.session import BenchmarkSession, plan_benchmark
+
+ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}"} for i in range(10)]
+
+
+def _answer(payload: dict[str, Any]) -> str:
+    return "a" + payload["question"][1:]
+
+
+def _elsewhere(session: BenchmarkSession, index: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """Run one chunk as a Dask/Ray worker does: its own context, records handed back."""
+    arm, work = session.chunks[index]
+    plan = session.plan
+    with ThreadPoolExecutor(max_workers=2) as executor:
+        ctx = ChunkContext(plan.scorer, BudgetLedger(plan.budget, plan.arms), executor,
+                           plan.concurrency, lambda _record: None)
+        records = asyncio.run(run_chunk(plan.arms[arm], work, ctx))
+    return records, list(ctx.scorer_errors)
+
+
+def test_absorbed_records_are_journaled_counted_and_written(tmp_path: Path) -> None:
+    session = BenchmarkSession(plan_benchmark({"good": _answer}, ITEMS, store=str(tmp_path)))
+    session.open()
+    assert session.opened
+    records, errors = _elsewhere(session, 0)
+    session.absorb(records, errors)
+    assert session.progress() == [("good", 10, 10, 0)]
+    session.journal.flush()
+    assert len(session.journal.read()) == 10
+    assert session.finish().runs["correct"].all()
+
+
+def test_absorbing_before_opening_is_refused(tmp_path: Path) -> None:
+    session = BenchmarkSession(plan_benchmark({"good": _answer}, ITEMS, store=str(tmp_path)))
+    assert not session.opened
+    with pytest.raises(RuntimeError, match="open the benchmark session"):
+        session.absorb([], [])
