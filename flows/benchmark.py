@@ -27,7 +27,6 @@ from hr_core.scorers import Scorer
 from tasks.benchmark import (
     ProgressPublisher,
     open_benchmark,
-    publish_benchmark,
     rescore_benchmark,
     run_benchmark_chunk,
     write_benchmark,
@@ -100,14 +99,16 @@ async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,
         for watcher in watchers:
             watcher.cancel()
         session.journal.flush()
-    rows = session.progress()
+    rows = session.progress(final=True)
     if on_progress is not None:
         for row in rows:
             on_progress(*row)
-    await progress.update(rows)
     session.engine_seconds = loop.time() - started
-    bench: Benchmark = await write_benchmark(session)
-    await publish_benchmark(bench)
+    final = asyncio.ensure_future(progress.update(rows))  # while the results are built
+    try:
+        bench: Benchmark = await write_benchmark(session)
+    finally:
+        await final
     return bench
 
 
@@ -196,7 +197,9 @@ def hr_benchmark(
         on_progress: called about four times a second while running, and once at
             the end, for each arm as ``on_progress(arm, done, total, failures)``:
             runs done (journaled earlier ones included) of ``total``, ``failures``
-            of them with ``failure_kind="error"``. Not a Prefect parameter.
+            of them with a failure kind (wrong, refusal, error, ...). The last call
+            counts runs a budget stopped as done, not as failures, so every arm
+            reaches its total. Not a Prefect parameter.
         task_runner: the flow's task runner (``flows.runners.make_task_runner``):
             with Dask or Ray each chunk is submitted to it and runs there; the
             default (``None`` or threads) runs the chunks in the flow's event loop.

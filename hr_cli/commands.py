@@ -81,6 +81,8 @@ def run_benchmark(console: Console, spec: Any, *, fresh: bool = False) -> Any:
 
     with ArmProgress(console) as progress:
         bench = hr_benchmark(spec, fresh=fresh, on_progress=progress)
+        for arm, runs in bench.summary().set_index("arm")["budget_stop"].items():
+            progress.budget_stop(str(arm), int(runs))
     return bench
 
 

@@ -30,23 +30,29 @@ class _RateColumn(ProgressColumn):
 
 
 class _FailuresColumn(ProgressColumn):
-    """The engine's failure count so far (runs that ended with ``failure_kind="error"``)."""
+    """Failures so far (runs with a failure kind), and ``budget stop`` for a stopped arm."""
 
     def render(self, task: Task) -> Text:
         failures = int(task.fields.get("failures", 0))
-        return Text(f"{failures} errors", style="red" if failures else "dim")
+        text = Text(f"{failures} failures", style="red" if failures else "dim")
+        stopped = int(task.fields.get("budget_stopped", 0))
+        if stopped:
+            text.append(f"  budget stop ({stopped} runs)", style="yellow")
+        return text
 
 
 class ArmProgress:
     """Rich progress bars fed by the engine's ``on_progress(arm, done, total, failures)``.
 
-    The callback may come from any thread; bars appear as arms report.
+    The callback may come from any thread; bars appear as arms report. An arm whose
+    budget stopped it is marked with :meth:`budget_stop` when the benchmark is done.
 
     Example:
         >>> with ArmProgress(Console(quiet=True)) as progress:
         ...     progress("keyword", 3, 10, 1)
-        >>> progress.done["keyword"]
-        3
+        ...     progress.budget_stop("keyword", 7)
+        >>> progress.done["keyword"], progress.stopped["keyword"]
+        (3, 7)
     """
 
     def __init__(self, console: Console) -> None:
@@ -65,6 +71,7 @@ class ArmProgress:
         self._tasks: dict[str, TaskID] = {}
         self._lock = threading.Lock()
         self.done: dict[str, int] = {}
+        self.stopped: dict[str, int] = {}
 
     def __enter__(self) -> ArmProgress:
         self._progress.start()
@@ -82,3 +89,11 @@ class ArmProgress:
                 self._tasks[arm] = task
             self._progress.update(task, completed=done, total=total, failures=failures)
             self.done[arm] = done
+
+    def budget_stop(self, arm: str, runs: int) -> None:
+        """Mark ``arm``'s bar: its budget stopped ``runs`` runs (they count as done)."""
+        with self._lock:
+            task = self._tasks.get(arm)
+            if task is not None and runs:
+                self._progress.update(task, budget_stopped=runs)
+                self.stopped[arm] = runs

@@ -1,15 +1,17 @@
 """Prefect tasks of the benchmark flow: thin wrappers over ``hr_core.engine.session``.
 
 One task opens the run (reads the journal), one task per chunk of (arm, item,
-run) runs it with plain asyncio, one writes the results, one publishes the
+run) runs it with plain asyncio, one writes the results and publishes the
 report. Never a task per item (SPEC section 11).
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from uuid import UUID
 
+import pandas as pd
 from prefect import task
 from prefect.artifacts import (
     MarkdownArtifact,
@@ -77,24 +79,37 @@ async def rescore_benchmark(session: BenchmarkSession) -> int:
 
 @task(name="write-results", cache_policy=NO_CACHE, persist_result=False)
 async def write_benchmark(session: BenchmarkSession) -> Benchmark:
-    """Write runs.parquet, the summary, the report and the final manifest."""
-    return session.finish()
+    """Build the runs table, summary and report once; write the files and publish them.
 
-
-@task(name="publish-report", cache_policy=NO_CACHE, persist_result=False)
-async def publish_benchmark(bench: Benchmark) -> None:
-    """Publish the summary table and the markdown report as artifacts."""
-    name = str(bench.manifest.get("name") or "benchmark")
+    The files (``runs.parquet``, summary, report, reference, manifest last) are
+    written in a worker thread while the summary table and markdown report
+    artifacts go to the API, so neither waits for the other.
+    """
+    bench = await asyncio.to_thread(session.build)
     summary = bench.summary()
+    report = report_markdown(bench, summary)
+    await asyncio.gather(asyncio.to_thread(session.write, bench, summary, report),
+                         publish_benchmark(bench, summary, report))
+    return bench
+
+
+async def publish_benchmark(bench: Benchmark, summary: pd.DataFrame | None = None,
+                            report: str | None = None) -> None:
+    """Publish the summary table and the markdown report as artifacts (concurrently)."""
+    name = str(bench.manifest.get("name") or "benchmark")
+    summary = bench.summary() if summary is None else summary
+    report = report_markdown(bench, summary) if report is None else report
     client = _run_client()
-    await TableArtifact(
-        key=artifact_key(name, "summary"), table=summary_records(summary),
-        description=f"Per-arm summary of benchmark {name} ({bench.run_id})",
-    ).acreate(client)
-    await MarkdownArtifact(
-        key=artifact_key(name, "report"), markdown=report_markdown(bench, summary),
-        description=f"Report of benchmark {name} ({bench.run_id})",
-    ).acreate(client)
+    await asyncio.gather(
+        TableArtifact(
+            key=artifact_key(name, "summary"), table=summary_records(summary),
+            description=f"Per-arm summary of benchmark {name} ({bench.run_id})",
+        ).acreate(client),
+        MarkdownArtifact(
+            key=artifact_key(name, "report"), markdown=report,
+            description=f"Report of benchmark {name} ({bench.run_id})",
+        ).acreate(client),
+    )
 
 
 class ProgressPublisher:
@@ -111,7 +126,8 @@ class ProgressPublisher:
         if percent == self.last:
             return
         self.last = percent
-        text = "; ".join(f"{arm}: {done}/{of} ({failed} errors)" for arm, done, of, failed in rows)
+        text = "; ".join(f"{arm}: {done}/{of} ({failed} failures)"
+                         for arm, done, of, failed in rows)
         client = _run_client()
         if self.id is None:
             created = await ProgressArtifact(

@@ -208,7 +208,8 @@ def test_run_shows_progress_summary_and_paths_and_respects_the_budget(
                         "--budget-calls", "5", "--concurrency", "2")
     assert code == 0, err
     assert "keyword_overlap" in out and "always_abstain" in out
-    assert "5/16" in out  # the progress bars: 5 of 8 items x 2 runs before the budget stop
+    # the progress bars: 5 of 8 items x 2 runs ran, the 11 the budget stopped complete each bar
+    assert "16/16" in out and out.count("budget stop (11 runs)") == 2
     results = next((tmp_path / "store" / "small").iterdir())
     assert f"Results: {results}" in out and "Report:" in out
     assert (results / "report.html").is_file()

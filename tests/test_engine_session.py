@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from hr_core import Budget
 from hr_core.engine.budget import BudgetLedger
 from hr_core.engine.runner import ChunkContext, run_chunk
 from hr_core.engine.session import BenchmarkSession, plan_benchmark
@@ -48,3 +49,32 @@ def test_absorbing_before_opening_is_refused(tmp_path: Path) -> None:
     assert not session.opened
     with pytest.raises(RuntimeError, match="open the benchmark session"):
         session.absorb([], [])
+
+
+def _mixed(payload: dict[str, Any]) -> Any:
+    n = int(payload["question"][1:])
+    if n == 0:
+        raise ValueError("no answer")
+    if n == 1:
+        return {"answer": "I can't", "failure_kind": "refusal"}
+    return _answer(payload) if n % 2 else "wrong"
+
+
+def test_progress_counts_every_failure_kind_but_budget_stop(tmp_path: Path) -> None:
+    seen: list[tuple[str, int, int, int]] = []
+    plan = plan_benchmark({"mixed": _mixed}, ITEMS, store=str(tmp_path))
+    bench = BenchmarkSession(plan).run_sync(on_progress=lambda *row: seen.append(row))
+    kinds = bench.runs["failure_kind"].value_counts().to_dict()
+    assert kinds == {"wrong": 4, "error": 1, "refusal": 1}
+    assert seen[-1] == ("mixed", 10, 10, 6)
+
+
+def test_runs_a_budget_stopped_complete_the_bar_at_the_end(tmp_path: Path) -> None:
+    seen: list[tuple[str, int, int, int]] = []
+    plan = plan_benchmark({"mixed": _mixed, "good": _answer}, ITEMS, runs=2,
+                          store=str(tmp_path), budget=Budget(max_calls=5), concurrency=1)
+    session = BenchmarkSession(plan)
+    bench = session.run_sync(on_progress=lambda *row: seen.append(row))
+    assert bench.summary().set_index("arm")["budget_stop"].to_dict() == {"mixed": 15, "good": 15}
+    assert session.progress() == [("mixed", 5, 20, 5), ("good", 5, 20, 0)]
+    assert seen[-2:] == [("mixed", 20, 20, 5), ("good", 20, 20, 0)]

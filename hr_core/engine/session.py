@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
+import pandas as pd
 
 from hr_core.engine.arms import Arm, normalise_arms
 from hr_core.engine.benchmark import Benchmark, runs_frame
@@ -45,8 +46,11 @@ DEFAULT_CHUNK_SIZE = 2000
 """Runs per chunk (one Prefect task each): few tasks, whatever the reference's size."""
 
 ProgressFn = Callable[[str, int, int, int], None]
-"""``on_progress(arm, done, total, failures)``: runs done of ``total``, ``failures`` of
-them with ``failure_kind="error"``."""
+"""``on_progress(arm, done, total, failures)``: runs done of ``total`` (journaled earlier
+ones included), ``failures`` of them with a failure kind (wrong, refusal, parse failure,
+error, ...). The last call, when the benchmark has run, counts the runs a budget stopped
+as done (so every arm reaches its total) but not as failures; ``Benchmark.summary()``
+has them in its ``budget_stop`` column."""
 
 JudgePolicy = Literal["warn", "refuse", "ignore"]
 
@@ -191,7 +195,7 @@ class BenchmarkSession:
     def _count(self, record: dict[str, Any]) -> None:
         counts = self._progress[record["arm"]]
         counts[0] += 1
-        if record.get("failure_kind") == "error":
+        if record.get("failure_kind") not in (None, "budget_stop"):
             counts[1] += 1
 
     def _record(self, record: dict[str, Any]) -> None:
@@ -212,10 +216,15 @@ class BenchmarkSession:
             self._record(record)
         self._ctx.scorer_errors.extend(scorer_errors)
 
-    def progress(self) -> list[tuple[str, int, int, int]]:
-        """``(arm, done, total, failures)`` for each arm."""
+    def progress(self, final: bool = False) -> list[tuple[str, int, int, int]]:
+        """``(arm, done, total, failures)`` for each arm (see :data:`ProgressFn`).
+
+        ``final=True``, once every chunk has run: the runs not done are the ones a
+        budget stopped (``budget_stop`` rows), counted as done so each arm completes.
+        """
         per_arm = len(self.plan.reference) * self.plan.runs
-        return [(arm, c[0], per_arm, c[1]) for arm, c in self._progress.items()]
+        return [(arm, per_arm if final else c[0], per_arm, c[1])
+                for arm, c in self._progress.items()]
 
     # -- running --------------------------------------------------------------------------
 
@@ -267,7 +276,7 @@ class BenchmarkSession:
                 helper.cancel()
             self.journal.flush()
         if on_progress is not None:
-            for row in self.progress():
+            for row in self.progress(final=True):
                 on_progress(*row)
         self.engine_seconds = time.perf_counter() - started
         return self.finish()
@@ -307,8 +316,11 @@ class BenchmarkSession:
                                    stopped_record(arm, item, run))
         return ordered
 
-    def finish(self) -> Benchmark:
-        """Write ``runs.parquet``, the summary, the report and the final manifest."""
+    def build(self) -> Benchmark:
+        """The finished benchmark in memory (runs table, final manifest); writes nothing.
+
+        A broken scorer writes a ``failed`` manifest and raises :class:`ScorerError`.
+        """
         if self._executor is not None:
             self._executor.shutdown(wait=False)
         errors = self._ctx.scorer_errors if self._ctx is not None else []
@@ -327,21 +339,33 @@ class BenchmarkSession:
         manifest = self.manifest("completed", engine_seconds=round(self.engine_seconds, 4),
                                  timings=timings)
         bench = Benchmark(runs, manifest, run_dir=self.store.run_dir)
-        summary = bench.summary()
-        self.store.write_frame(RUNS, runs)
+        bench._reference = self.plan.reference
+        return bench
+
+    def write(self, bench: Benchmark, summary: pd.DataFrame, report: str) -> None:
+        """Write ``runs.parquet``, the summary, ``report``, the reference; the manifest last.
+
+        Safe in a worker thread (it only reads ``bench`` and the plan).
+        """
+        self.store.write_frame(RUNS, bench.runs)
         self.store.write_frame(SUMMARY, summary)
         self.store.write_frame(SUMMARY_CSV, summary)
-        from hr_core.engine.report import report_markdown
-
-        self.store.write_text(REPORT, report_markdown(bench, summary))
+        self.store.write_text(REPORT, report)
         self.store.write_lines(REFERENCE, (
             orjson.dumps({"id": i.id, "payload": i.payload, "label": i.label},
                          option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY,
                          default=str)
             for i in self.plan.reference))
-        bench._reference = self.plan.reference
         self.store.copy_journal()
-        self.store.write_manifest(manifest)
+        self.store.write_manifest(bench.manifest)
+
+    def finish(self) -> Benchmark:
+        """Write ``runs.parquet``, the summary, the report and the final manifest."""
+        from hr_core.engine.report import report_markdown
+
+        bench = self.build()
+        summary = bench.summary()
+        self.write(bench, summary, report_markdown(bench, summary))
         return bench
 
 
