@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint types pytest install clean
+.PHONY: demo test lint types pytest install browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,14 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy hr_core
 
-pytest: $(STAMP)
+# The report's browser test opens it in Debian's chromium: install it when missing.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; }
+
+pytest: $(STAMP) browser
 	$(BIN)/python -m pytest
 
 test: lint types pytest
