@@ -12,7 +12,7 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import fsspec
@@ -251,21 +251,49 @@ def _written_at(info: Mapping[str, Any]) -> float:
     return 0.0
 
 
-def _read_manifests(name_dir: str) -> list[tuple[str, dict[str, Any], float]]:
+_EARLIEST = datetime.min.replace(tzinfo=UTC)
+
+
+def _instant(value: Any) -> datetime:
+    """A manifest time (ISO 8601, ``Z`` or an offset, any resolution) as an aware UTC time.
+
+    Missing or unreadable times are the earliest possible, so they never win.
+    """
+    try:
+        when = datetime.fromisoformat(str(value))
+    except ValueError:
+        return _EARLIEST
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+
+def _read_manifests(name_dir: str) -> tuple[Any, list[tuple[str, str, dict[str, Any]]]]:
+    """The store's file system and each ``(manifest path, run dir, manifest)`` it holds."""
     fs, root = fsspec.core.url_to_fs(name_dir)
-    found: list[tuple[str, dict[str, Any], float]] = []
+    found: list[tuple[str, str, dict[str, Any]]] = []
     for path in sorted(fs.glob(f"{root.rstrip('/')}/*/manifest.json")):
         try:
             with fs.open(path, "r", encoding="utf-8") as fh:
                 manifest = json.load(fh)
-            written = _written_at(fs.info(path))
         except (OSError, ValueError):
             continue  # a run still being written or a stray file: not a candidate
         if isinstance(manifest, dict):
             parent = path.rsplit("/", 1)[0]
             run_dir = fs.unstrip_protocol(parent) if "://" in name_dir else parent
-            found.append((run_dir, manifest, written))
-    return found
+            found.append((path, run_dir, manifest))
+    return fs, found
+
+
+def _latest_written(fs: Any, tied: list[tuple[str, str, dict[str, Any]]]
+                    ) -> tuple[str, str, dict[str, Any]]:
+    """Of runs with equal times (old manifests had second resolution), the last written."""
+    def written(candidate: tuple[str, str, dict[str, Any]]) -> float:
+        try:
+            return _written_at(fs.info(candidate[0]))
+        except OSError:
+            return 0.0
+
+    return max(tied, key=written)
 
 
 def find_previous_run(
@@ -279,8 +307,10 @@ def find_previous_run(
     Scans ``<name_dir>/*/manifest.json`` (a local folder or any fsspec URL) for
     manifests with ``status`` completed and the same :func:`spec_fingerprint`,
     leaves out the run itself (same ``run_id``) and ``exclude``, and returns the
-    one with the latest ``started_at`` not after this run's (ties, as the times have
-    second resolution, go to the latest ``ended_at``, then the latest written manifest).
+    one with the latest ``started_at`` not after this run's, then the latest
+    ``ended_at`` (times are compared as instants, whatever their format). Manifests
+    written before times had microseconds can tie to the second: the latest written
+    manifest wins among them.
 
     Example:
         >>> find_previous_run("/nonexistent/demo", {"run_id": "r1"}) is None
@@ -288,9 +318,11 @@ def find_previous_run(
     """
     target = spec_fingerprint(manifest)
     own_id = manifest.get("run_id")
-    started = str(manifest.get("started_at") or "")
-    best: tuple[tuple[str, str, float], str, dict[str, Any]] | None = None
-    for run_dir, other, written in _read_manifests(name_dir):
+    own_start = manifest.get("started_at")
+    started = None if not own_start else _instant(own_start)
+    fs, found = _read_manifests(name_dir)
+    candidates: list[tuple[tuple[datetime, datetime], tuple[str, str, dict[str, Any]]]] = []
+    for path, run_dir, other in found:
         other_id = other.get("run_id")
         if other_id == own_id or other_id in exclude:
             continue
@@ -298,11 +330,13 @@ def find_previous_run(
             continue
         if spec_fingerprint(other) != target:
             continue
-        when = (str(other.get("started_at") or ""), str(other.get("ended_at") or ""), written)
-        if started and when[0] > started:
+        when = (_instant(other.get("started_at")), _instant(other.get("ended_at")))
+        if started is not None and when[0] > started:
             continue
-        if best is None or when > best[0]:
-            best = (when, run_dir, other)
-    if best is None:
+        candidates.append((when, (path, run_dir, other)))
+    if not candidates:
         return None
-    return PreviousRun(run_dir=best[1], manifest=best[2])
+    latest = max(when for when, _ in candidates)
+    tied = [candidate for when, candidate in candidates if when == latest]
+    _, run_dir, chosen = tied[0] if len(tied) == 1 else _latest_written(fs, tied)
+    return PreviousRun(run_dir=run_dir, manifest=chosen)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -85,6 +86,25 @@ def test_a_finished_run_is_stored_readable_by_pandas_and_loads_back(tmp_path: Pa
     for key in ("reference_hash", "arms", "scorer", "judge", "runs", "budget", "version",
                 "git_commit", "flow_run_id", "started_at", "ended_at", "status"):
         assert key in loaded.manifest
+
+
+def test_the_manifest_has_microsecond_utc_times_and_the_versions_it_ran_with(
+    tmp_path: Path,
+) -> None:
+    import platform
+    from datetime import UTC, datetime, timedelta
+    from importlib.metadata import version
+
+    plan = plan_benchmark({"echo": str}, [{"id": "q1", "label": "x"}], store=str(tmp_path))
+    manifest = BenchmarkSession(plan).run_sync().manifest
+    started, ended = manifest["started_at"], manifest["ended_at"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", started), started
+    start, end = datetime.fromisoformat(started), datetime.fromisoformat(ended)
+    assert start.tzinfo == UTC and start < end
+    assert datetime.now(UTC) - start < timedelta(minutes=5)
+    assert manifest["versions"] == {
+        "python": platform.python_version(), "prefect": version("prefect"),
+        "pandas": pd.__version__, "pydantic": version("pydantic")}
 
 
 def test_the_run_id_follows_the_spec(tmp_path: Path) -> None:

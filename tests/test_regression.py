@@ -180,3 +180,37 @@ def test_runs_started_in_the_same_second_go_by_the_latest_written_manifest(
                "run_id": "run-03", "started_at": "2026-11-29T21:33:03Z"}
     found = find_previous_run(str(root), current)
     assert found is not None and found.manifest["run_id"] == "run-01"
+
+
+def test_runs_in_the_same_second_go_by_their_microseconds_not_the_write_time(
+    tmp_path: Path,
+) -> None:
+    import os
+
+    root = tmp_path / "demo"
+    _write_manifest(root, "run-01", started_at="2026-11-29T21:33:02.100000Z")
+    _write_manifest(root, "run-02", started_at="2026-11-29T21:33:02.900000Z")
+    os.utime(root / "run-01" / "manifest.json", (2_000_000_000, 2_000_000_000))
+    os.utime(root / "run-02" / "manifest.json", (1_000_000_000, 1_000_000_000))
+    current = {**json.loads((root / "run-01" / "manifest.json").read_text()),
+               "run_id": "run-03", "started_at": "2026-11-29T21:33:03.000001Z"}
+    found = find_previous_run(str(root), current)
+    assert found is not None and found.manifest["run_id"] == "run-02"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [("2026-11-29T21:33:02Z", "2026-11-29T21:33:02.500000Z", "run-new"),
+     ("2026-11-29T21:33:03Z", "2026-11-29T21:33:02.500000Z", "run-old"),
+     ("2026-11-29T22:33:02+01:00", "2026-11-29T21:33:02.500000Z", "run-new")],
+)
+def test_old_second_times_and_new_microsecond_times_compare_as_instants(
+    tmp_path: Path, old: str, new: str, expected: str,
+) -> None:
+    root = tmp_path / "demo"
+    _write_manifest(root, "run-old", started_at=old)
+    _write_manifest(root, "run-new", started_at=new)
+    current = {**json.loads((root / "run-old" / "manifest.json").read_text()),
+               "run_id": "run-now", "started_at": "2026-11-29T21:40:00.000000Z"}
+    found = find_previous_run(str(root), current)
+    assert found is not None and found.manifest["run_id"] == expected

@@ -32,6 +32,7 @@ from hr_core.engine.store import (
     RunStore,
     fresh_run_id,
     git_commit,
+    package_versions,
     run_id_for,
     utc_now,
 )
@@ -298,7 +299,7 @@ class BenchmarkSession:
             "arms": plan.spec["arms"], "scorer": plan.spec["scorer"], "judge": plan.judge,
             "runs": plan.runs, "budget": None if plan.budget is None else
             plan.budget.model_dump(mode="json"), "concurrency": plan.concurrency,
-            "version": __version__, "git_commit": git_commit(),
+            "version": __version__, "versions": package_versions(), "git_commit": git_commit(),
             "flow_run_id": self.flow_run_id, "started_at": self.started_at,
             "ended_at": None if status == "running" else utc_now(), **extra,
         }

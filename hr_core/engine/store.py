@@ -5,11 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
 import secrets
 import subprocess
 import time
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +21,7 @@ import pandas as pd
 
 from hr_core.engine.journal import Journal
 
-__all__ = ["RunStore", "git_commit", "run_id_for", "utc_now"]
+__all__ = ["RunStore", "git_commit", "package_versions", "run_id_for", "utc_now"]
 
 MANIFEST = "manifest.json"
 RUNS = "runs.parquet"
@@ -50,8 +53,35 @@ def fresh_run_id() -> str:
 
 
 def utc_now() -> str:
-    """The current UTC time in ISO 8601."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    """The current UTC time in ISO 8601 with microseconds.
+
+    Example:
+        >>> len(utc_now()), utc_now()[19], utc_now()[-1]
+        (27, '.', 'Z')
+    """
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+_VERSIONED = ("prefect", "pandas", "pydantic")
+
+
+@lru_cache(maxsize=1)
+def package_versions() -> dict[str, str | None]:
+    """The versions a run depends on: Python, Prefect, pandas, pydantic (``None``: missing).
+
+    Read from the installed distributions' metadata, so Prefect is not imported.
+
+    Example:
+        >>> sorted(package_versions())
+        ['pandas', 'prefect', 'pydantic', 'python']
+    """
+    versions: dict[str, str | None] = {"python": platform.python_version()}
+    for name in _VERSIONED:
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            versions[name] = None
+    return versions
 
 
 @lru_cache(maxsize=1)
