@@ -12,6 +12,7 @@ from prefect import flow
 from prefect.runtime import flow_run
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
+from hr_core._checks import callable_arg, path_arg
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.budget import Budget
 from hr_core.engine.session import (
@@ -23,6 +24,7 @@ from hr_core.engine.session import (
     plan_benchmark,
 )
 from hr_core.engine.spec import BenchmarkSpec, load_spec
+from hr_core.errors import HrTypeError, SpecError
 from hr_core.scorers import Scorer
 from tasks.benchmark import (
     ProgressPublisher,
@@ -129,7 +131,7 @@ async def benchmark_flow(
     """
     if invocation is None:
         if spec is None:
-            raise ValueError("hr-benchmark needs a spec (a path to a YAML benchmark spec)")
+            raise SpecError("hr-benchmark needs a spec (a path to a YAML benchmark spec)")
         invocation = _Invocation(plan_from_spec(
             spec, store=store, name=name, fresh=fresh, resume=resume,
             require_valid_judge=require_valid_judge), None)
@@ -213,20 +215,24 @@ def hr_benchmark(
         ... # doctest: +SKIP
         >>> bench.summary()[["arm", "accuracy"]]  # doctest: +SKIP
     """
+    store, judge_store = (path_arg("hr_benchmark", "store", store),
+                          path_arg("hr_benchmark", "judge_store", judge_store))
+    callable_arg("hr_benchmark", "on_progress", on_progress, "(arm, done, total, failures)")
+    if task_runner is not None and not isinstance(task_runner, TaskRunner):
+        raise HrTypeError(f"hr_benchmark: task_runner must be a Prefect task runner "
+                          f"(flows.runners.make_task_runner('dask')), not {task_runner!r}")
     if _is_spec(arms):
-        plan = plan_from_spec(arms, store=None if store == "results" else os.fspath(store),  # type: ignore[arg-type]
+        plan = plan_from_spec(arms, store=None if store == "results" else store,  # type: ignore[arg-type]
                               name=name, fresh=fresh, resume=resume,
-                              require_valid_judge=require_valid_judge,
-                              judge_store=os.fspath(judge_store))
+                              require_valid_judge=require_valid_judge, judge_store=judge_store)
     else:
         if reference is None:
-            raise TypeError("hr_benchmark needs a reference set (or a BenchmarkSpec as arms)")
+            raise HrTypeError("hr_benchmark needs a reference set (or a BenchmarkSpec as arms)")
         plan = plan_benchmark(
             arms, reference, scorer, runs, budget=budget, concurrency=concurrency,  # type: ignore[arg-type]
-            store=os.fspath(store), name=name, resume=resume, fresh=fresh,
-            chunk_size=chunk_size,
+            store=store, name=name, resume=resume, fresh=fresh, chunk_size=chunk_size,
         )
-        check_judge(plan, require_valid_judge, os.fspath(judge_store))
+        check_judge(plan, require_valid_judge, judge_store)
     options: dict[str, Any] = {"flow_run_name": f"{plan.name}-{plan.run_id}"}
     if task_runner is not None:
         options["task_runner"] = task_runner

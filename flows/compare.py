@@ -11,9 +11,10 @@ from typing import Any
 from prefect import flow
 from prefect.runtime import flow_run
 
+from hr_core._checks import positive_int
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.compare import Comparison, comparison_rows
-from hr_core.errors import SpecError
+from hr_core.errors import HrTypeError, SpecError
 from hr_core.reference import Reference
 from tasks.compare import judge_comparison_chunk, publish_comparison
 
@@ -100,6 +101,14 @@ def hr_compare(
         >>> comparison = hr_compare("results/demo/abc", ["a", "b"], judge)  # doctest: +SKIP
         >>> comparison.summary()[["a", "b", "win_rate", "ci_low", "ci_high"]]  # doctest: +SKIP
     """
+    if not isinstance(benchmark, Benchmark | str | os.PathLike):
+        raise HrTypeError(f"hr_compare: benchmark must be a Benchmark or the folder of a stored "
+                          f"run, not {type(benchmark).__name__}")
+    if isinstance(arms, str) or not isinstance(arms, Sequence):
+        raise HrTypeError(f"hr_compare: arms must be a list of arm names, e.g. ['a', 'b'], "
+                          f"not {arms!r}")
+    positive_int("hr_compare", "concurrency", concurrency)
+    positive_int("hr_compare", "chunk_size", chunk_size)
     bench = benchmark if isinstance(benchmark, Benchmark) else Benchmark.load(benchmark)
     arms = [str(a) for a in arms]
     mode = getattr(judge, "mode", None)

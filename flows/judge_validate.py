@@ -9,6 +9,8 @@ from typing import Any
 
 from prefect import flow
 
+from hr_core._checks import path_arg, positive_int
+from hr_core.errors import HrTypeError, SpecError
 from hr_core.judge.config import JudgeConfig, hr_judge_config
 from hr_core.judge.judging import JudgeResult
 from hr_core.judge.labelled import LabelledRow
@@ -72,7 +74,7 @@ async def judge_validate_flow(
     """
     if invocation is None:
         if config is None or labelled is None:
-            raise ValueError("hr-judge-validate needs config (hr_judge_config arguments) and "
+            raise SpecError("hr-judge-validate needs config (hr_judge_config arguments) and "
                              "labelled (a path to the labelled items)")
         judge = hr_judge_config(**config)
         key = await _resolve_key(api_key_block)
@@ -123,11 +125,20 @@ def hr_judge_validate(
         >>> hr_judge_validate(cfg, rows, store="judges").agreement  # doctest: +SKIP
         1.0
     """
+    if not isinstance(config, JudgeConfig):
+        raise HrTypeError(f"hr_judge_validate: config must be a JudgeConfig (hr_judge_config("
+                          f"model, rubric, mode=...)), not {type(config).__name__}")
+    if model is not None and not callable(getattr(model, "complete", None)):
+        raise HrTypeError(f"hr_judge_validate: model must be a chat model (resolve_model(...)), "
+                          f"not {type(model).__name__}")
+    store = path_arg("hr_judge_validate", "store", store)
+    positive_int("hr_judge_validate", "concurrency", concurrency)
+    positive_int("hr_judge_validate", "chunk_size", chunk_size)
     rows = labelled_rows(config, labelled)
     chosen = model if model is not None else resolve_model(config.model,
                                                            concurrency=concurrency)
     named = judge_validate_flow.with_options(flow_run_name=f"judge-{config.hash[:12]}")
-    coro = named(config=_config_args(config), labelled=None, store=os.fspath(store),
+    coro = named(config=_config_args(config), labelled=None, store=store,
                  concurrency=concurrency, chunk_size=chunk_size,
                  invocation=_Invocation(config, chosen, rows))
     try:

@@ -10,7 +10,14 @@ from hr_core.engine import (
     load_spec,
 )
 from hr_core.engine.context import RunContext, current_run
-from hr_core.errors import HrError, ReferenceDataError, ScorerError, SpecError
+from hr_core.errors import (
+    HrError,
+    HrTypeError,
+    ReferenceDataError,
+    RunNotFoundError,
+    ScorerError,
+    SpecError,
+)
 from hr_core.failures import FAILURE_KINDS, FailureKind
 from hr_core.judge import (
     JUDGE_FAILURE_OUTCOMES,
@@ -108,6 +115,7 @@ __all__ = [
     "FAILURE_KINDS",
     "FailureKind",
     "HrError",
+    "HrTypeError",
     "Interval",
     "Item",
     "JUDGE_FAILURE_OUTCOMES",
@@ -140,6 +148,7 @@ __all__ = [
     "ReportInputs",
     "ResponseCache",
     "RunContext",
+    "RunNotFoundError",
     "SUMMARY_COLUMNS",
     "ScoreResult",
     "Scorer",

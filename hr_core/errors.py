@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["HrError", "ReferenceDataError", "ScorerError", "SpecError"]
+__all__ = ["HrError", "HrTypeError", "ReferenceDataError", "RunNotFoundError", "ScorerError",
+           "SpecError"]
 
 
 class HrError(Exception):
@@ -19,3 +20,11 @@ class ReferenceDataError(HrError, ValueError):
 
 class SpecError(HrError, ValueError):
     """A benchmark or judge specification is invalid."""
+
+
+class HrTypeError(HrError, TypeError):
+    """An argument of the wrong type (a missing reference set, a path that is not one, ...)."""
+
+
+class RunNotFoundError(HrError, FileNotFoundError):
+    """No finished benchmark run where one was expected: names the folder."""

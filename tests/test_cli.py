@@ -118,7 +118,9 @@ def _bad_files(tmp_path: Path) -> dict[str, Path]:
         "judge_extra.yaml": "model: mock-model\nmode: grade\nrubric: Right?\ntemperature: 2\n",
         "labels.jsonl": '{"item": "q", "answer": "a"}\n',
         "missing_ref.yaml": "reference: nope.jsonl\narms: {a: 'hr_core.examples.demo_arms:f'}\n",
+        "unfinished/manifest.json": '{"status": "running"}',
     }
+    (tmp_path / "unfinished").mkdir(exist_ok=True)
     for name, text in files.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
     return {name: tmp_path / name for name in files}
@@ -135,6 +137,7 @@ MISTAKES = {
     "missing run dir": (["summary", "{tmp}/nowhere"], "nowhere"),
     "folder that is not a run": (["summary", "{tmp}"], "manifest.json"),
     "report of a folder that is not a run": (["report", "{tmp}"], "manifest.json"),
+    "run that has not finished": (["summary", "{tmp}/unfinished"], "has not finished"),
     "unknown arm": (["compare", "{run}", "--judge", str(PAIRWISE), "--arms", "keyword",
                      "nope"], "nope"),
     "one arm for a pairwise judge": (["compare", "{run}", "--judge", str(PAIRWISE), "--arms",

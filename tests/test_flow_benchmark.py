@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pytest
 from prefect.client.orchestration import get_client
 
 from flows import benchmark_flow, hr_benchmark
-from hr_core import RUN_COLUMNS, SUMMARY_COLUMNS, Benchmark, Budget
+from hr_core import RUN_COLUMNS, SUMMARY_COLUMNS, Benchmark, Budget, HrError, HrTypeError
+from hr_core.errors import SpecError
 
 ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}"} for i in range(30)]
 
@@ -115,3 +117,34 @@ def test_a_yaml_spec_path_runs_with_its_settings(prefect_harness: None, tmp_path
     again = asyncio.run(benchmark_flow(spec=str(spec)))
     assert again.run_id == bench.run_id
     pd.testing.assert_frame_equal(again.runs, bench.runs)
+
+
+BENCHMARK_MISTAKES = {
+    "no reference set": ({}, HrTypeError, "needs a reference set"),
+    "store that is not a path": ({"store": None}, HrTypeError, "store must be a folder path"),
+    "judge store that is not a path": ({"judge_store": 3}, HrTypeError, "judge_store"),
+    "progress callback that is not a function": ({"on_progress": "bars"}, HrTypeError,
+                                                 "on_progress must be a function"),
+    "task runner by name": ({"task_runner": "dask"}, HrTypeError, "make_task_runner"),
+    "budget of another shape": ({"budget": 5}, HrTypeError, "budget must be a Budget"),
+    "budget with an unknown field": ({"budget": {"max_call": 5}}, SpecError, "max_call"),
+    "negative budget": ({"budget": {"max_calls": -1}}, SpecError, "max_calls"),
+    "runs below one": ({"runs": 0}, SpecError, "runs must be a positive integer"),
+    "chunk size below one": ({"chunk_size": -5}, SpecError, "chunk_size"),
+    "unknown judge policy": ({"require_valid_judge": "maybe"}, SpecError, "require_valid_judge"),
+    "arms as a list": ({"arms": [good]}, SpecError, "arms must be a non-empty mapping"),
+}
+
+
+@pytest.mark.parametrize("case", list(BENCHMARK_MISTAKES))
+def test_a_mistake_in_hr_benchmark_arguments_is_an_hr_error_before_prefect_starts(
+    case: str, tmp_path: Path,
+) -> None:
+    changes, error, message = BENCHMARK_MISTAKES[case]
+    kwargs: dict[str, Any] = {"arms": {"good": good}, "store": str(tmp_path), **changes}
+    if case != "no reference set":
+        kwargs["reference"] = ITEMS
+    with pytest.raises(error, match=message) as raised:
+        hr_benchmark(**kwargs)
+    assert isinstance(raised.value, HrError)
+    assert not any(tmp_path.iterdir())

@@ -5,7 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from flows import hr_benchmark, hr_compare
+from hr_core.errors import HrError, HrTypeError, RunNotFoundError, SpecError
 from hr_core.judge import hr_judge_config
 
 ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}"} for i in range(10)]
@@ -40,3 +43,22 @@ def test_pairwise_and_select_comparisons_of_a_stored_run(
     # odd items: both right, the mock picks the first shown -> orders disagree
     assert shares.loc["right", "chosen"] == 5 and shares.loc["half", "chosen"] == 0
     assert shares.loc["right", "no_verdict"] == 5 and shares.loc["right", "consistency"] == 0.5
+
+
+COMPARE_MISTAKES = {
+    "benchmark of another type": ({"benchmark": 42}, HrTypeError, "must be a Benchmark"),
+    "arms as one string": ({"arms": "ab"}, HrTypeError, "list of arm names"),
+    "folder without a run": ({}, RunNotFoundError, "no benchmark run here"),
+    "concurrency below one": ({"concurrency": 0}, SpecError, "concurrency"),
+}
+
+
+@pytest.mark.parametrize("case", list(COMPARE_MISTAKES))
+def test_a_mistake_in_hr_compare_arguments_is_an_hr_error(case: str, tmp_path: Path) -> None:
+    changes, error, message = COMPARE_MISTAKES[case]
+    kwargs: dict[str, Any] = {
+        "benchmark": str(tmp_path), "arms": ["a", "b"],
+        "judge": hr_judge_config("mock-model", "Which is right?", mode="pairwise"), **changes}
+    with pytest.raises(error, match=message) as raised:
+        hr_compare(**kwargs)
+    assert isinstance(raised.value, HrError)

@@ -5,12 +5,16 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
+import pytest
 
 from flows import hr_judge_validate
 from flows.judge_validate import judge_validate_flow
+from hr_core.errors import HrError, HrTypeError, SpecError
 from hr_core.judge.config import hr_judge_config
+from hr_core.judge.labelled import LabelledDataError
 from hr_core.judge.validation import hr_judge_valid, load_validation
 from hr_core.models.scripted import ScriptedModel
 
@@ -95,3 +99,27 @@ def test_a_model_object_with_a_key_never_becomes_a_flow_parameter(prefect_harnes
               if r.name == f"judge-{GRADE.hash[:12]}"]
     assert params and all(key not in p for p in params)
     assert all(GRADE.rubric in p for p in params)
+
+
+VALIDATE_MISTAKES = {
+    "config as a mapping": ({"config": {"model": "mock-model"}}, HrTypeError, "JudgeConfig"),
+    "model of another type": ({"model": "mock-model"}, HrTypeError, "chat model"),
+    "store that is not a path": ({"store": None}, HrTypeError, "store must be a folder path"),
+    "chunk size below one": ({"chunk_size": 0}, SpecError, "chunk_size"),
+    "labels of another type": ({"labelled": 7}, LabelledDataError, "labelled data must be"),
+}
+
+
+@pytest.mark.parametrize("case", list(VALIDATE_MISTAKES))
+def test_a_mistake_in_hr_judge_validate_arguments_is_an_hr_error(case: str, tmp_path: Path) -> None:
+    changes, error, message = VALIDATE_MISTAKES[case]
+    kwargs: dict[str, Any] = {"config": GRADE, "labelled": ROWS, "store": tmp_path, **changes}
+    with pytest.raises(error, match=message) as raised:
+        hr_judge_validate(**kwargs)
+    assert isinstance(raised.value, HrError)
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_deployment_without_config_or_labels_is_a_spec_error() -> None:
+    with pytest.raises(SpecError, match="needs config"):
+        asyncio.run(judge_validate_flow.fn(config=None, labelled=None))

@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from hr_core.engine.store import REFERENCE, RUNS, RunStore
+from hr_core.errors import RunNotFoundError
 from hr_core.failures import FAILURE_KINDS
 from hr_core.reference import Item, Reference
 from hr_core.stats import PairedDifference, accuracy_interval, paired_difference
@@ -136,10 +137,24 @@ class Benchmark:
 
     @classmethod
     def load(cls, run_dir: str | os.PathLike[str]) -> Benchmark:
-        """Read a finished run from the store (``results/<name>/<run id>/``)."""
+        """Read a finished run from the store (``results/<name>/<run id>/``).
+
+        Raises:
+            RunNotFoundError: the folder holds no finished run (no manifest or runs table).
+        """
         store = RunStore.at(run_dir)
-        manifest = store.read_manifest()
-        runs = store.read_frame(RUNS)
+        try:
+            manifest = store.read_manifest()
+        except FileNotFoundError:
+            raise RunNotFoundError(
+                f"{os.fspath(run_dir)}: no benchmark run here (no manifest.json); give a run "
+                "folder such as results/<name>/<run id>") from None
+        try:
+            runs = store.read_frame(RUNS)
+        except FileNotFoundError:
+            raise RunNotFoundError(
+                f"{os.fspath(run_dir)}: the run has not finished (no {RUNS}; status "
+                f"{manifest.get('status')!r}); run the benchmark again to resume it") from None
         return cls(runs, manifest, run_dir=os.fspath(run_dir))
 
     def item_accuracy(self, arm: str) -> pd.Series:

@@ -17,7 +17,9 @@ from typing import Any, Literal
 
 import orjson
 import pandas as pd
+from pydantic import ValidationError
 
+from hr_core._checks import path_arg, positive_int
 from hr_core.engine.arms import Arm, normalise_arms
 from hr_core.engine.benchmark import Benchmark, runs_frame
 from hr_core.engine.budget import Budget, BudgetLedger
@@ -36,7 +38,7 @@ from hr_core.engine.store import (
     run_id_for,
     utc_now,
 )
-from hr_core.errors import ScorerError, SpecError
+from hr_core.errors import HrTypeError, ScorerError, SpecError
 from hr_core.reference import Item, Reference, hr_reference
 from hr_core.scorers import Scorer, hr_scorer_exact
 
@@ -73,6 +75,17 @@ class BenchmarkPlan:
     chunk_size: int
     judge: dict[str, Any] | None = None
     spec: dict[str, Any] = field(default_factory=dict)
+
+
+def _budget(value: Any) -> Budget:
+    if not isinstance(value, Mapping):
+        raise HrTypeError(f"budget must be a Budget or a mapping of its fields, not {value!r}")
+    try:
+        return Budget.model_validate(dict(value))
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise SpecError(f"budget {dict(value)!r} is invalid: {problems} (fields: max_calls, "
+                        "max_tokens, max_cost_usd, max_seconds, per)") from None
 
 
 def _scorer_identity(scorer: Scorer) -> tuple[str, str | None]:
@@ -114,7 +127,10 @@ def plan_benchmark(
     if not isinstance(concurrency, int) or concurrency < 1:
         raise SpecError(f"concurrency must be a positive integer, not {concurrency!r}")
     if budget is not None and not isinstance(budget, Budget):
-        budget = Budget.model_validate(dict(budget))
+        budget = _budget(budget)
+    if chunk_size is not None:
+        positive_int("benchmark", "chunk_size", chunk_size)
+    store = path_arg("benchmark", "store", store)
     for arm in normalised.values():
         arm.concurrency = concurrency
         if arm.llm is not None and "://" not in str(store):
@@ -384,11 +400,11 @@ def check_judge(plan: BenchmarkPlan, policy: JudgePolicy = "warn",
         >>> check_judge(plan) is None
         True
     """
+    if policy not in ("warn", "refuse", "ignore"):
+        raise SpecError(f"require_valid_judge must be 'warn', 'refuse' or 'ignore', not {policy!r}")
     judge = getattr(plan.scorer, "judge", None)
     if judge is None or plan.judge is None:
         return None
-    if policy not in ("warn", "refuse", "ignore"):
-        raise SpecError(f"require_valid_judge must be 'warn', 'refuse' or 'ignore', not {policy!r}")
     from hr_core.judge import validation_status
 
     status, _, differences = validation_status(judge, judge_store)
