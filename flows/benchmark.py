@@ -12,6 +12,7 @@ from prefect import flow
 from prefect.runtime import flow_run
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
+from flows.clients import prefect_clients
 from hr_core._checks import callable_arg, path_arg
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.budget import Budget
@@ -144,6 +145,13 @@ async def benchmark_flow(
     return await _run(session, invocation.on_progress, invocation.submit)
 
 
+async def _call(named: Any, invocation: _Invocation) -> Benchmark:
+    """Run the flow with API clients that share one TLS context (``flows.clients``)."""
+    async with prefect_clients():
+        bench: Benchmark = await named(invocation=invocation)
+    return bench
+
+
 def _is_spec(value: Any) -> bool:
     if isinstance(value, BenchmarkSpec):
         return True
@@ -238,7 +246,7 @@ def hr_benchmark(
         options["task_runner"] = task_runner
     named = benchmark_flow.with_options(**options)
     submit = task_runner is not None and not isinstance(task_runner, ThreadPoolTaskRunner)
-    coro = named(invocation=_Invocation(plan, on_progress, submit, provider_limits))
+    coro = _call(named, _Invocation(plan, on_progress, submit, provider_limits))
     try:
         asyncio.get_running_loop()
     except RuntimeError:

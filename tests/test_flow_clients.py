@@ -1,0 +1,46 @@
+"""flows.clients: one flow call's Prefect clients share a TLS context loaded once."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from prefect import flow
+from prefect.client.orchestration import get_client
+from prefect.context import AsyncClientContext, FlowRunContext, SyncClientContext
+
+from flows.clients import prefect_clients, tls_context
+
+
+@flow(name="clients-probe")
+async def _probe() -> dict[str, Any]:
+    context = FlowRunContext.get()
+    assert context is not None
+    return {"flow_client": context.client, "sync": get_client(sync_client=True)}
+
+
+def test_the_tls_context_is_loaded_once() -> None:
+    assert tls_context() is tls_context()
+
+
+def test_a_flow_run_inside_uses_the_shared_clients(prefect_harness: None) -> None:
+    async def main() -> tuple[Any, Any, dict[str, Any]]:
+        async with prefect_clients():
+            async_client = AsyncClientContext.get().client  # type: ignore[union-attr]
+            sync_client = SyncClientContext.get().client  # type: ignore[union-attr]
+            assert get_client() is async_client
+            seen = await _probe()
+        return async_client, sync_client, seen
+
+    async_client, sync_client, seen = asyncio.run(main())
+    assert seen["flow_client"] is async_client
+    assert seen["sync"] is sync_client
+    assert AsyncClientContext.get() is None and SyncClientContext.get() is None
+
+
+def test_inside_an_existing_client_context_it_adds_none(prefect_harness: None) -> None:
+    async def main() -> bool:
+        async with AsyncClientContext() as outer, prefect_clients():
+            return AsyncClientContext.get() is outer
+
+    assert asyncio.run(main())
