@@ -33,14 +33,35 @@ print(BenchmarkSession(plan).run_sync().run_dir)
 """
 
 
+def _demo_without_budget(folder: Path) -> Path:
+    """The demo spec less its cost budget.
+
+    Which runs a cost budget stops depends on the order in which runs in flight
+    finish (their cost is counted as they report it), so it may differ by a run
+    or two between two runs; every other result of the demo is deterministic.
+    """
+    text = DEMO.read_text(encoding="utf-8").split("\nbudget:")[0]
+    reference = DEMO.with_name("docqa_reference.jsonl")
+    text = text.replace("reference: docqa_reference.jsonl", f"reference: {reference}")
+    spec = folder / "demo_no_budget.yaml"
+    spec.write_text(text + "\n", encoding="utf-8")
+    return spec
+
+
 def _comparable(runs: pd.DataFrame) -> pd.DataFrame:
     return runs[COMPARED].sort_values(["arm", "item_id", "run"]).reset_index(drop=True)
 
 
 @pytest.fixture(scope="module")
-def default_run(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> Benchmark:
+def demo_spec(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _demo_without_budget(tmp_path_factory.mktemp("spec"))
+
+
+@pytest.fixture(scope="module")
+def default_run(prefect_harness: None, demo_spec: Path,
+                tmp_path_factory: pytest.TempPathFactory) -> Benchmark:
     """The demo spec on the default (threads) task runner, with a fresh run id."""
-    return hr_benchmark(DEMO, store=str(tmp_path_factory.mktemp("threads")), fresh=True)
+    return hr_benchmark(demo_spec, store=str(tmp_path_factory.mktemp("threads")), fresh=True)
 
 
 async def _task_run_names(flow_run_id: str, at_least: int) -> list[str]:
@@ -57,15 +78,14 @@ async def _task_run_names(flow_run_id: str, at_least: int) -> list[str]:
 
 
 def test_the_demo_on_a_local_dask_cluster_equals_the_default_runner(
-    default_run: Benchmark, tmp_path: Path,
+    default_run: Benchmark, demo_spec: Path, tmp_path: Path,
 ) -> None:
     runner = make_task_runner("dask", n_workers=2, processes=False)
-    on_dask = hr_benchmark(DEMO, store=str(tmp_path / "dask"), task_runner=runner)
+    on_dask = hr_benchmark(demo_spec, store=str(tmp_path / "dask"), task_runner=runner)
     assert len(on_dask.runs) == len(default_run.runs) == 4 * 69 * 3
     pd.testing.assert_frame_equal(_comparable(on_dask.runs), _comparable(default_run.runs))
-    keep = ["arm", "accuracy", "ci_low", "ci_high", "scored", "budget_stop", "cost_usd"]
+    keep = ["arm", "accuracy", "ci_low", "ci_high", "scored", "refusal", "error", "cost_usd"]
     pd.testing.assert_frame_equal(on_dask.summary()[keep], default_run.summary()[keep])
-    assert on_dask.summary().set_index("arm").loc["cautious_llm", "budget_stop"] > 0
     assert (tmp_path / "dask" / "docqa-demo" / str(on_dask.run_id) / "runs.parquet").exists()
     names = asyncio.run(_task_run_names(on_dask.manifest["flow_run_id"], 4))
     assert [n for n in names if "-submitted-chunk-" in n] == [
@@ -74,10 +94,10 @@ def test_the_demo_on_a_local_dask_cluster_equals_the_default_runner(
 
 
 def test_two_runs_of_the_demo_in_separate_processes_are_equal_but_for_latency(
-    default_run: Benchmark, tmp_path: Path,
+    default_run: Benchmark, demo_spec: Path, tmp_path: Path,
 ) -> None:
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    done = subprocess.run([sys.executable, "-c", SEPARATE_PROCESS, str(DEMO), str(tmp_path)],
+    done = subprocess.run([sys.executable, "-c", SEPARATE_PROCESS, str(demo_spec), str(tmp_path)],
                           capture_output=True, text=True, env=env, timeout=240, check=True)
     run_dir = Path(done.stdout.strip().splitlines()[-1])
     assert run_dir.name != default_run.run_id
