@@ -29,7 +29,6 @@ from hr_core.errors import HrTypeError, SpecError
 from hr_core.scorers import Scorer
 from tasks.benchmark import (
     ProgressPublisher,
-    open_benchmark,
     rescore_benchmark,
     run_benchmark_chunk,
     write_benchmark,
@@ -79,9 +78,10 @@ async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,
                submit: bool = False) -> Benchmark:
     loop = asyncio.get_running_loop()
     opened = loop.time()
-    await open_benchmark(session)
+    session.open()  # read the journal, plan the chunks (in the flow: one task run fewer)
     session.timings["open_s"] = loop.time() - opened
     progress = ProgressPublisher(session.plan.name)
+    created = asyncio.ensure_future(progress.update(session.progress()))  # while chunks run
     watchers = [asyncio.ensure_future(session.watch(progress.update, PROGRESS_INTERVAL_S)),
                 asyncio.ensure_future(session.journal.flush_every())]
     if on_progress is not None:
@@ -98,6 +98,9 @@ async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,
                 run_benchmark_chunk(session, index, arm)
                 for index, (arm, _) in enumerate(session.chunks)
             ))
+    except BaseException:
+        created.cancel()
+        raise
     finally:
         for watcher in watchers:
             watcher.cancel()
@@ -107,6 +110,7 @@ async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,
         for row in rows:
             on_progress(*row)
     session.engine_seconds = loop.time() - started
+    await created
     final = asyncio.ensure_future(progress.update(rows))  # while the results are built
     try:
         bench: Benchmark = await write_benchmark(session)

@@ -1,8 +1,8 @@
 """Prefect tasks of the benchmark flow: thin wrappers over ``hr_core.engine.session``.
 
-One task opens the run (reads the journal), one task per chunk of (arm, item,
-run) runs it with plain asyncio, one writes the results and publishes the
-report. Never a task per item (SPEC section 11).
+One task per chunk of (arm, item, run) runs it with plain asyncio, one writes the
+results and publishes the report (the flow itself opens the run: reads the
+journal). Never a task per item (SPEC section 11).
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from hr_core.engine.session import BenchmarkSession
 __all__ = [
     "ProgressPublisher",
     "artifact_key",
-    "open_benchmark",
     "publish_benchmark",
     "run_benchmark_chunk",
     "write_benchmark",
@@ -55,13 +54,6 @@ def _run_client() -> PrefectClient | None:
         if isinstance(client, PrefectClient):
             return client
     return None
-
-
-@task(name="open-benchmark", cache_policy=NO_CACHE, persist_result=False)
-async def open_benchmark(session: BenchmarkSession) -> int:
-    """Read the journal, count what is done and plan the chunks; returns the chunk count."""
-    session.open()
-    return len(session.chunks)
 
 
 @task(name="run-chunk", cache_policy=NO_CACHE, persist_result=False,
@@ -119,8 +111,13 @@ class ProgressPublisher:
         self.key = artifact_key(name, "progress")
         self.id: UUID | None = None
         self.last = -1.0
+        self._lock = asyncio.Lock()  # one request at a time: the first one creates it
 
     async def update(self, rows: list[tuple[str, int, int, int]]) -> None:
+        async with self._lock:
+            await self._update(rows)
+
+    async def _update(self, rows: list[tuple[str, int, int, int]]) -> None:
         total = sum(r[2] for r in rows) or 1
         percent = round(100.0 * sum(r[1] for r in rows) / total, 1)
         if percent == self.last:

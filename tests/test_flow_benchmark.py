@@ -56,11 +56,11 @@ def test_a_benchmark_runs_as_a_flow_with_a_task_per_chunk_and_artifacts(
     summary = bench.summary().set_index("arm")
     assert summary.loc["good", "accuracy"] == 1.0
     assert summary.loc["half", "error"] == 6 and summary.loc["half", "wrong"] == 30
-    state, tasks, artifacts = asyncio.run(_flow_run(bench.manifest["flow_run_id"], 8))
+    state, tasks, artifacts = asyncio.run(_flow_run(bench.manifest["flow_run_id"], 7))
     assert state == "Completed"
     chunk_tasks = [t for t in tasks if "-chunk-" in t]
     assert len(chunk_tasks) == 2 * 3  # 60 runs per arm in chunks of 25
-    assert len(tasks) == len(chunk_tasks) + 2  # open; write (also publishes the report)
+    assert len(tasks) == len(chunk_tasks) + 1  # write (also publishes the report)
     assert {(a["key"], a["type"]) for a in artifacts} >= {
         ("flow-demo-progress", "progress"), ("flow-demo-summary", "table"),
         ("flow-demo-report", "markdown")}
