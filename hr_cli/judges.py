@@ -20,9 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hr_core._yaml import line_of, read_yaml_mapping
 from hr_core.errors import SpecError
 
 __all__ = ["JudgeFile", "judge_model", "load_judge", "read_judge_file"]
@@ -50,23 +50,16 @@ def read_judge_file(path: str | Path) -> JudgeFile:
         SpecError: the file is missing, is not YAML, or a field is unknown or invalid.
     """
     source = Path(path)
-    try:
-        data = yaml.safe_load(source.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SpecError(f"{source}: cannot read the judge file ({exc.strerror or exc})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f", line {mark.line + 1}" if mark is not None else ""
-        raise SpecError(f"{source}{where}: not valid YAML ({getattr(exc, 'problem', exc)})"
-                        ) from None
-    if not isinstance(data, dict):
-        raise SpecError(f"{source}: a judge file is a YAML mapping with model, mode and rubric")
+    data, node = read_yaml_mapping(
+        source, "judge file", "a judge file is a YAML mapping with model, mode and rubric")
     try:
         return JudgeFile.model_validate(data)
     except ValidationError as exc:
         error = exc.errors()[0]
         field = ".".join(str(p) for p in error["loc"]) or "(top level)"
-        raise SpecError(f"{source}, field {field!r}: {error['msg']}") from None
+        line = line_of(node, tuple(error["loc"]))
+        where = f", line {line}" if line is not None else ""
+        raise SpecError(f"{source}{where}, field {field!r}: {error['msg']}") from None
 
 
 def load_judge(path: str | Path) -> Any:

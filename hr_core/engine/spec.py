@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hr_core._yaml import line_of, read_yaml_mapping
 from hr_core.engine.arms import LLMArm, import_object
 from hr_core.engine.budget import Budget
 from hr_core.errors import SpecError
@@ -105,26 +105,6 @@ class BenchmarkSpec(BaseModel):
         raise SpecError(f"scorer {scorer!r} is neither a Scorer nor a function")
 
 
-def _line_of(node: Any, loc: tuple[Any, ...]) -> int | None:
-    """The 1-based line of the YAML node at ``loc`` (or of its nearest parent)."""
-    line = None if node is None else node.start_mark.line + 1
-    for key in loc:
-        if isinstance(node, yaml.MappingNode):
-            for k, v in node.value:
-                if k.value == str(key):
-                    line, node = k.start_mark.line + 1, v
-                    break
-            else:
-                return line
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(
-                node.value):
-            node = node.value[key]
-            line = node.start_mark.line + 1
-        else:
-            return line
-    return line
-
-
 def _field(loc: tuple[Any, ...]) -> str:
     # pydantic adds the member of a union it tried ("str", "LLMArm", ...): keep field names
     parts = [str(p) for p in loc if not (isinstance(p, str) and (p[:1].isupper() or p in (
@@ -160,27 +140,15 @@ def load_spec(source: str | os.PathLike[str] | Mapping[str, Any]) -> BenchmarkSp
             raise SpecError(f"benchmark spec, field {_field(first['loc'])!r}: {first['msg']}"
                             ) from None
     path = Path(source)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read the spec ({exc.strerror or exc})") from None
-    try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f", line {mark.line + 1}" if mark is not None else ""
-        raise SpecError(f"{path}{where}: not valid YAML ({getattr(exc, 'problem', exc)})"
-                        ) from None
-    if not isinstance(data, dict):
-        raise SpecError(f"{path}: a benchmark spec is a YAML mapping (name, reference, arms, ...)")
+    data, node = read_yaml_mapping(
+        path, "spec", "a benchmark spec is a YAML mapping (name, reference, arms, ...)")
     try:
         return BenchmarkSpec.model_validate({**data, "base_dir": str(path.parent)})
     except ValidationError as exc:
         lines = []
         for error in _relevant(exc.errors())[:3]:
             loc = tuple(error["loc"])
-            line = _line_of(node, tuple(p for p in loc if _field((p,)) != "(top level)"))
+            line = line_of(node, tuple(p for p in loc if _field((p,)) != "(top level)"))
             where = f", line {line}" if line is not None else ""
             lines.append(f"{path}{where}, field {_field(loc)!r}: {error['msg']}")
         raise SpecError("; ".join(lines)) from None
