@@ -8,7 +8,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast, overload
 
-from hr_core._text import _label_text, accepted_texts, fold, output_text, plain_digits
+from hr_core._text import (
+    _label_text,
+    accepted_texts,
+    fold,
+    is_missing,
+    output_text,
+    plain_digits,
+)
 from hr_core.errors import ScorerError
 from hr_core.failures import FAILURE_KINDS, FailureKind
 from hr_core.results import ArmResult, ScoreResult
@@ -79,7 +86,7 @@ class Scorer:
         correct = _check_correct(self.name, correct)
         outcome = _check_outcome(self.name, outcome)
         if kind is not None and not (isinstance(kind, str) and kind in _KINDS):
-            if _is_na(kind):
+            if is_missing(kind):
                 kind = None
             else:
                 raise ScorerError(
@@ -89,18 +96,12 @@ class Scorer:
         return ScoreResult(correct, outcome, kind)
 
 
-def _is_na(value: Any) -> bool:
-    from hr_core._text import is_missing
-
-    return is_missing(value)
-
-
 def _check_correct(name: str, correct: Any) -> bool | None:
     if correct is None or correct is True or correct is False:
         return correct
     if type(correct).__name__ in ("bool_", "bool"):  # numpy bool (named "bool" in numpy 2)
         return bool(correct)
-    if _is_na(correct):
+    if is_missing(correct):
         return None
     raise ScorerError(f"scorer {name!r} returned correct={correct!r}; use True, False or None")
 
@@ -108,7 +109,7 @@ def _check_correct(name: str, correct: Any) -> bool | None:
 def _check_outcome(name: str, outcome: Any) -> str | None:
     if outcome is None or isinstance(outcome, str):
         return outcome
-    if _is_na(outcome):
+    if is_missing(outcome):
         return None
     raise ScorerError(f"scorer {name!r} returned outcome={outcome!r}; use a string or None")
 
