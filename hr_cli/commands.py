@@ -28,7 +28,6 @@ __all__ = [
     "run_benchmark",
     "run_spec",
     "show_summary",
-    "use_agg_backend",
     "validate_judge",
 ]
 
@@ -41,13 +40,6 @@ def prepare_prefect(verbose: bool = False) -> None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     if not verbose:
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
-
-
-def use_agg_backend() -> None:
-    """Select matplotlib's Agg backend (no GUI) before the report draws its figures."""
-    import matplotlib
-
-    matplotlib.use("Agg")
 
 
 def load_spec_with_overrides(spec: Path, **overrides: Any) -> Any:
@@ -92,7 +84,6 @@ def print_results(console: Console, bench: Any) -> Path:
 
     console.print(summary_table(bench.summary(), title=f"Summary: {bench.manifest.get('name')}"))
     run_dir = Path(bench.run_dir)
-    use_agg_backend()
     report = write_report(run_dir)
     console.print(f"[bold]Results:[/] {run_dir}")
     console.print(f"[bold]Report:[/]  {report}")
@@ -135,7 +126,6 @@ def make_report(console: Console, run_dir: Path, output: Path | None) -> Path:
     """``hr report RUN_DIR [-o FILE]``."""
     from hr_core.report import write_report
 
-    use_agg_backend()
     path = write_report(run_dir, output)
     console.print(f"[bold]Report:[/] {path}")
     return path
@@ -196,7 +186,6 @@ def refresh_report(console: Console, run_dir: Path) -> None:
     if (run_dir / "report.html").exists():
         from hr_core.report import write_report
 
-        use_agg_backend()
         console.print(f"[bold]Report updated:[/] {write_report(run_dir)}")
 
 

@@ -44,7 +44,6 @@ def run_demo(console: Console, *, store: Path, judges: Path) -> Path:
         load_spec_with_overrides,
         record_dict,
         run_benchmark,
-        use_agg_backend,
     )
     from hr_cli.judges import load_judge
     from hr_cli.tables import summary_table, validation_table
@@ -72,7 +71,6 @@ def run_demo(console: Console, *, store: Path, judges: Path) -> Path:
     pairwise = load_judge(example_path("pairwise_judge.yaml"))
     compare_with_judge(console, bench, best, pairwise)
 
-    use_agg_backend()
     report = write_report(run_dir)
     console.print(Rule("[bold]Done[/]"))
     console.print(f"[bold]Results:[/] {run_dir}")

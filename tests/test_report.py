@@ -19,7 +19,6 @@ from hr_core.report import (
     write_report,
 )
 from hr_core.report.analysis import OUTCOMES, outcome_counts, paired_differences
-from hr_core.report.figures import svg_text
 
 
 @pytest.fixture(scope="module")
@@ -149,17 +148,6 @@ def test_paired_differences_are_against_the_best_arm() -> None:
     assert [r.arm for r in rows] == ["numbers", "abstain"]
     assert all(r.ci_low <= r.diff <= r.ci_high for r in rows)
     assert rows[1].diff < rows[0].diff < 0
-
-
-def test_svg_text_prefixes_ids_and_references() -> None:
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(2, 1))
-    fig.add_subplot().plot([0, 1], [1, 0])
-    svg = svg_text(fig, "p1")
-    ids = re.findall(r'\sid="([^"]+)"', svg)
-    assert ids and all(i.startswith("p1-") for i in ids)
-    assert all(r.startswith("p1-") for r in re.findall(r"url\(#([^)]+)\)", svg))
 
 
 def test_write_report_reads_a_run_dir_and_its_attachments(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The HTML report of a finished run (pure: matplotlib and pandas, no Prefect, no network).
+"""The HTML report of a finished run (pure: pandas and hand-written SVG, no Prefect, no network).
 
 Example:
     >>> from hr_core.report import write_report

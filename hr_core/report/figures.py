@@ -1,34 +1,36 @@
-"""The report's figures: matplotlib rendered to inline SVG text.
+"""The report's figures, written directly as inline SVG text.
 
-Figures are built as ``matplotlib.figure.Figure`` objects, never through
-``pyplot``, so rendering needs no GUI and leaves the caller's pyplot backend
-alone (the ``hr`` command selects Agg itself).
+Every chart of the report is a handful of bars, dots and labels per arm, so it
+is drawn here as SVG elements rather than through a plotting library: a figure
+costs well under a millisecond and needs no GUI, fonts cache or backend
+(matplotlib took ~2 s per report, mostly importing and laying out text).
 
-Each function takes plain data and returns one ``<svg>`` element as a string,
-with its ids prefixed so that several figures can share one HTML page.
+Each function takes plain data and returns one ``<svg>`` element as a string.
+The size of a figure depends on the number of arms (or judge labels), never on
+the number of runs: latency is drawn as quantiles per arm.
 """
 
 from __future__ import annotations
 
-import io
+import html
 import math
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from hr_core.report.analysis import OUTCOMES, PairedRow
 
 __all__ = [
+    "LATENCY_QUANTILES",
     "OUTCOME_COLOURS",
     "accuracy_figure",
     "confusion_figure",
     "forest_figure",
     "latency_cost_figure",
+    "latency_quantiles",
     "outcome_figure",
-    "svg_text",
     "win_rate_figure",
 ]
 
@@ -42,139 +44,309 @@ OUTCOME_COLOURS: dict[str, str] = {
     "budget_stop": "#9aa5b1",
     "unscored": "#e2e2e2",
 }
+LATENCY_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 _INK = "#222222"
+_GRID = "#e5e5e5"
 _ACCENT = "#1f5f99"
-_ID = re.compile(r'id="([^"]+)"')
+_LOSS = "#d1495b"
+_ROW = 30  # px per arm
+_TOP = 12
+_AXIS = 46  # below the plot: ticks, their labels and the axis title
+_CHAR = 6.6  # approximate width of a 12 px sans-serif character
 
 
-def _figure(width: float, height: float) -> Figure:
-    fig = Figure(figsize=(width, height), layout="constrained")
-    fig.set_facecolor("white")
-    return fig
+def _num(value: float) -> str:
+    return f"{value:.1f}".rstrip("0").rstrip(".") if math.isfinite(value) else "0"
 
 
-def svg_text(fig: Figure, prefix: str) -> str:
-    """Render ``fig`` as one ``<svg>`` element whose ids all start with ``prefix``.
-
-    Example:
-        >>> fig = Figure(figsize=(1, 1)); _ = fig.add_subplot().plot([0, 1])
-        >>> svg_text(fig, "demo").startswith("<svg")
-        True
-    """
-    buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
-    text = buffer.getvalue()
-    text = text[text.index("<svg") :]
-    ids = set(_ID.findall(text))
-    for name in sorted(ids, key=len, reverse=True):
-        new = f"{prefix}-{name}"
-        text = text.replace(f'id="{name}"', f'id="{new}"')
-        text = text.replace(f"url(#{name})", f"url(#{new})")
-        text = text.replace(f'href="#{name}"', f'href="#{new}"')
-    return text
+def _finite(*values: Any) -> bool:
+    try:
+        return all(math.isfinite(float(v)) for v in values)
+    except (TypeError, ValueError):
+        return False
 
 
-def _rows(n: int) -> float:
-    return 1.2 + 0.42 * max(n, 1)
+class _Canvas:
+    """SVG elements in pixel coordinates (y down)."""
+
+    def __init__(self, width: float, height: float, title: str) -> None:
+        self.width, self.height, self.title = width, height, title
+        self.parts: list[str] = []
+
+    def line(self, x1: float, y1: float, x2: float, y2: float, colour: str = _INK,
+             width: float = 1.0, dash: bool = False, opacity: float = 1.0) -> None:
+        extra = ' stroke-dasharray="4 3"' if dash else ""
+        extra += f' stroke-opacity="{opacity}"' if opacity < 1 else ""
+        self.parts.append(f'<line x1="{_num(x1)}" y1="{_num(y1)}" x2="{_num(x2)}" '
+                          f'y2="{_num(y2)}" stroke="{colour}" stroke-width="{width}"{extra}/>')
+
+    def rect(self, x: float, y: float, w: float, h: float, fill: str,
+             stroke: str | None = None, tip: str = "") -> None:
+        extra = f' stroke="{stroke}" stroke-width="0.8"' if stroke else ""
+        self._shape(f'<rect x="{_num(x)}" y="{_num(y)}" width="{_num(max(w, 0.0))}" '
+                    f'height="{_num(max(h, 0.0))}" fill="{fill}"{extra}', "rect", tip)
+
+    def _shape(self, opening: str, tag: str, tip: str) -> None:
+        """An element, with a hover tooltip when ``tip`` is given."""
+        self.parts.append(f"{opening}><title>{html.escape(tip)}</title></{tag}>" if tip
+                          else f"{opening}/>")
+
+    def dot(self, x: float, y: float, colour: str, square: bool = False, r: float = 5.0,
+            tip: str = "") -> None:
+        if square:
+            self.rect(x - r, y - r, 2 * r, 2 * r, colour, tip=tip)
+        else:
+            self._shape(f'<circle cx="{_num(x)}" cy="{_num(y)}" r="{_num(r)}" '
+                        f'fill="{colour}"', "circle", tip)
+
+    def text(self, x: float, y: float, text: str, anchor: str = "start", size: int = 12,
+             colour: str = _INK, bold: bool = False, rotate: bool = False) -> None:
+        extra = ' font-weight="bold"' if bold else ""
+        extra += f' transform="rotate(-90 {_num(x)} {_num(y)})"' if rotate else ""
+        self.parts.append(f'<text x="{_num(x)}" y="{_num(y)}" text-anchor="{anchor}" '
+                          f'dominant-baseline="middle" font-size="{size}" fill="{colour}"'
+                          f"{extra}>{html.escape(text)}</text>")
+
+    def svg(self) -> str:
+        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_num(self.width)}" '
+                f'height="{_num(self.height)}" viewBox="0 0 {_num(self.width)} '
+                f'{_num(self.height)}" role="img" font-family="Helvetica, Arial, sans-serif">'
+                f"<title>{html.escape(self.title)}</title>"
+                f'<rect width="100%" height="100%" fill="white"/>{"".join(self.parts)}</svg>')
+
+
+class _Scale:
+    """Values to x pixels, linear or log10."""
+
+    def __init__(self, low: float, high: float, left: float, right: float,
+                 log: bool = False) -> None:
+        self.log = log
+        self.low, self.high = (math.log10(low), math.log10(high)) if log else (low, high)
+        if self.high <= self.low:
+            self.high = self.low + 1.0
+        self.left, self.right = left, right
+
+    def __call__(self, value: float) -> float:
+        v = math.log10(max(value, 10 ** self.low)) if self.log else value
+        v = min(max(v, self.low), self.high)
+        return self.left + (v - self.low) / (self.high - self.low) * (self.right - self.left)
+
+    def ticks(self) -> list[float]:
+        if self.log:
+            return [10.0 ** e for e in range(math.ceil(self.low), math.floor(self.high) + 1)]
+        span = self.high - self.low
+        raw = span / 5
+        magnitude = 10 ** math.floor(math.log10(raw))
+        step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+        first = math.ceil(self.low / step - 1e-9) * step
+        count = math.floor((self.high - first) / step + 1e-9) + 1
+        return [round(first + i * step, 10) for i in range(count)]
+
+
+def _axis(canvas: _Canvas, scale: _Scale, top: float, bottom: float, title: str,
+          label: Any = None, zero: float | None = None) -> None:
+    """Vertical grid lines with tick labels under the plot, and the axis title."""
+    label = label or (lambda v: f"{v:g}")
+    for tick in scale.ticks():
+        x = scale(tick)
+        canvas.line(x, top, x, bottom, _GRID)
+        canvas.text(x, bottom + 10, label(tick), anchor="middle", size=10, colour="#555555")
+    canvas.line(scale.left, bottom, scale.right, bottom, "#999999")
+    if zero is not None:
+        canvas.line(scale(zero), top, scale(zero), bottom, "#888888", dash=True)
+    canvas.text((scale.left + scale.right) / 2, bottom + 28, title, anchor="middle", size=11)
+
+
+def _label_width(labels: Iterable[str]) -> float:
+    return min(max([len(str(label)) for label in labels] + [4]) * _CHAR + 16, 240.0)
+
+
+def _rows(canvas: _Canvas, labels: Sequence[str], x: float) -> list[float]:
+    """Row labels right-aligned at ``x``; returns each row's centre y."""
+    ys = [_TOP + _ROW * (i + 0.5) for i in range(len(labels))]
+    for y, label in zip(ys, labels, strict=True):
+        canvas.text(x, y, str(label), anchor="end")
+    return ys
+
+
+def _pct(value: float) -> str:
+    return f"{value:.0%}"
 
 
 def accuracy_figure(summary: pd.DataFrame, prefix: str = "fig-accuracy") -> str:
-    """Dot plot of each arm's accuracy with its 95% interval, best arm on top."""
-    data = summary.sort_values("accuracy", ascending=True, na_position="first")
-    fig = _figure(7.5, _rows(len(data)))
-    ax = fig.add_subplot()
-    y = range(len(data))
-    acc = data["accuracy"].astype(float).to_numpy()
-    low = data["ci_low"].astype(float).to_numpy()
-    high = data["ci_high"].astype(float).to_numpy()
-    ax.hlines(list(y), low, high, color=_ACCENT, linewidth=2.5, alpha=0.55)
-    ax.plot(acc, list(y), "o", color=_ACCENT, markersize=8)
-    for i, (a, h) in enumerate(zip(acc, high, strict=True)):
-        if not math.isnan(a):
-            ax.annotate(f"{a:.0%}", (h if not math.isnan(h) else a, i), xytext=(6, 0),
-                        textcoords="offset points", va="center", fontsize=9, color=_INK)
-    ax.set_yticks(list(y), [str(a) for a in data["arm"]])
-    ax.set_xlim(0, 1.08)
-    ax.set_xlabel("accuracy (dot) and 95% interval (bar)")
-    ax.grid(axis="x", alpha=0.3)
-    ax.spines[["top", "right"]].set_visible(False)
-    return svg_text(fig, prefix)
+    """Dot plot of each arm's accuracy with its 95% interval, best arm on top.
+
+    Example:
+        >>> frame = pd.DataFrame({"arm": ["a"], "accuracy": [0.5], "ci_low": [0.3],
+        ...                       "ci_high": [0.7]})
+        >>> accuracy_figure(frame).startswith("<svg")
+        True
+    """
+    data = summary.sort_values("accuracy", ascending=False, na_position="last")
+    labels = [str(a) for a in data["arm"]]
+    left = _label_width(labels)
+    canvas = _Canvas(720, _TOP + _ROW * max(len(labels), 1) + _AXIS, "Accuracy per arm")
+    scale = _Scale(0.0, 1.0, left, 720 - 60)
+    bottom = _TOP + _ROW * max(len(labels), 1)
+    _axis(canvas, scale, _TOP, bottom, "accuracy (dot) and 95% interval (bar)", _pct)
+    ys = _rows(canvas, labels, left - 8)
+    for y, acc, low, high in zip(ys, data["accuracy"], data["ci_low"], data["ci_high"],
+                                 strict=True):
+        if _finite(low, high):
+            canvas.line(scale(float(low)), y, scale(float(high)), y, _ACCENT, 5, opacity=0.45)
+        if _finite(acc):
+            canvas.dot(scale(float(acc)), y, _ACCENT, tip=f"{float(acc):.1%}")
+            end = float(high) if _finite(high) else float(acc)
+            canvas.text(scale(end) + 7, y, f"{float(acc):.0%}", size=11)
+    return canvas.svg()
 
 
 def outcome_figure(counts: pd.DataFrame, prefix: str = "fig-outcomes") -> str:
     """Stacked bars: each arm's runs split into correct, each failure kind and unscored."""
-    shares = counts.div(counts.sum(axis=1).replace(0, 1), axis=0)
-    fig = _figure(7.5, _rows(len(shares)) + 0.5)
-    ax = fig.add_subplot()
-    left = pd.Series(0.0, index=shares.index)
-    labels = [str(a) for a in shares.index]
-    for outcome in OUTCOMES:
-        if counts[outcome].sum() == 0:
-            continue
-        ax.barh(labels, shares[outcome], left=left, color=OUTCOME_COLOURS[outcome],
-                label=outcome.replace("_", " "), edgecolor="white", linewidth=0.6)
-        left = left + shares[outcome]
-    ax.invert_yaxis()
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("share of runs")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=4, frameon=False,
-              fontsize=8)
-    ax.spines[["top", "right"]].set_visible(False)
-    return svg_text(fig, prefix)
+    labels = [str(a) for a in counts.index]
+    totals = counts.sum(axis=1).replace(0, 1)
+    shown = [o for o in OUTCOMES if o in counts.columns and counts[o].sum() > 0]
+    left = _label_width(labels)
+    legend_rows = math.ceil(len(shown) / 4)
+    bottom = _TOP + _ROW * max(len(labels), 1)
+    canvas = _Canvas(720, bottom + _AXIS + 20 * legend_rows + 6, "How each arm's runs ended")
+    scale = _Scale(0.0, 1.0, left, 720 - 24)
+    _axis(canvas, scale, _TOP, bottom, "share of runs", _pct)
+    ys = _rows(canvas, labels, left - 8)
+    for y, arm, row, total in zip(ys, labels, counts.to_dict("records"), totals, strict=True):
+        start = 0.0
+        for outcome in shown:
+            share = float(row[outcome]) / float(total)
+            if share > 0:
+                canvas.rect(scale(start), y - 10, scale(start + share) - scale(start), 20,
+                            OUTCOME_COLOURS[outcome], stroke="white",
+                            tip=f"{arm}: {outcome.replace('_', ' ')} {int(row[outcome]):,} "
+                                f"({share:.1%})")
+            start += share
+    for i, outcome in enumerate(shown):
+        x = left + (i % 4) * 150
+        y = bottom + _AXIS + 20 * (i // 4) + 4
+        canvas.rect(x, y - 6, 12, 12, OUTCOME_COLOURS[outcome])
+        canvas.text(x + 17, y, outcome.replace("_", " "), size=11)
+    return canvas.svg()
 
 
 def forest_figure(rows: Sequence[PairedRow], prefix: str = "fig-forest") -> str:
     """Forest plot of paired accuracy differences against the best arm (0 = no difference)."""
-    fig = _figure(7.5, _rows(len(rows)))
-    ax = fig.add_subplot()
-    ax.axvline(0, color="#888888", linewidth=1, linestyle="--")
-    for i, row in enumerate(rows):
-        colour = "#d1495b" if row.ci_high < 0 else _ACCENT
-        ax.hlines(i, row.ci_low, row.ci_high, color=colour, linewidth=2.5, alpha=0.6)
-        ax.plot(row.diff, i, "s", color=colour, markersize=7)
-        p = "" if math.isnan(row.p_value) else f"  p={row.p_value:.3g}"
-        ax.annotate(f"{row.diff:+.2f}{p}  (n={row.n_items})", (max(row.ci_high, row.diff), i),
-                    xytext=(6, 0), textcoords="offset points", va="center", fontsize=8)
-    ax.set_yticks(range(len(rows)), [r.arm for r in rows])
-    ax.invert_yaxis()
+    labels = [r.arm for r in rows]
+    left = _label_width(labels)
+    bottom = _TOP + _ROW * max(len(rows), 1)
+    canvas = _Canvas(720, bottom + _AXIS, "Paired differences against the best arm")
+    low = min([r.ci_low for r in rows if _finite(r.ci_low)] + [-0.1])
+    scale = _Scale(max(-1.0, low - 0.05), 0.6, left, 720 - 150)
     baseline = rows[0].baseline if rows else "best arm"
-    ax.set_xlabel(f"accuracy(arm) - accuracy({baseline}), paired over items, 95% interval")
-    low = min([r.ci_low for r in rows if not math.isnan(r.ci_low)] + [-0.1])
-    ax.set_xlim(max(-1.05, low - 0.05), 0.6)
-    ax.grid(axis="x", alpha=0.3)
-    ax.spines[["top", "right"]].set_visible(False)
-    return svg_text(fig, prefix)
+    _axis(canvas, scale, _TOP, bottom,
+          f"accuracy(arm) - accuracy({baseline}), paired over items, 95% interval",
+          lambda v: f"{v:+.1f}" if v else "0", zero=0.0)
+    ys = _rows(canvas, labels, left - 8)
+    for y, row in zip(ys, rows, strict=True):
+        colour = _LOSS if _finite(row.ci_high) and row.ci_high < 0 else _ACCENT
+        if _finite(row.ci_low, row.ci_high):
+            canvas.line(scale(row.ci_low), y, scale(row.ci_high), y, colour, 5, opacity=0.5)
+        if _finite(row.diff):
+            canvas.dot(scale(row.diff), y, colour, square=True, r=4.5)
+            p = "" if not _finite(row.p_value) else f"  p={row.p_value:.3g}"
+            end = max(row.ci_high, row.diff) if _finite(row.ci_high) else row.diff
+            canvas.text(scale(end) + 7, y, f"{row.diff:+.2f}{p}  (n={row.n_items})", size=10)
+    return canvas.svg()
+
+
+def latency_quantiles(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per arm (in order of appearance): runs with a latency and its quantiles in seconds.
+
+    Columns ``n`` and ``q5, q25, q50, q75, q95`` (``LATENCY_QUANTILES``); the cost
+    is one pass over the runs, whatever their number.
+
+    Example:
+        >>> runs = pd.DataFrame({"arm": ["a"] * 3, "latency_s": [0.1, 0.2, 0.3]})
+        >>> latency_quantiles(runs).loc["a", "q50"]
+        0.2
+    """
+    arms = pd.unique(runs["arm"])
+    latency = pd.to_numeric(runs["latency_s"], errors="coerce").astype(float)
+    grouped = latency.groupby(runs["arm"].to_numpy(), sort=False)
+    names = [f"q{round(q * 100)}" for q in LATENCY_QUANTILES]
+    if latency.notna().any():
+        table = grouped.quantile(np.array(LATENCY_QUANTILES)).unstack()
+        table.columns = names
+    else:
+        table = pd.DataFrame(columns=names, dtype=float)
+    table = table.reindex(arms)
+    table.insert(0, "n", grouped.count().reindex(arms).fillna(0).astype(int))
+    return table
+
+
+def _ms(value: float) -> str:
+    if value >= 1000:
+        return f"{value / 1000:.3g} s"
+    return f"{value:.3g} ms"
 
 
 def latency_cost_figure(runs: pd.DataFrame, prefix: str = "fig-latency-cost") -> str:
-    """Latency per run (box plot) and total cost per arm (bars, tokens annotated)."""
-    arms = list(dict.fromkeys(runs["arm"]))
-    fig = _figure(9, _rows(len(arms)) + 0.3)
-    left, right = fig.subplots(1, 2, sharey=True)
-    samples = [
-        runs.loc[runs["arm"] == a, "latency_s"].astype(float).dropna().to_numpy() * 1000
-        for a in arms
-    ]
-    left.boxplot([s if len(s) else [math.nan] for s in samples], vert=False,
-                 tick_labels=[str(a) for a in arms], widths=0.55, showfliers=True,
-                 flierprops={"markersize": 3, "alpha": 0.5},
-                 medianprops={"color": _ACCENT, "linewidth": 2})
-    left.set_xlabel("latency per run (ms)")
-    left.invert_yaxis()
-    cost = [float(runs.loc[runs["arm"] == a, "cost_usd"].astype(float).sum()) for a in arms]
-    tokens = [
-        int(runs.loc[runs["arm"] == a, ["tokens_in", "tokens_out"]].astype(float).sum().sum())
-        for a in arms
-    ]
-    right.barh(range(1, len(arms) + 1), cost, color="#edae49")
-    for i, (c, t) in enumerate(zip(cost, tokens, strict=True), start=1):
-        right.annotate(f"${c:.4f}  {t:,} tokens" if t else f"${c:.4f}", (c, i),
-                       xytext=(4, 0), textcoords="offset points", va="center", fontsize=8)
-    right.set_xlabel("total cost (USD)")
-    right.set_xlim(0, max([*cost, 1e-6]) * 1.8)
-    for ax in (left, right):
-        ax.spines[["top", "right"]].set_visible(False)
-    return svg_text(fig, prefix)
+    """Latency quantiles per arm (whiskers 5-95%, box 25-75%, median) and total cost per arm.
+
+    Drawn from ``latency_quantiles`` and per-arm sums: the figure has the same
+    size for ten runs or ten million.
+    """
+    quant = latency_quantiles(runs) * np.array([1] + [1000] * len(LATENCY_QUANTILES))
+    arms = [str(a) for a in quant.index]
+    cost = pd.to_numeric(runs["cost_usd"], errors="coerce").groupby(
+        runs["arm"].to_numpy(), sort=False).sum().reindex(quant.index).fillna(0.0)
+    token_cols = [c for c in ("tokens_in", "tokens_out") if c in runs.columns]
+    tokens = (runs[token_cols].apply(pd.to_numeric, errors="coerce").sum(axis=1)
+              .groupby(runs["arm"].to_numpy(), sort=False).sum()
+              .reindex(quant.index).fillna(0.0)) if token_cols else cost * 0
+    left = _label_width(arms)
+    width = 860.0
+    split = left + (width - left) * 0.58
+    bottom = _TOP + _ROW * max(len(arms), 1)
+    canvas = _Canvas(width, bottom + _AXIS, "Latency and cost per arm")
+    positive = quant[["q5", "q95"]].to_numpy().ravel()
+    positive = positive[np.isfinite(positive) & (positive > 0)]
+    low, high = (float(positive.min()), float(positive.max())) if len(positive) else (1.0, 10.0)
+    log = high / low > 50
+    if log:
+        lat = _Scale(10 ** math.floor(math.log10(low)), 10 ** math.ceil(math.log10(high)),
+                     left, split - 90, log=True)
+    else:
+        lat = _Scale(0.0, high * 1.05, left, split - 90)
+    _axis(canvas, lat, _TOP, bottom, "latency per run (ms" + (", log scale)" if log else ")"),
+          lambda v: f"{v:g}")
+    ys = _rows(canvas, arms, left - 8)
+    for y, (_, q) in zip(ys, quant.iterrows(), strict=True):
+        if not _finite(q["q5"], q["q25"], q["q50"], q["q75"], q["q95"]):
+            canvas.text(lat.left + 4, y, "no latency recorded", size=10, colour="#777777")
+            continue
+        canvas.line(lat(q["q5"]), y, lat(q["q95"]), y, "#555555", 1.2)
+        for end in ("q5", "q95"):
+            canvas.line(lat(q[end]), y - 5, lat(q[end]), y + 5, "#555555", 1.2)
+        canvas.rect(lat(q["q25"]), y - 8, lat(q["q75"]) - lat(q["q25"]), 16, "#cfe0f1",
+                    stroke=_ACCENT, tip=f"n={int(q['n']):,}: 5% {_ms(q['q5'])}, 25% "
+                    f"{_ms(q['q25'])}, median {_ms(q['q50'])}, 75% {_ms(q['q75'])}, "
+                    f"95% {_ms(q['q95'])}")
+        canvas.line(lat(q["q50"]), y - 8, lat(q["q50"]), y + 8, _ACCENT, 2.5)
+        canvas.text(lat.right + 8, y, f"p50 {_ms(q['q50'])}", size=10)
+    money = _Scale(0.0, max(float(cost.max()) if len(cost) else 0.0, 1e-6) * 1.8,
+                   split + 10, width - 16)
+    _axis(canvas, money, _TOP, bottom, "total cost (USD)", lambda v: f"{v:.3g}")
+    for y, c, t in zip(ys, cost, tokens, strict=True):
+        canvas.rect(money(0.0), y - 9, money(float(c)) - money(0.0), 18, "#edae49")
+        note = f"${float(c):.4f}" + (f"  {int(t):,} tokens" if t else "")
+        canvas.text(money(float(c)) + 5, y, note, size=10)
+    return canvas.svg()
+
+
+def _blue(share: float) -> str:
+    """White to dark blue (``share`` in 0..1), like matplotlib's "Blues"."""
+    light, dark = (247, 251, 255), (8, 48, 107)
+    share = min(max(share, 0.0), 1.0)
+    return "#" + "".join(f"{round(a + (b - a) * share):02x}" for a, b in
+                         zip(light, dark, strict=True))
 
 
 def confusion_figure(confusion: Mapping[str, Mapping[str, Any]], prefix: str,
@@ -193,37 +365,54 @@ def confusion_figure(confusion: Mapping[str, Mapping[str, Any]], prefix: str,
         [*order, *(v for row in confusion.values() for v in row)])))
     judged = [j for j in judged if j in order or any(j in row for row in confusion.values())]
     grid = [[int(confusion[h].get(j, 0) or 0) for j in judged] for h in humans]
-    fig = _figure(1.6 + 1.1 * max(len(judged), 1), 1.2 + 0.6 * max(len(humans), 1))
-    ax = fig.add_subplot()
-    top = max([max(r) for r in grid if r] + [1])
-    ax.imshow(grid, cmap="Blues", vmin=0, vmax=top * 1.3, aspect="auto")
-    for i, row in enumerate(grid):
+    cell_w = max(70.0, max([len(str(j)) for j in judged] + [1]) * _CHAR + 14)
+    cell_h = 36.0
+    left = 30 + _label_width(humans)
+    top = 10.0
+    width = left + cell_w * max(len(judged), 1) + 20
+    height = top + cell_h * max(len(humans), 1) + 48
+    canvas = _Canvas(width, height, "Judge confusion: people (rows) against the judge (columns)")
+    peak = max([max(r) for r in grid if r] + [1])
+    for i, (human, row) in enumerate(zip(humans, grid, strict=True)):
+        y = top + cell_h * i
+        canvas.text(left - 8, y + cell_h / 2, str(human), anchor="end")
         for j, value in enumerate(row):
-            ax.text(j, i, str(value), ha="center", va="center", fontsize=11,
-                    color="white" if value > top * 0.65 else _INK)
-    ax.set_xticks(range(len(judged)), [str(j) for j in judged])
-    ax.set_yticks(range(len(humans)), [str(h) for h in humans])
-    ax.set_xlabel("judge")
-    ax.set_ylabel("people")
-    return svg_text(fig, prefix)
+            x = left + cell_w * j
+            canvas.rect(x, y, cell_w, cell_h, _blue(value / (peak * 1.3)), stroke="white",
+                        tip=f"people {human}, judge {judged[j]}: {value}")
+            canvas.text(x + cell_w / 2, y + cell_h / 2, str(value), anchor="middle", size=13,
+                        colour="white" if value > peak * 0.65 else _INK)
+    bottom = top + cell_h * max(len(humans), 1)
+    for j, verdict in enumerate(judged):
+        canvas.text(left + cell_w * (j + 0.5), bottom + 12, str(verdict), anchor="middle",
+                    size=11)
+    canvas.text(left + cell_w * max(len(judged), 1) / 2, bottom + 34, "judge", anchor="middle",
+                size=11)
+    canvas.text(12, top + cell_h * max(len(humans), 1) / 2, "people", anchor="middle",
+                size=11, rotate=True)
+    return canvas.svg()
 
 
 def win_rate_figure(summary: pd.DataFrame, prefix: str = "fig-win-rate") -> str:
     """Each pair's win rate of ``a`` over ``b`` (ties half) with its 95% interval."""
-    fig = _figure(7.5, _rows(len(summary)))
-    ax = fig.add_subplot()
-    ax.axvline(0.5, color="#888888", linestyle="--", linewidth=1)
-    labels = []
-    for i, row in enumerate(summary.to_dict("records")):
-        low, high, rate = (float(row[k]) for k in ("ci_low", "ci_high", "win_rate"))
-        ax.hlines(i, low, high, color=_ACCENT, linewidth=2.5, alpha=0.6)
-        ax.plot(rate, i, "o", color=_ACCENT, markersize=8)
-        ax.annotate(f"{row['a_wins']}-{row['ties']}-{row['b_wins']}", (high, i),
-                    xytext=(6, 0), textcoords="offset points", va="center", fontsize=8)
-        labels.append(f"{row['a']} vs {row['b']}")
-    ax.set_yticks(range(len(labels)), labels)
-    ax.set_xlim(0, 1.1)
-    ax.set_xlabel("win rate of the first arm (ties count half), 95% interval\n"
-                  "labels: wins-ties-losses")
-    ax.spines[["top", "right"]].set_visible(False)
-    return svg_text(fig, prefix)
+    records = summary.to_dict("records")
+    labels = [f"{r['a']} vs {r['b']}" for r in records]
+    left = _label_width(labels)
+    bottom = _TOP + _ROW * max(len(records), 1)
+    canvas = _Canvas(720, bottom + _AXIS + 14, "Pairwise win rates")
+    scale = _Scale(0.0, 1.0, left, 720 - 90)
+    _axis(canvas, scale, _TOP, bottom,
+          "win rate of the first arm (ties count half), 95% interval", _pct, zero=0.5)
+    canvas.text((scale.left + scale.right) / 2, bottom + _AXIS, "labels: wins-ties-losses",
+                anchor="middle", size=10, colour="#555555")
+    ys = _rows(canvas, labels, left - 8)
+    for y, row in zip(ys, records, strict=True):
+        low, high, rate = (row.get(k, math.nan) for k in ("ci_low", "ci_high", "win_rate"))
+        if _finite(low, high):
+            canvas.line(scale(float(low)), y, scale(float(high)), y, _ACCENT, 5, opacity=0.5)
+        if _finite(rate):
+            canvas.dot(scale(float(rate)), y, _ACCENT, tip=f"{float(rate):.1%}")
+        end = float(high) if _finite(high) else (float(rate) if _finite(rate) else 0.5)
+        canvas.text(scale(end) + 7, y, f"{row['a_wins']}-{row['ties']}-{row['b_wins']}",
+                    size=10)
+    return canvas.svg()

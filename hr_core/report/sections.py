@@ -31,7 +31,7 @@ def _rendering_versions() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     parts = [f"Python {platform.python_version()}"]
-    for package in ("hr", "pandas", "matplotlib"):
+    for package in ("hr", "pandas"):
         try:
             parts.append(f"{package} {version(package)}")
         except PackageNotFoundError:
@@ -280,9 +280,10 @@ def outcomes_section(inputs: ReportInputs) -> str:
 
 
 def latency_cost_section(inputs: ReportInputs) -> str:
-    """Latency per run (box plots) and cost per arm (bars)."""
+    """Latency quantiles per arm and cost per arm (bars)."""
     from hr_core.report import figures
 
     return figure(figures.latency_cost_figure(inputs.runs), "fig-latency-cost",
-                  "Latency of each run (box: quartiles, line: median) and what each arm "
-                  "cost in total, as the arms reported usage.")
+                  "Latency of the runs of each arm (whiskers: 5th to 95th percentile, box: "
+                  "quartiles, line: median) and what each arm cost in total, as the arms "
+                  "reported usage.")
