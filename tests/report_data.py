@@ -10,9 +10,10 @@ import pandas as pd
 
 from hr_core.failures import FAILURE_KINDS
 from hr_core.report import ReportInputs, attach_comparison, attach_validation
+from hr_core.report.items import item_texts
 from hr_core.stats import accuracy_interval
 
-__all__ = ["fake_inputs", "fake_run_dir", "fake_runs", "fake_summary"]
+__all__ = ["fake_inputs", "fake_reference", "fake_run_dir", "fake_runs", "fake_summary"]
 
 ARMS = {"keyword": 0.7, "numbers": 0.4, "abstain": 0.1}
 KINDS = ("wrong", "not_in_document", "refusal", "parse_failure", "error")
@@ -32,7 +33,9 @@ def fake_runs(n_items: int = 12, runs: int = 2, seed: int = 7) -> pd.DataFrame:
                 correct: bool | None = right if i < n_items - 1 else None
                 rows.append({
                     "arm": arm, "item_id": f"q{i:02d}", "run": run,
-                    "output": None if kind else "answer", "correct": correct,
+                    "output": (None if kind in ("error", "budget_stop", "parse_failure")
+                               else f"answer {i}" if right else f"{arm} says {i + run}"),
+ "correct": correct,
                     "outcome": None, "failure_kind": kind,
                     "error": "TimeoutError: slow" if kind == "error" else None,
                     "latency_s": None if kind == "budget_stop" else rng.uniform(0.001, 0.05),
@@ -43,6 +46,13 @@ def fake_runs(n_items: int = 12, runs: int = 2, seed: int = 7) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     frame["correct"] = frame["correct"].astype("boolean")
     return frame
+
+
+def fake_reference(n_items: int = 12) -> list[dict[str, object]]:
+    """The reference records of :func:`fake_runs` (as a run's ``reference.jsonl`` holds them)."""
+    return [{"id": f"q{i:02d}", "payload": {"document": "A long document. " * 5,
+                                            "question": f"What is answer {i}?"},
+             "label": None if i == n_items - 1 else f"answer {i}"} for i in range(n_items)]
 
 
 def fake_summary(runs: pd.DataFrame) -> pd.DataFrame:
@@ -101,6 +111,7 @@ def fake_inputs(with_judges: bool = True) -> ReportInputs:
         manifest=fake_manifest(), runs=runs, summary=fake_summary(runs),
         validations=[VALIDATION] if with_judges else [],
         comparisons=[{"judge": JUDGE, "summary": COMPARISON}] if with_judges else [],
+        items=item_texts(fake_reference()),
     )
 
 
@@ -111,6 +122,8 @@ def fake_run_dir(folder: Path, with_judges: bool = True) -> Path:
     (folder / "manifest.json").write_text(json.dumps(inputs.manifest), encoding="utf-8")
     inputs.runs.to_parquet(folder / "runs.parquet")
     inputs.summary.to_parquet(folder / "summary.parquet")
+    (folder / "reference.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in fake_reference()), encoding="utf-8")
     if with_judges:
         attach_validation(folder, VALIDATION)
         attach_comparison(folder, JUDGE, COMPARISON)

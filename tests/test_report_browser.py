@@ -8,6 +8,7 @@ returns; Chromium's own console log (``--enable-logging=stderr``) is read too.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -17,7 +18,8 @@ from pathlib import Path
 import pytest
 from report_data import fake_inputs
 
-from hr_core.report import render_report
+from hr_core.report import REPORT_SECTIONS, render_report
+from hr_core.report.items import ItemText
 
 _FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -41,6 +43,11 @@ window.addEventListener("load", function () {
     var out = document.createElement("pre");
     out.id = "hr-probe";
     out.textContent = JSON.stringify({errors: window.__hr_errors, figures: figures,
+      pwned: window.__hr_pwned || 0, script: document.body.getAttribute("data-hr-script"),
+      images: document.querySelectorAll("img").length,
+      searches: document.querySelectorAll("input.search").length,
+      cells: Array.prototype.map.call(document.querySelectorAll("table.items td"),
+        function (td) { return td.textContent; }),
       tables: document.querySelectorAll("table").length,
       sections: document.querySelectorAll("section").length});
     document.body.appendChild(out);
@@ -85,7 +92,8 @@ def test_report_opens_without_errors_or_blocked_loads(tmp_path: Path, report_pag
     probe, console = _probe(tmp_path, report_page)
     assert probe["errors"] == []
     assert console == []
-    assert probe["sections"] == 8
+    assert probe["sections"] == len(REPORT_SECTIONS)
+    assert probe["script"] == "ready"  # the report's own search script ran
     assert isinstance(probe["tables"], int) and probe["tables"] >= 6
 
 
@@ -116,3 +124,48 @@ def test_screenshot_of_the_report(tmp_path: Path, report_page: str) -> None:
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(data) > 20_000  # a blank page is a few kB
+
+
+_ATTACKS = (
+    "</script><script>window.__hr_pwned = 1</script>",
+    '<img src=x onerror="window.__hr_pwned = 2">',
+    '"><svg onload="window.__hr_pwned = 3">',
+    "</td></tr></table><script>window.__hr_pwned = 4</script>",
+)
+
+
+def _hostile_page(keep_csp: bool = True) -> str:
+    """A report whose outputs, errors, questions, labels and an arm name are attacks."""
+    inputs = fake_inputs(with_judges=False)
+    runs = inputs.runs.copy()
+    failed = runs["failure_kind"].notna() & (runs["failure_kind"] != "budget_stop")
+    runs["output"] = runs["output"].astype(object)
+    runs["error"] = runs["error"].astype(object)
+    runs.loc[failed, "output"] = [_ATTACKS[i % 4] for i in range(int(failed.sum()))]
+    runs.loc[failed, "error"] = [_ATTACKS[(i + 1) % 4] for i in range(int(failed.sum()))]
+    runs.loc[runs["arm"] == "numbers", "output"] = _ATTACKS[0]
+    items = {k: ItemText(_ATTACKS[1], _ATTACKS[2]) for k in inputs.items}
+    page = render_report(type(inputs)(inputs.manifest, runs, inputs.summary, items=items))
+    if not keep_csp:  # escaping alone must hold: no policy to fall back on
+        page = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page)
+    return page
+
+
+@pytest.mark.parametrize("keep_csp", [True, False], ids=["with-csp", "without-csp"])
+def test_no_script_from_the_data_runs_in_the_browser(tmp_path: Path, keep_csp: bool) -> None:
+    probe, console = _probe(tmp_path, _hostile_page(keep_csp))
+    assert probe["pwned"] == 0
+    assert probe["images"] == 0
+    assert probe["errors"] == [] and console == []  # nothing blocked: nothing was attempted
+    assert probe["script"] == "ready" and probe["searches"] >= 3
+    cells = html.unescape(" ".join(probe["cells"]))  # type: ignore[arg-type]
+    for attack in _ATTACKS:  # shown as text, exactly as the arm answered
+        assert attack in cells, attack
+
+
+def test_the_probe_sees_an_unescaped_script_run(tmp_path: Path) -> None:
+    """The check above is not vacuous: the same attack pasted raw (no CSP) does run."""
+    page = _hostile_page(keep_csp=False).replace(
+        "</main>", "</main><img src=x onerror=\"window.__hr_pwned = 2\">")
+    probe, _ = _probe(tmp_path, page)
+    assert probe["pwned"] == 2

@@ -66,7 +66,7 @@ def pick(data: Mapping[str, Any], *paths: str) -> Any:
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[str]], left: int = 1,
-          table_id: str = "") -> str:
+          table_id: str = "", css_class: str = "") -> str:
     """An HTML table (cells are HTML already); the first ``left`` columns align left."""
     head = "".join(
         f'<th class="l">{escape(h)}</th>' if i < left else f"<th>{escape(h)}</th>"
@@ -78,7 +78,8 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], left: int = 1,
         ) + "</tr>"
         for r in rows
     )
-    ident = f' id="{table_id}"' if table_id else ""
+    ident = (f' id="{table_id}"' if table_id else "") + (
+        f' class="{css_class}"' if css_class else "")
     return (f'<div class="scroll"><table{ident}><thead><tr>{head}</tr></thead>'
             f"<tbody>{body}</tbody></table></div>")
 

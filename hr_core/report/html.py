@@ -1,34 +1,68 @@
-"""One self-contained HTML page for a finished run: facts, tables and inline SVG figures.
+"""One self-contained HTML page for a finished run: verdict, tables, figures, single items.
 
-The page loads nothing: no script, no external stylesheet, font or image; a
+The page loads nothing: no external script, stylesheet, font or image; a
 Content-Security-Policy forbids any fetch, so it opens offline and in mail.
+Its one inline script (a search box above each item table) is allowed by its
+SHA-256 in that policy, so no other script can run even if one got into the
+page; and every value from the data is HTML-escaped, so none gets in.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import platform
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+
+import pandas as pd
 
 from hr_core.report import sections
 from hr_core.report._format import escape, pick
 from hr_core.report.inputs import ReportInputs, load_report_inputs
+from hr_core.report.items import arm_order
 
 __all__ = ["REPORT_SECTIONS", "render_report", "write_report"]
 
 REPORT_SECTIONS: tuple[tuple[str, str], ...] = (
-    ("facts", "Run facts"),
+    ("verdict", "Verdict"),
     ("summary", "Summary"),
     ("accuracy", "Accuracy by arm"),
     ("outcomes", "Failure kinds"),
     ("differences", "Paired differences"),
+    ("failures", "Failed runs by arm"),
+    ("disagreements", "Where the two best arms disagree"),
     ("latency-cost", "Latency and cost"),
     ("judge-validation", "Judge validation"),
     ("pairwise", "Pairwise comparison"),
+    ("facts", "Run facts"),
 )
 """The report's sections in page order: (anchor id, heading)."""
 
-_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+SEARCH_SCRIPT = """(function () {
+  var tables = document.querySelectorAll("table.items");
+  Array.prototype.forEach.call(tables, function (table) {
+    var box = document.createElement("input");
+    box.type = "search";
+    box.className = "search";
+    box.placeholder = "Filter these rows (any text: item, question, output, error)";
+    box.setAttribute("aria-label", "Filter rows");
+    box.addEventListener("input", function () {
+      var query = box.value.toLowerCase();
+      Array.prototype.forEach.call(table.tBodies[0].rows, function (row) {
+        row.hidden = query !== "" && row.textContent.toLowerCase().indexOf(query) < 0;
+      });
+    });
+    table.parentNode.parentNode.insertBefore(box, table.parentNode);
+  });
+  document.body.setAttribute("data-hr-script", "ready");
+})();"""
+"""The report's only script: a search box above each item table (text only, no HTML)."""
+
+_SCRIPT_HASH = base64.b64encode(hashlib.sha256(SEARCH_SCRIPT.encode()).digest()).decode()
+_CSP = (f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+        f"script-src 'sha256-{_SCRIPT_HASH}'")
 _CSS = """
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222;
 margin:0;background:#f6f7f9}
@@ -50,10 +84,20 @@ figcaption{color:#555;font-size:13px;margin-top:2px}
 .ok{color:#2e8b57;font-weight:600}.bad{color:#d1495b;font-weight:600}
 details pre{font-size:12px;background:#f6f7f9;padding:10px;overflow:auto}
 footer{color:#888;font-size:12px;margin-top:40px}
+p.verdict{font-size:16px;background:#eef5ee;border-left:4px solid #2e8b57;padding:8px 12px}
+h4{font-size:14px;margin:14px 0 4px;color:#444}
+table.items{font-size:12px;width:100%}
+table.items td{text-align:left;white-space:pre-wrap;word-break:break-word;max-width:320px}
+table.items th{text-align:left}
+.dim{color:#aaa}.more{color:#555;font-size:12px;margin:-6px 0 12px}
+input.search{font-size:12px;padding:3px 6px;width:360px;margin:4px 0}
 """
 
 
 _RENDERERS: dict[str, Callable[[ReportInputs], str]] = {
+    "verdict": sections.verdict_section,
+    "failures": sections.failures_section,
+    "disagreements": sections.disagreements_section,
     "facts": sections.facts_section,
     "summary": sections.summary_section,
     "accuracy": sections.accuracy_section,
@@ -79,6 +123,7 @@ def render_report(inputs: ReportInputs) -> str:
         >>> render_report(ReportInputs({"name": "tiny"}, runs, summary)).startswith("<!DOCTYPE")
         True
     """
+    inputs = in_arm_order(inputs)
     m = inputs.manifest
     name = pick(m, "name") or "benchmark"
     parts = {key: render(inputs) for key, render in _RENDERERS.items()}
@@ -96,8 +141,21 @@ def render_report(inputs: ReportInputs) -> str:
         f"<body><main><h1>hr report: {escape(name)}</h1><p class=\"sub\">{subtitle}</p>"
         f"<nav>{nav}</nav>{body}<footer>Made by hr on Python {escape(platform.python_version())}"
         f"{' from ' + escape(inputs.run_dir) if inputs.run_dir else ''}.</footer>"
-        "</main></body></html>\n"
+        f"</main><script>{SEARCH_SCRIPT}</script></body></html>\n"
     )
+
+
+def in_arm_order(inputs: ReportInputs) -> ReportInputs:
+    """The inputs with the summary's rows and the runs in one arm order, best first, so
+    that every table and figure lists the arms the same way."""
+    order = arm_order(inputs.summary)
+    rank = {arm: i for i, arm in enumerate(order)}
+    summary = inputs.summary.assign(_rank=inputs.summary["arm"].astype(str).map(rank))
+    summary = summary.sort_values("_rank", kind="stable").drop(columns="_rank")
+    ranks = inputs.runs["arm"].astype(str).map(rank).fillna(len(order))
+    runs = inputs.runs.iloc[pd.Series(ranks.to_numpy()).argsort(kind="stable").to_numpy()]
+    return replace(inputs, summary=summary.reset_index(drop=True),
+                   runs=runs.reset_index(drop=True))
 
 
 def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path:

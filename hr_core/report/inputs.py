@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from hr_core.errors import HrError
+from hr_core.report.items import ItemText, item_texts
 
 __all__ = [
     "ReportError",
@@ -46,6 +47,8 @@ class ReportInputs:
         validations: judge validation records (``JudgeValidation`` as dicts).
         comparisons: pairwise comparisons, each ``{"judge": {...}, "summary": [rows]}``.
         run_dir: where the run lives, when it came from disk.
+        items: each item's question (or payload excerpt) and label, by item id, from the
+            run's ``reference.jsonl`` (empty when the run has none: tables show ids only).
     """
 
     manifest: Mapping[str, Any]
@@ -54,6 +57,7 @@ class ReportInputs:
     validations: list[dict[str, Any]] = field(default_factory=list)
     comparisons: list[dict[str, Any]] = field(default_factory=list)
     run_dir: str | None = None
+    items: Mapping[str, ItemText] = field(default_factory=dict)
 
 
 def _json_safe(value: Any) -> Any:
@@ -127,6 +131,24 @@ def _read_frame(run_dir: Path, stem: str) -> pd.DataFrame | None:
     return None
 
 
+def _read_items(folder: Path) -> dict[str, ItemText]:
+    path = folder / "reference.jsonl"
+    if not path.is_file():
+        return {}
+    records: list[Any] = []
+    number = 0
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for line in handle:
+                number += 1
+                if line.strip():
+                    records.append(json.loads(line))
+    except (OSError, ValueError) as exc:
+        raise ReportError(f"{path}, line {number}: not a readable JSON record ({exc}); "
+                          "delete the file to make the report without item texts") from exc
+    return item_texts(records)
+
+
 def _judge_scorer_record(manifest: Mapping[str, Any]) -> dict[str, Any] | None:
     """The validation record of a judge scorer, from the store the run named, when it is there."""
     judge = manifest.get("judge")
@@ -176,4 +198,5 @@ def load_report_inputs(run_dir: str | Path) -> ReportInputs:
         validations=validations,
         comparisons=_read_json_dir(folder / "comparisons"),
         run_dir=str(folder),
+        items=_read_items(folder),
     )

@@ -14,16 +14,21 @@ from hr_core.failures import FAILURE_KINDS
 from hr_core.report._format import compact, escape, figure, fmt, pick, table
 from hr_core.report.analysis import outcome_counts, paired_differences
 from hr_core.report.inputs import ReportInputs
+from hr_core.report.items import ROWS_PER_GROUP, disagreements, failed_runs
+from hr_core.report.verdict import verdict
 
 __all__ = [
     "accuracy_section",
     "differences_section",
+    "disagreements_section",
     "facts_section",
+    "failures_section",
     "latency_cost_section",
     "outcomes_section",
     "pairwise_section",
     "summary_section",
     "validation_section",
+    "verdict_section",
 ]
 
 
@@ -126,7 +131,7 @@ def summary_section(inputs: ReportInputs) -> str:
                "unscored", *[k.replace("_", " ") for k in kinds], "mean latency",
                "tokens", "cost"]
     rows = []
-    for r in summary.sort_values("accuracy", ascending=False).to_dict("records"):
+    for r in summary.to_dict("records"):  # already best first (render_report orders the arms)
         accuracy = (f"<b>{fmt(r.get('accuracy'), 'pct')}</b> "
                     f"({fmt(r.get('ci_low'), 'pct')}–{fmt(r.get('ci_high'), 'pct')})")
         tokens = f"{compact(r.get('tokens_in'))} in, {compact(r.get('tokens_out'))} out"
@@ -141,6 +146,109 @@ def summary_section(inputs: ReportInputs) -> str:
         "runs among its scored runs; the interval is Wilson's for one run per item and "
         "item-clustered for several. Failure-kind counts include every run.</p>"
     )
+
+
+def verdict_section(inputs: ReportInputs) -> str:
+    """The verdict: best arm, paired differences against it, coverage and error counts."""
+    result = verdict(inputs.runs, inputs.summary)
+    rows = []
+    for r in result.rows:
+        is_best = r.arm == result.best
+        rows.append([
+            f"<b>{escape(r.arm)}</b>" + (" (best)" if is_best else ""),
+            f"<b>{fmt(r.accuracy, 'pct')}</b> ({fmt(r.ci_low, 'pct')}–{fmt(r.ci_high, 'pct')})",
+            "–" if is_best else (f'<span class="{"bad" if r.significant else ""}">'
+                                 f"{_points(r.diff)}</span>"),
+            "–" if is_best else f"{_points(r.diff_low)} to {_points(r.diff_high)}",
+            "–" if is_best else fmt(r.p_value),
+            "–" if is_best else fmt(r.n_items),
+            fmt(r.coverage, "pct"),
+            f'<span class="bad">{fmt(r.errors)}</span>' if r.errors else "0",
+            fmt(r.budget_stops),
+        ])
+    return (f'<p class="verdict">{escape(result.headline())}</p>'
+            + table(["arm", "accuracy (95% interval)", "vs best (points)",
+                     "95% interval (points)", "p-value", "items paired", "coverage", "errors",
+                     "budget stops"], rows, table_id="table-verdict")
+            + '<p class="note">Differences are paired over the items both arms scored '
+              "(accuracy of the arm minus the best arm's, in percentage points). Coverage is "
+              "the share of planned runs that were made (a budget stops the rest).</p>")
+
+
+def _points(value: float) -> str:
+    return "–" if value is None or value != value else f"{value * 100:+.1f}"
+
+
+def _cell(text: object) -> str:
+    return escape(text) if text not in (None, "") else '<span class="dim">–</span>'
+
+
+def _capped_table(frame: pd.DataFrame, columns: list[tuple[str, str]], table_id: str,
+                  what: str) -> str:
+    shown = frame.head(ROWS_PER_GROUP)
+    rows = [[_cell(r[c]) for c, _ in columns] for r in shown.to_dict("records")]
+    more = len(frame) - len(shown)
+    note = (f'<p class="more">{more:,} more {what} not shown: all are in '
+            "<code>runs.parquet</code> (or <code>hr show RUN_DIR</code>).</p>" if more else "")
+    return table([h for _, h in columns], rows, left=len(columns), table_id=table_id,
+                 css_class="items") + note
+
+
+_FAILED = [("item_id", "item"), ("run", "run"), ("question", "question / payload"),
+           ("label", "label"), ("output", "output"), ("error", "error")]
+
+
+def failures_section(inputs: ReportInputs) -> str:
+    """Per arm, the runs that failed grouped by failure kind (capped per group)."""
+    failed = failed_runs(inputs.runs, inputs.items, arms=list(inputs.summary["arm"]))
+    if failed.empty:
+        return '<p class="note">No run failed.</p>'
+    parts = []
+    for index, arm in enumerate(inputs.summary["arm"], start=1):
+        mine = failed[failed["arm"] == str(arm)]
+        if mine.empty:
+            parts.append(f"<h3>{escape(arm)}</h3><p class=\"note\">No failed run.</p>")
+            continue
+        counts = mine["failure_kind"].value_counts()
+        head = ", ".join(f"{fmt(int(counts[k]))} {escape(str(k).replace('_', ' '))}"
+                         for k in FAILURE_KINDS if k in counts.index)
+        parts.append(f"<h3>{escape(arm)}</h3><p>{head}</p>")
+        for kind in FAILURE_KINDS:
+            group = mine[mine["failure_kind"] == kind]
+            if group.empty:
+                continue
+            slug = f"{index}-{_slug(str(arm))}-{kind}"
+            if kind == "budget_stop":
+                parts.append(f'<p id="budget-{slug}">{fmt(len(group))} runs never started: '
+                             "the budget ran out (no output to show).</p>")
+                continue
+            parts.append(f"<h4>{escape(kind.replace('_', ' '))} ({fmt(len(group))})</h4>"
+                         + _capped_table(group, _FAILED, f"table-failed-{slug}",
+                                         f"{kind.replace('_', ' ')} runs of {escape(arm)}"))
+    return "".join(parts)
+
+
+def disagreements_section(inputs: ReportInputs) -> str:
+    """The items where the two best arms disagree, side by side (capped)."""
+    arms = [str(a) for a in inputs.summary["arm"]]
+    if len(arms) < 2:
+        return '<p class="note">Only one arm: nothing to compare.</p>'
+    a, b = arms[0], arms[1]
+    rows = disagreements(inputs.runs, a, b, inputs.items)
+    if rows.empty:
+        return (f'<p class="note">{escape(a)} and {escape(b)} agree on every item both '
+                "scored.</p>")
+    columns = [("item_id", "item"), ("question", "question / payload"), ("label", "label"),
+               ("a_output", f"{a}: output"), ("a_correct", f"{a}"),
+               ("b_output", f"{b}: output"), ("b_correct", f"{b}")]
+    return (f"<p>{fmt(len(rows))} items where <b>{escape(a)}</b> and <b>{escape(b)}</b> "
+            "(the two best arms) differ in their share of correct runs; the output shown is "
+            "each arm's first scored run. Items where the best arm is right come first.</p>"
+            + _capped_table(rows, columns, "table-disagreements", "disagreements"))
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-") or "arm"
 
 
 def differences_section(inputs: ReportInputs) -> str:

@@ -1,0 +1,154 @@
+"""Why a run's arms failed, in a few lines: errors per arm, their top messages, budget stops.
+
+One definition used by the terminal (``hr run``), the flow run's logs, the
+markdown artifact and the ``max_error_rate`` check. Pure pandas over a
+``Benchmark.runs`` table.
+
+Example:
+    >>> import pandas as pd
+    >>> runs = pd.DataFrame({"arm": ["a", "a", "b"], "failure_kind": ["error", "error", None],
+    ...                      "error": ["KeyError: 'questoin'", "KeyError: 'questoin'", None]})
+    >>> health = assess_runs(runs, max_error_rate=0.5)
+    >>> health.breaches[0].arm, health.breaches[0].top[0]
+    ('a', ("KeyError: 'questoin'", 2))
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from hr_core.errors import HrError
+
+__all__ = [
+    "DEFAULT_MAX_ERROR_RATE",
+    "ArmErrors",
+    "ErrorRateExceeded",
+    "RunHealth",
+    "assess_runs",
+    "short_message",
+]
+
+DEFAULT_MAX_ERROR_RATE = 0.5
+"""An arm whose runs (budget stops left out) are errors more often than this fails the run.
+
+A healthy arm errs on a few calls (a timeout, a 5xx after its retries), far below
+one in two; an arm whose every call fails (a typo in its prompt, a wrong key, a
+server that is down) is at 1.0 and always trips. ``1.0`` never trips."""
+
+_SPACE = re.compile(r"\s+")
+MESSAGE_CHARS = 160
+"""Error messages are shortened to this many characters (first line, spaces collapsed)."""
+
+
+class ErrorRateExceeded(HrError, RuntimeError):
+    """A benchmark finished (results written) but an arm erred above ``max_error_rate``.
+
+    ``benchmark`` holds the finished ``Benchmark`` (when the run got that far) and
+    ``health`` the :class:`RunHealth` that tripped; ``hr run`` exits with status 3.
+    """
+
+    def __init__(self, message: str, benchmark: object = None,
+                 health: RunHealth | None = None) -> None:
+        super().__init__(message)
+        self.benchmark = benchmark
+        self.health = health
+
+
+def short_message(message: object, limit: int = MESSAGE_CHARS) -> str:
+    """An error message on one line, at most ``limit`` characters (ends with ``...``).
+
+    Example:
+        >>> short_message("Traceback line\\n  more   detail", limit=20)
+        'Traceback line more…'
+    """
+    text = _SPACE.sub(" ", str(message)).strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+@dataclass(frozen=True)
+class ArmErrors:
+    """One arm's errors: how many of the runs it made, and the most frequent messages."""
+
+    arm: str
+    errors: int
+    runs_made: int
+    budget_stops: int
+    top: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def rate(self) -> float:
+        """Errors over the runs made (budget stops left out); NaN when none was made."""
+        return self.errors / self.runs_made if self.runs_made else math.nan
+
+    def line(self) -> str:
+        """``keyword: 69 errors in 69 runs (100%); top: KeyError: 'questoin' (69x)``."""
+        top = "; ".join(f"{message} ({count}x)" for message, count in self.top)
+        rate = "" if math.isnan(self.rate) else f" ({self.rate:.0%})"
+        return (f"{self.arm}: {self.errors} error(s) in {self.runs_made} run(s){rate}"
+                + (f"; top: {top}" if top else ""))
+
+
+@dataclass(frozen=True)
+class RunHealth:
+    """Errors and budget stops of every arm, and the arms above ``max_error_rate``."""
+
+    arms: tuple[ArmErrors, ...]
+    max_error_rate: float
+    breaches: tuple[ArmErrors, ...] = field(default=())
+
+    @property
+    def budget_stopped(self) -> tuple[ArmErrors, ...]:
+        """The arms a budget stopped before every run was made."""
+        return tuple(a for a in self.arms if a.budget_stops)
+
+    @property
+    def with_errors(self) -> tuple[ArmErrors, ...]:
+        """The arms with at least one error, most errors first."""
+        return tuple(sorted((a for a in self.arms if a.errors), key=lambda a: -a.errors))
+
+    def warnings(self) -> list[str]:
+        """One line per arm with errors and per budget-stopped arm (for terminals and logs)."""
+        lines = [a.line() for a in self.with_errors]
+        lines += [f"{a.arm}: budget stop: {a.budget_stops} run(s) never started (a resume "
+                  "with a larger budget runs them)" for a in self.budget_stopped]
+        return lines
+
+    def failure_message(self, name: str = "benchmark") -> str:
+        """Why the run failed: each arm above the limit with its rate and top error."""
+        parts = [f"{a.arm} {a.errors}/{a.runs_made} ({a.rate:.0%})"
+                 + (f", top error: {a.top[0][0]}" if a.top else "") for a in self.breaches]
+        return (f"{name}: error rate above max_error_rate={self.max_error_rate:g} in "
+                f"{len(self.breaches)} arm(s): " + "; ".join(parts)
+                + ". The results are written; fix the arm (or raise max_error_rate) and run again")
+
+
+def assess_runs(runs: pd.DataFrame, max_error_rate: float = DEFAULT_MAX_ERROR_RATE,
+                top: int = 3, arms: list[str] | None = None) -> RunHealth:
+    """Count each arm's errors and budget stops; find the arms above ``max_error_rate``.
+
+    Args:
+        runs: a ``Benchmark.runs`` table (``arm``, ``failure_kind``, ``error``).
+        max_error_rate: the share of an arm's runs made (0..1) that may be errors.
+        top: how many distinct messages to keep per arm (most frequent first).
+        arms: the arms in display order (default: as they appear in ``runs``).
+    """
+    order = arms if arms is not None else list(dict.fromkeys(runs["arm"].astype(str)))
+    kinds = runs["failure_kind"]
+    result = []
+    for arm in order:
+        mine = runs["arm"] == arm
+        stops = int((mine & (kinds == "budget_stop")).sum())
+        made = int(mine.sum()) - stops
+        erred = runs.loc[mine & (kinds == "error")]
+        messages = (erred["error"] if "error" in erred.columns else pd.Series(dtype=object))
+        shortened = messages.fillna("(no message)").map(short_message)
+        counts = shortened.value_counts(sort=True)
+        result.append(ArmErrors(arm, len(erred), made, stops,
+                                tuple((str(m), int(c)) for m, c in counts.head(top).items())))
+    breaches = tuple(a for a in result
+                     if a.runs_made and a.errors and a.rate > max_error_rate)
+    return RunHealth(tuple(result), float(max_error_rate), breaches)

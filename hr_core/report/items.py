@@ -1,0 +1,188 @@
+"""Single items of a run: the failed runs of an arm by failure kind, and where two arms disagree.
+
+Used by the HTML report (capped tables) and ``hr show`` (the terminal). Pure
+pandas over a ``Benchmark.runs`` table and the run's ``reference.jsonl``
+(question and label of each item).
+
+Example:
+    >>> import pandas as pd
+    >>> runs = pd.DataFrame({"arm": ["a", "b"], "item_id": ["q1", "q1"], "run": [1, 1],
+    ...     "output": ["Paris", "Lyon"], "correct": pd.array([True, False], dtype="boolean"),
+    ...     "failure_kind": [None, "wrong"], "error": [None, None]})
+    >>> items = {"q1": ItemText("Capital of France?", "Paris")}
+    >>> failed_runs(runs, items)[["arm", "failure_kind", "question", "output"]].values.tolist()
+    [['b', 'wrong', 'Capital of France?', 'Lyon']]
+    >>> disagreements(runs, "a", "b", items)["a_output"].tolist()
+    ['Paris']
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import pandas as pd
+
+from hr_core.failures import FAILURE_KINDS
+
+__all__ = [
+    "EXCERPT_CHARS",
+    "ROWS_PER_GROUP",
+    "ItemText",
+    "arm_order",
+    "disagreements",
+    "excerpt",
+    "failed_runs",
+    "item_texts",
+]
+
+ROWS_PER_GROUP = 25
+"""Rows the HTML report shows per (arm, failure kind) and for disagreements; the rest are
+counted and left in ``runs.parquet`` (so the report's size does not grow with items)."""
+
+EXCERPT_CHARS = 300
+"""Characters kept of a question, payload, label, output or error in a table cell."""
+
+FAILED_COLUMNS = ("arm", "failure_kind", "item_id", "run", "question", "label", "output",
+                  "error")
+DIFF_COLUMNS = ("item_id", "question", "label", "a_output", "a_correct", "b_output",
+                "b_correct")
+
+
+class ItemText(NamedTuple):
+    """What a table shows of an item: its question (or a payload excerpt) and its label."""
+
+    question: str
+    label: str
+
+
+def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
+    """A value as one short line of text (``…`` when cut); ``None`` is empty.
+
+    Example:
+        >>> excerpt({"document": "x" * 10, "question": "Why?"}, limit=30)
+        '{"document":"xxxxxxxxxx","que…'
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+        except (TypeError, ValueError):
+            text = str(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _question(payload: Any) -> str:
+    if isinstance(payload, Mapping):
+        for key in ("question", "prompt", "input", "query"):
+            if isinstance(payload.get(key), str):
+                return excerpt(payload[key])
+    return excerpt(payload)
+
+
+def item_texts(records: Iterable[Mapping[str, Any]]) -> dict[str, ItemText]:
+    """``{item id: ItemText}`` from reference records (``{"id", "payload", "label"}``).
+
+    The question is the payload's ``question`` (or ``prompt``/``input``/``query``)
+    when it has one, else an excerpt of the whole payload.
+    """
+    return {str(r.get("id")): ItemText(_question(r.get("payload")), excerpt(r.get("label")))
+            for r in records}
+
+
+def arm_order(summary: pd.DataFrame) -> list[str]:
+    """The arms best first (accuracy, highest first; arms without one last): one order for
+    every table and figure."""
+    ranked = summary.assign(_acc=pd.to_numeric(summary["accuracy"], errors="coerce"))
+    ranked = ranked.sort_values("_acc", ascending=False, na_position="last", kind="stable")
+    return [str(a) for a in ranked["arm"]]
+
+
+def _correct_text(value: Any) -> str:
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return "unscored"
+    return "correct" if bool(value) else "wrong"
+
+
+def failed_runs(runs: pd.DataFrame, items: Mapping[str, ItemText], *,
+                arm: str | None = None, kind: str | None = None,
+                item: str | None = None, arms: Sequence[str] | None = None) -> pd.DataFrame:
+    """The runs that failed, sorted by arm (in ``arms`` order), failure kind and item.
+
+    Columns: ``arm, failure_kind, item_id, run, question, label, output, error``.
+    ``arm``, ``kind`` and ``item`` filter (``kind="unscored"`` gives the runs
+    without a verdict instead).
+    """
+    kinds = runs["failure_kind"]
+    if kind == "unscored":
+        mask = kinds.isna() & runs["correct"].isna()
+    else:
+        mask = kinds.notna()
+        if kind is not None:
+            mask &= kinds == kind
+    if arm is not None:
+        mask &= runs["arm"] == arm
+    if item is not None:
+        mask &= runs["item_id"].astype(str) == str(item)
+    rows = runs.loc[mask]
+    order = list(arms) if arms is not None else list(dict.fromkeys(runs["arm"].astype(str)))
+    kind_rank = {k: i for i, k in enumerate((*FAILURE_KINDS, None))}
+    frame = pd.DataFrame({
+        "arm": rows["arm"].astype(str).to_numpy(),
+        "failure_kind": rows["failure_kind"].to_numpy(),
+        "item_id": rows["item_id"].astype(str).to_numpy(),
+        "run": rows["run"].to_numpy(),
+        "question": [items.get(str(i), ItemText("", "")).question for i in rows["item_id"]],
+        "label": [items.get(str(i), ItemText("", "")).label for i in rows["item_id"]],
+        "output": [excerpt(v) for v in rows["output"]] if "output" in rows else "",
+        "error": [excerpt(v) for v in rows["error"]] if "error" in rows else "",
+    }, columns=list(FAILED_COLUMNS))
+    frame["_arm"] = frame["arm"].map({a: i for i, a in enumerate(order)}).fillna(len(order))
+    frame["_kind"] = frame["failure_kind"].map(lambda k: kind_rank.get(k, len(kind_rank)))
+    frame = frame.sort_values(["_arm", "_kind", "item_id", "run"], kind="stable")
+    return frame.drop(columns=["_arm", "_kind"]).reset_index(drop=True)
+
+
+def disagreements(runs: pd.DataFrame, a: str, b: str,
+                  items: Mapping[str, ItemText]) -> pd.DataFrame:
+    """Items that arms ``a`` and ``b`` both scored where their share of correct runs differs.
+
+    One row per item, side by side: ``item_id, question, label, a_output,
+    a_correct, b_output, b_correct`` (the output of each arm's first run; the
+    ``*_correct`` columns read ``correct``, ``wrong`` or ``2/3 correct``), the
+    items where ``a`` is right first.
+    """
+    def per_item(arm: str) -> pd.DataFrame:
+        rows = runs.loc[(runs["arm"] == arm) & runs["correct"].notna()].sort_values(
+            "run", kind="stable")
+        keys = rows["item_id"].astype(str)
+        hits = rows["correct"].astype(bool).groupby(keys, sort=False)
+        outputs = (rows["output"] if "output" in rows else pd.Series(None, index=rows.index))
+        return pd.DataFrame({"share": hits.mean(), "hits": hits.sum(), "n": hits.size(),
+                             "output": outputs.groupby(keys, sort=False).first()})
+
+    left, right = per_item(a), per_item(b)
+    both = left.join(right, how="inner", lsuffix="_a", rsuffix="_b")
+    both = both.loc[both["share_a"] != both["share_b"]]
+    both = both.assign(_gap=both["share_b"] - both["share_a"], _id=both.index)
+    both = both.sort_values(["_gap", "_id"], kind="stable")
+    differ = [str(i) for i in both.index]
+
+    def verdict(hits: Any, n: Any) -> str:
+        return _correct_text(bool(hits)) if int(n) == 1 else f"{int(hits)}/{int(n)} correct"
+
+    return pd.DataFrame({
+        "item_id": differ,
+        "question": [items.get(i, ItemText("", "")).question for i in differ],
+        "label": [items.get(i, ItemText("", "")).label for i in differ],
+        "a_output": [excerpt(v) for v in both["output_a"]],
+        "a_correct": [verdict(h, n) for h, n in zip(both["hits_a"], both["n_a"], strict=True)],
+        "b_output": [excerpt(v) for v in both["output_b"]],
+        "b_correct": [verdict(h, n) for h, n in zip(both["hits_b"], both["n_b"], strict=True)],
+    }, columns=list(DIFF_COLUMNS))

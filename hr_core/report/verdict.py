@@ -1,0 +1,139 @@
+"""The verdict of a run, first in every report: the best arm and how far each other arm is
+from it (paired difference, 95% interval, p-value), with coverage and error counts.
+
+One definition for the HTML report and the markdown artifact.
+
+Example:
+    >>> import pandas as pd
+    >>> runs = pd.DataFrame({"arm": ["a", "a", "b", "b"], "item_id": ["q1", "q2"] * 2,
+    ...     "run": 1, "correct": pd.array([True, True, False, True], dtype="boolean"),
+    ...     "failure_kind": [None, None, "wrong", None], "error": None})
+    >>> summary = pd.DataFrame({"arm": ["a", "b"], "accuracy": [1.0, 0.5],
+    ...     "ci_low": [0.34, 0.09], "ci_high": [1.0, 0.91], "runs": [2, 2]})
+    >>> v = verdict(runs, summary)
+    >>> v.best, [r.arm for r in v.rows]
+    ('a', ['a', 'b'])
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from hr_core.report.analysis import paired_differences
+from hr_core.report.items import arm_order
+
+__all__ = ["Verdict", "VerdictRow", "verdict"]
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    """One arm in the verdict; ``diff..n_items`` are against the best arm (NaN for it)."""
+
+    arm: str
+    accuracy: float
+    ci_low: float
+    ci_high: float
+    coverage: float
+    errors: int
+    budget_stops: int
+    diff: float = math.nan
+    diff_low: float = math.nan
+    diff_high: float = math.nan
+    p_value: float = math.nan
+    n_items: int = 0
+
+    @property
+    def significant(self) -> bool:
+        """The paired difference's 95% interval excludes zero."""
+        return not math.isnan(self.diff_high) and (self.diff_high < 0 or self.diff_low > 0)
+
+
+def _pct(value: float) -> str:
+    return "–" if math.isnan(value) else f"{value:.1%}"
+
+
+def _points(value: float) -> str:
+    return "–" if math.isnan(value) else f"{value * 100:+.1f}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The best arm and every arm's row, best first (the one arm order of the report)."""
+
+    best: str | None
+    rows: tuple[VerdictRow, ...]
+
+    @property
+    def order(self) -> list[str]:
+        """The arms, best first."""
+        return [r.arm for r in self.rows]
+
+    def headline(self) -> str:
+        """One or two plain sentences: which arm is best, and whether that is clear.
+
+        Example: ``keyword is the best arm: 65.2% (95% 58.1%–71.6%). Significantly worse:
+        numbers (-25.0 points, p=0.0001). Not distinguishable from it: reader.``
+        """
+        if self.best is None or not self.rows:
+            return "No arm has a scored run: nothing to compare."
+        top = self.rows[0]
+        text = (f"{top.arm} is the best arm: {_pct(top.accuracy)} "
+                f"(95% {_pct(top.ci_low)}–{_pct(top.ci_high)}).")
+        worse = [r for r in self.rows[1:] if r.significant and r.diff < 0]
+        close = [r for r in self.rows[1:] if not r.significant]
+        if worse:
+            text += " Significantly worse: " + ", ".join(
+                f"{r.arm} ({_points(r.diff)} points, p={r.p_value:.2g})" for r in worse) + "."
+        if close:
+            text += (" Not distinguishable from it on these items: "
+                     + ", ".join(r.arm for r in close) + ".")
+        if top.coverage < 1:
+            text += f" Coverage of {top.arm} is {_pct(top.coverage)}: a budget stopped it."
+        return text
+
+
+def _coverage(row: dict[str, Any]) -> float:
+    if "coverage" in row and row["coverage"] is not None and not pd.isna(row["coverage"]):
+        return float(row["coverage"])
+    runs = float(row.get("runs") or 0)
+    stops = float(row.get("budget_stop") or 0)
+    return (runs - stops) / runs if runs else math.nan
+
+
+def _num(row: dict[str, Any], key: str) -> float:
+    value = row.get(key)
+    return math.nan if value is None or pd.isna(value) else float(value)
+
+
+def verdict(runs: pd.DataFrame, summary: pd.DataFrame) -> Verdict:
+    """The verdict of a run from its runs table and summary (SPEC section 9 columns)."""
+    order = arm_order(summary)
+    if not order:
+        return Verdict(None, ())
+    by_arm: dict[str, dict[str, Any]] = {
+        str(r["arm"]): {str(k): v for k, v in r.items()} for r in summary.to_dict("records")}
+    best = order[0] if not pd.isna(by_arm[order[0]].get("accuracy")) else None
+    diffs = {r.arm: r for r in paired_differences(runs, baseline=best)} if best else {}
+    kinds = runs["failure_kind"]
+    rows = []
+    for arm in order:
+        row = by_arm[arm]
+        mine = runs["arm"] == arm
+        paired = diffs.get(arm)
+        nan = math.nan
+        rows.append(VerdictRow(
+            arm=arm, accuracy=_num(row, "accuracy"), ci_low=_num(row, "ci_low"),
+            ci_high=_num(row, "ci_high"), coverage=_coverage(row),
+            errors=int((mine & (kinds == "error")).sum()),
+            budget_stops=int((mine & (kinds == "budget_stop")).sum()),
+            diff=nan if paired is None else paired.diff,
+            diff_low=nan if paired is None else paired.ci_low,
+            diff_high=nan if paired is None else paired.ci_high,
+            p_value=nan if paired is None else paired.p_value,
+            n_items=0 if paired is None else paired.n_items,
+        ))
+    return Verdict(best, tuple(rows))
