@@ -87,6 +87,15 @@ from hr_core.report import (
 )
 from hr_core.results import ArmResult, ScoreResult, Usage
 from hr_core.scorers import Scorer, hr_scorer, hr_scorer_exact, settle_score
+from hr_core.scoring import (
+    SCORERS,
+    hr_scorer_choice,
+    hr_scorer_f1,
+    hr_scorer_includes,
+    hr_scorer_json_field,
+    hr_scorer_numeric,
+    hr_scorer_pattern,
+)
 from hr_core.stats import (
     Interval,
     PairedDifference,
@@ -149,6 +158,7 @@ __all__ = [
     "ResponseCache",
     "RunContext",
     "RunNotFoundError",
+    "SCORERS",
     "SUMMARY_COLUMNS",
     "ScoreResult",
     "Scorer",
@@ -175,8 +185,14 @@ __all__ = [
     "hr_judge_valid",
     "hr_reference",
     "hr_scorer",
+    "hr_scorer_choice",
     "hr_scorer_exact",
+    "hr_scorer_f1",
+    "hr_scorer_includes",
+    "hr_scorer_json_field",
     "hr_scorer_judge",
+    "hr_scorer_numeric",
+    "hr_scorer_pattern",
     "item_accuracy",
     "judge_item",
     "judge_labelled",

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from numbers import Integral, Real
 from typing import Any
 
-__all__ = ["accepted_texts", "fold", "is_missing", "output_text", "plain_digits"]
+__all__ = ["accepted_texts", "fold", "is_missing", "output_text", "plain_digits", "squad_fold",
+           "squad_tokens"]
 
 
 def fold(text: str) -> str:
@@ -144,3 +146,40 @@ def _label_text(value: Any) -> str | None:
     if _is_number(value):
         return plain_digits(value)
     return str(value)
+
+
+# SQuAD-style folding. One pass removes punctuation and symbols (any script, and "_")
+# and rewrites numbers: digit groups lose their commas ("30,000" -> "30000", as SQuAD's
+# own evaluation does) and a decimal keeps its point in plain digits ("2.50" -> "2.5",
+# "100000.0" -> "100000") where SQuAD would glue "2.5" into "25".
+_SQUAD_SWEEP = re.compile(r"(\d+(?:,\d{3})*\.\d+|\d{1,3}(?:,\d{3})+)|[^\w\s]|_")
+_ARTICLES = frozenset(("a", "an", "the"))
+
+
+def _squad_number(match: re.Match[str]) -> str:
+    number = match.group(1)
+    if number is None:
+        return ""
+    number = number.replace(",", "")
+    if "." in number:
+        number = number.rstrip("0").rstrip(".") or "0"
+    return number
+
+
+def squad_tokens(text: str) -> list[str]:
+    """SQuAD's answer tokens: case-folded, punctuation and articles removed, split on space.
+
+    >>> squad_tokens("The  Lower Rhine, 30,000 km!")
+    ['lower', 'rhine', '30000', 'km']
+    """
+    swept = _SQUAD_SWEEP.sub(_squad_number, text.casefold())
+    return [word for word in swept.split() if word not in _ARTICLES]
+
+
+def squad_fold(text: str) -> str:
+    """SQuAD's ``normalize_answer``: :func:`squad_tokens` joined by one space.
+
+    >>> squad_fold("An Apple a day"), squad_fold("2.50 m"), squad_fold("30,000")
+    ('apple day', '2.5 m', '30000')
+    """
+    return " ".join(squad_tokens(text))

@@ -40,20 +40,56 @@ class ArmResult(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict)
 
 
-class ScoreResult(NamedTuple):
+class _Verdict(NamedTuple):
+    correct: bool | None
+    outcome: str | None = None
+    failure_kind: FailureKind | None = None
+
+
+class ScoreResult(_Verdict):
     """A scorer's verdict on one run. Light: one is built for every run.
+
+    A tuple of ``(correct, outcome, failure_kind)``, with a fourth element
+    ``score`` only when the scorer gives partial credit, so code unpacking
+    three values keeps working for every scorer without a score.
 
     Attributes:
         correct: ``True``/``False``, or ``None`` when the run cannot be scored.
         outcome: what the scorer saw, as one string (the exact scorer: the
             answer as compared), or ``None``.
         failure_kind: why the output was wrong, or ``None``.
+        score: partial credit in [0, 1] beside ``correct`` (the ``f1`` scorer's
+            F1), or ``None`` when the scorer gives none.
 
     Example:
         >>> ScoreResult(True, "paris", None).correct
         True
+        >>> ScoreResult(False, "lower river", "wrong", 0.8)
+        ScoreResult(correct=False, outcome='lower river', failure_kind='wrong', score=0.8)
     """
 
-    correct: bool | None
-    outcome: str | None = None
-    failure_kind: FailureKind | None = None
+    __slots__ = ()
+
+    def __new__(cls, correct: bool | None, outcome: str | None = None,
+                failure_kind: FailureKind | None = None,
+                score: float | None = None) -> ScoreResult:
+        if score is None:
+            return tuple.__new__(cls, (correct, outcome, failure_kind))
+        return tuple.__new__(cls, (correct, outcome, failure_kind, score))
+
+    @property
+    def score(self) -> float | None:
+        return self[3] if len(self) > 3 else None
+
+    def __repr__(self) -> str:
+        text = (f"ScoreResult(correct={self[0]!r}, outcome={self[1]!r}, "
+                f"failure_kind={self[2]!r}")
+        return text + (f", score={self[3]!r})" if len(self) > 3 else ")")
+
+    def _replace(self, **changes: Any) -> ScoreResult:
+        fields = {**self._asdict(), **changes}
+        return ScoreResult(**fields)
+
+    def _asdict(self) -> dict[str, Any]:
+        return {"correct": self[0], "outcome": self[1], "failure_kind": self[2],
+                "score": self.score}

@@ -6,19 +6,14 @@ import asyncio
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast, overload
+from numbers import Real
+from typing import Any, Literal, cast, overload
 
-from hr_core._text import (
-    _label_text,
-    accepted_texts,
-    fold,
-    is_missing,
-    output_text,
-    plain_digits,
-)
-from hr_core.errors import ScorerError
+from hr_core._answers import failed, is_not_in_document, sort_out
+from hr_core._text import _label_text, accepted_texts, fold, is_missing, plain_digits, squad_fold
+from hr_core.errors import ScorerError, SpecError
 from hr_core.failures import FAILURE_KINDS, FailureKind
-from hr_core.results import ArmResult, ScoreResult
+from hr_core.results import ScoreResult
 
 __all__ = ["Scorer", "hr_scorer", "hr_scorer_exact", "settle_score"]
 
@@ -65,9 +60,17 @@ class Scorer:
         return self.validate(value)
 
     def validate(self, value: Any) -> ScoreResult:
-        """Check what ``fn`` returned and turn it into a :class:`ScoreResult`."""
+        """Check what ``fn`` returned and turn it into a :class:`ScoreResult`.
+
+        ``fn`` may return a :class:`ScoreResult`, a mapping with ``correct``,
+        ``outcome`` and ``failure_kind`` (and optionally ``score``), or a tuple of
+        those three (or four) values.
+        """
+        score: Any = None
         if type(value) is ScoreResult:
-            correct, outcome, kind = value
+            correct, outcome, kind = value[0], value[1], value[2]
+            if len(value) > 3:
+                score = value[3]
         elif isinstance(value, Mapping):
             missing = [k for k in ("correct", "outcome", "failure_kind") if k not in value]
             if missing:
@@ -76,12 +79,15 @@ class Scorer:
                     "return correct, outcome and failure_kind"
                 )
             correct, outcome, kind = value["correct"], value["outcome"], value["failure_kind"]
-        elif isinstance(value, tuple) and len(value) == 3:
-            correct, outcome, kind = value
+            score = value.get("score")
+        elif isinstance(value, tuple) and len(value) in (3, 4):
+            correct, outcome, kind = value[0], value[1], value[2]
+            if len(value) == 4:
+                score = value[3]
         else:
             raise ScorerError(
                 f"scorer {self.name!r} returned {value!r}; return a ScoreResult or a "
-                "mapping with correct, outcome and failure_kind"
+                "mapping with correct, outcome and failure_kind (and optionally score)"
             )
         correct = _check_correct(self.name, correct)
         outcome = _check_outcome(self.name, outcome)
@@ -93,7 +99,9 @@ class Scorer:
                     f"scorer {self.name!r} returned failure_kind {kind!r}; "
                     f"use one of {', '.join(FAILURE_KINDS)} or None"
                 )
-        return ScoreResult(correct, outcome, kind)
+        if score is not None:
+            score = _check_score(self.name, score)
+        return ScoreResult(correct, outcome, kind, score)
 
 
 def _check_correct(name: str, correct: Any) -> bool | None:
@@ -104,6 +112,19 @@ def _check_correct(name: str, correct: Any) -> bool | None:
     if is_missing(correct):
         return None
     raise ScorerError(f"scorer {name!r} returned correct={correct!r}; use True, False or None")
+
+
+def _check_score(name: str, score: Any) -> float | None:
+    if is_missing(score):
+        return None
+    if isinstance(score, bool) or type(score).__name__ in ("bool_", "bool") or not isinstance(
+            score, Real):
+        raise ScorerError(
+            f"scorer {name!r} returned score={score!r}; use a number in [0, 1] or None")
+    value = float(score)
+    if not 0.0 <= value <= 1.0:
+        raise ScorerError(f"scorer {name!r} returned score={value!r}, outside [0, 1]")
+    return value
 
 
 def _check_outcome(name: str, outcome: Any) -> str | None:
@@ -157,74 +178,94 @@ def hr_scorer(fn: ScoreFn | None = None, name: str | None = None) -> Any:
     return Scorer(name=name, fn=fn)
 
 
-def _output_failure_kind(output: Any) -> Any:
-    if isinstance(output, Mapping):
-        return output.get("failure_kind")
-    return getattr(output, "failure_kind", None)
+Normalise = Literal["fold", "squad", "none"]
+"""How ``exact`` (and the families comparing text) fold both sides before comparing:
+``"fold"`` case and white space, ``"squad"`` SQuAD's ``normalize_answer`` (also
+punctuation, the articles a/an/the, and numbers written with digit-group commas),
+``"none"`` nothing."""
+
+NORMALISE_CHOICES: tuple[str, ...] = ("fold", "squad", "none")
 
 
-def _output_ok_value(output: Any) -> Any:
-    if isinstance(output, Mapping):
-        return output.get("ok", True)
-    return getattr(output, "ok", True)
+def normalise_choice(normalise: Any, scorer: str = "exact") -> Normalise:
+    """``True``/``False`` or one of :data:`NORMALISE_CHOICES`, as the choice's name.
+
+    Raises:
+        SpecError: naming the scorer, the option and the value.
+    """
+    if normalise is True:
+        return "fold"
+    if normalise is False:
+        return "none"
+    if isinstance(normalise, str) and normalise in NORMALISE_CHOICES:
+        return cast(Normalise, normalise)
+    raise SpecError(
+        f"scorer {scorer!r}, option 'normalise': {normalise!r} is not one of true, false, "
+        f"{', '.join(map(repr, NORMALISE_CHOICES))}"
+    )
 
 
-def _is_false(ok: Any) -> bool:
-    """``ok`` is false: ``False`` or a numpy ``False`` (other values count as ok)."""
-    return ok is False or (type(ok).__name__ in ("bool_", "bool") and not ok)
+def folder(normalise: Normalise) -> Callable[[str], str]:
+    """The folding function of a :data:`Normalise` choice (labels cached for ``squad``)."""
+    if normalise == "fold":
+        return fold
+    if normalise == "squad":
+        return _cached_squad_fold
+    return _identity
 
 
-def hr_scorer_exact(normalise: bool = True) -> Scorer:
+_SQUAD_FOLDED: dict[str, str] = {}
+
+
+def _cached_squad_fold(text: str) -> str:
+    folded = _SQUAD_FOLDED.get(text)
+    if folded is None:
+        if len(_SQUAD_FOLDED) >= 4096:
+            _SQUAD_FOLDED.clear()
+        folded = _SQUAD_FOLDED[text] = squad_fold(text)
+    return folded
+
+
+def hr_scorer_exact(normalise: bool | Normalise = True) -> Scorer:
     """The exact scorer, named ``"exact"``: the default scorer of a benchmark.
 
-    Sorts out outputs that are not answers (a failure kind the output carries,
-    ``ok`` false -> ``error``, no text -> ``parse_failure``, ``NOT_IN_DOCUMENT``
-    unless the label accepts it), then compares the text with each accepted
-    label, folded when ``normalise``.
+    Sorts out outputs that are not answers (:mod:`hr_core._answers`: a failure
+    kind the output carries, ``ok`` false -> ``error``, no text ->
+    ``parse_failure``, ``NOT_IN_DOCUMENT`` unless the label accepts it), then
+    compares the text with each accepted label, both folded as ``normalise``
+    says: ``True``/``"fold"`` (case and white space), ``"squad"`` (SQuAD's
+    evaluation: also punctuation, articles, ``30,000`` = ``30000``) or
+    ``False``/``"none"``.
 
     Example:
         >>> hr_scorer_exact().fn("Capital of France?", "Lyon", "Paris").failure_kind
         'wrong'
+        >>> hr_scorer_exact(normalise="squad").fn(None, "The Lower Rhine.", "lower rhine").correct
+        True
     """
-    prepare: Callable[[str], str] = fold if normalise else _identity
+    choice = normalise_choice(normalise)
+    if choice == "squad":
+        return builtin_scorer("exact", _exact_folded(_cached_squad_fold), {"normalise": "squad"})
+    folding = choice == "fold"
 
-    # Hot path (one call per run): dispatch on the exact type of the output and the
-    # label, fold inline, build results with tuple.__new__; other types take the
-    # general path. tests/test_scorers.py pins the behaviour, bench/ the speed.
+    # Hot path (one call per run): a string output goes straight to comparing, other
+    # outputs through sort_out; fold inline, build results with tuple.__new__.
+    # tests/test_scorers.py pins the behaviour, bench/ the speed.
     def exact(item: Any, output: Any, label: Any) -> ScoreResult:
-        kind_of = type(output)
-        if kind_of is str:
+        if type(output) is str:
             text: str | None = output
         else:
-            if kind_of is dict:
-                kind = output.get("failure_kind")
-                ok = output.get("ok", True)
-                answer = output.get("answer")
-                text = answer if type(answer) is str and answer else output_text(output)
-            elif kind_of is ArmResult:
-                kind, ok, answer = output.failure_kind, output.ok, output.answer
-                text = answer if type(answer) is str and answer else output_text(output)
-            elif output is None:
-                kind, ok, text = None, True, None
-            elif kind_of is int or kind_of is float:
-                kind, ok = None, True
-                text = plain_digits(output) if output == output else None  # NaN: no text
-            else:
-                kind = _output_failure_kind(output)
-                ok = _output_ok_value(output)
-                text = output_text(output)
-            if type(kind) is str and kind in _KINDS:
-                seen = None if text is None else prepare(text)
-                return _failed(label, seen, cast(FailureKind, kind))
-            if ok is not True and _is_false(ok):
-                return _failed(label, None if text is None else prepare(text), "error")
+            text, kind = sort_out(output)
+            if kind is not None:
+                seen = None if text is None else fold(text) if folding else text
+                return failed(label, seen, kind)
         if not text or text.isspace():
-            return _failed(label, None, "parse_failure")
-        seen = " ".join(text.casefold().split()) if normalise else text
+            return failed(label, None, "parse_failure")
+        seen = " ".join(text.casefold().split()) if folding else text
         label_type = type(label)
-        labelled = True
+        has_label = True
         if label_type is str:
-            match = seen == (" ".join(label.casefold().split()) if normalise else label)
+            match = seen == (" ".join(label.casefold().split()) if folding else label)
         elif (label_type is int or label_type is float) and label == label:
             match = seen == plain_digits(label)  # plain digits are already folded
         elif label_type is list or label_type is tuple:
@@ -232,7 +273,7 @@ def hr_scorer_exact(normalise: bool = True) -> Scorer:
             for value in label:
                 answer = value if type(value) is str else _label_text(value)
                 if answer is not None and seen == (
-                    " ".join(answer.casefold().split()) if normalise else answer
+                    " ".join(answer.casefold().split()) if folding else answer
                 ):
                     match = True
                     break
@@ -240,30 +281,67 @@ def hr_scorer_exact(normalise: bool = True) -> Scorer:
             match = False
             accepted = accepted_texts(label)
             if accepted is None:
-                labelled = False
+                has_label = False
             else:
                 for answer in accepted:
-                    if seen == (" ".join(answer.casefold().split()) if normalise else answer):
+                    if seen == (" ".join(answer.casefold().split()) if folding else answer):
                         match = True
                         break
         if match:
             return _new(ScoreResult, (True, seen, None))
-        if (
-            seen == "not_in_document"
-            if normalise
-            else len(text) >= 15 and text.strip().casefold() == "not_in_document"
-        ):
-            return _new(ScoreResult, (False if labelled else None, seen, _NOT_IN_DOCUMENT))
-        if not labelled:
+        if seen == "not_in_document" if folding else is_not_in_document(text):
+            return _new(ScoreResult, (False if has_label else None, seen, _NOT_IN_DOCUMENT))
+        if not has_label:
             return _new(ScoreResult, (None, seen, None))
         return _new(ScoreResult, (False, seen, "wrong"))
 
-    return Scorer(name="exact", fn=exact)
+    return builtin_scorer("exact", exact, {"normalise": choice})
 
 
-def _failed(label: Any, outcome: str | None, kind: FailureKind) -> ScoreResult:
-    labelled = type(label) is str or accepted_texts(label) is not None
-    return _new(ScoreResult, (False if labelled else None, outcome, kind))
+def _exact_folded(prepare: Callable[[str], str]) -> ScoreFn:
+    """An exact comparison after ``prepare`` (cached on labels, which repeat)."""
+
+    def exact(item: Any, output: Any, label: Any) -> ScoreResult:
+        if type(output) is str:
+            text: str | None = output
+        else:
+            text, kind = sort_out(output)
+            if kind is not None:
+                return failed(label, None if text is None else prepare(text), kind)
+        if not text or text.isspace():
+            return failed(label, None, "parse_failure")
+        seen = prepare(text)
+        label_type = type(label)
+        if label_type is str:
+            accepted: tuple[str, ...] | None = (label,)
+        elif label_type is list or label_type is tuple:
+            accepted = label
+        else:
+            accepted = accepted_texts(label)
+        match = False
+        if accepted is not None:
+            for value in accepted:
+                answer = value if type(value) is str else _label_text(value)
+                if answer is not None and seen == prepare(answer):
+                    match = True
+                    break
+        if match:
+            return _new(ScoreResult, (True, seen, None))
+        if is_not_in_document(text):
+            return _new(ScoreResult, (
+                None if accepted is None else False, seen, _NOT_IN_DOCUMENT))
+        if accepted is None:
+            return _new(ScoreResult, (None, seen, None))
+        return _new(ScoreResult, (False, seen, "wrong"))
+
+    return exact
+
+
+def builtin_scorer(name: str, fn: ScoreFn, options: Mapping[str, Any]) -> Scorer:
+    """A built-in scorer with its options (part of its fingerprint)."""
+    if "options" in Scorer.__dataclass_fields__:  # the identity change, once it lands
+        return Scorer(name=name, fn=fn, options=dict(options))  # type: ignore[call-arg]
+    return Scorer(name=name, fn=fn)
 
 
 def _identity(text: str) -> str:
@@ -273,17 +351,19 @@ def _identity(text: str) -> str:
 def settle_score(result: ScoreResult, has_label: bool) -> ScoreResult:
     """Apply the record rules to a scorer's (validated) result.
 
-    - item without label: ``correct=None``, failure kind kept;
+    - item without label: ``correct=None`` (and no ``score``), failure kind kept;
     - failure kind with ``correct`` None/False: recorded ``False``;
     - failure kind with ``correct=True``: the scorer is wrong -> ``ScorerError``;
     - ``correct=False`` without failure kind: recorded ``"wrong"``;
     - ``correct=None`` on a labelled item without failure kind: unscored.
 
+    A ``score`` (partial credit) is kept as the scorer gave it.
+
     Example:
         >>> settle_score(ScoreResult(False, "lyon", None), has_label=True).failure_kind
         'wrong'
     """
-    correct, outcome, kind = result
+    correct, outcome, kind = result[0], result[1], result[2]
     if not has_label:
         return ScoreResult(None, outcome, kind)
     if kind is not None:
@@ -292,7 +372,9 @@ def settle_score(result: ScoreResult, has_label: bool) -> ScoreResult:
                 f"scorer said correct=True with failure_kind={kind!r} (outcome {outcome!r}); "
                 "a run with a failure kind is wrong: fix the scorer and re-score"
             )
-        return ScoreResult(False, outcome, kind)
+        if correct is None:
+            return ScoreResult(False, outcome, kind, result.score)
+        return result
     if correct is False:
-        return ScoreResult(False, outcome, "wrong")
+        return ScoreResult(False, outcome, "wrong", result.score)
     return result

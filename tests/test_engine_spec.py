@@ -98,3 +98,46 @@ def test_llm_prompts_are_filled_from_the_payload_fields() -> None:
     assert LLMArm(model="m", prompt="<{payload}>").render("plain") == "<plain>"
     with pytest.raises(SpecError, match="needs field 'document'"):
         arm.render({"question": "Q"})
+
+
+def _spec_with_scorer(tmp_path: Path, scorer: str) -> Path:
+    (tmp_path / "ref.csv").write_text("id,label\nq1,Paris\n")
+    path = tmp_path / "spec.yaml"
+    path.write_text(f"name: t\nreference: ref.csv\narms:\n  a: m:f\nscorer: {scorer}\n")
+    return path
+
+
+@pytest.mark.parametrize(("text", "name", "probe"), [
+    ("f1", "f1", ("the Lower Rhine", "Lower Rhine river", True)),
+    ("{f1: {threshold: 0.9}}", "f1", ("the Lower Rhine", "Lower Rhine river", False)),
+    ("{exact: {normalise: squad}}", "exact", ("The Paris.", "paris", True)),
+    ("exact_raw", "exact", ("paris", "Paris", False)),
+    ("{includes: {word_bounded: true}}", "includes", ("Parisian", "Paris", False)),
+    ("{numeric: {rel_tol: 0.01}}", "numeric", ("45.3", "45.2", True)),
+    ("choice", "choice", ("(B) Paris", "B", True)),
+    ("{json_field: {field: result}}", "json_field", ('{"result": "Paris"}', "Paris", True)),
+    ("{pattern: {pattern: 'is (\\w+)'}}", "pattern", ("it is Paris", "Paris", True)),
+])
+def test_a_spec_names_a_built_in_scorer_with_its_options(
+        tmp_path: Path, text: str, name: str, probe: tuple[str, str, bool]) -> None:
+    scorer = load_spec(_spec_with_scorer(tmp_path, text)).build_scorer()
+    output, label, correct = probe
+    assert scorer.name == name
+    assert scorer.fn(None, output, label).correct is correct
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("{f1: {treshold: 0.8}}", "scorer 'f1': unknown option 'treshold' (options: threshold)"),
+    ("{f1: {threshold: 2}}", "scorer 'f1', option 'threshold': 2 is not a number in (0, 1]"),
+    ("{numeric: {pick: middle}}", "scorer 'numeric', option 'pick': 'middle' is not one of"),
+    ("{f1: {}, exact: {}}", "give one scorer: {name: {option: value}}, not 2 keys"),
+    ("{judge: {model: x}}", "judge.rubric: Field required"),
+    ("{levenshtein: {}}", "no built-in scorer 'levenshtein'"),
+])
+def test_a_bad_scorer_in_a_spec_names_file_line_field_and_option(
+        tmp_path: Path, text: str, message: str) -> None:
+    path = _spec_with_scorer(tmp_path, text)
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert str(caught.value).startswith(f"{path}, line 5, field 'scorer': ")
+    assert message in str(caught.value)

@@ -94,3 +94,17 @@ def test_score_result_prints_its_fields() -> None:
     assert repr(ScoreResult(True, "paris", None)) == (
         "ScoreResult(correct=True, outcome='paris', failure_kind=None)"
     )
+
+
+def test_score_result_carries_a_score_only_when_given() -> None:
+    plain = ScoreResult(True, "paris", None)
+    scored = ScoreResult(False, "lower", "wrong", 0.5)
+    assert (len(plain), plain.score) == (3, None)
+    assert (len(scored), scored.score) == (4, 0.5)
+    assert ScoreResult(True, "paris", None, None) == plain
+    assert len(ScoreResult(True, "paris", None, None)) == 3
+    assert pickle.loads(pickle.dumps(scored)) == scored
+    assert scored._replace(score=None) == ScoreResult(False, "lower", "wrong")
+    assert scored._asdict()["score"] == 0.5
+    assert repr(scored) == (
+        "ScoreResult(correct=False, outcome='lower', failure_kind='wrong', score=0.5)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -634,3 +635,41 @@ def test_settle_score_turns_the_seed_scorer_into_records() -> None:
     assert settle_score(parse, has_label=True) == ScoreResult(False, None, "parse_failure")
     off = near(None, "50", 45.2)
     assert settle_score(off, has_label=True) == ScoreResult(False, "50", "wrong")
+
+
+# --- partial credit: score beside correct --------------------------------------------
+
+
+@pytest.mark.parametrize("value", [
+    {"correct": False, "outcome": "x", "failure_kind": None, "score": 0.25},
+    (False, "x", None, 0.25),
+    ScoreResult(False, "x", None, 0.25),
+    {"correct": False, "outcome": "x", "failure_kind": None, "score": np.float32(0.25)},
+])
+def test_a_scorer_may_return_a_score_in_a_mapping_tuple_or_score_result(value: Any) -> None:
+    scorer = hr_scorer(lambda item, output, label: value, name="partial")
+    result = scorer(None, "x", "y")
+    assert result == ScoreResult(False, "x", None, 0.25) and type(result.score) is float
+    assert settle_score(result, has_label=True) == ScoreResult(False, "x", "wrong", 0.25)
+    assert settle_score(result, has_label=False) == ScoreResult(None, "x", None)
+
+
+def test_three_field_results_stay_three_fields() -> None:
+    scorer = hr_scorer(lambda item, output, label: (True, "x", None), name="three")
+    correct, outcome, kind = scorer(None, "x", "x")
+    assert (correct, outcome, kind) == (True, "x", None)
+
+
+@pytest.mark.parametrize(("score", "message"), [
+    (1.5, "returned score=1.5, outside [0, 1]"), (-0.1, "returned score=-0.1, outside [0, 1]"),
+    (True, "returned score=True; use a number in [0, 1] or None"), ("0.5", "returned score='0.5'"),
+])
+def test_a_score_outside_zero_one_is_a_scorer_error(score: Any, message: str) -> None:
+    scorer = hr_scorer(lambda i, o, label: (True, "x", None, score), name="bad")
+    with pytest.raises(ScorerError, match=re.escape(f"scorer 'bad' {message}")):
+        scorer(None, "x", "x")
+
+
+def test_a_nan_score_is_no_score() -> None:
+    scorer = hr_scorer(lambda i, o, label: (True, "x", None, math.nan), name="nan")
+    assert scorer(None, "x", "x").score is None

@@ -7,14 +7,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hr_core._yaml import line_of, read_yaml_mapping
 from hr_core.engine.arms import LLMArm, import_object
 from hr_core.engine.budget import Budget
 from hr_core.errors import SpecError
 from hr_core.reference import Reference, hr_reference
-from hr_core.scorers import Scorer, hr_scorer, hr_scorer_exact
+from hr_core.scorers import Scorer, hr_scorer
+from hr_core.scoring.registry import SCORERS, builtin_scorer_named
 
 __all__ = ["BenchmarkSpec", "JudgeScorerSpec", "ReferenceSpec", "load_spec"]
 
@@ -45,8 +46,10 @@ class JudgeScorerSpec(BaseModel):
 class BenchmarkSpec(BaseModel):
     """A benchmark as data (YAML): arms by import path or as declarative LLM arms.
 
-    ``scorer`` is ``"exact"``, ``"exact_raw"`` (no folding), an import path to a
-    ``Scorer`` or a function ``fn(item, output, label)``, or ``{judge: {...}}``.
+    ``scorer`` is a built-in scorer's name (``exact``, ``exact_raw``, ``f1``,
+    ``includes``, ``pattern``, ``numeric``, ``choice``, ``json_field``), the same
+    with options (``{f1: {threshold: 0.8}}``), an import path to a ``Scorer`` or a
+    function ``fn(item, output, label)``, or ``{judge: {...}}``.
     Relative paths (the reference) are read relative to the spec file.
 
     Example:
@@ -62,7 +65,7 @@ class BenchmarkSpec(BaseModel):
     name: str | None = None
     reference: str | ReferenceSpec
     arms: dict[str, str | LLMArm] = Field(min_length=1)
-    scorer: str | dict[Literal["judge"], JudgeScorerSpec] = "exact"
+    scorer: str | dict[str, Any] = "exact"
     runs: int = Field(default=1, ge=1)
     budget: Budget | None = None
     concurrency: int = Field(default=16, ge=1)
@@ -71,6 +74,31 @@ class BenchmarkSpec(BaseModel):
     require_valid_judge: Literal["warn", "refuse", "ignore"] = "warn"
     judge_store: str = "judges"
     base_dir: str | None = Field(default=None, exclude=True)
+
+    @field_validator("scorer")
+    @classmethod
+    def _known_scorer(cls, value: str | dict[str, Any]) -> str | dict[str, Any]:
+        if isinstance(value, str):
+            if not value.strip():
+                raise ValueError("name a scorer: a built-in one "
+                                 f"({', '.join(sorted(SCORERS))}) or an import path")
+            return value
+        if len(value) != 1:
+            raise ValueError("give one scorer: {name: {option: value}}, not "
+                             f"{len(value)} keys ({', '.join(map(str, value))})")
+        (name, options), = value.items()
+        if name == "judge":
+            try:
+                return {"judge": JudgeScorerSpec.model_validate(options)}
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(map(str, first["loc"])) or "(top level)"
+                raise ValueError(f"judge.{where}: {first['msg']}") from None
+        try:
+            builtin_scorer_named(name, options)
+        except SpecError as exc:
+            raise ValueError(str(exc)) from None
+        return {name: dict(options or {})}
 
     def load_reference(self) -> Reference:
         """Read the reference set (a relative path is relative to the spec file)."""
@@ -85,7 +113,10 @@ class BenchmarkSpec(BaseModel):
         """The scorer the spec names."""
         scorer = self.scorer
         if isinstance(scorer, dict):
-            judge = scorer["judge"]
+            (name, options), = scorer.items()
+            if name != "judge":
+                return builtin_scorer_named(name, options)
+            judge = options
             from hr_core.judge import hr_judge_config, hr_scorer_judge
 
             config = hr_judge_config(judge.model, judge.rubric, mode="grade",
@@ -93,10 +124,8 @@ class BenchmarkSpec(BaseModel):
                                      positive=judge.positive)
             built: Scorer = hr_scorer_judge(config)
             return built
-        if scorer == "exact":
-            return hr_scorer_exact()
-        if scorer == "exact_raw":
-            return hr_scorer_exact(normalise=False)
+        if scorer in SCORERS:
+            return builtin_scorer_named(scorer)
         obj = import_object(scorer)
         if isinstance(obj, Scorer):
             return obj
@@ -108,8 +137,12 @@ class BenchmarkSpec(BaseModel):
 def _field(loc: tuple[Any, ...]) -> str:
     # pydantic adds the member of a union it tried ("str", "LLMArm", ...): keep field names
     parts = [str(p) for p in loc if not (isinstance(p, str) and (p[:1].isupper() or p in (
-        "str", "int", "dict[literal['judge'],JudgeScorerSpec]")))]
+        "str", "int", "dict[str,any]")))]
     return ".".join(parts) or "(top level)"
+
+
+def _message(error: Any) -> str:
+    return str(error["msg"]).removeprefix("Value error, ")
 
 
 def _relevant(errors: list[Any]) -> list[Any]:
@@ -137,7 +170,7 @@ def load_spec(source: str | os.PathLike[str] | Mapping[str, Any]) -> BenchmarkSp
             return BenchmarkSpec.model_validate(dict(source))
         except ValidationError as exc:
             first = _relevant(exc.errors())[0]
-            raise SpecError(f"benchmark spec, field {_field(first['loc'])!r}: {first['msg']}"
+            raise SpecError(f"benchmark spec, field {_field(first['loc'])!r}: {_message(first)}"
                             ) from None
     path = Path(source)
     data, node = read_yaml_mapping(
@@ -150,5 +183,5 @@ def load_spec(source: str | os.PathLike[str] | Mapping[str, Any]) -> BenchmarkSp
             loc = tuple(error["loc"])
             line = line_of(node, tuple(p for p in loc if _field((p,)) != "(top level)"))
             where = f", line {line}" if line is not None else ""
-            lines.append(f"{path}{where}, field {_field(loc)!r}: {error['msg']}")
+            lines.append(f"{path}{where}, field {_field(loc)!r}: {_message(error)}")
         raise SpecError("; ".join(lines)) from None

@@ -1,0 +1,96 @@
+"""Sorting out outputs that are not answers: the seed's rules 1-4, one definition for every scorer.
+
+Every built-in scorer (``exact`` and the families in :mod:`hr_core.scoring`)
+applies these rules first, in this order:
+
+1. an output carrying a failure kind from the list is wrong for that reason;
+2. an output whose ``ok`` is false is an ``"error"``;
+3. no text (``None``, NaN, ``""``, white space only, nothing in ``answer``/``text``)
+   is a ``"parse_failure"`` with outcome ``None``;
+4. the text ``NOT_IN_DOCUMENT`` (any case, white space ignored) is
+   ``"not_in_document"`` unless the label accepts it (the scorer's own comparison
+   decides, so the scorer calls :func:`is_not_in_document` after comparing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from hr_core._text import accepted_texts, output_text, plain_digits
+from hr_core.failures import FAILURE_KINDS, FailureKind
+from hr_core.results import ArmResult, ScoreResult
+
+__all__ = ["failed", "is_false", "is_not_in_document", "labelled", "sort_out"]
+
+_KINDS: frozenset[str] = frozenset(FAILURE_KINDS)
+_new = tuple.__new__
+
+
+def is_false(ok: Any) -> bool:
+    """``ok`` is false: ``False`` or a numpy ``False`` (other values count as ok)."""
+    return ok is False or (type(ok).__name__ in ("bool_", "bool") and not ok)
+
+
+def sort_out(output: Any) -> tuple[str | None, FailureKind | None]:
+    """The output's text, and the failure kind of rules 1-3 when it is not an answer.
+
+    Example:
+        >>> sort_out({"answer": "Paris", "failure_kind": "refusal"})
+        ('Paris', 'refusal')
+        >>> sort_out("  "), sort_out(" Paris ")
+        ((None, 'parse_failure'), (' Paris ', None))
+    """
+    kind_of = type(output)
+    if kind_of is str:
+        text: str | None = output
+        kind: Any = None
+        ok: Any = True
+    elif kind_of is dict:
+        kind, ok = output.get("failure_kind"), output.get("ok", True)
+        answer = output.get("answer")
+        text = answer if type(answer) is str and answer else output_text(output)
+    elif kind_of is ArmResult:
+        kind, ok, answer = output.failure_kind, output.ok, output.answer
+        text = answer if type(answer) is str and answer else output_text(output)
+    elif output is None:
+        return None, "parse_failure"
+    elif kind_of is int or kind_of is float:
+        return (plain_digits(output), None) if output == output else (None, "parse_failure")
+    else:
+        if isinstance(output, Mapping):
+            kind, ok = output.get("failure_kind"), output.get("ok", True)
+        else:
+            kind, ok = getattr(output, "failure_kind", None), getattr(output, "ok", True)
+        text = output_text(output)
+    if type(kind) is str and kind in _KINDS:
+        return text, cast(FailureKind, kind)
+    if ok is not True and is_false(ok):
+        return text, "error"
+    if not text or text.isspace():
+        return None, "parse_failure"
+    return text, None
+
+
+def labelled(label: Any) -> bool:
+    """Whether a label can score a run (not ``None``/NaN, not an empty list)."""
+    return type(label) is str or accepted_texts(label) is not None
+
+
+def failed(label: Any, outcome: str | None, kind: FailureKind,
+           score: float | None = None) -> ScoreResult:
+    """A failed run's result: ``correct`` False on a labelled item, ``None`` without label."""
+    if labelled(label):
+        if score is None:
+            return _new(ScoreResult, (False, outcome, kind))
+        return _new(ScoreResult, (False, outcome, kind, score))
+    return _new(ScoreResult, (None, outcome, kind))
+
+
+def is_not_in_document(text: str) -> bool:
+    """Whether ``text`` is ``NOT_IN_DOCUMENT`` (any case, surrounding white space ignored).
+
+    >>> is_not_in_document("  not_in_document\\n"), is_not_in_document("Paris")
+    (True, False)
+    """
+    return len(text) >= 15 and text.strip().casefold() == "not_in_document"

@@ -1,0 +1,183 @@
+"""Scorers comparing text: ``f1`` (SQuAD token F1), ``includes`` and ``pattern``."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from hr_core._text import squad_tokens
+from hr_core.errors import SpecError
+from hr_core.scorers import Normalise, Scorer, folder, normalise_choice
+from hr_core.scoring._family import Verdict, family_scorer, option_number
+
+__all__ = ["DEFAULT_F1_THRESHOLD", "hr_scorer_f1", "hr_scorer_includes", "hr_scorer_pattern",
+           "token_f1"]
+
+DEFAULT_F1_THRESHOLD = 0.5
+"""A run is ``correct`` when its F1 reaches this: at least half the tokens overlap."""
+
+
+def token_f1(predicted: list[str], gold: list[str]) -> float:
+    """SQuAD's F1 of two token lists (counted with multiplicity).
+
+    Empty on either side: 1.0 when both are empty, else 0.0 (as SQuAD's ``compute_f1``).
+
+    >>> round(token_f1(["lower", "rhine"], ["rhine"]), 4)
+    0.6667
+    """
+    if not predicted or not gold:
+        return float(predicted == gold)
+    if predicted == gold:
+        return 1.0
+    counts: dict[str, int] = {}
+    for token in gold:
+        counts[token] = counts.get(token, 0) + 1
+    same = 0
+    for token in predicted:
+        left = counts.get(token)
+        if left:
+            counts[token] = left - 1
+            same += 1
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(predicted), same / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+_LABEL_TOKENS: dict[str, list[str]] = {}
+
+
+def _label_tokens(label: str) -> list[str]:
+    tokens = _LABEL_TOKENS.get(label)
+    if tokens is None:
+        if len(_LABEL_TOKENS) >= 4096:
+            _LABEL_TOKENS.clear()
+        tokens = _LABEL_TOKENS[label] = squad_tokens(label)
+    return tokens
+
+
+def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD) -> Scorer:
+    """SQuAD's token F1 against the best accepted label, named ``"f1"``.
+
+    Both sides are folded as SQuAD's evaluation does (``squad`` in
+    :func:`~hr_core.hr_scorer_exact`) and split into tokens; the F1 of the best
+    label is the run's ``score``, and the run is ``correct`` when it reaches
+    ``threshold`` (default :data:`DEFAULT_F1_THRESHOLD`; 1.0 asks for every token).
+    The seed's rules 1-4 come first; a failed run scores 0.
+
+    Example:
+        >>> f1 = hr_scorer_f1()
+        >>> f1.fn(None, "the Lower Rhine", ["Rhine", "Lower Rhine river"])
+        ScoreResult(correct=True, outcome='lower rhine', failure_kind=None, score=0.8)
+    """
+    limit = option_number("f1", "threshold", threshold, low=0.0, high=1.0, low_open=True)
+
+    def compare(item: Any, output: Any, text: str, accepted: tuple[str, ...] | None) -> Verdict:
+        tokens = squad_tokens(text)
+        outcome = " ".join(tokens)
+        if accepted is None:
+            return None, outcome, None, None
+        best = 0.0
+        for answer in accepted:
+            value = token_f1(tokens, _label_tokens(answer))
+            if value > best:
+                best = value
+                if best == 1.0:
+                    break
+        return best >= limit, outcome, None, best
+
+    return family_scorer("f1", compare, {"threshold": limit}, scores=True)
+
+
+def hr_scorer_includes(word_bounded: bool = False, normalise: bool | Normalise = True) -> Scorer:
+    """Correct when an accepted label occurs in the answer, named ``"includes"``.
+
+    Both sides folded as ``normalise`` says (as :func:`~hr_core.hr_scorer_exact`);
+    ``word_bounded`` asks for the label as whole words (``"Paris"`` is not in
+    ``"Parisian"``). A label that folds to nothing matches only an answer that
+    folds to nothing too.
+
+    Example:
+        >>> hr_scorer_includes().fn(None, "I think it is Paris.", "paris").correct
+        True
+        >>> hr_scorer_includes(word_bounded=True).fn(None, "Parisian", "Paris").correct
+        False
+    """
+    if not isinstance(word_bounded, bool):
+        raise SpecError(f"scorer 'includes', option 'word_bounded': {word_bounded!r} is not "
+                        "true or false")
+    choice = normalise_choice(normalise, "includes")
+    prepare = folder(choice)
+    bounded: dict[str, re.Pattern[str]] = {}
+
+    def occurs(label: str, seen: str) -> bool:
+        if not label:
+            return not seen
+        if not word_bounded:
+            return label in seen
+        if label not in seen:
+            return False
+        pattern = bounded.get(label)
+        if pattern is None:
+            if len(bounded) >= 4096:
+                bounded.clear()
+            pattern = bounded[label] = re.compile(rf"(?<!\w){re.escape(label)}(?!\w)")
+        return pattern.search(seen) is not None
+
+    def compare(item: Any, output: Any, text: str, accepted: tuple[str, ...] | None) -> Verdict:
+        seen = prepare(text)
+        if accepted is None:
+            return None, seen, None, None
+        return any(occurs(prepare(a), seen) for a in accepted), seen, None, None
+
+    return family_scorer("includes", compare,
+                         {"word_bounded": word_bounded, "normalise": choice})
+
+
+def hr_scorer_pattern(pattern: str, group: int | str | None = None,
+                      normalise: bool | Normalise = True, ignore_case: bool = True) -> Scorer:
+    """A regex finds the answer in the output, then compared as exact; named ``"pattern"``.
+
+    ``group`` picks the answer (a number or a name; default the first group, or
+    the whole match for a pattern without groups); the first match counts. An
+    output the pattern does not match is a ``parse_failure`` (no answer found).
+
+    Example:
+        >>> answer = hr_scorer_pattern(r"answer is\\s*:?\\s*(\\w+)")
+        >>> answer.fn(None, "So the answer is: Paris.", "Paris")
+        ScoreResult(correct=True, outcome='paris', failure_kind=None)
+    """
+    if not isinstance(pattern, str) or not pattern:
+        raise SpecError(f"scorer 'pattern', option 'pattern': {pattern!r} is not a regex "
+                        "(a non-empty string)")
+    try:
+        regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    except re.error as exc:
+        raise SpecError(f"scorer 'pattern', option 'pattern': {pattern!r} is not a valid "
+                        f"regex ({exc})") from None
+    if group is None:
+        group = 1 if regex.groups else 0
+    known = (isinstance(group, str) and group in regex.groupindex) or (
+        isinstance(group, int) and not isinstance(group, bool) and 0 <= group <= regex.groups)
+    if not known:
+        raise SpecError(f"scorer 'pattern', option 'group': the pattern {pattern!r} has no "
+                        f"group {group!r}")
+    if not isinstance(ignore_case, bool):
+        raise SpecError(f"scorer 'pattern', option 'ignore_case': {ignore_case!r} is not "
+                        "true or false")
+    choice = normalise_choice(normalise, "pattern")
+    prepare = folder(choice)
+
+    def compare(item: Any, output: Any, text: str, accepted: tuple[str, ...] | None) -> Verdict:
+        found = regex.search(text)
+        answer = None if found is None else found.group(group)
+        if not answer or answer.isspace():
+            return False, None, "parse_failure", None
+        seen = prepare(answer)
+        if accepted is None:
+            return None, seen, None, None
+        return any(seen == prepare(a) for a in accepted), seen, None, None
+
+    options = {"pattern": pattern, "group": group, "normalise": choice,
+               "ignore_case": ignore_case}
+    return family_scorer("pattern", compare, options)
