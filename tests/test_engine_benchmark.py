@@ -25,10 +25,11 @@ def _bench(rows: list[tuple[str, str, int, bool | None, str | None]]) -> Benchma
 def test_runs_has_exactly_the_spec_columns_and_nullable_boolean_correct() -> None:
     bench = _bench([("a", "q1", 1, True, None)])
     assert tuple(bench.runs.columns) == RUN_COLUMNS == (
-        "arm", "item_id", "run", "output", "correct", "outcome", "failure_kind", "error",
-        "latency_s", "tokens_in", "tokens_out", "cost_usd",
+        "arm", "item_id", "run", "output", "correct", "score", "outcome", "failure_kind",
+        "error", "latency_s", "tokens_in", "tokens_out", "cost_usd",
     )
     assert str(bench.runs["correct"].dtype) == "boolean"
+    assert str(bench.runs["score"].dtype) == "float64"
 
 
 def test_summary_has_the_spec_columns_with_a_count_per_failure_kind() -> None:

@@ -14,15 +14,22 @@ from hr_core.engine.store import REFERENCE, RUNS, RunStore
 from hr_core.errors import RunNotFoundError
 from hr_core.failures import FAILURE_KINDS
 from hr_core.reference import Item, Reference
-from hr_core.stats import PairedDifference, accuracy_interval, paired_difference
+from hr_core.stats import (
+    PairedDifference,
+    accuracy_interval,
+    clustered_mean_ci,
+    paired_difference,
+)
 
-__all__ = ["JUDGE_FAILURES", "RUN_COLUMNS", "SUMMARY_COLUMNS", "Benchmark", "runs_frame"]
+__all__ = ["JUDGE_FAILURES", "RUN_COLUMNS", "SCORE_COLUMNS", "SUMMARY_COLUMNS", "Benchmark",
+           "runs_frame"]
 
 RUN_COLUMNS = (
-    "arm", "item_id", "run", "output", "correct", "outcome", "failure_kind", "error",
+    "arm", "item_id", "run", "output", "correct", "score", "outcome", "failure_kind", "error",
     "latency_s", "tokens_in", "tokens_out", "cost_usd",
 )
-"""The columns of ``Benchmark.runs`` (SPEC section 9); a judge scorer adds ``judge_status``."""
+"""The columns of ``Benchmark.runs`` (SPEC section 9); a judge scorer adds ``judge_status``.
+``score`` is a scorer's partial credit in [0, 1] (``f1``), missing when it gives none."""
 
 JUDGE_FAILURES = ("no_consensus", "parse_failure", "error")
 """Judge statuses counted in the summary as ``judge_<status>`` (apart from arm failures)."""
@@ -33,6 +40,9 @@ SUMMARY_COLUMNS = (
     "latency_mean_s", "tokens_in", "tokens_out", "cost_usd",
 )
 """The columns of ``Benchmark.summary()``: one count per failure kind and judge failure."""
+
+SCORE_COLUMNS = ("score_mean", "score_ci_low", "score_ci_high")
+"""Added to the summary after ``ci_high`` when any run has a ``score`` (partial credit)."""
 
 _TEXT = ("arm", "item_id", "output", "outcome", "failure_kind", "error", "judge_status")
 
@@ -172,6 +182,10 @@ class Benchmark:
         run and item-clustered otherwise. ``unscored`` counts runs with no
         verdict (``correct`` missing); each failure kind column counts every run
         with that kind; ``judge_*`` count judge failures apart.
+
+        When any run has a ``score`` (partial credit, e.g. ``f1``), the summary
+        also has :data:`SCORE_COLUMNS`: the mean over items of each item's mean
+        score, with an item-clustered 95% CI (see :meth:`item_scores`).
         """
         runs = self.runs
         rows = []
@@ -212,7 +226,34 @@ class Benchmark:
         frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
         for column in ("accuracy", "ci_low", "ci_high", "latency_mean_s"):
             frame[column] = frame[column].astype("float64")
+        if self.has_scores:
+            at = list(frame.columns).index("ci_high") + 1
+            intervals = [clustered_mean_ci(self.item_scores(arm).tolist()) for arm in self.arms]
+            for offset, column in enumerate(SCORE_COLUMNS):
+                values = [interval[offset] for interval in intervals]
+                frame.insert(at + offset, column, pd.Series(values, dtype="float64"))
         return frame
+
+    @property
+    def has_scores(self) -> bool:
+        """Whether any run has a ``score`` (the scorer gives partial credit)."""
+        return "score" in self.runs and bool(self.runs["score"].notna().any())
+
+    def item_scores(self, arm: str) -> pd.Series:
+        """Each item's mean score over its scored runs, for one arm.
+
+        A run's score is its ``score``, or 1/0 from ``correct`` where the scorer
+        gave none (an arm error, a failed run); runs never made (``budget_stop``)
+        and runs without a verdict are left out.
+        """
+        runs = self.runs
+        mask = ((runs["arm"] == arm) & runs["correct"].notna()
+                & (runs["failure_kind"] != "budget_stop"))
+        rows = runs.loc[mask]
+        fallback = rows["correct"].astype("float64")
+        score = (rows["score"].astype("float64").fillna(fallback) if "score" in rows
+                 else fallback)
+        return score.groupby(rows["item_id"], sort=False).mean().astype("float64")
 
     def compare(self, a: str, b: str) -> PairedDifference:
         """Paired difference ``accuracy(a) - accuracy(b)`` over the items both scored.

@@ -25,7 +25,7 @@ __all__ = ["RECORD_FIELDS", "ChunkContext", "has_label", "run_chunk", "score_rec
            "stopped_record"]
 
 RECORD_FIELDS = (
-    "arm", "item_id", "run", "output", "correct", "outcome", "failure_kind", "error",
+    "arm", "item_id", "run", "output", "correct", "score", "outcome", "failure_kind", "error",
     "latency_s", "tokens_in", "tokens_out", "cost_usd", "judge_status",
 )
 """The fields of one journaled run (the columns of ``Benchmark.runs`` and ``judge_status``)."""
@@ -100,7 +100,7 @@ def stopped_record(arm: str, item: Item, run: int) -> dict[str, Any]:
     """The record of a run that never started because the budget ran out."""
     return {
         "arm": arm, "item_id": item.id, "run": run, "output": None,
-        "correct": False if has_label(item.label) else None, "outcome": None,
+        "correct": False if has_label(item.label) else None, "score": None, "outcome": None,
         "failure_kind": "budget_stop", "error": None, "latency_s": None,
         "tokens_in": None, "tokens_out": None, "cost_usd": None, "judge_status": None,
     }
@@ -132,7 +132,8 @@ async def score_record(record: dict[str, Any], item: Item, output: Any, scorer: 
             message = f"scorer {scorer.name!r} raised {message}"
         errors.append(f"arm {record['arm']!r}, item {item.id!r}, run {record['run']}: {message}")
         return
-    record["correct"], record["outcome"], record["failure_kind"] = settled
+    record["correct"], record["outcome"], record["failure_kind"] = settled[:3]
+    record["score"] = settled.score
     record["judge_status"] = _judge_status(scorer, result)
     record.pop("scored", None)
     record.pop("raw", None)
@@ -170,7 +171,7 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> dict[str
         _CURRENT_RUN.reset(token)
     record: dict[str, Any] = {
         "arm": arm.name, "item_id": item.id, "run": run, "output": None, "correct": None,
-        "outcome": None, "failure_kind": None, "error": error, "latency_s": latency,
+        "score": None, "outcome": None, "failure_kind": None, "error": error, "latency_s": latency,
         "tokens_in": None, "tokens_out": None, "cost_usd": None, "judge_status": None,
     }
     if error is not None:
