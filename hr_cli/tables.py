@@ -46,6 +46,7 @@ def summary_table(summary: Any, title: str = "Summary") -> Table:
     table.add_column("arm", style="bold", no_wrap=True)
     table.add_column("runs", justify="right")
     table.add_column("accuracy (95% CI)", justify="right", no_wrap=True)
+    table.add_column("coverage", justify="right", no_wrap=True)
     kinds = [k for k in _KINDS if k in summary.columns]
     for kind in kinds:
         table.add_column(_SHORT.get(kind, kind), justify="right", no_wrap=True)
@@ -59,10 +60,18 @@ def summary_table(summary: Any, title: str = "Summary") -> Table:
         table.add_row(
             str(row["arm"]), _num(row.get("runs")),
             f"{_pct(row.get('accuracy'))} ({_pct(row.get('ci_low'))}–{_pct(row.get('ci_high'))})",
-            *[_num(row.get(k)) for k in kinds], _num(row.get("unscored")),
+            _pct(row.get("coverage")), *[_num(row.get(k)) for k in kinds],
+            _num(row.get("unscored")),
             "–" if _missing(latency) else f"{float(latency) * 1000:.1f} ms",
             "–" if _missing(cost) or not cost else f"${float(cost):.4f}",
         )
+    from hr_core.accuracy import coverage_warnings
+
+    warnings = coverage_warnings(summary)
+    if warnings:
+        table.caption = "\n".join(f"warning: {w}" for w in warnings)
+        table.caption_style = "yellow"
+        table.caption_justify = "left"
     return table
 
 

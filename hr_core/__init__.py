@@ -1,5 +1,12 @@
 """hr_core: the pure library of hr (no Prefect, no network at import time)."""
 
+from hr_core.accuracy import (
+    coverage_warning,
+    coverage_warnings,
+    item_accuracy,
+    item_counts,
+    runs_made,
+)
 from hr_core.engine import (
     RUN_COLUMNS,
     SUMMARY_COLUMNS,
@@ -72,7 +79,6 @@ from hr_core.regression import (
     RegressionReport,
     compare_runs,
     find_previous_run,
-    item_accuracy,
     spec_fingerprint,
 )
 from hr_core.report import (
@@ -97,13 +103,17 @@ from hr_core.scoring import (
     hr_scorer_pattern,
 )
 from hr_core.stats import (
+    MIN_ITEMS,
+    TOO_FEW_ITEMS,
     Interval,
     PairedDifference,
     accuracy_interval,
+    clopper_pearson,
     clustered_mean_ci,
     cohen_kappa,
     normal_p_value,
     paired_difference,
+    t_for,
     wilson_interval,
     win_rate,
     z_for,
@@ -138,6 +148,7 @@ __all__ = [
     "LLMArm",
     "LabelledDataError",
     "LabelledRow",
+    "MIN_ITEMS",
     "MockModel",
     "ModelCallError",
     "ModelConfigError",
@@ -165,6 +176,7 @@ __all__ = [
     "ScorerError",
     "ScriptedModel",
     "SpecError",
+    "TOO_FEW_ITEMS",
     "UnknownProviderError",
     "Usage",
     "ValidationStatus",
@@ -175,10 +187,13 @@ __all__ = [
     "build_messages",
     "cache_key",
     "canonical_json",
+    "clopper_pearson",
     "clustered_mean_ci",
     "cohen_kappa",
     "compare_runs",
     "compute_validation",
+    "coverage_warning",
+    "coverage_warnings",
     "current_run",
     "find_previous_run",
     "hr_judge_config",
@@ -194,6 +209,7 @@ __all__ = [
     "hr_scorer_numeric",
     "hr_scorer_pattern",
     "item_accuracy",
+    "item_counts",
     "judge_item",
     "judge_labelled",
     "labelled_rows",
@@ -207,9 +223,11 @@ __all__ = [
     "read_labelled",
     "render_report",
     "resolve_model",
+    "runs_made",
     "save_validation",
     "settle_score",
     "spec_fingerprint",
+    "t_for",
     "validation_status",
     "wilson_interval",
     "win_rate",

@@ -19,7 +19,8 @@ import fsspec
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from hr_core.stats import paired_difference
+from hr_core.accuracy import item_accuracy
+from hr_core.stats import MIN_ITEMS, TOO_FEW_ITEMS, paired_difference
 
 __all__ = [
     "ArmChange",
@@ -28,19 +29,19 @@ __all__ = [
     "RegressionReport",
     "compare_runs",
     "find_previous_run",
-    "item_accuracy",
     "spec_fingerprint",
 ]
 
-ArmStatus = Literal["regression", "improvement", "no_change", "not_comparable"]
-"""``regression``: CI of the difference entirely below zero and the drop larger than
-the threshold; ``improvement``: the mirror image; ``no_change``: neither;
-``not_comparable``: the arm is missing from one run or fewer than two items were
-scored in both."""
+ArmStatus = Literal["regression", "improvement", "no_change", "too_few_items",
+                    "not_comparable"]
+"""``regression``: the paired difference's verdict is "lower" (CI entirely below zero,
+p below ``1 - level``) and the drop is larger than the threshold; ``improvement``: the
+mirror image; ``no_change``: neither; ``too_few_items``: fewer than
+``hr_core.stats.MIN_ITEMS`` items were scored in both runs ("too few items to tell");
+``not_comparable``: the arm is missing from one run."""
 
 _FINGERPRINT_KEYS = ("reference_hash", "arms", "scorer")
 _COMPLETED = "completed"
-_NOT_RUN = "budget_stop"
 
 
 class ArmChange(BaseModel):
@@ -94,7 +95,8 @@ class RegressionReport(BaseModel):
             "",
             f"Run `{self.run_id}` against the previous completed run `{self.previous_run_id}` "
             f"of the same spec; a regression is a drop of more than {self.threshold:g} with "
-            f"the {self.level:.0%} CI of the paired difference entirely below zero.",
+            f"the {self.level:.0%} CI of the paired difference entirely below zero; "
+            f"below {MIN_ITEMS} items in common there is no verdict.",
             "",
             "| arm | status | items | previous | now | diff | CI |",
             "|---|---|---|---|---|---|---|",
@@ -102,8 +104,8 @@ class RegressionReport(BaseModel):
         for a in self.arms:
             ci = "" if a.ci_low is None else f"[{_fmt(a.ci_low)}, {_fmt(a.ci_high)}]"
             lines.append(
-                f"| {a.arm} | {a.status} | {a.n_items} | {_fmt(a.previous_accuracy)} "
-                f"| {_fmt(a.accuracy)} | {_fmt(a.diff)} | {ci} |"
+                f"| {a.arm} | {_STATUS_TEXT.get(a.status, a.status)} | {a.n_items} "
+                f"| {_fmt(a.previous_accuracy)} | {_fmt(a.accuracy)} | {_fmt(a.diff)} | {ci} |"
             )
         return "\n".join(lines) + "\n"
 
@@ -117,6 +119,10 @@ class PreviousRun(BaseModel):
     manifest: dict[str, Any]
 
 
+_STATUS_TEXT = {"too_few_items": TOO_FEW_ITEMS, "no_change": "no clear change",
+                "not_comparable": "not comparable"}
+
+
 def _fmt(value: float | None) -> str:
     return "" if value is None else f"{value:.3f}"
 
@@ -125,33 +131,12 @@ def _num(value: float) -> float | None:
     return None if math.isnan(value) else float(value)
 
 
-def item_accuracy(runs: pd.DataFrame, arm: str) -> pd.Series:
-    """Each item's share of correct runs among its scored runs, for one arm.
-
-    Items with no scored run (``correct`` missing everywhere) are left out, and
-    so are runs a budget stopped (``failure_kind="budget_stop"``): they never ran,
-    so they say nothing about whether the arm got worse.
-
-    Example:
-        >>> runs = pd.DataFrame({"arm": ["a"] * 3, "item_id": ["q1", "q1", "q2"],
-        ...                      "correct": pd.array([True, False, None], dtype="boolean")})
-        >>> item_accuracy(runs, "a").to_dict()
-        {'q1': 0.5}
-    """
-    keep = (runs["arm"] == arm) & runs["correct"].notna()
-    if "failure_kind" in runs.columns:
-        keep &= runs["failure_kind"].ne(_NOT_RUN).fillna(True).astype(bool)
-    rows = runs.loc[keep, ["item_id", "correct"]]
-    scores = rows["correct"].astype("float64")
-    return scores.groupby(rows["item_id"].astype(str)).mean()
-
-
-def _status(diff: float, low: float, high: float, threshold: float) -> ArmStatus:
-    if math.isnan(low) or math.isnan(high):
-        return "not_comparable"
-    if high < 0 and -diff > threshold:
+def _status(diff: float, verdict: str, n_items: int, threshold: float) -> ArmStatus:
+    if n_items < MIN_ITEMS or verdict == TOO_FEW_ITEMS:
+        return "too_few_items"
+    if verdict == "lower" and -diff > threshold:
         return "regression"
-    if low > 0 and diff > threshold:
+    if verdict == "higher" and diff > threshold:
         return "improvement"
     return "no_change"
 
@@ -168,8 +153,11 @@ def compare_runs(
     """Compare every arm of a run with the previous run of the same spec.
 
     Per arm: the paired difference ``accuracy(now) - accuracy(previous)`` over the
-    items both runs scored (``hr_core.stats.paired_difference``). A regression is
-    a CI entirely below zero *and* a drop larger than ``threshold``.
+    items both runs scored, with the accuracy of ``hr_core.accuracy`` (runs made
+    only) and the methods of ``hr_core.stats.paired_difference``. A regression is
+    a "lower" verdict (CI entirely below zero, p below ``1 - level``) *and* a drop
+    larger than ``threshold``; with fewer than ``MIN_ITEMS`` items the status is
+    ``too_few_items``.
 
     Args:
         runs: the new run's table (columns ``arm, item_id, correct``).
@@ -180,9 +168,9 @@ def compare_runs(
         previous_run_id: the previous run's id, for the report.
 
     Example:
-        >>> before = pd.DataFrame({"arm": ["a"] * 4, "item_id": list("wxyz"),
-        ...                        "correct": pd.array([True] * 4, dtype="boolean")})
-        >>> after = before.assign(correct=pd.array([False] * 4, dtype="boolean"))
+        >>> before = pd.DataFrame({"arm": ["a"] * 8, "item_id": list("stuvwxyz"),
+        ...                        "correct": pd.array([True] * 8, dtype="boolean")})
+        >>> after = before.assign(correct=pd.array([False] * 8, dtype="boolean"))
         >>> compare_runs(after, before).arms[0].status
         'regression'
     """
@@ -203,7 +191,7 @@ def compare_runs(
         changes.append(
             ArmChange(
                 arm=arm,
-                status=_status(pd_.diff, pd_.ci_low, pd_.ci_high, threshold),
+                status=_status(pd_.diff, pd_.verdict, pd_.n_items, threshold),
                 n_items=pd_.n_items,
                 accuracy=_num(sum(a) / len(a)) if a else None,
                 previous_accuracy=_num(sum(b) / len(b)) if b else None,

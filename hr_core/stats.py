@@ -1,30 +1,57 @@
-"""Honest error bars: Wilson intervals, item-clustered CIs, paired differences, kappa.
+"""Honest error bars: exact and clustered intervals, paired differences, kappa.
 
-Pure functions of counts and per-item values; no pandas needed.
+Pure functions of counts and per-item values; no pandas needed. Every method
+and its reference is described in ``docs/statistics.md``:
+
+- one proportion over items (one run each): Clopper-Pearson's exact interval;
+- a mean of per-item proportions (several runs, ties counted half): Korn and
+  Graubard's interval (Clopper-Pearson on the effective sample size, item-clustered);
+- a paired difference: Student's t interval over items (exact McNemar test when
+  every value is 0 or 1), with a distribution-free bound when the items leave no
+  spread, and no verdict below :data:`MIN_ITEMS` items.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
+from functools import lru_cache
 from statistics import NormalDist
-from typing import NamedTuple
+from typing import Final, Literal, NamedTuple
 
 __all__ = [
+    "MIN_ITEMS",
+    "TOO_FEW_ITEMS",
     "Interval",
     "PairedDifference",
     "accuracy_interval",
+    "clopper_pearson",
     "clustered_mean_ci",
     "cohen_kappa",
     "normal_p_value",
     "paired_difference",
+    "t_for",
     "wilson_interval",
     "win_rate",
     "z_for",
 ]
 
 _NAN = float("nan")
+_TINY = sys.float_info.min
+
+MIN_ITEMS = 6
+"""The fewest paired items that can support a verdict: with fewer, even every item
+going one way has an exact sign-test p-value of at least ``2 ** (1 - 5) = 0.0625``."""
+
+TOO_FEW_ITEMS: Final = "too few items to tell"
+"""What summaries and reports say instead of a verdict below :data:`MIN_ITEMS` items."""
+
+Verdict = Literal["higher", "lower", "no clear difference", "too few items to tell"]
+"""A paired difference's verdict on ``a - b``: ``higher`` (CI above 0 and p below
+``1 - level``), ``lower`` (the mirror image), ``no clear difference``, or
+:data:`TOO_FEW_ITEMS` (fewer than :data:`MIN_ITEMS` items)."""
 
 
 class Interval(NamedTuple):
@@ -36,26 +63,132 @@ class Interval(NamedTuple):
 
 
 class PairedDifference(NamedTuple):
-    """``mean(a - b)`` over paired items, with CI and a two-sided p-value."""
+    """``mean(a - b)`` over paired items, with CI, a two-sided p-value and a verdict."""
 
     diff: float
     ci_low: float
     ci_high: float
     p_value: float
     n_items: int
+    verdict: Verdict = TOO_FEW_ITEMS
 
 
 def z_for(level: float = 0.95) -> float:
     """The two-sided normal quantile for a confidence level (1.959964 for 0.95)."""
+    _check_level(level)
+    return NormalDist().inv_cdf(0.5 + level / 2)
+
+
+def _check_level(level: float) -> None:
     if not 0 < level < 1:
         raise ValueError(f"confidence level must be between 0 and 1, not {level!r}")
-    return NormalDist().inv_cdf(0.5 + level / 2)
+
+
+# --- the regularised incomplete beta function and its inverse (Numerical Recipes 6.4) ---
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of the incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 1000):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        step = d * c
+        h *= step
+        if abs(step - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """The regularised incomplete beta function ``I_x(a, b)`` (the Beta(a, b) CDF)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+                 + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(log_front) * _beta_fraction(a, b, x) / a
+    return 1.0 - math.exp(log_front) * _beta_fraction(b, a, 1.0 - x) / b
+
+
+@lru_cache(maxsize=65536)
+def _beta_ppf(q: float, a: float, b: float) -> float:
+    """The ``q`` quantile of Beta(a, b), by bisection on the CDF (to ~1e-12)."""
+    low, high = 0.0, 1.0
+    for _ in range(42):
+        mid = (low + high) / 2
+        if _betainc(a, b, mid) < q:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2
+
+
+@lru_cache(maxsize=4096)
+def t_for(level: float = 0.95, df: float = math.inf) -> float:
+    """The two-sided Student t quantile (``z_for(level)`` when ``df`` is infinite).
+
+    Example:
+        >>> round(t_for(0.95, 4), 4)
+        2.7764
+    """
+    _check_level(level)
+    if math.isinf(df):
+        return z_for(level)
+    if df <= 0:
+        raise ValueError(f"degrees of freedom must be positive, not {df!r}")
+    # P(|T| > t) = I_{df / (df + t^2)}(df / 2, 1 / 2)
+    x = _beta_ppf(1 - level, df / 2, 0.5)
+    return math.sqrt(df * (1 - x) / x)
+
+
+def _t_two_sided_p(t: float, df: float) -> float:
+    return _betainc(df / 2, 0.5, df / (df + t * t))
+
+
+# --- proportions ---
+
+def clopper_pearson(successes: float, n: float, level: float = 0.95) -> Interval:
+    """Clopper-Pearson's exact interval for a proportion; NaN when ``n == 0``.
+
+    Never zero-width: ``0`` of ``n`` gives ``[0, 1 - (alpha/2) ** (1/n)]``. Coverage
+    is at least ``level`` for every true proportion. ``successes`` and ``n`` may be
+    fractional (an effective sample size, see :func:`clustered_mean_ci`).
+
+    Example:
+        >>> [round(x, 3) for x in clopper_pearson(10, 10)]
+        [1.0, 0.692, 1.0]
+    """
+    _check_level(level)
+    if n <= 0:
+        return Interval(_NAN, _NAN, _NAN)
+    x = min(max(float(successes), 0.0), float(n))
+    alpha = 1 - level
+    low = 0.0 if x <= 0 else _beta_ppf(alpha / 2, x, n - x + 1)
+    high = 1.0 if x >= n else _beta_ppf(1 - alpha / 2, x + 1, n - x)
+    return Interval(x / n, low, high)
 
 
 def wilson_interval(successes: float, n: int, level: float = 0.95) -> Interval:
     """Wilson score interval for a proportion; NaN when ``n == 0``.
 
-    ``successes`` may be fractional (ties counted as half a win).
+    Kept for reference and large samples; hr's figures use :func:`clopper_pearson`
+    (Wilson's coverage dips to ~90% near 0 and 1 with few items).
 
     Example:
         >>> [round(x, 3) for x in wilson_interval(8, 10)]
@@ -71,80 +204,160 @@ def wilson_interval(successes: float, n: int, level: float = 0.95) -> Interval:
     return Interval(p, max(0.0, centre - half), min(1.0, centre + half))
 
 
-def clustered_mean_ci(item_means: Sequence[float], level: float = 0.95) -> Interval:
-    """Mean of per-item values with a CLT interval over items (clustered by item).
+def clustered_mean_ci(
+    item_means: Sequence[float], level: float = 0.95, trials: float | None = None
+) -> Interval:
+    """Mean of per-item proportions with Korn and Graubard's item-clustered interval.
 
-    Used for accuracy when each item has several runs: runs of one item are not
-    independent, so the item is the unit. Clipped to [0, 1].
+    Runs of one item are not independent, so the item is the unit: the variance
+    of the mean comes from the spread of the item means, turned into an effective
+    sample size ``n_eff = p(1 - p) / var`` (scaled by ``(z / t_{n-1})^2`` for the
+    few-items case and at most ``trials``, the number of runs behind the means),
+    and the interval is Clopper-Pearson's for ``p * n_eff`` of ``n_eff``. At 0 or 1,
+    or when every item has the same mean, ``n_eff`` is the number of items: the
+    interval is never zero-width. Values in [0, 1]; NaN values are left out.
 
     Example:
-        >>> [round(x, 3) for x in clustered_mean_ci([1.0, 0.5, 0.0, 1.0])]
-        [0.625, 0.156, 1.0]
+        >>> [round(x, 3) for x in clustered_mean_ci([1.0, 1.0, 1.0, 1.0])]
+        [1.0, 0.398, 1.0]
     """
     values = [float(v) for v in item_means if not math.isnan(float(v))]
     n = len(values)
     if n == 0:
         return Interval(_NAN, _NAN, _NAN)
     mean = sum(values) / n
-    if n == 1:
-        return Interval(mean, _NAN, _NAN)
-    var = sum((v - mean) ** 2 for v in values) / (n - 1)
-    half = z_for(level) * math.sqrt(var / n)
-    return Interval(mean, max(0.0, mean - half), min(1.0, mean + half))
+    cap = float(n if trials is None else max(trials, n))
+    var = sum((v - mean) ** 2 for v in values) / (n - 1) / n if n > 1 else 0.0
+    if var <= 0 or mean <= 0 or mean >= 1:
+        n_eff = float(n)
+    else:
+        n_eff = mean * (1 - mean) / var * (z_for(level) / t_for(level, n - 1)) ** 2
+        n_eff = min(n_eff, cap)
+    # round so that equal inputs hit the quantile cache despite float noise
+    _, low, high = clopper_pearson(round(mean * n_eff, 9), round(n_eff, 9), level)
+    return Interval(mean, low, high)
 
 
 def accuracy_interval(
-    correct: Sequence[int], scored: Sequence[int], level: float = 0.95
+    correct: Sequence[float], scored: Sequence[int], level: float = 0.95
 ) -> Interval:
     """Accuracy over items (mean of each item's share of correct scored runs) with a CI.
 
-    Wilson when every item has at most one scored run; item-clustered otherwise.
-    Items with no scored run are left out.
+    Clopper-Pearson when every item has one scored run and a whole success count;
+    item-clustered (:func:`clustered_mean_ci`) otherwise. Items with no scored run
+    are left out. Never zero-width with finitely many items.
 
     Example:
-        >>> [round(x, 3) for x in accuracy_interval([1, 0, 1], [1, 1, 1])]
-        [0.667, 0.208, 0.939]
+        >>> [round(x, 3) for x in accuracy_interval([3] * 10, [3] * 10)]
+        [1.0, 0.692, 1.0]
     """
-    pairs = [(c, s) for c, s in zip(correct, scored, strict=True) if s > 0]
+    pairs = [(float(c), int(s)) for c, s in zip(correct, scored, strict=True) if s > 0]
     if not pairs:
         return Interval(_NAN, _NAN, _NAN)
-    if all(s == 1 for _, s in pairs):
-        return wilson_interval(sum(c for c, _ in pairs), len(pairs), level)
-    return clustered_mean_ci([c / s for c, s in pairs], level)
+    if all(s == 1 and c.is_integer() for c, s in pairs):
+        return clopper_pearson(sum(c for c, _ in pairs), len(pairs), level)
+    return clustered_mean_ci([c / s for c, s in pairs], level,
+                             trials=sum(s for _, s in pairs))
 
+
+def win_rate(a_wins: int, b_wins: int, ties: int, level: float = 0.95) -> Interval:
+    """Share of A's wins with ties counted as half, each judgement its own item.
+
+    For several judgements per item use :func:`accuracy_interval` with per-item
+    sums (``hr_core.engine.compare`` does).
+
+    Example:
+        >>> win_rate(6, 2, 2).estimate
+        0.7
+    """
+    return accuracy_interval([1.0] * a_wins + [0.0] * b_wins + [0.5] * ties,
+                             [1] * (a_wins + b_wins + ties), level)
+
+
+# --- paired differences ---
 
 def normal_p_value(z_score: float) -> float:
     """Two-sided p-value of a standard normal statistic."""
     return math.erfc(abs(z_score) / math.sqrt(2))
 
 
+def _sign_test_p(positive: int, negative: int) -> float:
+    """Exact two-sided sign (McNemar) test: ``Binomial(positive + negative, 1/2)``."""
+    m = positive + negative
+    if m == 0:
+        return 1.0
+    k = min(positive, negative)
+    tail = sum(math.comb(m, i) for i in range(k + 1))
+    p = min(1.0, 2 * tail / 2**m) if m < 1000 else min(1.0, float(2 * tail) / float(2**m))
+    return max(p, _TINY)
+
+
+def _no_spread_interval(value: float, n: int, level: float) -> tuple[float, float]:
+    """Every item's difference equals ``value``: a distribution-free bound on the mean.
+
+    The share of items at ``value`` is at least Clopper-Pearson's lower bound ``s``
+    for ``n`` of ``n``; the rest lies anywhere in [-1, 1].
+    """
+    s = clopper_pearson(n, n, level).low
+    return max(-1.0, value * s - (1 - s)), min(1.0, value * s + (1 - s))
+
+
 def paired_difference(
     a: Sequence[float], b: Sequence[float], level: float = 0.95
 ) -> PairedDifference:
-    """Paired difference ``mean(a_i - b_i)`` with a CLT interval and two-sided p-value.
+    """Paired difference ``mean(a_i - b_i)`` with a small-sample CI, p-value and verdict.
 
-    ``a`` and ``b`` are per-item values (accuracies) on the same items, in the
-    same order.
+    ``a`` and ``b`` are per-item values in [0, 1] (accuracies) on the same items,
+    in the same order. The CI is Student's t over items, clipped to [-1, 1]; when
+    every item has the same difference it is the distribution-free bound of
+    :func:`_no_spread_interval` (never zero-width). The p-value is the exact
+    McNemar (sign) test when every value is 0 or 1, Student's t otherwise (the
+    exact sign test when the items have no spread); it is never 0 (values below
+    the smallest float are reported as that bound). Below :data:`MIN_ITEMS` items
+    the verdict is :data:`TOO_FEW_ITEMS`.
 
     Example:
-        >>> paired_difference([1, 1, 1, 0], [1, 0, 0, 0]).diff
-        0.5
+        >>> got = paired_difference([1, 1], [0, 0])
+        >>> round(got.ci_low, 3), got.ci_high, got.p_value, got.verdict
+        (-0.684, 1.0, 0.5, 'too few items to tell')
     """
     if len(a) != len(b):
         raise ValueError(f"paired values need equal lengths, got {len(a)} and {len(b)}")
-    diffs = [float(x) - float(y) for x, y in zip(a, b, strict=True)]
+    _check_level(level)
+    pairs = [(float(x), float(y)) for x, y in zip(a, b, strict=True)]
+    diffs = [x - y for x, y in pairs]
     n = len(diffs)
     if n == 0:
-        return PairedDifference(_NAN, _NAN, _NAN, _NAN, 0)
+        return PairedDifference(_NAN, _NAN, _NAN, _NAN, 0, TOO_FEW_ITEMS)
     mean = sum(diffs) / n
+    positive = sum(1 for d in diffs if d > 0)
+    negative = sum(1 for d in diffs if d < 0)
     if n == 1:
-        return PairedDifference(mean, _NAN, _NAN, _NAN, 1)
+        low, high = _no_spread_interval(mean, 1, level)
+        return PairedDifference(mean, low, high, _sign_test_p(positive, negative), 1,
+                                TOO_FEW_ITEMS)
     var = sum((d - mean) ** 2 for d in diffs) / (n - 1)
-    se = math.sqrt(var / n)
-    if se == 0:
-        return PairedDifference(mean, mean, mean, 1.0 if mean == 0 else 0.0, n)
-    half = z_for(level) * se
-    return PairedDifference(mean, mean - half, mean + half, normal_p_value(mean / se), n)
+    binary = all(v in (0.0, 1.0) for pair in pairs for v in pair)
+    if var <= 0:
+        low, high = _no_spread_interval(mean, n, level)
+        p = _sign_test_p(positive, negative)
+    else:
+        se = math.sqrt(var / n)
+        half = t_for(level, n - 1) * se
+        low, high = max(-1.0, mean - half), min(1.0, mean + half)
+        p = (_sign_test_p(positive, negative) if binary
+             else max(_t_two_sided_p(mean / se, n - 1), _TINY))
+    return PairedDifference(mean, low, high, p, n, _verdict(low, high, p, n, level))
+
+
+def _verdict(low: float, high: float, p: float, n: int, level: float) -> Verdict:
+    if n < MIN_ITEMS:
+        return TOO_FEW_ITEMS
+    if p < 1 - level and low > 0:
+        return "higher"
+    if p < 1 - level and high < 0:
+        return "lower"
+    return "no clear difference"
 
 
 def cohen_kappa(pairs: Iterable[tuple[Hashable, Hashable]]) -> float:
@@ -167,14 +380,3 @@ def cohen_kappa(pairs: Iterable[tuple[Hashable, Hashable]]) -> float:
     if expected >= 1:
         return _NAN
     return (observed - expected) / (1 - expected)
-
-
-def win_rate(a_wins: int, b_wins: int, ties: int, level: float = 0.95) -> Interval:
-    """Share of A's wins with ties counted as half, with a Wilson interval.
-
-    Example:
-        >>> win_rate(6, 2, 2).estimate
-        0.7
-    """
-    n = a_wins + b_wins + ties
-    return wilson_interval(a_wins + ties / 2, n, level)

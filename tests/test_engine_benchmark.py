@@ -11,7 +11,7 @@ import pytest
 from hr_core import FAILURE_KINDS, RUN_COLUMNS, SUMMARY_COLUMNS, Benchmark
 from hr_core.engine.benchmark import runs_frame
 from hr_core.engine.session import BenchmarkSession, plan_benchmark
-from hr_core.stats import clustered_mean_ci, wilson_interval
+from hr_core.stats import clopper_pearson, clustered_mean_ci
 
 
 def _bench(rows: list[tuple[str, str, int, bool | None, str | None]]) -> Benchmark:
@@ -40,10 +40,10 @@ def test_summary_has_the_spec_columns_with_a_count_per_failure_kind() -> None:
     assert summary.loc[0, "refusal"] == 1
 
 
-def test_accuracy_for_one_run_uses_the_wilson_interval() -> None:
+def test_accuracy_for_one_run_uses_the_exact_interval() -> None:
     rows = [("a", f"q{i}", 1, i < 7, None if i < 7 else "wrong") for i in range(10)]
     row = _bench(rows).summary().iloc[0]
-    expected = wilson_interval(7, 10)
+    expected = clopper_pearson(7, 10)
     assert (row["accuracy"], row["ci_low"], row["ci_high"]) == pytest.approx(tuple(expected))
 
 
@@ -52,9 +52,47 @@ def test_accuracy_for_several_runs_is_the_mean_of_item_shares_clustered_by_item(
     rows = [("a", item, r + 1, c, None if c in (True, None) else "wrong")
             for item, values in pattern.items() for r, c in enumerate(values)]
     row = _bench(rows).summary().iloc[0]
-    expected = clustered_mean_ci([1.0, 0.5, 0.0, 1.0])
+    expected = clustered_mean_ci([1.0, 0.5, 0.0, 1.0], trials=7)
     assert (row["accuracy"], row["ci_low"], row["ci_high"]) == pytest.approx(tuple(expected))
     assert (row["scored"], row["unscored"], row["runs"], row["items"]) == (7, 1, 8, 4)
+    assert row["coverage"] == 1.0
+
+
+def test_ten_items_all_correct_with_three_runs_is_not_a_zero_width_interval() -> None:
+    """Before: [1, 1]. After: [0.69, 1] (ten items cannot pin accuracy down further)."""
+    rows = [("a", f"q{i}", r, True, None) for i in range(10) for r in (1, 2, 3)]
+    row = _bench(rows).summary().iloc[0]
+    assert row["accuracy"] == 1.0 and row["ci_high"] == 1.0
+    assert row["ci_low"] == pytest.approx(clopper_pearson(10, 10).low)
+    assert row["ci_low"] < 0.7
+
+
+def test_runs_a_budget_stopped_are_left_out_of_accuracy_and_shown_as_coverage() -> None:
+    """Before: 6 made (all correct) + 4 budget-stopped runs gave accuracy 0.6."""
+    rows = [("a", f"q{i}", 1, True, None) for i in range(6)]
+    rows += [("a", f"q{i}", 1, False, "budget_stop") for i in range(6, 10)]
+    rows += [("b", f"q{i}", 1, i < 6, None if i < 6 else "wrong") for i in range(10)]
+    bench = _bench(rows)
+    summary = bench.summary().set_index("arm")
+    assert summary.loc["a", "accuracy"] == 1.0
+    assert summary.loc["a", "coverage"] == pytest.approx(0.6)
+    assert (summary.loc["a", "scored"], summary.loc["a", "runs"],
+            summary.loc["a", "budget_stop"]) == (6, 10, 4)
+    assert (summary.loc["b", "accuracy"], summary.loc["b", "coverage"]) == (0.6, 1.0)
+    warnings = bench.coverage_warnings()
+    assert len(warnings) == 1
+    assert warnings[0].startswith("arm 'a': 4 of 10 planned runs were not made")
+    assert "larger budget" in warnings[0]
+    # compare pairs the items both arms made: q0..q5, a right and b right on all
+    assert bench.compare("a", "b").n_items == 6
+
+
+def test_compare_says_too_few_items_to_tell_below_the_minimum() -> None:
+    rows = [("a", "q1", 1, True, None), ("a", "q2", 1, True, None),
+            ("b", "q1", 1, False, "wrong"), ("b", "q2", 1, False, "wrong")]
+    result = _bench(rows).compare("a", "b")
+    assert result.verdict == "too few items to tell"
+    assert result.p_value == 0.5 and result.ci_low < 0 < result.ci_high == 1.0
 
 
 def test_compare_is_the_paired_difference_over_items_both_arms_scored() -> None:

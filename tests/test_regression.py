@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from hr_core.regression import compare_runs, find_previous_run, item_accuracy, spec_fingerprint
+from hr_core.accuracy import item_accuracy
+from hr_core.regression import compare_runs, find_previous_run, spec_fingerprint
 
 ITEMS = [f"q{i}" for i in range(20)]
 
@@ -146,6 +147,30 @@ def test_runs_a_budget_stopped_are_left_out_of_the_comparison() -> None:
     after["failure_kind"] = [None] * 10 + ["budget_stop"] * 10
     change = compare_runs(after, before).arms[0]
     assert (change.n_items, change.status, change.diff) == (10, "no_change", 0.0)
+
+
+def test_no_regression_is_flagged_from_two_items() -> None:
+    """Before: 2 items right then wrong gave CI [-1, -1], p = 0 and a regression."""
+    before = _runs({"a": [True] * 2 + [None] * 18})
+    after = _runs({"a": [False] * 2 + [None] * 18})
+    change = compare_runs(after, before).arms[0]
+    assert (change.n_items, change.status) == (2, "too_few_items")
+    assert change.ci_low == -1.0 and change.ci_high is not None and change.ci_high > 0
+    assert change.p_value == 0.5
+    assert not compare_runs(after, before).regressed
+    assert "| a | too few items to tell | 2 |" in compare_runs(after, before).to_markdown()
+
+
+def test_the_regression_accuracy_is_the_summary_accuracy() -> None:
+    from hr_core import Benchmark
+    from hr_core.engine.benchmark import runs_frame
+
+    kinds = [None] * 12 + ["budget_stop"] * 4 + ["wrong"] * 4
+    runs = runs_frame([{"arm": "a", "item_id": item, "run": 1, "correct": kind is None,
+                        "failure_kind": kind} for item, kind in zip(ITEMS, kinds, strict=True)])
+    change = compare_runs(runs, runs).arms[0]
+    summary = Benchmark(runs, {}).summary().iloc[0]
+    assert change.accuracy == summary["accuracy"] == 0.75
 
 
 def test_the_previous_run_is_found_in_an_fsspec_store() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from hr_core.accuracy import coverage_warnings, item_accuracy, item_counts, runs_made
 from hr_core.engine.store import REFERENCE, RUNS, RunStore
 from hr_core.errors import RunNotFoundError
 from hr_core.failures import FAILURE_KINDS
@@ -35,11 +36,13 @@ JUDGE_FAILURES = ("no_consensus", "parse_failure", "error")
 """Judge statuses counted in the summary as ``judge_<status>`` (apart from arm failures)."""
 
 SUMMARY_COLUMNS = (
-    "arm", "items", "runs", "scored", "correct", "accuracy", "ci_low", "ci_high", "unscored",
+    "arm", "items", "runs", "scored", "correct", "accuracy", "ci_low", "ci_high", "coverage",
+    "unscored",
     *FAILURE_KINDS, *(f"judge_{s}" for s in JUDGE_FAILURES),
     "latency_mean_s", "tokens_in", "tokens_out", "cost_usd",
 )
-"""The columns of ``Benchmark.summary()``: one count per failure kind and judge failure."""
+"""The columns of ``Benchmark.summary()``: ``runs`` are the runs planned, ``coverage`` the
+share of them made (a budget stops the rest), one count per failure kind and judge failure."""
 
 SCORE_COLUMNS = ("score_mean", "score_ci_low", "score_ci_high")
 """Added to the summary after ``ci_high`` when any run has a ``score`` (partial credit)."""
@@ -168,20 +171,24 @@ class Benchmark:
         return cls(runs, manifest, run_dir=os.fspath(run_dir))
 
     def item_accuracy(self, arm: str) -> pd.Series:
-        """Each item's share of correct runs among its scored runs, for one arm."""
-        rows = self.runs.loc[
-            (self.runs["arm"] == arm) & self.runs["correct"].notna(), ["item_id", "correct"]
-        ]
-        return rows.groupby("item_id", sort=False)["correct"].mean().astype("float64")
+        """Each item's share of correct runs among its scored runs made, for one arm
+        (:func:`hr_core.accuracy.item_accuracy`)."""
+        return item_accuracy(self.runs, arm)
+
+    def coverage_warnings(self) -> list[str]:
+        """One warning per arm with runs a budget stopped, naming it and how to finish it."""
+        return coverage_warnings(self.summary())
 
     def summary(self) -> pd.DataFrame:
-        """One row per arm: counts, accuracy with its 95% CI, failures, usage.
+        """One row per arm: counts, accuracy with its 95% CI, coverage, failures, usage.
 
-        Accuracy is the mean over items of each item's share of correct runs
-        among its scored runs; the CI is Wilson's when each item has one scored
-        run and item-clustered otherwise. ``unscored`` counts runs with no
-        verdict (``correct`` missing); each failure kind column counts every run
-        with that kind; ``judge_*`` count judge failures apart.
+        Accuracy is over the runs made (:mod:`hr_core.accuracy`): the mean over
+        items of each item's share of correct runs among its scored runs; runs a
+        budget stopped are left out of ``scored``, ``unscored`` and the accuracy,
+        and ``coverage`` is the share of the planned ``runs`` that were made. The
+        CI is Clopper-Pearson's when each item has one scored run and
+        item-clustered otherwise (``docs/statistics.md``). Each failure kind
+        column counts every run with that kind; ``judge_*`` count judge failures.
 
         When any run has a ``score`` (partial credit, e.g. ``f1``), the summary
         also has :data:`SCORE_COLUMNS`: the mean over items of each item's mean
@@ -192,13 +199,11 @@ class Benchmark:
         for arm in self.arms:
             part = runs[runs["arm"] == arm]
             correct = part["correct"]
-            scored_mask = correct.notna()
-            per_item = (
-                pd.DataFrame({"item": part["item_id"][scored_mask],
-                              "c": correct[scored_mask].astype("int64")})
-                .groupby("item", sort=False)["c"].agg(["sum", "count"])
-            )
-            interval = accuracy_interval(per_item["sum"].tolist(), per_item["count"].tolist())
+            made = runs_made(part)
+            scored_mask = correct.notna() & made
+            per_item = item_counts(part, arm)
+            interval = accuracy_interval(per_item["correct"].tolist(),
+                                         per_item["scored"].tolist())
             kinds = part["failure_kind"].value_counts()
             judge = (part["judge_status"].value_counts() if "judge_status" in part
                      else pd.Series(dtype="int64"))
@@ -211,7 +216,8 @@ class Benchmark:
                 "accuracy": _nan_to_none(interval.estimate),
                 "ci_low": _nan_to_none(interval.low),
                 "ci_high": _nan_to_none(interval.high),
-                "unscored": int((~scored_mask).sum()),
+                "coverage": float(made.mean()) if len(part) else None,
+                "unscored": int((correct.isna() & made).sum()),
             }
             for kind in FAILURE_KINDS:
                 row[kind] = int(kinds.get(kind, 0))
@@ -224,7 +230,7 @@ class Benchmark:
             row["cost_usd"] = float(part["cost_usd"].sum())
             rows.append(row)
         frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
-        for column in ("accuracy", "ci_low", "ci_high", "latency_mean_s"):
+        for column in ("accuracy", "ci_low", "ci_high", "coverage", "latency_mean_s"):
             frame[column] = frame[column].astype("float64")
         if self.has_scores:
             at = list(frame.columns).index("ci_high") + 1
@@ -247,8 +253,7 @@ class Benchmark:
         and runs without a verdict are left out.
         """
         runs = self.runs
-        mask = ((runs["arm"] == arm) & runs["correct"].notna()
-                & (runs["failure_kind"] != "budget_stop"))
+        mask = (runs["arm"] == arm) & runs["correct"].notna() & runs_made(runs)
         rows = runs.loc[mask]
         fallback = rows["correct"].astype("float64")
         score = (rows["score"].astype("float64").fillna(fallback) if "score" in rows
@@ -258,7 +263,9 @@ class Benchmark:
     def compare(self, a: str, b: str) -> PairedDifference:
         """Paired difference ``accuracy(a) - accuracy(b)`` over the items both scored.
 
-        Returns ``diff, ci_low, ci_high, p_value, n_items`` (a named tuple).
+        Returns ``diff, ci_low, ci_high, p_value, n_items, verdict`` (a named tuple;
+        :func:`hr_core.stats.paired_difference`): the verdict is "too few items to
+        tell" below ``hr_core.stats.MIN_ITEMS`` items.
         """
         for arm in (a, b):
             if arm not in self.arms:

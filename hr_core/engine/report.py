@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from hr_core.accuracy import coverage_warnings
 from hr_core.failures import FAILURE_KINDS
 
 if TYPE_CHECKING:
@@ -73,15 +74,20 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
     judge = m.get("judge")
     if judge:
         lines.append(f"- judge `{str(judge.get('hash'))[:12]}`: {judge.get('validation')}")
-    lines += ["", "| arm | accuracy | 95% CI | scored | unscored | "
+    lines += ["", "| arm | accuracy | 95% CI | coverage | scored | unscored | "
               + " | ".join(FAILURE_KINDS) + " | mean latency (s) | cost (USD) |",
-              "|---" * (7 + len(FAILURE_KINDS)) + "|"]
+              "|---" * (8 + len(FAILURE_KINDS)) + "|"]
     for row in summary.to_dict("records"):
         ci = f"{_fmt(row['ci_low'])}–{_fmt(row['ci_high'])}"
         kinds = " | ".join(str(row[k]) for k in FAILURE_KINDS)
         lines.append(
-            f"| {row['arm']} | {_fmt(row['accuracy'])} | {ci} | {row['scored']} | "
-            f"{row['unscored']} | {kinds} | {_fmt(row['latency_mean_s'])} | "
+            f"| {row['arm']} | {_fmt(row['accuracy'])} | {ci} | {_fmt(row.get('coverage'))} | "
+            f"{row['scored']} | {row['unscored']} | {kinds} | {_fmt(row['latency_mean_s'])} | "
             f"{_fmt(row['cost_usd'], 4)} |"
         )
+    warnings = coverage_warnings(summary)
+    if warnings:
+        lines += ["", *(f"> **Warning:** {w}" for w in warnings)]
+    lines += ["", "Accuracy is over the runs made (runs a budget stopped are left out; "
+              "coverage = runs made / runs planned); intervals as in docs/statistics.md."]
     return "\n".join(lines) + "\n"

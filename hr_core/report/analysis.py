@@ -10,10 +10,11 @@ from typing import NamedTuple
 
 import pandas as pd
 
+from hr_core.accuracy import item_accuracy
 from hr_core.failures import FAILURE_KINDS
 from hr_core.stats import paired_difference
 
-__all__ = ["OUTCOMES", "PairedRow", "item_accuracy", "outcome_counts", "paired_differences"]
+__all__ = ["OUTCOMES", "PairedRow", "outcome_counts", "paired_differences"]
 
 OUTCOMES: tuple[str, ...] = ("correct", *FAILURE_KINDS, "unscored")
 """The categories every run falls in, in the order the report stacks them."""
@@ -29,6 +30,7 @@ class PairedRow(NamedTuple):
     ci_high: float
     p_value: float
     n_items: int
+    verdict: str = "too few items to tell"
 
 
 def _outcome(correct: object, kind: object) -> str:
@@ -62,16 +64,12 @@ def outcome_counts(runs: pd.DataFrame) -> pd.DataFrame:
     return counts.reindex(index=arms, columns=list(OUTCOMES), fill_value=0).astype(int)
 
 
-def item_accuracy(runs: pd.DataFrame, arm: str) -> pd.Series:
-    """Per item, the share of an arm's scored runs that were correct (scored items only)."""
-    rows = runs[(runs["arm"] == arm) & runs["correct"].notna()]
-    return rows.groupby("item_id")["correct"].agg(lambda s: float(s.astype(bool).mean()))
-
-
 def paired_differences(runs: pd.DataFrame, baseline: str | None = None) -> list[PairedRow]:
     """Every other arm's paired accuracy difference with ``baseline`` (default: the best arm).
 
-    Items count when both arms scored them; the interval is the CLT interval of
+    Accuracy is over the runs made (:func:`hr_core.accuracy.item_accuracy`); items
+    count when both arms scored them; the interval, p-value and verdict ("too few
+    items to tell" below ``hr_core.stats.MIN_ITEMS``) are those of
     :func:`hr_core.stats.paired_difference`.
     """
     arms = list(dict.fromkeys(runs["arm"]))
@@ -89,7 +87,8 @@ def paired_differences(runs: pd.DataFrame, baseline: str | None = None) -> list[
             per_arm[arm].loc[common].tolist(), per_arm[baseline].loc[common].tolist()
         )
         rows.append(PairedRow(arm, baseline, _num(result.diff), _num(result.ci_low),
-                              _num(result.ci_high), _num(result.p_value), int(result.n_items)))
+                              _num(result.ci_high), _num(result.p_value), int(result.n_items),
+                              result.verdict))
     return rows
 
 

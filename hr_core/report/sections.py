@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from hr_core.accuracy import coverage_warnings
 from hr_core.failures import FAILURE_KINDS
 from hr_core.report._format import compact, escape, figure, fmt, pick, table
 from hr_core.report.analysis import outcome_counts, paired_differences
@@ -127,7 +128,7 @@ def summary_section(inputs: ReportInputs) -> str:
     kinds: list[str] = [k for k in FAILURE_KINDS if k in summary.columns]
     kinds += [str(c) for c in summary.columns
               if str(c).startswith("judge_") and summary[c].fillna(0).astype(float).sum() > 0]
-    headers = ["arm", "runs", "scored", "correct", "accuracy (95% interval)",
+    headers = ["arm", "runs", "scored", "correct", "accuracy (95% interval)", "coverage",
                "unscored", *[k.replace("_", " ") for k in kinds], "mean latency",
                "tokens", "cost"]
     rows = []
@@ -138,13 +139,17 @@ def summary_section(inputs: ReportInputs) -> str:
         rows.append([
             f"<b>{escape(r['arm'])}</b>", fmt(r.get("runs")),
             fmt(r.get("scored")), fmt(r.get("correct")), accuracy,
-            fmt(r.get("unscored")), *[fmt(r.get(k)) for k in kinds],
+            fmt(r.get("coverage"), "pct"), fmt(r.get("unscored")), *[fmt(r.get(k)) for k in kinds],
             fmt(r.get("latency_mean_s"), "s"), tokens, fmt(r.get("cost_usd"), "usd"),
         ])
-    return table(headers, rows, table_id="table-summary") + (
-        '<p class="note">Accuracy is the mean over items of each item\'s share of correct '
-        "runs among its scored runs; the interval is Wilson's for one run per item and "
-        "item-clustered for several. Failure-kind counts include every run.</p>"
+    warnings = "".join(f'<p class="note warning">{escape(w)}</p>'
+                       for w in coverage_warnings(summary))
+    return table(headers, rows, table_id="table-summary") + warnings + (
+        '<p class="note">Accuracy is over the runs made: the mean over items of each '
+        "item's share of correct runs among its scored runs (runs a budget stopped are "
+        "left out; coverage is the share of planned runs made). The interval is "
+        "Clopper-Pearson's for one run per item and item-clustered (Korn-Graubard) for "
+        "several; see docs/statistics.md. Failure-kind counts include every run.</p>"
     )
 
 
@@ -259,9 +264,10 @@ def differences_section(inputs: ReportInputs) -> str:
     if not rows:
         return '<p class="note">Only one arm: nothing to compare.</p>'
     html_table = table(
-        ["arm", "against", "difference", "95% interval", "p-value", "items"],
+        ["arm", "against", "difference", "95% interval", "p-value", "items", "verdict"],
         [[f"<b>{escape(r.arm)}</b>", escape(r.baseline), fmt(r.diff, "pct"),
-          f"{fmt(r.ci_low, 'pct')} – {fmt(r.ci_high, 'pct')}", fmt(r.p_value), fmt(r.n_items)]
+          f"{fmt(r.ci_low, 'pct')} – {fmt(r.ci_high, 'pct')}", fmt(r.p_value), fmt(r.n_items),
+          escape(r.verdict)]
          for r in rows],
         left=2, table_id="table-differences",
     )

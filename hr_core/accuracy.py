@@ -1,0 +1,100 @@
+"""One accuracy for every figure: over the runs made, item by item (SPEC section 12).
+
+A run that a budget stopped (``failure_kind="budget_stop"``) was never made: its
+row keeps ``correct`` False (the seed's record rule) but no figure counts it.
+Accuracy is the mean over items of each item's share of correct runs among its
+scored runs made; ``coverage`` is runs made / runs planned, and any arm below 1
+gets a warning saying how to finish it. The summary, ``compare``, the regression
+check, the reports and the dashboard all use these functions.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+__all__ = [
+    "coverage_warning",
+    "coverage_warnings",
+    "item_accuracy",
+    "item_counts",
+    "runs_made",
+]
+
+NOT_MADE = "budget_stop"
+"""The failure kind of a run that was never made (its budget ran out first)."""
+
+
+def runs_made(runs: pd.DataFrame) -> pd.Series:
+    """True for each row of a runs table that was made (not budget stopped).
+
+    Example:
+        >>> runs_made(pd.DataFrame({"failure_kind": [None, "budget_stop", "wrong"]})).tolist()
+        [True, False, True]
+    """
+    if "failure_kind" not in runs.columns:
+        return pd.Series(True, index=runs.index)
+    return runs["failure_kind"].ne(NOT_MADE).fillna(True).astype(bool)
+
+
+def item_counts(runs: pd.DataFrame, arm: str) -> pd.DataFrame:
+    """Per item (in first-seen order), one arm's ``correct`` and ``scored`` runs made.
+
+    Items with no scored run made are left out.
+
+    Example:
+        >>> runs = pd.DataFrame({"arm": ["a"] * 3, "item_id": ["q1", "q1", "q2"],
+        ...                      "correct": pd.array([True, False, False], dtype="boolean"),
+        ...                      "failure_kind": [None, "wrong", "budget_stop"]})
+        >>> item_counts(runs, "a").to_dict("index")
+        {'q1': {'correct': 1, 'scored': 2}}
+    """
+    keep = (runs["arm"] == arm) & runs["correct"].notna() & runs_made(runs)
+    rows = runs.loc[keep, ["item_id", "correct"]]
+    grouped = (rows["correct"].astype("int64")
+               .groupby(rows["item_id"].astype(str), sort=False).agg(["sum", "count"]))
+    return grouped.rename(columns={"sum": "correct", "count": "scored"})
+
+
+def item_accuracy(runs: pd.DataFrame, arm: str) -> pd.Series:
+    """Each item's share of correct runs among its scored runs made, for one arm.
+
+    Example:
+        >>> runs = pd.DataFrame({"arm": ["a"] * 4, "item_id": ["q1", "q1", "q2", "q3"],
+        ...                      "correct": pd.array([True, False, None, False], dtype="boolean"),
+        ...                      "failure_kind": [None, "wrong", None, "budget_stop"]})
+        >>> item_accuracy(runs, "a").to_dict()
+        {'q1': 0.5}
+    """
+    counts = item_counts(runs, arm)
+    return (counts["correct"] / counts["scored"]).astype("float64")
+
+
+def coverage_warning(arm: str, made: int, planned: int) -> str | None:
+    """The warning for an arm with runs not made, or ``None`` when all were made.
+
+    Example:
+        >>> coverage_warning("keyword", 82, 120)[:72]
+        "arm 'keyword': 38 of 120 planned runs were not made (budget stopped; cov"
+    """
+    if planned <= 0 or made >= planned:
+        return None
+    return (f"arm {arm!r}: {planned - made} of {planned} planned runs were not made "
+            f"(budget stopped; coverage {made / planned:.0%}); its accuracy is over the "
+            f"{made} runs made. To finish them, run the benchmark again on the same store "
+            "with a larger budget (hr run SPEC --budget-calls N, or budget= in Python); the "
+            "runs already made are kept.")
+
+
+def coverage_warnings(summary: pd.DataFrame) -> list[str]:
+    """The :func:`coverage_warning` of every arm of a summary (``runs``, ``budget_stop``).
+
+    Example:
+        >>> summary = pd.DataFrame({"arm": ["a", "b"], "runs": [10, 10], "budget_stop": [0, 4]})
+        >>> [w.split(":")[0] for w in coverage_warnings(summary)]
+        ["arm 'b'"]
+    """
+    if not {"arm", "runs", "budget_stop"} <= set(summary.columns):
+        return []
+    found = (coverage_warning(str(r["arm"]), int(r["runs"]) - int(r["budget_stop"]),
+                              int(r["runs"])) for r in summary.to_dict("records"))
+    return [w for w in found if w]
