@@ -63,6 +63,15 @@ def test_demo_budget_stops_only_the_costly_arm_early(demo: dict[str, Any]) -> No
     assert manifest["budget"]["max_cost_usd"] == 0.05
 
 
+def test_demo_shows_the_coverage_of_the_budget_stopped_arm(demo: dict[str, Any]) -> None:
+    summary = pd.read_parquet(demo["run_dir"] / "summary.parquet").set_index("arm")
+    made = 207 - summary.loc["cautious_llm", "budget_stop"]
+    assert summary.loc["cautious_llm", "coverage"] == pytest.approx(made / 207)
+    assert (summary.drop(index="cautious_llm")["coverage"] == 1.0).all()
+    assert "warning: arm 'cautious_llm'" in demo["out"]
+    assert "larger budget" in demo["out"]
+
+
 def test_demo_arms_rank_as_designed_with_every_failure_kind(demo: dict[str, Any]) -> None:
     summary = pd.read_parquet(demo["run_dir"] / "summary.parquet").set_index("arm")
     accuracy = summary["accuracy"]
@@ -87,9 +96,10 @@ def test_demo_compares_the_two_best_arms_pairwise(demo: dict[str, Any]) -> None:
     assert len(comparisons) == 1
     data = json.loads(comparisons[0].read_text())
     row = data["summary"][0]
-    assert (row["a"], row["b"]) == ("keyword_overlap", "number_extractor")
+    summary = pd.read_parquet(demo["run_dir"] / "summary.parquet")
+    best = summary.sort_values("accuracy", ascending=False, kind="stable")["arm"].head(2)
+    assert (row["a"], row["b"]) == tuple(best)
     assert data["judge"]["mode"] == "pairwise"
-    assert row["a_wins"] > row["b_wins"]
 
 
 def test_demo_report_shows_everything(demo: dict[str, Any]) -> None:

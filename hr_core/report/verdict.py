@@ -25,6 +25,7 @@ import pandas as pd
 
 from hr_core.report.analysis import paired_differences
 from hr_core.report.items import arm_order
+from hr_core.stats import TOO_FEW_ITEMS
 
 __all__ = ["Verdict", "VerdictRow", "verdict"]
 
@@ -45,11 +46,18 @@ class VerdictRow:
     diff_high: float = math.nan
     p_value: float = math.nan
     n_items: int = 0
+    paired_verdict: str = ""
 
     @property
     def significant(self) -> bool:
-        """The paired difference's 95% interval excludes zero."""
-        return not math.isnan(self.diff_high) and (self.diff_high < 0 or self.diff_low > 0)
+        """The paired difference's verdict (``hr_core.stats.paired_difference``) is
+        higher or lower: 95% interval excluding zero, p < 0.05, enough items."""
+        return self.paired_verdict in ("higher", "lower")
+
+    @property
+    def too_few_items(self) -> bool:
+        """Fewer paired items than ``hr_core.stats.MIN_ITEMS``: no verdict either way."""
+        return self.paired_verdict == TOO_FEW_ITEMS
 
 
 def _pct(value: float) -> str:
@@ -84,13 +92,17 @@ class Verdict:
         text = (f"{top.arm} is the best arm: {_pct(top.accuracy)} "
                 f"(95% {_pct(top.ci_low)}–{_pct(top.ci_high)}).")
         worse = [r for r in self.rows[1:] if r.significant and r.diff < 0]
-        close = [r for r in self.rows[1:] if not r.significant]
+        close = [r for r in self.rows[1:] if not r.significant and not r.too_few_items]
+        few = [r for r in self.rows[1:] if r.too_few_items]
         if worse:
             text += " Significantly worse: " + ", ".join(
                 f"{r.arm} ({_points(r.diff)} points, p={r.p_value:.2g})" for r in worse) + "."
         if close:
             text += (" Not distinguishable from it on these items: "
                      + ", ".join(r.arm for r in close) + ".")
+        if few:
+            text += (f" {TOO_FEW_ITEMS.capitalize()} against "
+                     + ", ".join(f"{r.arm} ({r.n_items} paired)" for r in few) + ".")
         if top.coverage < 1:
             text += f" Coverage of {top.arm} is {_pct(top.coverage)}: a budget stopped it."
         return text
@@ -135,5 +147,6 @@ def verdict(runs: pd.DataFrame, summary: pd.DataFrame) -> Verdict:
             diff_high=nan if paired is None else paired.ci_high,
             p_value=nan if paired is None else paired.p_value,
             n_items=0 if paired is None else paired.n_items,
+            paired_verdict="" if paired is None else paired.verdict,
         ))
     return Verdict(best, tuple(rows))
