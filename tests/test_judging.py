@@ -106,3 +106,42 @@ def test_result_serialises_to_json_and_back() -> None:
 def test_wrong_number_of_candidates_raises(config, kwargs: dict, message: str) -> None:
     with pytest.raises(JudgeConfigError, match=message):
         _judge(config, MockModel(), **kwargs)
+
+
+def test_mt_bench_style_bracket_replies_reach_a_verdict_in_every_mode() -> None:
+    # Pairwise: a judge that prefers "Paris" wherever shown, answering [[A]]/[[B]].
+    def pairwise(messages) -> str:
+        shown = _shown(messages)["candidates"]
+        letter = next(k for k, v in shown.items() if v == "Paris")
+        return f"Assistant {letter} names the capital.\n\n[[{letter}]]"
+
+    result = _judge(PAIR, ScriptedModel(pairwise), candidates=["Lyon", "Paris"])
+    assert (result.status, result.verdict) == ("ok", "B")
+    tie = _judge(PAIR, ScriptedModel(lambda m: "Both equally good. [[C]]"),
+                 candidates=["Paris", "paris"])
+    assert (tie.status, tie.verdict) == ("ok", "tie")
+
+    # Select: a lone letter.
+    def select(messages) -> str:
+        shown = _shown(messages)["candidates"]
+        return next(k for k, v in shown.items() if v == "Paris")
+
+    picked = _judge(SELECT, ScriptedModel(select), candidates=["Lyon", "Nice", "Paris"])
+    assert (picked.status, picked.verdict) == ("ok", "C")
+
+    # Grade on a numeric scale: Rating: [[n]].
+    scale = hr_judge_config("mock-model", "Rate 1-5", mode="grade", schema={
+        "type": "object", "properties": {"verdict": {"type": "string",
+                                                     "enum": ["1", "2", "3", "4", "5"]}},
+        "required": ["verdict"]}, positive="5")
+    rated = _judge(scale, ScriptedModel(lambda m: "Accurate and complete.\nRating: [[5]]"),
+                   candidates=["Paris"], reference="Paris")
+    assert (rated.status, rated.verdict) == ("ok", "5")
+    assert rated.orders[0].reason == "Accurate and complete."
+
+
+def test_a_bracket_reply_naming_two_verdicts_is_a_parse_failure() -> None:
+    result = _judge(PAIR, ScriptedModel(lambda m: "[[A]]... actually [[B]]"),
+                    candidates=["Lyon", "Paris"])
+    assert result.status == "parse_failure"
+    assert all(o.error == "ambiguous reply: several different verdicts" for o in result.orders)

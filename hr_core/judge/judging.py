@@ -112,7 +112,7 @@ async def _judge_order(
         message = f"{type(exc).__name__}: {exc}"
         return OrderVerdict(order=order, status="error", error=message), Usage()
     allowed = shown_verdicts(config, len(order))
-    parsed = parse_reply(reply.text, allowed)
+    parsed = parse_reply(reply.text, allowed, config.mode)
     shown = parsed.verdict
     verdict = OrderVerdict(
         order=order,
