@@ -3,8 +3,10 @@
 The default benchmark flow awaits its chunk tasks in its own event loop, sharing
 the session (journal, semaphores, budget). A Dask or Ray worker may be another
 process or machine, so a submitted chunk gets only what it needs (the arm, its
-``(item, run)`` work, the scorer, a copy of the budget ledger) and returns its
-records; the flow journals them as each chunk finishes. One task per chunk, so
+``(item, run)`` work, the scorer, the budget ledger) and returns its records;
+the flow journals them as each chunk finishes. The budget ledger is a
+:class:`~hr_core.engine.budget.SharedLedger`: a file beside the journal that every
+chunk locks for each call it reserves, so one budget holds across processes. One task per chunk, so
 the ~150 ms a ``DaskTaskRunner`` adds per task stays negligible (SPEC section 11).
 """
 
@@ -13,19 +15,23 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from hr_core.engine.arms import Arm
-from hr_core.engine.budget import BudgetLedger
+from hr_core.engine.budget import BudgetLedger, SharedLedger
 from hr_core.engine.runner import ChunkContext, run_chunk
 from hr_core.engine.session import BenchmarkSession
 from hr_core.reference import Item
 from hr_core.scorers import Scorer
 
-__all__ = ["ChunkOutcome", "run_chunk_remote", "run_chunks_submitted"]
+__all__ = ["BUDGET_LEDGER", "ChunkOutcome", "run_chunk_remote", "run_chunks_submitted"]
+
+BUDGET_LEDGER = "budget.json"
+"""The shared budget ledger's file name (beside the journal, while chunks run)."""
 
 ChunkOutcome = tuple[list[dict[str, Any]], list[str]]
 """A submitted chunk's result: its records and the scorer errors it met."""
@@ -40,16 +46,21 @@ async def run_chunk_remote(arm: Arm, work: Sequence[tuple[Item, int]], scorer: S
     with ThreadPoolExecutor(max_workers=min(concurrency, 64),
                             thread_name_prefix="hr-arm") as executor:
         ctx = ChunkContext(scorer, ledger, executor, concurrency, lambda _record: None)
-        records = await run_chunk(arm, work, ctx)
+        try:
+            records = await run_chunk(arm, work, ctx)
+        finally:
+            if isinstance(ledger, SharedLedger):
+                ledger.close()
     return records, list(ctx.scorer_errors)
 
 
 async def run_chunks_submitted(session: BenchmarkSession) -> int:
     """Submit every chunk of an opened session to the flow's task runner, journal the results.
 
-    Each arm's chunks get a copy of the session's budget ledger, so a budget is
-    exact per arm when an arm fits in one chunk (the default chunk holds 2000
-    runs) and may be overshot by one chunk's worth per extra chunk otherwise.
+    With a budget, the chunks share it through a :class:`SharedLedger` file
+    beside the journal (created here from the session's ledger, which counts the
+    runs done earlier; removed when every chunk is back): calls are exact, tokens
+    and cost overshoot by the runs in flight in all workers at most.
 
     Returns:
         How many runs finished.
@@ -57,8 +68,13 @@ async def run_chunks_submitted(session: BenchmarkSession) -> int:
     plan = session.plan
     if not session.opened:
         raise RuntimeError("open the benchmark session before submitting its chunks")
+    ledger: BudgetLedger = session.ledger
+    shared = None
+    if plan.budget is not None:
+        shared = ledger = SharedLedger.create(session.ledger,
+                                              session.journal.path.with_name(BUDGET_LEDGER))
     futures = [
-        run_chunk_remote.submit(plan.arms[arm], list(work), plan.scorer, session.ledger,
+        run_chunk_remote.submit(plan.arms[arm], list(work), plan.scorer, ledger,
                                 plan.concurrency, index, arm)
         for index, (arm, work) in enumerate(session.chunks)
     ]
@@ -68,5 +84,9 @@ async def run_chunks_submitted(session: BenchmarkSession) -> int:
         session.absorb(records, errors)
         return len(records)
 
-    done = await asyncio.gather(*(collect(f) for f in futures))
+    try:
+        done = await asyncio.gather(*(collect(f) for f in futures))
+    finally:
+        if shared is not None:
+            Path(shared.path).unlink(missing_ok=True)
     return sum(done)

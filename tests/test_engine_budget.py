@@ -50,3 +50,33 @@ def test_no_budget_never_stops() -> None:
 def test_a_bad_budget_is_refused(bad: dict) -> None:
     with pytest.raises(ValidationError):
         Budget(**bad)
+
+
+def test_a_shared_ledger_is_one_account_for_every_pickled_copy(tmp_path) -> None:
+    import pickle
+
+    from hr_core.engine.budget import SharedLedger
+
+    ledger = BudgetLedger(Budget(max_calls=3, max_tokens=100, per="benchmark"), ["a", "b"])
+    ledger.count_done("a", 1, 1, None)  # a run done by an earlier invocation
+    shared = SharedLedger.create(ledger, tmp_path / "budget.json")
+    copies = [pickle.loads(pickle.dumps(shared)) for _ in range(3)]
+    assert [c.reserve(arm) for c, arm in zip(copies, "aba", strict=True)] == [True, True, False]
+    assert shared.stopped("a") is False and copies[2].stopped("a") is True
+    fresh = SharedLedger.create(BudgetLedger(Budget(max_tokens=10), ["a"]), tmp_path / "t.json")
+    other = pickle.loads(pickle.dumps(fresh))
+    assert fresh.reserve("a")
+    other.settle("a", 6, 4, None)
+    assert fresh.reserve("a") is False
+
+
+def test_a_worker_that_cannot_see_the_shared_ledger_says_so(tmp_path) -> None:
+    import pickle
+
+    from hr_core.engine.budget import LedgerUnreachableError, SharedLedger
+
+    shared = SharedLedger.create(BudgetLedger(Budget(max_calls=3), ["a"]), tmp_path / "b.json")
+    copy = pickle.loads(pickle.dumps(shared))
+    (tmp_path / "b.json").unlink()
+    with pytest.raises(LedgerUnreachableError, match=r"b\.json is not reachable from .*shared"):
+        copy.reserve("a")

@@ -1,0 +1,37 @@
+"""Arms for the multi-process tests (Dask worker processes, Ray workers import them).
+
+``tests/`` is on ``sys.path`` in pytest; worker processes get it from their parent
+(Dask's spawned workers) or from ``PYTHONPATH`` (Ray workers, the test sets it).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from hr_core import ArmResult
+
+__all__ = ["metered", "rate_limited", "reference_rows"]
+
+TOKENS_PER_CALL = 10
+
+
+def reference_rows(n: int) -> list[dict[str, Any]]:
+    """``n`` items ``{"id": "qI", "question": "I", "label": "aI"}``."""
+    return [{"id": f"q{i}", "question": str(i), "label": f"a{i}"} for i in range(n)]
+
+
+def metered(question: str) -> ArmResult:
+    """Right on every item; reports ``TOKENS_PER_CALL`` tokens and $0.001 a call."""
+    time.sleep(0.01)  # long enough for chunks in other processes to overlap
+    return ArmResult(answer=f"a{question}",
+                     usage={"tokens_in": TOKENS_PER_CALL // 2,
+                            "tokens_out": TOKENS_PER_CALL // 2, "cost_usd": 0.001})
+
+
+async def rate_limited(question: str) -> str:
+    """A provider behind a rate limit: each call waits 50 ms (bench/operations simulation)."""
+    import asyncio
+
+    await asyncio.sleep(0.05)
+    return f"a{question}"
