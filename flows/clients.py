@@ -1,4 +1,12 @@
-"""Prefect API clients for one flow call, sharing a TLS context loaded once per process.
+"""The Prefect API of one flow call (hr server, explicit URL or temporary), and its clients.
+
+:func:`prefect_api` chooses the API: ``PREFECT_API_URL`` when set (environment,
+profile or a test harness), else the hr server when it runs (``hr server
+start``; ``hr_cli.server``), else Prefect's temporary server for this process,
+started here in the calling thread before anything else can race to start a
+second one, with one line saying that ``hr server start`` makes runs faster
+and keeps them in the dashboard.
+
 
 Prefect builds a new ``ssl.SSLContext`` from its CA bundle for every API client
 it creates (~20 ms of CPU each), and each flow run creates two: the engine's
@@ -12,11 +20,105 @@ certifi's bundle); the flow engine then uses them instead of making its own.
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
+from typing import Literal, TypeVar
 
-__all__ = ["prefect_clients", "tls_context"]
+__all__ = ["PrefectApi", "announce", "announce_api", "in_prefect", "prefect_api", "prefect_clients",
+           "tls_context", "use_prefect_api"]
+
+T = TypeVar("T")
+TEMPORARY_STARTUP_TIMEOUT_S = 90  # a fresh database on a busy 2-core machine takes ~30 s
+_announced: list[str] = []
+
+
+@dataclass(frozen=True)
+class PrefectApi:
+    """The Prefect API a flow call talks to, and one line saying so."""
+
+    kind: Literal["explicit", "hr-server", "temporary"]
+    url: str | None
+    note: str
+
+
+def prefect_api() -> PrefectApi:
+    """Choose the API: explicit ``PREFECT_API_URL``, else the hr server, else a temporary one.
+
+    Reads the hr server's record and asks its ``/api/health`` (at most 2 s): it
+    never waits on a crashed or hung server.
+    """
+    from prefect.settings import PREFECT_API_URL, PREFECT_HOME
+
+    from hr_cli.server import server_status
+
+    explicit = PREFECT_API_URL.value()
+    if explicit:
+        return PrefectApi("explicit", str(explicit), f"Prefect API: {explicit}")
+    status = server_status(Path(PREFECT_HOME.value()).expanduser())
+    if status.status == "running" and status.state is not None:
+        return PrefectApi("hr-server", status.state.api_url,
+                          f"Prefect: the hr server, dashboard {status.state.url}")
+    hint = ("starting a temporary Prefect server for this process; `hr server start` "
+            "makes runs faster and keeps them in the dashboard")
+    if status.status in ("stale", "not-responding"):
+        hint = f"{status.describe()}; {hint}"
+    return PrefectApi("temporary", None, hint)
+
+
+def announce(api: PrefectApi, show: Callable[[str], object] | None = None) -> None:
+    """Say once per process which API is used (explicit URLs are not announced)."""
+    if _announced or api.kind == "explicit":
+        return
+    _announced.append(api.kind)
+    if show is None:
+        print(f"hr: {api.note}", file=sys.stderr)
+    else:
+        show(api.note)
+
+
+def announce_api(show: Callable[[str, str], object]) -> PrefectApi:
+    """Choose the API now and say which, through ``show(note, kind)`` (the ``hr`` commands)."""
+    api = prefect_api()
+    if not _announced:
+        _announced.append(api.kind)
+        show(api.note, api.kind)
+    return api
+
+
+@contextmanager
+def use_prefect_api(api: PrefectApi | None = None) -> Iterator[PrefectApi]:
+    """Within the block, Prefect talks to the chosen API (see :func:`prefect_api`)."""
+    from prefect.settings import (
+        PREFECT_API_URL,
+        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+        temporary_settings,
+    )
+
+    api = api or prefect_api()
+    announce(api)
+    if api.kind == "hr-server":
+        with temporary_settings(updates={PREFECT_API_URL: api.url}):
+            yield api
+        return
+    if api.kind == "temporary":
+        from prefect.server.api.server import SubprocessASGIServer
+
+        # started here, in one thread: Prefect's lazy start from several threads at once
+        # could start two servers on one port and lose track of one (an orphan)
+        timeout = max(int(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()),
+                      TEMPORARY_STARTUP_TIMEOUT_S)
+        SubprocessASGIServer().start(timeout=timeout)
+    yield api
+
+
+async def in_prefect(flow_call: Awaitable[T]) -> T:
+    """Await a flow call with the chosen API and shared clients (:func:`prefect_clients`)."""
+    async with prefect_clients():
+        return await flow_call
 
 
 @lru_cache(maxsize=4)
@@ -48,7 +150,8 @@ def tls_context() -> ssl.SSLContext:
 
 @asynccontextmanager
 async def prefect_clients() -> AsyncIterator[None]:
-    """Enter Prefect's async and sync client contexts for one flow call (shared TLS context).
+    """Choose the API (:func:`use_prefect_api`) and enter Prefect's async and sync client
+    contexts for one flow call, with clients sharing one TLS context.
 
     Does nothing inside an existing client context (a parent flow's clients serve).
 
@@ -57,12 +160,21 @@ async def prefect_clients() -> AsyncIterator[None]:
         ...     async with prefect_clients():
         ...         return await my_flow()
     """
-    from prefect.client.orchestration import get_client
     from prefect.context import AsyncClientContext, SyncClientContext
 
     if AsyncClientContext.get() is not None or SyncClientContext.get() is not None:
         yield
         return
+    with use_prefect_api():
+        async with _clients():
+            yield
+
+
+@asynccontextmanager
+async def _clients() -> AsyncIterator[None]:
+    from prefect.client.orchestration import get_client
+    from prefect.context import AsyncClientContext, SyncClientContext
+
     settings = {"verify": tls_context()}
     try:
         # model_construct: contexts holding our clients, registered under Prefect's default

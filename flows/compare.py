@@ -11,6 +11,7 @@ from typing import Any
 from prefect import flow
 from prefect.runtime import flow_run
 
+from flows.clients import in_prefect
 from hr_core._checks import positive_int
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.compare import Comparison, comparison_rows
@@ -129,7 +130,7 @@ def hr_compare(
         model = resolve_model(judge.model, cache=cache, concurrency=concurrency)
     job = _Comparing(bench, arms, judge, model, reference, concurrency, chunk_size)
     named = compare_flow.with_options(flow_run_name=f"compare-{'-vs-'.join(arms)}")
-    coro = named(invocation=job)
+    coro = in_prefect(named(invocation=job))
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -9,6 +9,7 @@ from typing import Any
 
 from prefect import flow
 
+from flows.clients import in_prefect
 from hr_core._checks import path_arg, positive_int
 from hr_core.errors import HrTypeError, SpecError
 from hr_core.judge.config import JudgeConfig, hr_judge_config
@@ -138,9 +139,9 @@ def hr_judge_validate(
     chosen = model if model is not None else resolve_model(config.model,
                                                            concurrency=concurrency)
     named = judge_validate_flow.with_options(flow_run_name=f"judge-{config.hash[:12]}")
-    coro = named(config=_config_args(config), labelled=None, store=store,
-                 concurrency=concurrency, chunk_size=chunk_size,
-                 invocation=_Invocation(config, chosen, rows))
+    coro = in_prefect(named(config=_config_args(config), labelled=None, store=store,
+                            concurrency=concurrency, chunk_size=chunk_size,
+                            invocation=_Invocation(config, chosen, rows)))
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-__all__ = ["app", "console", "judge_app"]
+__all__ = ["app", "console", "judge_app", "server_app"]
 
 # piped output (CI logs, `make demo | tee`) gets a readable width instead of 80 columns
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
@@ -26,6 +26,9 @@ app = typer.Typer(
 judge_app = typer.Typer(help="Validate a judge against people's labels, or check its record.",
                         no_args_is_help=True)
 app.add_typer(judge_app, name="judge")
+server_app = typer.Typer(help="A local Prefect server for hr: faster runs, kept in the dashboard.",
+                         no_args_is_help=True)
+app.add_typer(server_app, name="server")
 
 ExistingFile = Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True)]
 ExistingDir = Annotated[Path, typer.Argument(exists=True, file_okay=False,
@@ -124,3 +127,32 @@ def judge_check(
     from hr_cli.commands import check_judge
 
     check_judge(console, judge, store=store)
+
+
+@server_app.command("start")
+def server_start(
+    port: Annotated[int | None, typer.Option(min=1, max=65535, help=(
+        "Port on 127.0.0.1 (default 4200 when free, else any free port)."))] = None,
+    timeout: Annotated[float, typer.Option(min=1.0, help="Seconds to wait for it to answer.")
+                       ] = 120.0,
+) -> None:
+    """Start the hr server (a Prefect server on 127.0.0.1) in the background."""
+    from hr_cli.server_commands import start
+
+    start(console, port=port, timeout=timeout)
+
+
+@server_app.command("stop")
+def server_stop() -> None:
+    """Stop the hr server and every process it started."""
+    from hr_cli.server_commands import stop
+
+    stop(console)
+
+
+@server_app.command("status")
+def server_status() -> None:
+    """Print whether the hr server runs, and its dashboard URL (exit 1 when it does not)."""
+    from hr_cli.server_commands import status
+
+    status(console)

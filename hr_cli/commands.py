@@ -67,9 +67,13 @@ def load_spec_with_overrides(spec: Path, **overrides: Any) -> Any:
 def run_benchmark(console: Console, spec: Any, *, fresh: bool = False) -> Any:
     """Run a ``BenchmarkSpec`` through the Prefect flow with live progress bars."""
     console.print(f"[bold]Running[/] {spec.name or 'benchmark'}: {len(spec.arms)} arm(s), "
-                  f"{spec.runs} run(s) per item ... [dim](starting Prefect)[/]")
+                  f"{spec.runs} run(s) per item ...")
     prepare_prefect()
     from flows import hr_benchmark
+    from flows.clients import announce_api
+
+    announce_api(lambda note, kind: console.print(
+        note, style="yellow" if kind == "temporary" else "dim", markup=False))
 
     with ArmProgress(console) as progress:
         bench = hr_benchmark(spec, fresh=fresh, on_progress=progress)

@@ -1,0 +1,356 @@
+"""The hr server: one local Prefect server that hr starts in the background and reuses.
+
+``hr server start`` runs ``prefect server start`` on 127.0.0.1 in its own
+process group (so ``stop`` ends it and every process it started), with the UI
+pointed at its own API port and analytics off, and records its PID and port in
+``$PREFECT_HOME/hr-server.json`` (its log: ``$PREFECT_HOME/hr-server.log``).
+Every ``hr`` command and ``hr_benchmark``/``hr_compare``/``hr_judge_validate``
+then talk to it (``flows.clients``) unless ``PREFECT_API_URL`` is set; without
+it they start Prefect's temporary server, as Prefect does, and say once that
+``hr server start`` makes runs faster and keeps them in the dashboard.
+
+``hr run`` never starts the server on its own: a command leaves no process
+behind. Runs made without it are stored in the same ``PREFECT_HOME``
+database, so the dashboard of a server started later shows them too.
+
+This module imports neither Prefect nor the network at import time: ``hr
+server status`` answers in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from hr_core.errors import HrError
+
+__all__ = [
+    "DEFAULT_PORT",
+    "STATE_FILE",
+    "ServerError",
+    "ServerState",
+    "ServerStatus",
+    "prefect_home",
+    "server_status",
+    "start_server",
+    "state_path",
+    "stop_server",
+]
+
+STATE_FILE = "hr-server.json"
+LOG_FILE = "hr-server.log"
+DEFAULT_PORT = 4200  # Prefect's own default, when free
+HEALTH_TIMEOUT_S = 2.0
+
+Status = Literal["running", "not-responding", "stale", "stopped"]
+
+
+class ServerError(HrError, RuntimeError):
+    """The hr server could not be started or stopped; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class ServerState:
+    """What ``hr server start`` recorded about the server it started."""
+
+    pid: int
+    port: int
+    home: str
+    log: str
+    started_at: str
+
+    @property
+    def url(self) -> str:
+        """The dashboard (Prefect UI)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def api_url(self) -> str:
+        """The Prefect API (``PREFECT_API_URL``)."""
+        return f"{self.url}/api"
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """``status`` of the recorded server (``state`` is ``None`` when none is recorded)."""
+
+    status: Status
+    state: ServerState | None
+    path: Path
+
+    def describe(self) -> str:
+        """One line for the terminal."""
+        s = self.state
+        if s is None or self.status == "stopped":
+            return "no hr server is running (`hr server start` starts one)"
+        if self.status == "running":
+            return f"hr server running: dashboard {s.url} (API {s.api_url}, pid {s.pid})"
+        if self.status == "not-responding":
+            return (f"hr server pid {s.pid} is running but does not answer on {s.api_url} "
+                    f"(log: {s.log}); `hr server stop` then `hr server start`")
+        return (f"the hr server recorded in {self.path} (pid {s.pid}, port {s.port}) is "
+                f"gone; `hr server start` starts a new one (log: {s.log})")
+
+
+def prefect_home() -> Path:
+    """Prefect's home folder: ``$PREFECT_HOME``, else ``~/.prefect`` (Prefect's default)."""
+    return Path(os.environ.get("PREFECT_HOME") or "~/.prefect").expanduser()
+
+
+def state_path(home: Path | None = None) -> Path:
+    """Where the hr server's PID and port are recorded."""
+    return (home or prefect_home()) / STATE_FILE
+
+
+_STARTED: dict[int, subprocess.Popen[bytes]] = {}  # servers this process started (reaped)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie child of ours is reaped and counts as gone)."""
+    proc = _STARTED.get(pid)
+    if proc is not None and proc.poll() is not None:
+        _STARTED.pop(pid, None)
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(OSError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+    return True
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _is_prefect_server(pid: int) -> bool:
+    """The process looks like ``prefect server start`` (guards against a reused PID)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return True  # no /proc (macOS): trust the record
+    return b"server" in cmdline and b"start" in cmdline
+
+
+def _healthy(port: int, timeout: float = HEALTH_TIMEOUT_S) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health",
+                                    timeout=timeout) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _read_state(path: Path) -> ServerState | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return ServerState(**{k: data[k] for k in ("pid", "port", "home", "log", "started_at")})
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ServerError(f"{path}: not a record of the hr server ({exc}); delete it and run "
+                          "`hr server start`") from None
+
+
+def server_status(home: Path | None = None, *, check_health: bool = True) -> ServerStatus:
+    """The recorded server's status: running, not-responding, stale (PID gone) or stopped.
+
+    Never waits longer than ``HEALTH_TIMEOUT_S``.
+
+    Example:
+        >>> server_status().status in ("running", "not-responding", "stale", "stopped")
+        True
+    """
+    path = state_path(home)
+    state = _read_state(path)
+    if state is None:
+        return ServerStatus("stopped", None, path)
+    if not _alive(state.pid) or not _is_prefect_server(state.pid):
+        return ServerStatus("stale", state, path)
+    if check_health and not _healthy(state.port):
+        return ServerStatus("not-responding", state, path)
+    return ServerStatus("running", state, path)
+
+
+def _prefect_command() -> list[str]:
+    beside = Path(sys.executable).with_name("prefect")
+    if beside.is_file():
+        return [str(beside)]
+    found = shutil.which("prefect")
+    if found is None:
+        raise ServerError("the `prefect` command is not installed beside this Python; "
+                          "reinstall hr (`make install`)")
+    return [found]
+
+
+def _log_tail(log: Path, lines: int = 12) -> str:
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(text[-lines:])
+
+
+def _spawn(home: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.update(
+        PREFECT_HOME=str(home),
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        PREFECT_SERVER_API_HOST="127.0.0.1",
+        PREFECT_SERVER_API_PORT=str(port),
+        PREFECT_UI_API_URL=f"http://127.0.0.1:{port}/api",
+        PREFECT_UI_URL=f"http://127.0.0.1:{port}",
+    )
+    with log.open("ab") as handle:
+        handle.write(f"\n--- hr server start {datetime.now(UTC).isoformat()} port {port}\n"
+                     .encode())
+        handle.flush()
+        return subprocess.Popen(
+            [*_prefect_command(), "server", "start", "--host", "127.0.0.1", "--port", str(port),
+             "--analytics-off"],
+            stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT, env=env,
+            cwd=str(home), start_new_session=True,
+        )
+
+
+def _write_state(path: Path, state: ServerState) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(state), indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def _kill_group(pid: int, grace: float = 10.0) -> None:
+    """SIGTERM the server's process group, SIGKILL what is left after ``grace`` seconds."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if not _alive(pid) and not _group_alive(pid):
+                _STARTED.pop(pid, None)
+                return
+            time.sleep(0.1)
+    proc = _STARTED.pop(pid, None)
+    if proc is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=1)
+
+
+def start_server(home: Path | None = None, port: int | None = None, *,
+                 timeout: float = 120.0, on_wait: Any = None) -> tuple[ServerState, bool]:
+    """Start the hr server in the background (or find it running); ``(state, started)``.
+
+    ``port`` ``None`` takes 4200 when free, else any free port; a port that is
+    taken raises ``ServerError``. Waits until ``/api/health`` answers, at most
+    ``timeout`` seconds; a server that exits or never answers is stopped (its
+    whole process group) and reported with the end of its log. A record whose
+    process is gone is replaced.
+
+    Example:
+        >>> state, started = start_server()  # doctest: +SKIP
+        >>> state.url  # doctest: +SKIP
+        'http://127.0.0.1:4200'
+    """
+    home = (home or prefect_home()).expanduser()
+    home.mkdir(parents=True, exist_ok=True)
+    current = server_status(home, check_health=False)
+    if current.state is not None and current.status != "stale":
+        state = current.state
+        if _wait_healthy(state, None, min(timeout, 30.0)):
+            return state, False
+        raise ServerError(ServerStatus("not-responding", state, current.path).describe())
+    path, log = current.path, home / LOG_FILE
+    if port is not None and not _port_free(port):
+        raise ServerError(f"port {port} on 127.0.0.1 is taken by another process; choose "
+                          "another with `hr server start --port N`, or leave --port out")
+    attempts = 1 if port is not None else 3
+    for attempt in range(attempts):
+        chosen = port or (DEFAULT_PORT if attempt == 0 and _port_free(DEFAULT_PORT)
+                          else _free_port())
+        proc = _spawn(home, chosen, log)
+        _STARTED[proc.pid] = proc
+        state = ServerState(pid=proc.pid, port=chosen, home=str(home), log=str(log),
+                            started_at=datetime.now(UTC).isoformat(timespec="seconds"))
+        _write_state(path, state)  # a concurrent `hr server start` finds it starting
+        if on_wait is not None:
+            on_wait(state)
+        if _wait_healthy(state, proc, timeout):
+            return state, True
+        exited = proc.poll() is not None
+        _kill_group(proc.pid)
+        path.unlink(missing_ok=True)
+        tail = _log_tail(log)
+        if exited and "address already in use" in tail.lower() and port is None:
+            continue  # another process took the port between our check and its bind
+        why = "exited" if exited else f"did not answer in {timeout:.0f} s"
+        raise ServerError(f"the Prefect server on port {chosen} {why} (log: {log}):\n{tail}")
+    raise ServerError(f"the Prefect server could not bind a port in {attempts} attempts "
+                      f"(log: {log})")
+
+
+def _wait_healthy(state: ServerState, proc: subprocess.Popen[bytes] | None,
+                  timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (proc is not None and proc.poll() is not None) or not _alive(state.pid):
+            return False
+        if _healthy(state.port, timeout=1.0):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def stop_server(home: Path | None = None) -> ServerStatus:
+    """Stop the recorded hr server and every process of its group; forget the record.
+
+    Returns the status it had (``stopped`` when there was none). A stale record
+    (its process gone) is only removed.
+    """
+    current = server_status(home, check_health=False)
+    state = current.state
+    if state is not None:
+        if current.status != "stale" or _group_alive(state.pid):
+            _kill_group(state.pid)  # a stale leader's group may still hold its uvicorn
+            if _alive(state.pid) or _group_alive(state.pid):
+                raise ServerError(f"the hr server (pid {state.pid}) did not stop; kill its "
+                                  f"process group: kill -9 -{state.pid}")
+        current.path.unlink(missing_ok=True)
+    return current

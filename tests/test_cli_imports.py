@@ -1,0 +1,63 @@
+"""The quick ``hr`` commands import neither Prefect nor matplotlib (checked in a fresh process)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from report_data import fake_run_dir
+
+from hr_cli.app import app
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "hr_core" / "examples"
+PROBE = """\
+import json, sys
+from hr_cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+heavy = ("prefect", "matplotlib", "flows", "uvicorn")
+print("MODULES " + json.dumps(sorted(m for m in heavy if m in sys.modules)))
+"""
+
+
+def _commands(run_dir: Path, tmp_path: Path) -> dict[str, list[str]]:
+    names = {c.name for c in app.registered_commands}
+    commands = {
+        "help": ["--help"],
+        "summary": ["summary", str(run_dir)],
+        "judge check": ["judge", "check", str(EXAMPLES / "grade_judge.yaml"), "--store",
+                        str(tmp_path / "judges")],
+        "server status": ["server", "status"],
+    }
+    if "show" in names:  # `hr show` (visibility) once it is there
+        commands["show"] = ["show", str(run_dir)]
+    return commands
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return fake_run_dir(tmp_path_factory.mktemp("imports") / "run")
+
+
+@pytest.mark.parametrize("command", ["help", "summary", "judge check", "server status", "show"])
+def test_quick_commands_import_neither_prefect_nor_matplotlib(
+    command: str, run_dir: Path, tmp_path: Path,
+) -> None:
+    args = _commands(run_dir, tmp_path).get(command)
+    if args is None:
+        assert command == "show" and "show" not in {c.name for c in app.registered_commands}
+        return
+    done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True,
+                          timeout=120, check=False, cwd=tmp_path,
+                          env={"PATH": "/usr/bin:/bin", "PREFECT_HOME": str(tmp_path / "h"),
+                               "HOME": str(tmp_path)})
+    line = [x for x in done.stdout.splitlines() if x.startswith("MODULES ")]
+    assert line, done.stdout + done.stderr
+    assert json.loads(line[-1].removeprefix("MODULES ")) == [], done.stdout + done.stderr
+    if command in ("summary", "show"):
+        assert "keyword" in done.stdout, done.stdout + done.stderr  # the command did its work

@@ -1,0 +1,135 @@
+"""``hr server start|stop|status``: a real server, a run seen through its API, no process left.
+
+Every command runs as a real ``hr`` process with its own ``PREFECT_HOME``; the
+server is stopped by its process group even when a test fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from hr_cli.server import ServerError, server_status, start_server, state_path, stop_server
+
+HR = str(Path(sys.executable).with_name("hr"))
+EXAMPLES = Path(__file__).resolve().parents[1] / "hr_core" / "examples"
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               COLUMNS="200")
+    return env
+
+
+def _hr(home: Path, *args: str, cwd: Path | None = None,
+        timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([HR, *args], env=_env(home), cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, check=False)
+
+
+def _gone(pid: int) -> bool:
+    for probe in (os.kill, os.killpg):
+        try:
+            probe(pid, 0)
+        except ProcessLookupError:
+            continue
+        return False
+    return True
+
+
+@pytest.fixture()
+def home(tmp_path: Path) -> Iterator[Path]:
+    """A PREFECT_HOME whose recorded server is killed (its process group) after the test."""
+    folder = tmp_path / "prefect-home"
+    folder.mkdir()
+    yield folder
+    with contextlib.suppress(FileNotFoundError, ValueError, KeyError):
+        pid = int(json.loads(state_path(folder).read_text())["pid"])
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+def _spec(folder: Path) -> Path:
+    lines = (EXAMPLES / "docqa_reference.jsonl").read_text().splitlines()[:6]
+    (folder / "ref.jsonl").write_text("\n".join(lines) + "\n")
+    spec = folder / "spec.yaml"
+    spec.write_text("name: server-check\nreference: ref.jsonl\narms:\n"
+                    "  keyword: hr_core.examples.demo_arms:keyword_overlap\n")
+    return spec
+
+
+def test_start_then_a_run_is_visible_through_its_api_then_stop_leaves_no_process(
+    home: Path, tmp_path: Path,
+) -> None:
+    started = _hr(home, "server", "start", "--timeout", "180")
+    assert started.returncode == 0, started.stdout + started.stderr
+    state = json.loads(state_path(home).read_text())
+    pid, api = state["pid"], f"http://127.0.0.1:{state['port']}/api"
+    assert f"dashboard http://127.0.0.1:{state['port']}" in started.stdout
+
+    status = _hr(home, "server", "status")
+    assert status.returncode == 0 and f"http://127.0.0.1:{state['port']}" in status.stdout
+    again = _hr(home, "server", "start")
+    assert again.returncode == 0 and "already running" in again.stdout
+    assert json.loads(state_path(home).read_text())["pid"] == pid
+
+    ran = _hr(home, "run", str(_spec(tmp_path)), "--store", str(tmp_path / "results"),
+              cwd=tmp_path)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "the hr server" in ran.stdout and "temporary" not in ran.stdout + ran.stderr
+    runs = httpx.post(f"{api}/flow_runs/filter", json={
+        "flow_runs": {"name": {"like_": "server-check"}}}, timeout=30).json()
+    assert [r["state_type"] for r in runs] == ["COMPLETED"]
+    ui = httpx.get(f"http://127.0.0.1:{state['port']}/ui-settings", timeout=30).json()
+    assert ui["api_url"] == api  # the dashboard reaches the API on the port it runs on
+
+    stopped = _hr(home, "server", "stop")
+    assert stopped.returncode == 0 and f"pid {pid}" in stopped.stdout
+    assert _gone(pid), f"process (group) {pid} still there"
+    assert not state_path(home).exists()
+    after = _hr(home, "server", "status")
+    assert after.returncode == 1 and "no hr server is running" in after.stdout
+
+
+def test_a_stale_record_is_reported_by_status_and_replaced_without_waiting(home: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    state_path(home).write_text(json.dumps({
+        "pid": dead.pid, "port": 1, "home": str(home), "log": "hr-server.log",
+        "started_at": "2026-01-01T00:00:00+00:00"}))
+    began = time.monotonic()
+    status = _hr(home, "server", "status")
+    assert status.returncode == 1
+    assert f"(pid {dead.pid}, port 1) is gone" in " ".join(status.stdout.split())
+    assert server_status(home).status == "stale"
+    assert stop_server(home).status == "stale" and not state_path(home).exists()
+    assert time.monotonic() - began < 30
+
+
+def test_a_taken_port_is_refused_at_once_and_nothing_is_left(home: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        with pytest.raises(ServerError, match=f"port {port} on 127.0.0.1 is taken"):
+            start_server(home, port=port, timeout=5)
+    assert not state_path(home).exists()
+
+
+def test_a_record_that_is_not_json_names_the_file(home: Path) -> None:
+    state_path(home).write_text("{not json")
+    done = _hr(home, "server", "status")
+    assert done.returncode == 2
+    assert f"hr: error: {state_path(home)}: not a record of the hr server" in done.stderr
