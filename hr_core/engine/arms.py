@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hr_core.errors import SpecError
 
-__all__ = ["Arm", "LLMArm", "import_object", "normalise_arms", "prompt_fields"]
+__all__ = ["Arm", "ArmEntry", "LLMArm", "import_object", "normalise_arms", "prompt_fields"]
 
 
 class LLMArm(BaseModel):
@@ -44,6 +44,8 @@ class LLMArm(BaseModel):
     price_out: float | None = Field(default=None, ge=0)
     base_url: str | None = None
     api_key_env: str | None = None
+    runs: int | None = Field(default=None, ge=1)
+    """This arm's own number of runs per item (else the benchmark's ``runs``)."""
 
     def render(self, payload: Any) -> str:
         """Fill the prompt template from the payload."""
@@ -64,6 +66,24 @@ class LLMArm(BaseModel):
         return messages
 
 
+class ArmEntry(BaseModel):
+    """An arm with its own number of runs per item, e.g. a deterministic extractor run once.
+
+    In a spec: ``extractor: {arm: "pkg.module:function", runs: 1}``. An LLM arm
+    sets ``runs`` among its own fields. From Python, ``{"arm": fn, "runs": 1}``
+    also works with any callable.
+
+    Example:
+        >>> ArmEntry(arm="hr_core.examples.demo_arms:upper", runs=1).runs
+        1
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    arm: str | LLMArm
+    runs: int = Field(ge=1)
+
+
 def prompt_fields(template: str) -> list[str]:
     """The field names a prompt template uses.
 
@@ -81,11 +101,13 @@ class Arm:
     hashed into the run id.
     """
 
-    __slots__ = ("_model", "cache", "concurrency", "fn", "is_async", "llm", "name", "spec")
+    __slots__ = ("_model", "cache", "concurrency", "fn", "is_async", "llm", "name", "runs",
+                 "spec")
 
     def __init__(self, name: str, fn: Callable[..., Any] | None, spec: dict[str, Any],
-                 llm: LLMArm | None = None) -> None:
+                 llm: LLMArm | None = None, runs: int | None = None) -> None:
         self.name = name
+        self.runs = runs  # its own runs per item; None: the benchmark's
         self.fn = fn
         self.spec = spec
         self.llm = llm
@@ -166,8 +188,18 @@ def import_object(path: str) -> Any:
 
 
 def _one_arm(name: str, value: Any) -> Arm:
+    if isinstance(value, ArmEntry):
+        value = {"arm": value.arm, "runs": value.runs}
+    if isinstance(value, Mapping) and "arm" in value:
+        extra = sorted(set(map(str, value)) - {"arm", "runs"})
+        if extra:
+            raise SpecError(f"arm {name!r}: unknown field {extra[0]!r} beside 'arm' (an arm "
+                            "with its own runs is {arm: ..., runs: n})")
+        inner = _one_arm(name, value["arm"])
+        inner.runs = _own_runs(name, value.get("runs"))
+        return inner
     if isinstance(value, Arm):
-        return Arm(name, value.fn, value.spec, value.llm)
+        return Arm(name, value.fn, value.spec, value.llm, value.runs)
     if isinstance(value, str):
         fn = import_object(value)
         if not callable(fn):
@@ -179,14 +211,22 @@ def _one_arm(name: str, value: Any) -> Arm:
         except ValueError as exc:
             raise SpecError(f"arm {name!r}: not a valid LLM arm: {exc}") from None
     if isinstance(value, LLMArm):
-        spec = {"kind": "llm", **value.model_dump(mode="json")}
-        return Arm(name, None, spec, value)
+        spec = {"kind": "llm", **value.model_dump(mode="json", exclude={"runs"})}
+        return Arm(name, None, spec, value, value.runs)
     if callable(value):
         return Arm(name, value, _callable_spec(value))
     raise SpecError(
         f"arm {name!r}: {type(value).__name__} is not an arm; use a callable, an import path "
         "'pkg.module:function' or an LLM arm (model, prompt, ...)"
     )
+
+
+def _own_runs(name: str, runs: Any) -> int | None:
+    if runs is None:
+        return None
+    if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
+        raise SpecError(f"arm {name!r}: runs must be a positive integer, not {runs!r}")
+    return runs
 
 
 def normalise_arms(arms: Mapping[str, Any]) -> dict[str, Arm]:

@@ -16,6 +16,7 @@ from hr_core.errors import RunNotFoundError
 from hr_core.failures import FAILURE_KINDS
 from hr_core.reference import Item, Reference
 from hr_core.stats import (
+    Interval,
     PairedDifference,
     accuracy_interval,
     clustered_mean_ci,
@@ -234,7 +235,7 @@ class Benchmark:
             frame[column] = frame[column].astype("float64")
         if self.has_scores:
             at = list(frame.columns).index("ci_high") + 1
-            intervals = [clustered_mean_ci(self.item_scores(arm).tolist()) for arm in self.arms]
+            intervals = [self.score_interval(arm) for arm in self.arms]
             for offset, column in enumerate(SCORE_COLUMNS):
                 values = [interval[offset] for interval in intervals]
                 frame.insert(at + offset, column, pd.Series(values, dtype="float64"))
@@ -244,6 +245,12 @@ class Benchmark:
     def has_scores(self) -> bool:
         """Whether any run has a ``score`` (the scorer gives partial credit)."""
         return "score" in self.runs and bool(self.runs["score"].notna().any())
+
+    def score_interval(self, arm: str) -> Interval:
+        """One arm's mean score over items with its item-clustered 95% CI."""
+        runs = self.runs
+        made = int(((runs["arm"] == arm) & runs["correct"].notna() & runs_made(runs)).sum())
+        return clustered_mean_ci(self.item_scores(arm).tolist(), trials=made)
 
     def item_scores(self, arm: str) -> pd.Series:
         """Each item's mean score over its scored runs, for one arm.

@@ -76,6 +76,18 @@ class BenchmarkPlan:
     judge: dict[str, Any] | None = None
     spec: dict[str, Any] = field(default_factory=dict)
 
+    def runs_of(self, arm: str) -> int:
+        """Runs per item of one arm: its own ``runs``, else the benchmark's."""
+        own = self.arms[arm].runs
+        return self.runs if own is None else own
+
+    @property
+    def arm_runs(self) -> dict[str, int] | None:
+        """Each arm's runs per item when some arm sets its own, else ``None``."""
+        if all(a.runs is None for a in self.arms.values()):
+            return None
+        return {name: self.runs_of(name) for name in self.arms}
+
 
 def _budget(value: Any) -> Budget:
     if not isinstance(value, Mapping):
@@ -143,6 +155,9 @@ def plan_benchmark(
         "judge_hash": judge_hash,
         "runs": runs,
     }
+    own_runs = {n: a.runs for n, a in normalised.items() if a.runs is not None}
+    if own_runs:
+        spec["arm_runs"] = own_runs
     return BenchmarkPlan(
         arms=normalised, reference=reference, scorer=scorer, runs=runs, budget=budget,
         concurrency=concurrency, store=str(store), name=name or "benchmark",
@@ -174,7 +189,7 @@ class BenchmarkSession:
         self.chunks: list[tuple[str, list[tuple[Item, int]]]] = []
         self.done: dict[RunKey, dict[str, Any]] = {}
         self._progress: dict[str, list[int]] = {a: [0, 0] for a in plan.arms}
-        self.total = len(plan.reference) * plan.runs
+        self.total = len(plan.reference) * sum(plan.runs_of(a) for a in plan.arms)
         self.engine_seconds = 0.0
         self.timings: dict[str, float] = {}
         self._opened = False
@@ -197,7 +212,8 @@ class BenchmarkSession:
             self._count(record)
         for name in plan.arms:
             work = [
-                (item, run) for item in plan.reference for run in range(1, plan.runs + 1)
+                (item, run) for item in plan.reference
+                for run in range(1, plan.runs_of(name) + 1)
                 if (name, item.id, run) not in self.done
             ]
             for start in range(0, len(work), plan.chunk_size):
@@ -239,8 +255,9 @@ class BenchmarkSession:
         ``final=True``, once every chunk has run: the runs not done are the ones a
         budget stopped (``budget_stop`` rows), counted as done so each arm completes.
         """
-        per_arm = len(self.plan.reference) * self.plan.runs
-        return [(arm, per_arm if final else c[0], per_arm, c[1])
+        items = len(self.plan.reference)
+        totals = {arm: items * self.plan.runs_of(arm) for arm in self._progress}
+        return [(arm, totals[arm] if final else c[0], totals[arm], c[1])
                 for arm, c in self._progress.items()]
 
     # -- running --------------------------------------------------------------------------
@@ -313,7 +330,8 @@ class BenchmarkSession:
             "name": plan.name, "run_id": plan.run_id, "status": status,
             "reference_hash": plan.reference.hash, "n_items": len(plan.reference),
             "arms": plan.spec["arms"], "scorer": plan.spec["scorer"], "judge": plan.judge,
-            "runs": plan.runs, "budget": None if plan.budget is None else
+            "runs": plan.runs, "arm_runs": plan.arm_runs,
+            "budget": None if plan.budget is None else
             plan.budget.model_dump(mode="json"), "concurrency": plan.concurrency,
             "version": __version__, "versions": package_versions(), "git_commit": git_commit(),
             "flow_run_id": self.flow_run_id, "started_at": self.started_at,
@@ -326,8 +344,9 @@ class BenchmarkSession:
         done = self.done
         ordered = []
         for arm in plan.arms:
+            runs = plan.runs_of(arm)
             for item in plan.reference:
-                for run in range(1, plan.runs + 1):
+                for run in range(1, runs + 1):
                     record = done.get((arm, item.id, run))
                     ordered.append(record if record is not None else
                                    stopped_record(arm, item, run))

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hr_core._yaml import line_of, read_yaml_mapping
-from hr_core.engine.arms import LLMArm, import_object
+from hr_core.engine.arms import ArmEntry, LLMArm, import_object
 from hr_core.engine.budget import Budget
 from hr_core.errors import SpecError
 from hr_core.reference import Reference, hr_reference
@@ -64,7 +64,7 @@ class BenchmarkSpec(BaseModel):
 
     name: str | None = None
     reference: str | ReferenceSpec
-    arms: dict[str, str | LLMArm] = Field(min_length=1)
+    arms: dict[str, str | LLMArm | ArmEntry] = Field(min_length=1)
     scorer: str | dict[str, Any] = "exact"
     runs: int = Field(default=1, ge=1)
     budget: Budget | None = None
