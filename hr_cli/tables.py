@@ -76,8 +76,14 @@ def summary_table(summary: Any, title: str = "Summary") -> Table:
 
 
 def comparison_table(summary: Any, title: str = "Comparison") -> Table:
-    """A comparison's summary: pairwise wins, ties and win rate, or select shares, with CIs."""
+    """A comparison's summary: pairwise wins, ties and win rate, or select shares, with CIs;
+    the judge's position bias as the caption."""
     table = Table(title=title, title_justify="left", header_style="bold")
+    if "order_disagreements" in summary.columns and len(summary):
+        from hr_core.judge.position import position_bias_text
+
+        table.caption = f"position bias: {position_bias_text(summary.iloc[0].to_dict())}"
+        table.caption_justify = "left"
     if "arm" in summary.columns:  # select: each arm's share of being chosen
         for name in ("arm", "n", "chosen", "share", "95% CI", "consistency", "no verdict"):
             table.add_column(name, justify="left" if name == "arm" else "right")
@@ -115,6 +121,10 @@ def validation_table(record: Mapping[str, Any], title: str = "Judge validation")
                                f"(95% CI {_pct(ci[0])}–{_pct(ci[1])})")
     table.add_row("Cohen's kappa", _num(record.get("kappa")))
     table.add_row("consistency", _pct(record.get("consistency")))
+    if record.get("position_bias"):
+        from hr_core.judge.position import position_bias_text
+
+        table.add_row("position bias", position_bias_text(record["position_bias"]))
     table.add_row("no consensus / parse failures / errors",
                   f"{_num(record.get('no_consensus'))} / {_num(record.get('parse_failures'))}"
                   f" / {_num(record.get('errors'))}")

@@ -18,6 +18,7 @@ from prefect.cache_policies import NO_CACHE
 from hr_core.judge.config import JudgeConfig
 from hr_core.judge.judging import JudgeResult, judge_item
 from hr_core.judge.labelled import LabelledRow
+from hr_core.judge.position import position_bias_text
 from hr_core.judge.validation import JudgeValidation, compute_validation, save_validation
 from hr_core.models.base import ChatModel
 
@@ -61,6 +62,8 @@ def validation_markdown(record: JudgeValidation) -> str:
         f"- agreement with people: {_figure(record.agreement)} (95% CI {ci_text})",
         f"- Cohen's kappa: {_figure(record.kappa)}",
         f"- consistency across orders: {_figure(record.consistency)}",
+        *([f"- position bias: {position_bias_text(record.position_bias)}"]
+          if record.position_bias else []),
         f"- no consensus: {record.no_consensus}, parse failures: {record.parse_failures}, "
         f"errors: {record.errors}",
         "",

@@ -100,6 +100,10 @@ def test_demo_compares_the_two_best_arms_pairwise(demo: dict[str, Any]) -> None:
     best = summary.sort_values("accuracy", ascending=False, kind="stable")["arm"].head(2)
     assert (row["a"], row["b"]) == tuple(best)
     assert data["judge"]["mode"] == "pairwise"
+    assert {"order_disagreements", "favoured_position_1", "favoured_position_2"} <= set(row)
+    assert "position bias: " in demo["out"]
+    page = (demo["run_dir"] / "report.html").read_text(encoding="utf-8")
+    assert "Position bias (" in page
 
 
 def test_demo_report_shows_everything(demo: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ from hr_core.engine.compare import Comparison, comparison_rows, judge_rows
 from hr_core.judge import hr_judge_config
 from hr_core.models import resolve_model
 from hr_core.reference import Item
-from hr_core.stats import wilson_interval, win_rate
+from hr_core.stats import accuracy_interval, clopper_pearson, wilson_interval, win_rate
 
 ITEMS = {f"q{i}": Item(f"q{i}", f"Q{i}?", f"a{i}") for i in range(4)}
 
@@ -53,5 +53,41 @@ def test_select_shares_and_a_position_biased_judge_without_consensus() -> None:
     assert pairs[3]["status"] == "no_consensus"
     summary = Comparison("select", ["x", "y", "z"], pairs, {}).summary().set_index("arm")
     assert summary.loc["x", "chosen"] == 1 and summary.loc["x", "n"] == 3
-    assert summary.loc["x", "ci_low"] == pytest.approx(wilson_interval(1, 3).low)
+    assert summary.loc["x", "ci_low"] == pytest.approx(clopper_pearson(1, 3).low)
     assert summary.loc["x", "consistency"] == 0.75 and summary.loc["x", "no_verdict"] == 1
+    # q3: the mock judge picks the first shown candidate in both orders
+    assert pairs[3]["shown_verdicts"] == ["A", "A"]
+    assert summary.loc["x", "order_disagreements"] == 1
+    assert summary.loc["x", "favoured_position_1"] == 1.0
+    assert summary.loc["x", "favoured_position_2"] == summary.loc["x", "favoured_position_3"] == 0
+
+
+def _pair(item: str, run: int, winner: str, shown: list[str], mapped: list[str]) -> dict:
+    return {"item_id": item, "run": run, "arms": ["x", "y"], "status": "ok",
+            "verdict": None, "winner": winner, "order_verdicts": mapped,
+            "consistent": len(set(mapped)) == 1, "shown_verdicts": shown}
+
+
+def test_win_rate_intervals_are_clustered_by_item() -> None:
+    """Five items judged in four runs each: x wins every run of four items, y of one.
+
+    Before: Wilson over the 20 (item, run) pairs, [0.58, 0.92]. After: the item is
+    the unit, as wide as five items allow (Korn-Graubard over the items: [0.08, 1.0])."""
+    pairs = [_pair(f"q{i}", r, "x" if i < 4 else "y", ["A", "B"], ["A", "A"] if i < 4
+                   else ["B", "B"]) for i in range(5) for r in range(1, 5)]
+    row = Comparison("pairwise", ["x", "y"], pairs, {}).summary().iloc[0]
+    assert row["win_rate"] == 0.8 and row["n"] == 20
+    expected = accuracy_interval([4, 4, 4, 4, 0], [4] * 5)
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx(expected[1:])
+    assert row["ci_low"] < wilson_interval(16, 20).low - 0.25
+
+
+def test_position_bias_counts_the_shown_position_of_disagreeing_orders() -> None:
+    first = _pair("q1", 1, None, ["A", "A"], ["A", "B"])  # first shown won both orders
+    second = _pair("q2", 1, None, ["B", "B"], ["B", "A"])
+    mixed = _pair("q3", 1, None, ["A", "tie"], ["A", "tie"])
+    agree = _pair("q4", 1, "x", ["A", "B"], ["A", "A"])
+    pairs = [first, first | {"item_id": "q5"}, first | {"item_id": "q6"}, second, mixed, agree]
+    row = Comparison("pairwise", ["x", "y"], pairs, {}).summary().iloc[0]
+    assert row["order_disagreements"] == 5
+    assert (row["favoured_position_1"], row["favoured_position_2"]) == (0.6, 0.2)

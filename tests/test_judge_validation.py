@@ -25,7 +25,7 @@ from hr_core.judge.validation import (
 )
 from hr_core.models.mock import MockModel
 from hr_core.results import Usage
-from hr_core.stats import cohen_kappa, wilson_interval
+from hr_core.stats import clopper_pearson, cohen_kappa
 
 GRADE = hr_judge_config("mock-model", "Is the response's answer the reference's?", mode="grade")
 GRADE_ROWS = [
@@ -51,7 +51,7 @@ def test_figures_are_a_pure_function_of_results_and_labels() -> None:
     record = compute_validation(GRADE, results, humans, created_at=when)
     assert record == compute_validation(GRADE, results, humans, created_at=when)
     assert record.n == 6 and record.agreement == pytest.approx(2 / 6)
-    low, high = wilson_interval(2, 6)[1:]
+    low, high = clopper_pearson(2, 6)[1:]
     assert record.agreement_ci == (pytest.approx(low), pytest.approx(high))
     judged = ["pass", "fail", "no_verdict", "pass", "no_verdict", "no_verdict"]
     assert record.kappa == pytest.approx(cohen_kappa(list(zip(humans, judged, strict=True))))
@@ -79,6 +79,26 @@ def test_judging_labelled_rows_with_the_mock(tmp_path: Path) -> None:
     rows = read_labelled(GRADE_ROWS, "grade", grades=GRADE.grades)
     record = compute_validation(GRADE, results, [r.human for r in rows])
     assert record.agreement == 0.75 and record.consistency == 1.0
+
+
+SELECT = hr_judge_config("mock-model", "Which answer is right?", mode="select")
+
+
+def test_a_select_validation_reports_position_bias(tmp_path: Path) -> None:
+    """Before: no position bias in the record. After: of the items whose orders
+    disagreed, the share won by each shown position (MT-bench, Table 2)."""
+    rows = [{"item": "2+2?", "candidates": ["4", "5", "6"], "reference": "4", "human": "A"},
+            {"item": "3+3?", "candidates": ["7", "8", "9"], "reference": "6", "human": "B"},
+            {"item": "1+1?", "candidates": ["0", "3", "5"], "reference": "2", "human": "C"}]
+    results = asyncio.run(judge_labelled(SELECT, MockModel(), rows))
+    assert [r.status for r in results] == ["ok", "no_consensus", "no_consensus"]
+    assert [[o.shown_verdict for o in r.orders] for r in results[1:]] == [["A", "A"]] * 2
+    record = compute_validation(SELECT, results, ["A", "B", "C"])
+    assert record.position_bias == {"order_disagreements": 2, "favoured_position_1": 1.0,
+                                    "favoured_position_2": 0.0, "favoured_position_3": 0.0}
+    path = save_validation(record, tmp_path)
+    assert load_validation(SELECT, tmp_path) == record and path.is_file()
+    assert compute_validation(GRADE, [_result("ok", "pass")], ["pass"]).position_bias is None
 
 
 def test_store_one_file_per_hash_round_trip(tmp_path: Path) -> None:

@@ -11,13 +11,14 @@ import pandas as pd
 
 from hr_core.engine.benchmark import Benchmark
 from hr_core.errors import SpecError
+from hr_core.judge.position import position_bias, position_bias_columns
 from hr_core.reference import Item
-from hr_core.stats import wilson_interval, win_rate
+from hr_core.stats import accuracy_interval
 
 __all__ = ["Comparison", "ComparisonRow", "comparison_rows", "judge_rows"]
 
 PAIR_COLUMNS = ("item_id", "run", "arms", "status", "verdict", "winner", "order_verdicts",
-                "consistent")
+                "consistent", "shown_verdicts")
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ async def judge_rows(config: Any, model: Any, rows: Sequence[ComparisonRow], arm
             "item_id": row.item_id, "run": row.run, "arms": list(arms),
             "status": result.status, "verdict": result.verdict, "winner": winner,
             "order_verdicts": list(result.order_verdicts), "consistent": result.consistent,
+            "shown_verdicts": [o.shown_verdict for o in result.orders],
         }
 
     return list(await asyncio.gather(*(one(r) for r in rows)))
@@ -94,11 +96,15 @@ class Comparison:
     """Judge verdicts between arms of one benchmark: ``.pairs`` and ``.summary()``.
 
     Pairwise: ``summary()`` has ``a, b, n, a_wins, b_wins, ties, win_rate`` (ties
-    count half), ``ci_low, ci_high`` (Wilson 95%) and ``consistency`` (share of
-    judged pairs whose orders agreed). Select: one row per arm with ``arm, n,
-    chosen, share, ci_low, ci_high, consistency``. Pairs without a verdict (no
-    consensus, parse failure, error) are left out of ``n`` and counted in
-    ``no_verdict``.
+    count half), ``ci_low, ci_high`` and ``consistency`` (share of judged pairs
+    whose orders agreed). Select: one row per arm with ``arm, n, chosen, share,
+    ci_low, ci_high, consistency``. Pairs without a verdict (no consensus, parse
+    failure, error) are left out of ``n`` and counted in ``no_verdict``. The 95%
+    intervals are clustered by item (the runs of one item are not independent:
+    ``hr_core.stats.accuracy_interval`` over per-item shares). Both modes add the
+    judge's position bias (``hr_core.judge.position``): ``order_disagreements``
+    and ``favoured_position_1, favoured_position_2, ...``, the share of those
+    judgements where every order chose that shown position.
 
     Example:
         >>> pairs = [{"item_id": "q1", "run": 1, "arms": ["x", "y"], "status": "ok",
@@ -119,30 +125,49 @@ class Comparison:
     def __repr__(self) -> str:
         return f"<Comparison {self.mode} {' vs '.join(self.arms)}: {len(self.pairs)} judged>"
 
+    def position_bias(self) -> dict[str, Any]:
+        """``order_disagreements`` and ``favoured_position_<j>`` (see the class docstring)."""
+        positions = len(self.arms)
+        shown = self.pairs["shown_verdicts"]
+        judgements = [  # pairs judged before shown verdicts were kept have none
+            list(zip(s, o, strict=False))
+            for s, o in zip(shown, self.pairs["order_verdicts"], strict=True)
+            if s is not None and not isinstance(s, float)
+        ]
+        return position_bias_columns(position_bias(judgements, positions))
+
+    def _item_interval(self, judged: pd.DataFrame, points: pd.Series) -> Any:
+        per_item = points.groupby(judged["item_id"].astype(str), sort=False).agg(["sum", "count"])
+        return accuracy_interval(per_item["sum"].tolist(), per_item["count"].tolist())
+
     def summary(self) -> pd.DataFrame:
-        """The win rates (pairwise) or shares of being chosen (select), with 95% CIs."""
+        """The win rates (pairwise) or shares of being chosen (select), with item-clustered
+        95% CIs and the judge's position bias."""
         pairs = self.pairs
         total = len(pairs)
         judged = pairs[pairs["winner"].notna()]
         consistency = float(pairs["consistent"].mean()) if total else float("nan")
         no_verdict = total - len(judged)
+        bias = self.position_bias()
         if self.mode == "pairwise":
             a, b = self.arms
             a_wins = int((judged["winner"] == a).sum())
             b_wins = int((judged["winner"] == b).sum())
             ties = int((judged["winner"] == "tie").sum())
-            interval = win_rate(a_wins, b_wins, ties)
+            points = (judged["winner"] == a).astype(float) + (judged["winner"] == "tie") * 0.5
+            interval = self._item_interval(judged, points)
             return pd.DataFrame([{
                 "a": a, "b": b, "n": len(judged), "a_wins": a_wins, "b_wins": b_wins,
                 "ties": ties, "win_rate": interval.estimate, "ci_low": interval.low,
                 "ci_high": interval.high, "consistency": consistency, "no_verdict": no_verdict,
+                **bias,
             }])
         rows = []
         for arm in self.arms:
             chosen = int((judged["winner"] == arm).sum())
-            interval = wilson_interval(chosen, len(judged))
+            interval = self._item_interval(judged, (judged["winner"] == arm).astype(float))
             rows.append({"arm": arm, "n": len(judged), "chosen": chosen,
                          "share": interval.estimate, "ci_low": interval.low,
                          "ci_high": interval.high, "consistency": consistency,
-                         "no_verdict": no_verdict})
+                         "no_verdict": no_verdict, **bias})
         return pd.DataFrame(rows)

@@ -23,8 +23,9 @@ from hr_core.errors import HrError
 from hr_core.judge.config import CONFIG_FIELDS, JudgeConfig, config_hash
 from hr_core.judge.judging import JudgeResult, judge_item
 from hr_core.judge.labelled import LabelledDataError, LabelledRow, read_labelled
+from hr_core.judge.position import position_bias, position_bias_columns
 from hr_core.models.base import ChatModel
-from hr_core.stats import cohen_kappa, wilson_interval
+from hr_core.stats import clopper_pearson, cohen_kappa
 
 __all__ = [
     "NO_VERDICT",
@@ -49,11 +50,14 @@ class JudgeValidation(BaseModel):
     """A judge's agreement with people under one exact configuration.
 
     ``agreement`` counts an item without a combined verdict as a disagreement;
-    ``agreement_ci`` is Wilson's 95% interval; ``kappa`` is Cohen's between
+    ``agreement_ci`` is Clopper-Pearson's exact 95% interval; ``kappa`` is Cohen's between
     people and the judge (no verdict as its own category); ``confusion`` is
     human -> judge -> count; ``consistency`` is the share of items whose orders
-    agreed among those where every order gave a verdict. ``None`` where a
-    figure is undefined (no rows, one category only).
+    agreed among those where every order gave a verdict; ``position_bias``
+    (pairwise and select) is ``order_disagreements`` and ``favoured_position_<j>``,
+    the share of the items whose orders disagreed where every order chose shown
+    position ``j`` (``hr_core.judge.position``). ``None`` where a figure is
+    undefined (no rows, one category only, grade mode for position bias).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -66,6 +70,7 @@ class JudgeValidation(BaseModel):
     kappa: float | None
     confusion: dict[str, dict[str, int]]
     consistency: float | None
+    position_bias: dict[str, float | int | None] | None = None
     no_consensus: int
     parse_failures: int
     errors: int
@@ -118,12 +123,19 @@ def compute_validation(
     statuses = Counter(r.status for r in results)
     judged = statuses["ok"] + statuses["no_consensus"]
     if n:
-        interval = wilson_interval(matches, n)
+        interval = clopper_pearson(matches, n)
         low, high = _finite(interval[1]), _finite(interval[2])
         ci = None if low is None or high is None else (low, high)
     else:
         ci = None
     from hr_core import __version__
+
+    bias = None
+    if config.mode != "grade" and results:
+        found = position_bias([[(o.shown_verdict, o.verdict) for o in r.orders] for r in results],
+                              max(r.n_candidates for r in results))
+        bias = {k: _finite(v) if isinstance(v, float) else v
+                for k, v in position_bias_columns(found).items()}
 
     fields = {**config.to_dict(), "hash": config.hash}
     return JudgeValidation(
@@ -135,6 +147,7 @@ def compute_validation(
         kappa=_finite(cohen_kappa(pairs)) if n else None,
         confusion=dict(confusion),
         consistency=statuses["ok"] / judged if judged else None,
+        position_bias=bias,
         no_consensus=statuses["no_consensus"],
         parse_failures=statuses["parse_failure"],
         errors=statuses["error"],

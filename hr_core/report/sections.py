@@ -12,6 +12,7 @@ import pandas as pd
 
 from hr_core.accuracy import coverage_warnings
 from hr_core.failures import FAILURE_KINDS
+from hr_core.judge.position import position_bias_text
 from hr_core.report._format import compact, escape, figure, fmt, pick, table
 from hr_core.report.analysis import outcome_counts, paired_differences
 from hr_core.report.inputs import ReportInputs
@@ -292,6 +293,8 @@ def _validation(record: Mapping[str, Any], index: int) -> str:
                                   f"(95% {fmt(ci[0], 'pct')} – {fmt(ci[1], 'pct')})"),
         ("Cohen's kappa", fmt(record.get("kappa"))),
         ("consistency across orders", fmt(record.get("consistency"), "pct")),
+        *([("position bias", escape(position_bias_text(record["position_bias"])))]
+          if record.get("position_bias") else []),
         ("no consensus", fmt(record.get("no_consensus"))),
         ("parse failures", fmt(record.get("parse_failures"))),
         ("errors", fmt(record.get("errors"))),
@@ -368,7 +371,11 @@ def pairwise_section(inputs: ReportInputs) -> str:
                       "as judged in every presentation order (ties count half; pairs "
                       "without a unanimous verdict are left out and counted apart).")
     select = _select_table(selects) if selects else ""
-    return f"<p>Judge: {judge_text}</p>{fig}{html_table}{select}"
+    seen = {f" ({r.get('a')} vs {r.get('b')})" if "a" in r else "": r for r in all_rows
+            if "order_disagreements" in r}
+    bias = "".join(f'<p class="note">Position bias{escape(label)}: '
+                   f"{escape(position_bias_text(r))}.</p>" for label, r in seen.items())
+    return f"<p>Judge: {judge_text}</p>{fig}{html_table}{select}{bias}"
 
 
 def accuracy_section(inputs: ReportInputs) -> str:
