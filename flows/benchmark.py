@@ -67,7 +67,7 @@ def plan_from_spec(spec: BenchmarkSpec | str | os.PathLike[str], *, store: str |
     plan = plan_benchmark(
         spec.arms, spec.load_reference(), spec.build_scorer(), spec.runs, budget=spec.budget,
         concurrency=spec.concurrency, store=store or spec.store, name=name or spec.name,
-        resume=resume, fresh=fresh, chunk_size=spec.chunk_size,
+        resume=resume, fresh=fresh, chunk_size=spec.chunk_size, timeout_s=spec.timeout_s,
     )
     check_judge(plan, require_valid_judge or spec.require_valid_judge,
                 judge_store or spec.judge_store)
@@ -105,6 +105,7 @@ async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,
         for watcher in watchers:
             watcher.cancel()
         session.journal.flush()
+    session.check_journal()  # the store could not be written: stop here, say where and why
     rows = session.progress(final=True)
     if on_progress is not None:
         for row in rows:
@@ -175,6 +176,7 @@ def hr_benchmark(
     resume: bool = True,
     fresh: bool = False,
     chunk_size: int | None = None,
+    timeout_s: float | Mapping[str, float] | None = None,
     require_valid_judge: JudgePolicy = "warn",
     judge_store: str | os.PathLike[str] = "judges",
     on_progress: ProgressFn | None = None,
@@ -204,6 +206,10 @@ def hr_benchmark(
             ``False`` starts it over.
         fresh: a new run id (time-stamped) instead of the spec's, e.g. for schedules.
         chunk_size: runs per Prefect task (default 2000).
+        timeout_s: seconds each arm call may take (or arm name -> seconds, with
+            ``default`` for the arms not named): a call past it is an ``error`` run
+            ("timed out after N s") and the benchmark goes on; a sync arm's thread
+            is abandoned (a daemon: it never keeps the process alive).
         require_valid_judge: for a judge scorer without a valid validation record:
             ``"warn"``, ``"refuse"`` (raise ``SpecError`` naming differing fields) or
             ``"ignore"``. The status goes into the manifest.
@@ -243,6 +249,7 @@ def hr_benchmark(
         plan = plan_benchmark(
             arms, reference, scorer, runs, budget=budget, concurrency=concurrency,  # type: ignore[arg-type]
             store=store, name=name, resume=resume, fresh=fresh, chunk_size=chunk_size,
+            timeout_s=timeout_s,
         )
         check_judge(plan, require_valid_judge, judge_store)
     options: dict[str, Any] = {"flow_run_name": f"{plan.name}-{plan.run_id}"}

@@ -18,12 +18,15 @@ from hr_core.engine import (
 )
 from hr_core.engine.context import RunContext, current_run
 from hr_core.errors import (
+    CorruptRunError,
     HrError,
     HrTypeError,
     ReferenceDataError,
+    RunLockedError,
     RunNotFoundError,
     ScorerError,
     SpecError,
+    StoreWriteError,
 )
 from hr_core.failures import FAILURE_KINDS, FailureKind
 from hr_core.judge import (
@@ -131,6 +134,7 @@ __all__ = [
     "CachedModel",
     "ChatMessage",
     "ChatModel",
+    "CorruptRunError",
     "FAILURE_KINDS",
     "FailureKind",
     "HrError",
@@ -168,6 +172,7 @@ __all__ = [
     "ReportInputs",
     "ResponseCache",
     "RunContext",
+    "RunLockedError",
     "RunNotFoundError",
     "SCORERS",
     "SUMMARY_COLUMNS",
@@ -176,6 +181,7 @@ __all__ = [
     "ScorerError",
     "ScriptedModel",
     "SpecError",
+    "StoreWriteError",
     "TOO_FEW_ITEMS",
     "UnknownProviderError",
     "Usage",

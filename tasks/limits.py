@@ -187,6 +187,7 @@ class LimitedArm(Arm):
         super().__init__(arm.name, arm.fn, arm.spec, arm.llm)
         self.cache = arm.cache
         self.concurrency = arm.concurrency
+        self.timeout_s = arm.timeout_s
         self.providers = frozenset(providers)
 
     def model(self) -> Any:

@@ -102,7 +102,7 @@ class Arm:
     """
 
     __slots__ = ("_model", "cache", "concurrency", "fn", "is_async", "llm", "name", "runs",
-                 "spec")
+                 "spec", "timeout_s")
 
     def __init__(self, name: str, fn: Callable[..., Any] | None, spec: dict[str, Any],
                  llm: LLMArm | None = None, runs: int | None = None) -> None:
@@ -118,6 +118,7 @@ class Arm:
         self._model: Any = None
         self.cache: str | None = None
         self.concurrency = 16
+        self.timeout_s: float | None = None  # seconds per call (the benchmark's timeout_s)
 
     def model(self) -> Any:
         """The chat model of an LLM arm (resolved once, on first use)."""
@@ -179,6 +180,10 @@ def import_object(path: str) -> Any:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
         raise SpecError(f"import path {path!r}: cannot import {module_name!r} ({exc})") from None
+    except (Exception, SystemExit) as exc:  # the module's own code failed while importing
+        detail = " ".join(str(exc).split())[:300]
+        raise SpecError(f"import path {path!r}: importing {module_name!r} raised "
+                        f"{type(exc).__name__}" + (f": {detail}" if detail else "")) from None
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)

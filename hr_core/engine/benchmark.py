@@ -119,8 +119,11 @@ class Benchmark:
             if store.exists(REFERENCE):
                 import orjson
 
-                items = [Item(r["id"], r["payload"], r["label"]) for r in
-                         map(orjson.loads, store.read_bytes(REFERENCE).splitlines()) if r]
+                try:
+                    items = [Item(r["id"], r["payload"], r["label"]) for r in
+                             map(orjson.loads, store.read_bytes(REFERENCE).splitlines()) if r]
+                except (ValueError, TypeError, KeyError) as exc:
+                    raise store.corrupt_error(REFERENCE, exc) from None
                 self._reference = Reference(items, source=store.path(REFERENCE))
         return self._reference
 

@@ -38,8 +38,8 @@ class Budget(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_calls: int | None = Field(default=None, ge=0)
-    max_tokens: int | None = Field(default=None, ge=0)
+    max_calls: int | None = Field(default=None, ge=0, strict=True)
+    max_tokens: int | None = Field(default=None, ge=0, strict=True)
     max_cost_usd: float | None = Field(default=None, ge=0)
     max_seconds: float | None = Field(default=None, ge=0)
     per: Literal["arm", "benchmark"] = "arm"
@@ -89,6 +89,15 @@ class BudgetLedger:
         if budget.max_cost_usd is not None and account.cost_usd >= budget.max_cost_usd:
             return True
         return budget.max_seconds is not None and elapsed >= budget.max_seconds
+
+    @property
+    def deadline(self) -> float | None:
+        """When ``max_seconds`` runs out (``time.monotonic()``), or ``None``: calls still in
+        flight then are abandoned and their runs recorded as ``budget_stop``."""
+        budget = self.budget
+        if budget is None or budget.max_seconds is None:
+            return None
+        return self._started + budget.max_seconds
 
     def reserve(self, arm: str) -> bool:
         """Reserve one call for ``arm``; ``False`` once its budget is spent."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
 import os
 import threading
 from pathlib import Path
@@ -10,12 +12,51 @@ from typing import Any
 
 import orjson
 
-__all__ = ["FLUSH_INTERVAL_S", "Journal", "RunKey"]
+from hr_core.errors import CorruptRunError, StoreWriteError
+
+__all__ = ["FLUSH_INTERVAL_S", "Journal", "RunKey", "fallback_path", "write_error"]
 
 FLUSH_INTERVAL_S = 0.5
 """Seconds between flushes while a benchmark runs (the SPEC asks for at most ~1 s)."""
 
 RunKey = tuple[str, str, int]
+
+
+def write_error(path: str | os.PathLike[str], exc: OSError) -> StoreWriteError:
+    """A :class:`StoreWriteError` naming the path and the cause of a failed write.
+
+    Example:
+        >>> import errno
+        >>> str(write_error("r/x.parquet", OSError(errno.ENOSPC, "No space left on device")))
+        'cannot write r/x.parquet: No space left on device (errno 28)'
+    """
+    cause = exc.strerror or str(exc) or type(exc).__name__
+    code = f" (errno {exc.errno})" if exc.errno else ""
+    error = StoreWriteError(f"cannot write {os.fspath(path)}: {cause}{code}")
+    error.errno = exc.errno
+    return error
+
+
+def fallback_path(path: str | os.PathLike[str]) -> Path:
+    """Where a journal's records go when its own file cannot be written (read-only or
+    full store): ``$HR_JOURNAL_DIR`` (default ``~/.cache/hr/journal``), one file per
+    journal. The next run of the same benchmark reads it back and moves it home."""
+    digest = hashlib.sha256(os.path.abspath(os.fspath(path)).encode()).hexdigest()[:16]
+    base = os.environ.get("HR_JOURNAL_DIR") or Path.home() / ".cache" / "hr" / "journal"
+    return Path(base) / f"fallback-{digest}.jsonl"
+
+
+def _append(path: Path, records: list[dict[str, Any]] | bytes) -> None:
+    """Append records (or raw JSON lines) to ``path`` and fsync."""
+    with path.open("ab", buffering=1 << 16) as handle:
+        if isinstance(records, bytes):
+            handle.write(records)
+        else:
+            write, dumps, newline = handle.write, orjson.dumps, orjson.OPT_APPEND_NEWLINE
+            for record in records:
+                write(dumps(record, option=newline))
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 class Journal:
@@ -24,6 +65,12 @@ class Journal:
     A process killed mid-write leaves at most one partial last line: reading
     ignores it and the next writer cuts it off before appending. Reading keeps
     the first record of each ``(arm, item_id, run)``.
+
+    The first write that fails (read-only or full store) sets :attr:`error` (the
+    benchmark then starts no new call) and every record not written goes to the
+    :func:`fallback_path` instead (or stays in memory when that fails too);
+    :meth:`read` reads the fallback too and the next successful flush moves it
+    into the journal.
 
     Example:
         >>> import tempfile
@@ -35,19 +82,39 @@ class Journal:
         [('a', 'q1', 1)]
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, fallback: Path | None = None) -> None:
         self.path = Path(path)
+        self.fallback = fallback_path(self.path) if fallback is None else Path(fallback)
         self._buffer: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._repaired = False
+        self.error: StoreWriteError | None = None
+        """The first failed write (path and cause); ``None`` while every write worked."""
+        self.written = 0
+        """Records written to the journal itself by this process."""
+        self.kept: list[dict[str, Any]] = []
+        """Records that could be written neither to the journal nor to the fallback."""
+        self.in_fallback = 0
+        """Records this process wrote to the fallback journal."""
 
     def read(self) -> dict[RunKey, dict[str, Any]]:
-        """Every complete record, de-duplicated by ``(arm, item_id, run)``."""
-        if not self.path.exists():
-            return {}
+        """Every complete record (the fallback's after the journal's), de-duplicated
+        by ``(arm, item_id, run)``."""
         records: dict[RunKey, dict[str, Any]] = {}
-        data = self.path.read_bytes()
+        for path in (self.path, self.fallback):
+            if path.exists():
+                self._read_into(records, path)
+        return records
+
+    def clear(self) -> None:
+        """Delete the journal and its fallback (a run started over)."""
+        for path in (self.path, self.fallback):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+    def _read_into(self, records: dict[RunKey, dict[str, Any]], path: Path) -> None:
+        data = path.read_bytes()
         for line in data.split(b"\n"):
             if not line:
                 continue
@@ -55,9 +122,12 @@ class Journal:
                 record = orjson.loads(line)
             except orjson.JSONDecodeError:
                 continue  # a line cut short by a kill
-            key = (record["arm"], record["item_id"], record["run"])
-            records.setdefault(key, record)
-        return records
+            if not isinstance(record, dict):
+                raise _not_a_record(path, data, line)
+            arm, item_id, run = record.get("arm"), record.get("item_id"), record.get("run")
+            if not (isinstance(arm, str) and isinstance(item_id, str) and type(run) is int):
+                raise _not_a_record(path, data, line)
+            records.setdefault((arm, item_id, run), record)
 
     def append(self, record: dict[str, Any]) -> None:
         """Queue one record (not copied: do not change it); durable after the next :meth:`flush`."""
@@ -65,38 +135,77 @@ class Journal:
             self._buffer.append(record)
 
     def _repair(self) -> None:
-        """Cut a partial last line left by a killed writer."""
-        self._repaired = True
+        """Cut a partial last line left by a killed writer; take in a fallback journal."""
         if not self.path.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            return
-        with self.path.open("rb+") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            if size == 0:
-                return
-            handle.seek(size - 1)
-            if handle.read(1) == b"\n":
-                return
-            handle.seek(0)
-            data = handle.read()
-            handle.truncate(data.rfind(b"\n") + 1)
+        else:
+            with self.path.open("rb+") as handle:
+                size = handle.seek(0, os.SEEK_END)
+                if size > 0:
+                    handle.seek(size - 1)
+                    if handle.read(1) != b"\n":
+                        handle.seek(0)
+                        data = handle.read()
+                        handle.truncate(data.rfind(b"\n") + 1)
+        if self.fallback.exists():  # left by a run whose store could not be written
+            data = self.fallback.read_bytes()
+            _append(self.path, data[:data.rfind(b"\n") + 1])
+            self.fallback.unlink()
+        self._repaired = True
 
     def flush(self) -> int:
-        """Write and fsync the queued records; returns how many were written."""
+        """Write and fsync the queued records; returns how many were written.
+
+        A write that fails sets :attr:`error` and sends the records (these and
+        every later one) to the fallback journal; it raises nothing.
+        """
         with self._write_lock:
-            if not self._repaired:
-                self._repair()
             with self._lock:
                 buffer, self._buffer = self._buffer, []
-            if not buffer:
-                return 0
-            with self.path.open("ab", buffering=1 << 16) as handle:
-                write, dumps, newline = handle.write, orjson.dumps, orjson.OPT_APPEND_NEWLINE
-                for record in buffer:
-                    write(dumps(record, option=newline))
-                handle.flush()
-                os.fsync(handle.fileno())
-            return len(buffer)
+            if self.error is None:
+                try:
+                    if not self._repaired:
+                        self._repair()
+                    if buffer:
+                        _append(self.path, buffer)
+                        self.written += len(buffer)
+                    return len(buffer)
+                except OSError as exc:
+                    self.error = write_error(self.path, exc)
+            self._keep(buffer)
+            return 0
+
+    def _keep(self, buffer: list[dict[str, Any]]) -> None:
+        """Records the journal could not take: to the fallback file, else in memory."""
+        pending = self.kept + buffer
+        if not pending:
+            return
+        try:
+            self.fallback.parent.mkdir(parents=True, exist_ok=True)
+            _append(self.fallback, pending)
+        except OSError:
+            self.kept = pending
+            return
+        self.in_fallback += len(pending)
+        self.kept = []
+
+    def failure(self) -> StoreWriteError | None:
+        """The journal's write failure as the one message a user sees: the path and the
+        cause, where the finished runs are, and what to do; ``None`` without one."""
+        if self.error is None:
+            return None
+        where = [f"{self.written} finished run(s) of this invocation are in the journal"]
+        if self.in_fallback:
+            where.append(f"{self.in_fallback} more were kept in {self.fallback} (the next "
+                         "run reads them back)")
+        if self.kept:
+            where.append(f"{len(self.kept)} could not be saved anywhere and will be made "
+                         "again")
+        error = StoreWriteError(
+            f"{self.error}; the run stopped at once: {'; '.join(where)}. Make the store "
+            "writable (or free space) and run the benchmark again to resume")
+        error.errno = self.error.errno
+        return error
 
     async def flush_every(self, interval: float = FLUSH_INTERVAL_S) -> None:
         """Flush in a worker thread every ``interval`` seconds until cancelled."""
@@ -104,3 +213,11 @@ class Journal:
             await asyncio.sleep(interval)
             if self._buffer:
                 await asyncio.to_thread(self.flush)
+
+
+def _not_a_record(path: Path, data: bytes, line: bytes) -> CorruptRunError:
+    number = data[:data.index(line)].count(b"\n") + 1
+    shown = line[:80].decode("utf-8", "replace") + ("..." if len(line) > 80 else "")
+    return CorruptRunError(
+        f"{path}, line {number}: not a run record ({shown}); delete that line (its run is "
+        "made again) and run the benchmark again (`hr run SPEC.yaml`)")

@@ -39,19 +39,27 @@ def has_label(label: Any) -> bool:
     return label is not None and not is_missing(label)
 
 
+def _never() -> bool:
+    return False
+
+
 class ChunkContext:
     """What the chunks of one benchmark invocation share (all in one event loop).
 
-    ``record`` is called with every finished run's record (journal, progress).
+    ``record`` is called with every finished run's record (journal, progress);
+    ``halted()`` is checked before every new call: once it is true (the journal
+    cannot be written, the user interrupted) no new call starts.
     """
 
     def __init__(self, scorer: Scorer, ledger: BudgetLedger, executor: Executor,
-                 concurrency: int, record: Callable[[dict[str, Any]], None]) -> None:
+                 concurrency: int, record: Callable[[dict[str, Any]], None],
+                 halted: Callable[[], bool] = _never) -> None:
         self.scorer = scorer
         self.ledger = ledger
         self.executor = executor
         self.concurrency = concurrency
         self.record = record
+        self.halted = halted
         self.scorer_errors: list[str] = []
         self.scorer_is_async = scorer.is_async
         self._semaphores: dict[str, asyncio.Semaphore] = {}
@@ -60,12 +68,6 @@ class ChunkContext:
         if arm not in self._semaphores:
             self._semaphores[arm] = asyncio.Semaphore(self.concurrency)
         return self._semaphores[arm]
-
-
-def _timed(fn: Callable[..., Any] | None, payload: Any) -> tuple[Any, float]:
-    assert fn is not None
-    start = time.perf_counter()
-    return fn(payload), time.perf_counter() - start
 
 
 def _usage(output: Any) -> tuple[int | None, int | None, float | None]:
@@ -139,8 +141,74 @@ async def score_record(record: dict[str, Any], item: Item, output: Any, scorer: 
     record.pop("raw", None)
 
 
-async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> dict[str, Any]:
+class _OutOfTime(Exception):
+    """The budget's ``max_seconds`` ran out while the call was in flight."""
+
+
+def _consume(task: asyncio.Future[Any]) -> None:
+    """Retrieve an abandoned call's outcome (no "exception was never retrieved" noise)."""
+    if not task.cancelled():
+        task.exception()
+
+
+async def _bounded(call: asyncio.Future[Any], limit: float, timed_out: bool,
+                   executor: Executor) -> Any:
+    """Wait for ``call`` at most ``limit`` s; then abandon it (a thread cannot be stopped:
+    it is left to finish on its own, a daemon) and raise."""
+    done, _ = await asyncio.wait((call,), timeout=max(limit, 0.0))
+    if not done:
+        call.cancel()
+        call.add_done_callback(_consume)
+        abandon = getattr(executor, "abandon", None)
+        if abandon is not None and not isinstance(call, asyncio.Task):
+            abandon()
+        raise TimeoutError if timed_out else _OutOfTime
+    return call.result()
+
+
+def _timed(fn: Callable[..., Any] | None, payload: Any) -> tuple[Any, float]:
+    assert fn is not None
+    start = time.perf_counter()
+    return fn(payload), time.perf_counter() - start
+
+
+async def _call_arm(arm: Arm, item: Item, run: int, ctx: ChunkContext
+                    ) -> tuple[Any, float | None]:
+    """Call the arm once: its output and, for a sync arm, the time spent in its thread.
+
+    Past its ``timeout_s`` (or the budget's time) the call is abandoned."""
+    timeout = arm.timeout_s
+    deadline = ctx.ledger.deadline
+    limit, timed_out = timeout, True
+    if deadline is not None:
+        left = deadline - time.monotonic()
+        if limit is None or left < limit:
+            limit, timed_out = left, False
+    loop = asyncio.get_running_loop()
+    if arm.is_async or arm.llm is not None:
+        coro = (arm.fn(item.payload) if arm.is_async  # type: ignore[misc]
+                else arm.acall_llm(item.payload, run))
+        if limit is None:
+            return await coro, None
+        return await _bounded(asyncio.ensure_future(coro), limit, timed_out, ctx.executor), None
+    call = loop.run_in_executor(ctx.executor, contextvars.copy_context().run,
+                                _timed, arm.fn, item.payload)
+    if limit is None:
+        output, latency = await call
+    else:
+        output, latency = await _bounded(call, limit, timed_out, ctx.executor)
+    if inspect.isawaitable(output):  # a sync callable handing back a coroutine
+        return await output, None
+    return output, latency
+
+
+async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> dict[str, Any] | None:
     """Call one arm on one item and score the output.
+
+    Anything the arm raises, ``SystemExit`` and ``KeyboardInterrupt`` included, is
+    the run's ``error``; so is a call past the arm's ``timeout_s`` ("timed out
+    after N s"). ``None`` when the budget's ``max_seconds`` ran out during the
+    call: the run is not done (a ``budget_stop`` row).
 
     While the arm runs, ``hr_core.current_run()`` gives its :class:`RunContext`
     (sync arms get a copy of the context in the thread pool).
@@ -149,25 +217,20 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> dict[str
     output: Any = None
     token = _CURRENT_RUN.set(RunContext(arm.name, item.id, run))
     start = time.perf_counter()
+    latency: float | None = None
     try:
-        if arm.is_async:
-            output = await arm.fn(item.payload)  # type: ignore[misc]
-            latency = time.perf_counter() - start
-        elif arm.llm is not None:
-            output = await arm.acall_llm(item.payload, run)
-            latency = time.perf_counter() - start
-        else:
-            loop = asyncio.get_running_loop()
-            output, latency = await loop.run_in_executor(
-                ctx.executor, contextvars.copy_context().run, _timed, arm.fn, item.payload
-            )
-            if inspect.isawaitable(output):  # a sync callable handing back a coroutine
-                output = await output
-                latency = time.perf_counter() - start
-    except Exception as exc:  # an arm that raises is a row, not a crash
-        latency = time.perf_counter() - start
-        error = f"{type(exc).__name__}: {exc}"
+        output, latency = await _call_arm(arm, item, run, ctx)
+    except asyncio.CancelledError:
+        raise  # the benchmark itself is being stopped
+    except _OutOfTime:
+        return None
+    except TimeoutError:
+        error = f"timed out after {arm.timeout_s:g} s"
+    except BaseException as exc:  # an arm that raises (or exits) is a row, not a crash
+        error = f"{type(exc).__name__}: {exc}".rstrip(": ")
     finally:
+        if latency is None:
+            latency = time.perf_counter() - start
         _CURRENT_RUN.reset(token)
     record: dict[str, Any] = {
         "arm": arm.name, "item_id": item.id, "run": run, "output": None, "correct": None,
@@ -192,7 +255,19 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> dict[str
             if isinstance(message, str):
                 record["error"] = message
     await score_record(record, item, output, ctx.scorer, ctx.scorer_errors, ctx.scorer_is_async)
+    if (record["failure_kind"] == "parse_failure" and record["error"] is None
+            and record["output"] is None and output is not None):
+        record["error"] = _no_text(output)
     return record
+
+
+def _no_text(output: Any) -> str | None:
+    """Why an output that is not ``None`` has no answer text (bytes, a set, an object)."""
+    if isinstance(output, Mapping | int | float) or any(
+            hasattr(output, name) for name in ("answer", "text")):
+        return None  # a mapping/ArmResult with an empty answer: an ordinary parse failure
+    return (f"the arm returned {type(output).__name__}, which has no answer text (return a "
+            "str, a mapping with 'answer' or 'text', or an ArmResult)")
 
 
 async def run_chunk(arm: Arm, work: Sequence[tuple[Item, int]],
@@ -212,12 +287,16 @@ async def run_chunk(arm: Arm, work: Sequence[tuple[Item, int]],
     semaphore = ctx.semaphore(arm.name)
     ledger = ctx.ledger
 
+    halted = ctx.halted
+
     async def worker() -> None:
         for count, (item, run) in enumerate(pending, start=1):
             async with semaphore:
-                if not ledger.reserve(arm.name):
+                if halted() or not ledger.reserve(arm.name):
                     return
                 record = await run_one(arm, item, run, ctx)
+            if record is None:
+                return
             records.append(record)
             ctx.record(record)
             if count % _YIELD_EVERY == 0:

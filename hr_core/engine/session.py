@@ -7,10 +7,10 @@ Prefect task per chunk; :meth:`BenchmarkSession.run` drives it with plain asynci
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import warnings
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -20,9 +20,11 @@ import pandas as pd
 from pydantic import ValidationError
 
 from hr_core._checks import path_arg, positive_int
+from hr_core.engine._threads import DaemonPool
 from hr_core.engine.arms import Arm, normalise_arms
 from hr_core.engine.benchmark import Benchmark, runs_frame
 from hr_core.engine.budget import Budget, BudgetLedger
+from hr_core.engine.interrupt import register, stop_requested, unregister
 from hr_core.engine.journal import FLUSH_INTERVAL_S, RunKey
 from hr_core.engine.runner import ChunkContext, run_chunk, score_record, stopped_record
 from hr_core.engine.store import (
@@ -75,6 +77,7 @@ class BenchmarkPlan:
     chunk_size: int
     judge: dict[str, Any] | None = None
     spec: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float | dict[str, float] | None = None
 
     def runs_of(self, arm: str) -> int:
         """Runs per item of one arm: its own ``runs``, else the benchmark's."""
@@ -100,6 +103,48 @@ def _budget(value: Any) -> Budget:
                         "max_tokens, max_cost_usd, max_seconds, per)") from None
 
 
+def _seconds(where: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise SpecError(f"{where} must be a positive number of seconds, not {value!r}")
+    return float(value)
+
+
+def _timeouts(value: Any, arms: Mapping[str, Arm]) -> float | dict[str, float] | None:
+    """Set each arm's ``timeout_s`` from the benchmark's: seconds for every arm, or a
+    mapping of arm name to seconds (``default``: the arms not named)."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        seconds = _seconds("timeout_s", value)
+        for arm in arms.values():
+            arm.timeout_s = seconds
+        return seconds
+    given = {str(k): _seconds(f"timeout_s[{k!r}]", v) for k, v in value.items()}
+    unknown = sorted(set(given) - set(arms) - {"default"})
+    if unknown:
+        raise SpecError(f"timeout_s names no arm {unknown[0]!r} (arms: {', '.join(arms)}; "
+                        "'default' for the others)")
+    for name, arm in arms.items():
+        arm.timeout_s = given.get(name, given.get("default"))
+    return given
+
+
+def _check_api_keys(arms: Mapping[str, Arm]) -> None:
+    """An LLM arm whose API key variable is unset: an error (openai:) or a warning."""
+    from hr_core.errors import HrError
+    from hr_core.models.openai_client import check_api_key
+
+    for name, arm in arms.items():
+        if arm.llm is None:
+            continue
+        provider, _, model = arm.llm.model.partition(":")
+        if provider in ("openai", "openai-compatible"):
+            try:
+                check_api_key(provider, model, arm.llm.api_key_env)
+            except HrError as exc:
+                raise SpecError(f"arm {name!r}: {exc}") from None
+
+
 def _scorer_identity(scorer: Scorer) -> tuple[str, str | None]:
     judge = getattr(scorer, "judge", None)
     return scorer.name, None if judge is None else str(getattr(judge, "hash", judge))
@@ -118,8 +163,13 @@ def plan_benchmark(
     resume: bool = True,
     fresh: bool = False,
     chunk_size: int | None = None,
+    timeout_s: float | Mapping[str, float] | None = None,
 ) -> BenchmarkPlan:
     """Resolve and check a benchmark's inputs; derive its run id from the spec.
+
+    ``timeout_s`` (seconds, or arm name -> seconds with ``default`` for the others)
+    bounds each arm call: a call past it is an ``error`` run ("timed out after N s").
+    Like the budget, it is not part of the run id.
 
     Example:
         >>> plan = plan_benchmark({"echo": str}, [{"id": "q1", "label": "x"}], store="/tmp/r")
@@ -143,6 +193,8 @@ def plan_benchmark(
     if chunk_size is not None:
         positive_int("benchmark", "chunk_size", chunk_size)
     store = path_arg("benchmark", "store", store)
+    _check_api_keys(normalised)
+    timeouts = _timeouts(timeout_s, normalised)
     for arm in normalised.values():
         arm.concurrency = concurrency
         if arm.llm is not None and "://" not in str(store):
@@ -164,7 +216,7 @@ def plan_benchmark(
         run_id=fresh_run_id() if fresh else run_id_for(spec), resume=resume,
         chunk_size=chunk_size or DEFAULT_CHUNK_SIZE,
         judge=None if judge_hash is None else {"hash": judge_hash, "validation": None},
-        spec=spec,
+        spec=spec, timeout_s=timeouts,
     )
 
 
@@ -194,7 +246,7 @@ class BenchmarkSession:
         self.timings: dict[str, float] = {}
         self._opened = False
         self._ctx: ChunkContext | None = None
-        self._executor: ThreadPoolExecutor | None = None
+        self._executor: DaemonPool | None = None
 
     # -- opening: resume from the journal, plan the chunks -------------------------------
 
@@ -203,8 +255,8 @@ class BenchmarkSession:
         plan = self.plan
         if plan.resume:
             self.done = {k: r for k, r in self.journal.read().items() if k[0] in plan.arms}
-        elif self.journal.path.exists():
-            self.journal.path.unlink()
+        else:
+            self.journal.clear()
         self.ledger = BudgetLedger(plan.budget, plan.arms)
         for (arm, _, _), record in self.done.items():
             self.ledger.count_done(arm, record.get("tokens_in"), record.get("tokens_out"),
@@ -218,12 +270,37 @@ class BenchmarkSession:
             ]
             for start in range(0, len(work), plan.chunk_size):
                 self.chunks.append((name, work[start:start + plan.chunk_size]))
-        self._executor = ThreadPoolExecutor(max_workers=min(plan.concurrency, 64),
-                                            thread_name_prefix="hr-arm")
+        self._executor = DaemonPool(min(plan.concurrency, 64), thread_name_prefix="hr-arm")
         self._ctx = ChunkContext(plan.scorer, self.ledger, self._executor, plan.concurrency,
-                                 self._record)
+                                 self._record, self.halted)
         self._opened = True
         self.store.write_manifest(self.manifest("running"))
+        register(self)
+
+    def interrupt(self) -> str:
+        """The user interrupted (any thread): flush the journal, mark the manifest
+        ``interrupted``; returns a line saying what was kept and how to resume."""
+        self.journal.flush()
+        with contextlib.suppress(OSError):
+            self.store.write_manifest(self.manifest("interrupted"))
+        failure = self.journal.failure()
+        if failure is not None:
+            return str(failure)
+        return (f"{len(self.done)} finished run(s) of {self.total * len(self.plan.arms)} are "
+                f"journaled in {self.store.run_dir}; run the same benchmark again to resume")
+
+    def check_journal(self) -> None:
+        """Raise the journal's write failure (one message: path, cause, where the finished
+        runs are), after writing what it can and a ``failed`` manifest."""
+        failure = self.journal.failure()
+        if failure is None:
+            return
+        unregister(self)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+        with contextlib.suppress(OSError):
+            self.store.write_manifest(self.manifest("failed", error=str(failure)))
+        raise failure
 
     def _count(self, record: dict[str, Any]) -> None:
         counts = self._progress[record["arm"]]
@@ -235,6 +312,11 @@ class BenchmarkSession:
         self.done[(record["arm"], record["item_id"], record["run"])] = record
         self.journal.append(record)
         self._count(record)
+
+    def halted(self) -> bool:
+        """Whether no new call may start: the journal cannot be written, or the user
+        interrupted (:func:`hr_core.engine.interrupt.request_stop`)."""
+        return self.journal.error is not None or stop_requested()
 
     @property
     def opened(self) -> bool:
@@ -309,6 +391,7 @@ class BenchmarkSession:
             for helper in helpers:
                 helper.cancel()
             self.journal.flush()
+        self.check_journal()
         if on_progress is not None:
             for row in self.progress(final=True):
                 on_progress(*row)
@@ -333,6 +416,7 @@ class BenchmarkSession:
             "runs": plan.runs, "arm_runs": plan.arm_runs,
             "budget": None if plan.budget is None else
             plan.budget.model_dump(mode="json"), "concurrency": plan.concurrency,
+            "timeout_s": plan.timeout_s,
             "version": __version__, "versions": package_versions(), "git_commit": git_commit(),
             "flow_run_id": self.flow_run_id, "started_at": self.started_at,
             "ended_at": None if status == "running" else utc_now(), **extra,
@@ -357,6 +441,7 @@ class BenchmarkSession:
 
         A broken scorer writes a ``failed`` manifest and raises :class:`ScorerError`.
         """
+        unregister(self)
         if self._executor is not None:
             self._executor.shutdown(wait=False)
         errors = self._ctx.scorer_errors if self._ctx is not None else []

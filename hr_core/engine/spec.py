@@ -7,7 +7,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    ValidationError,
+    field_validator,
+)
 
 from hr_core._yaml import line_of, read_yaml_mapping
 from hr_core.engine.arms import ArmEntry, LLMArm, import_object
@@ -50,6 +57,8 @@ class BenchmarkSpec(BaseModel):
     ``includes``, ``pattern``, ``numeric``, ``choice``, ``json_field``), the same
     with options (``{f1: {threshold: 0.8}}``), an import path to a ``Scorer`` or a
     function ``fn(item, output, label)``, or ``{judge: {...}}``.
+    ``timeout_s`` bounds each arm call: seconds for every arm, or a mapping of arm
+    name to seconds (``default`` for the arms not named).
     Relative paths (the reference) are read relative to the spec file.
 
     Example:
@@ -66,11 +75,12 @@ class BenchmarkSpec(BaseModel):
     reference: str | ReferenceSpec
     arms: dict[str, str | LLMArm | ArmEntry] = Field(min_length=1)
     scorer: str | dict[str, Any] = "exact"
-    runs: int = Field(default=1, ge=1)
+    runs: int = Field(default=1, ge=1, strict=True)  # strict: `runs: true` is not a count
     budget: Budget | None = None
-    concurrency: int = Field(default=16, ge=1)
+    concurrency: int = Field(default=16, ge=1, strict=True)
+    timeout_s: PositiveFloat | dict[str, PositiveFloat] | None = None
     store: str = "results"
-    chunk_size: int | None = Field(default=None, ge=1)
+    chunk_size: int | None = Field(default=None, ge=1, strict=True)
     require_valid_judge: Literal["warn", "refuse", "ignore"] = "warn"
     judge_store: str = "judges"
     base_dir: str | None = Field(default=None, exclude=True)
@@ -137,7 +147,8 @@ class BenchmarkSpec(BaseModel):
 def _field(loc: tuple[Any, ...]) -> str:
     # pydantic adds the member of a union it tried ("str", "LLMArm", ...): keep field names
     parts = [str(p) for p in loc if not (isinstance(p, str) and (p[:1].isupper() or p in (
-        "str", "int", "dict[str,any]")))]
+        "str", "int", "float", "dict[str,any]", "constrained-float",
+        "dict[str,constrained-float]")))]
     return ".".join(parts) or "(top level)"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -9,7 +10,7 @@ import platform
 import secrets
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
@@ -19,9 +20,11 @@ from typing import Any
 import fsspec
 import pandas as pd
 
-from hr_core.engine.journal import Journal
+from hr_core.engine.journal import Journal, write_error
+from hr_core.errors import CorruptRunError
 
-__all__ = ["RunStore", "git_commit", "package_versions", "run_id_for", "utc_now"]
+__all__ = ["RunStore", "git_commit", "package_versions", "rerun_hint", "run_id_for",
+           "utc_now"]
 
 MANIFEST = "manifest.json"
 RUNS = "runs.parquet"
@@ -101,6 +104,12 @@ def _is_local(url: str) -> bool:
     return "://" not in url or url.startswith("file://")
 
 
+def rerun_hint() -> str:
+    """The fix for damaged or missing results: the journal rebuilds them."""
+    return ("run the benchmark again (`hr run SPEC.yaml`, or the same hr_benchmark call): "
+            "it resumes from the journal and rewrites the results")
+
+
 class RunStore:
     """Where one benchmark run lives: ``<store>/<name>/<run_id>/`` (local or fsspec URL).
 
@@ -147,29 +156,38 @@ class RunStore:
     def _ensure_dir(self) -> None:
         self.fs.makedirs(self._root, exist_ok=True)
 
-    def write_text(self, filename: str, text: str) -> None:
-        """Write a text file atomically where the filesystem allows it."""
-        self._ensure_dir()
+    def _write(self, filename: str, write: Callable[[Any], None]) -> None:
+        """Write a file atomically where the filesystem allows it (a temporary name, then a
+        rename: a kill never leaves a truncated file); failures name the path."""
         target = self.path(filename)
-        if _is_local(self.run_dir):
-            tmp = Path(target + ".tmp")
-            tmp.write_text(text, encoding="utf-8")
+        if not _is_local(self.run_dir):  # object stores: a put is atomic
+            self._ensure_dir()
+            with self.fs.open(target, "wb") as handle:
+                write(handle)
+            return
+        tmp = f"{target}.{os.getpid()}.tmp"
+        try:
+            self._ensure_dir()
+            with open(tmp, "wb") as handle:
+                write(handle)
             os.replace(tmp, target)
-        else:
-            with self.fs.open(target, "w", encoding="utf-8") as handle:
-                handle.write(text)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise write_error(target, exc) from None
+
+    def write_text(self, filename: str, text: str) -> None:
+        """Write a text file (UTF-8) atomically."""
+        data = text.encode("utf-8")
+        self._write(filename, lambda handle: handle.write(data))
 
     def write_bytes(self, filename: str, data: bytes) -> None:
-        self._ensure_dir()
-        with self.fs.open(self.path(filename), "wb") as handle:
-            handle.write(data)
+        """Write a file atomically."""
+        self._write(filename, lambda handle: handle.write(data))
 
     def write_lines(self, filename: str, lines: Iterable[bytes]) -> None:
-        """Write lines one by one (each ``bytes`` already ends with a newline)."""
-        self._ensure_dir()
-        with self.fs.open(self.path(filename), "wb") as handle:
-            for line in lines:
-                handle.write(line)
+        """Write lines one by one (each ``bytes`` already ends with a newline), atomically."""
+        self._write(filename, lambda handle: handle.writelines(lines))
 
     def read_bytes(self, filename: str) -> bytes:
         with self.fs.open(self.path(filename), "rb") as handle:
@@ -183,20 +201,38 @@ class RunStore:
         self.write_text(MANIFEST, json.dumps(manifest, indent=2, sort_keys=True, default=str))
 
     def read_manifest(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads(self.read_text(MANIFEST))
+        """The manifest; :class:`CorruptRunError` (naming it and the fix) when damaged."""
+        try:
+            data = json.loads(self.read_text(MANIFEST))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise self.corrupt_error(MANIFEST, exc) from None
+        if not isinstance(data, dict):
+            raise self.corrupt_error(MANIFEST, ValueError(f"a JSON {type(data).__name__}, "
+                                                     "not an object"))
         return data
 
+    def corrupt_error(self, filename: str, exc: Exception) -> CorruptRunError:
+        """A :class:`CorruptRunError` naming the file of this run, the cause and the fix."""
+        detail = " ".join(str(exc).split())[:200] or type(exc).__name__
+        return CorruptRunError(f"{self.run_dir}/{filename} is corrupt or truncated "
+                               f"({type(exc).__name__}: {detail}); {rerun_hint()}")
+
     def write_frame(self, filename: str, frame: pd.DataFrame) -> None:
-        self._ensure_dir()
+        """Write a table as Parquet (or CSV for ``*.csv``), atomically."""
         if filename.endswith(".csv"):
             self.write_text(filename, frame.to_csv(index=False))
             return
-        with self.fs.open(self.path(filename), "wb") as handle:
-            frame.to_parquet(handle, index=False)
+        self._write(filename, lambda handle: frame.to_parquet(handle, index=False))
 
     def read_frame(self, filename: str) -> pd.DataFrame:
+        """A Parquet table; :class:`CorruptRunError` (naming it and the fix) when damaged."""
         with self.fs.open(self.path(filename), "rb") as handle:
-            return pd.read_parquet(handle)
+            try:
+                return pd.read_parquet(handle)
+            except FileNotFoundError:
+                raise
+            except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+                raise self.corrupt_error(filename, exc) from None
 
     def copy_journal(self) -> None:
         """Copy a local journal next to the results of a remote store."""

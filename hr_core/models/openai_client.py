@@ -20,6 +20,7 @@ import json
 import os
 import random
 import time
+import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,9 +29,40 @@ from typing import Any
 from hr_core.models.base import ChatMessage, ModelCallError, ModelConfigError, ModelReply
 from hr_core.results import Usage
 
-__all__ = ["OpenAIChatModel", "Price", "find_price"]
+__all__ = ["OpenAIChatModel", "Price", "check_api_key", "find_price"]
 
 Sleep = Callable[[float], Awaitable[Any]]
+
+
+def check_api_key(provider: str, name: str, api_key_env: str | None,
+                  api_key: str | None = None) -> None:
+    """Say when the API key variable is not set, before any request is sent.
+
+    ``openai:`` needs a key: :class:`ModelConfigError` naming the variable.
+    ``openai-compatible:`` servers may need none, so a named variable that is unset
+    is a warning (the request would otherwise go out as ``Bearer no-key`` silently).
+
+    Example:
+        >>> check_api_key("openai-compatible", "llama3", None)  # no variable named: fine
+    """
+    if api_key:
+        return
+    variable = api_key_env or ("OPENAI_API_KEY" if provider == "openai" else None)
+    if variable is None or os.environ.get(variable):
+        return
+    if provider == "openai":
+        raise ModelConfigError(
+            f"openai:{name} needs an API key: set the environment variable {variable} "
+            "(it is not set) or name another with api_key_env")
+    if (provider, name, variable) in _WARNED:
+        return
+    _WARNED.add((provider, name, variable))
+    warnings.warn(f"{provider}:{name}: api_key_env names {variable}, which is not set; "
+                  "requests go without a key (fine for a server that needs none)",
+                  stacklevel=3)
+
+
+_WARNED: set[tuple[str, str, str]] = set()
 
 
 @dataclass(frozen=True)
@@ -185,11 +217,7 @@ class OpenAIChatModel:
         self._sleep: Sleep = sleep or asyncio.sleep
         self._key = _Secret(api_key) if api_key else None
         self._key_env = api_key_env or ("OPENAI_API_KEY" if api_key is None else None)
-        if provider == "openai" and self._key is None and not os.environ.get(self._key_env or ""):
-            raise ModelConfigError(
-                f"openai:{name} needs an API key: set the environment variable "
-                f"{self._key_env} or pass api_key / api_key_env"
-            )
+        check_api_key(provider, name, api_key_env, api_key)
         self.structured_output = True
         self.stats = {"calls": 0, "attempts": 0, "retries": 0, "failed": 0, "fallbacks": 0}
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (

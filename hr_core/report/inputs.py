@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from hr_core.engine.store import rerun_hint
 from hr_core.errors import HrError
 from hr_core.report.items import ItemText, item_texts
 
@@ -127,7 +128,8 @@ def _read_frame(run_dir: Path, stem: str) -> pd.DataFrame | None:
             try:
                 return reader(path)
             except (OSError, ValueError) as exc:
-                raise ReportError(f"{path}: cannot be read ({exc})") from exc
+                raise ReportError(f"{path} is corrupt or truncated ({type(exc).__name__}: "
+                                  f"{exc}); {rerun_hint()}") from exc
     return None
 
 
@@ -179,7 +181,8 @@ def load_report_inputs(run_dir: str | Path) -> ReportInputs:
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise ReportError(f"{manifest_path}: not valid JSON ({exc})") from exc
+        raise ReportError(f"{manifest_path} is corrupt or truncated (not valid JSON: {exc}); "
+                          f"{rerun_hint()}") from exc
     runs = _read_frame(folder, "runs")
     if runs is None:
         raise ReportError(f"{folder}: no runs.parquet; the run has not finished writing")

@@ -1,0 +1,279 @@
+"""Faults inside one process: unwritable stores, hostile arms, hanging calls, damaged files.
+
+Read-only and full stores are real: a tmpfs (or loop-mounted) file system,
+remounted read-only or filled up while the benchmark runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pandas as pd
+import pytest
+from fault_support import mounted, remount
+
+from hr_core import Benchmark, CorruptRunError, StoreWriteError
+from hr_core.engine.journal import Journal
+from hr_core.engine.session import BenchmarkSession, plan_benchmark
+from hr_core.engine.store import RUNS, RunStore
+
+N = 1500
+
+
+def _items(n: int = N) -> list[dict[str, Any]]:
+    return [{"id": f"i{k}", "n": k, "label": f"a{k}"} for k in range(n)]
+
+
+class CountingArm:
+    """An async arm that logs each call; ``on_call(count)`` runs before it answers."""
+
+    def __init__(self, on_call: Any = None, delay: float = 0.01) -> None:
+        self.calls: list[int] = []
+        self.on_call = on_call
+        self.delay = delay
+
+    async def __call__(self, payload: dict[str, Any]) -> str:
+        self.calls.append(payload["n"])
+        if self.on_call is not None:
+            self.on_call(len(self.calls))
+        await asyncio.sleep(self.delay)
+        return f"a{payload['n']}"
+
+
+@pytest.fixture(autouse=True)
+def _fallback_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "fallback"
+    monkeypatch.setenv("HR_JOURNAL_DIR", str(folder))
+    return folder
+
+
+def _run(arm: Any, store: Path, n: int = N, **options: Any) -> Any:
+    plan = plan_benchmark({"arm": arm}, _items(n), store=str(store), name="faults",
+                          concurrency=4, **options)
+    return BenchmarkSession(plan).run_sync()
+
+
+# -- 1. store write failures stop the run at once ---------------------------------------
+
+
+def _check_stopped_then_resumed(store: Path, first: CountingArm, stopped_at: int,
+                                error: StoreWriteError, cause: str) -> None:
+    journal_path = next(store.glob("faults/*/journal.jsonl"))
+    message = str(error)
+    assert f"cannot write {journal_path}: {cause}" in message
+    assert "run the benchmark again to resume" in message
+    # before: every one of the N runs was called, and the failure came at the end
+    assert len(first.calls) < stopped_at + 600, len(first.calls)
+    journal = Journal(journal_path)
+    assert journal.fallback.exists() and str(journal.fallback) in message
+    kept = journal.read()
+    assert len(kept) == len(first.calls)  # every finished run is in the journal or fallback
+
+
+def test_a_store_made_read_only_mid_run_stops_new_calls_and_keeps_finished_runs(
+        tmp_path: Path) -> None:
+    with mounted(tmp_path / "store", "16m") as store:
+        first = CountingArm(lambda count: count == 200 and remount(store, "ro"))
+        with pytest.raises(StoreWriteError) as caught:
+            _run(first, store)
+        _check_stopped_then_resumed(store, first, 200, caught.value, "Read-only file system")
+        remount(store, "rw")
+        second = CountingArm()
+        bench = _run(second, store)
+        assert not set(first.calls) & set(second.calls)  # nothing finished is made again
+        assert sorted(first.calls + second.calls) == list(range(N))
+        assert bench.runs["correct"].all() and len(bench.runs) == N
+        assert not Journal(next(store.glob("faults/*/journal.jsonl"))).fallback.exists()
+
+
+def test_a_full_store_stops_new_calls_and_names_the_journal_and_the_cause(
+        tmp_path: Path) -> None:
+    with mounted(tmp_path / "store", "192k") as store:
+        first = CountingArm()
+        with pytest.raises(StoreWriteError) as caught:
+            _run(first, store, n=4000)
+        assert len(first.calls) < 4000
+        journal_path = next(store.glob("faults/*/journal.jsonl"))
+        assert f"cannot write {journal_path}: No space left on device" in str(caught.value)
+        journal = Journal(journal_path)
+        assert len(journal.read()) == len(first.calls)
+        assert str(journal.fallback) in str(caught.value)
+
+
+def test_final_results_that_cannot_be_written_name_the_file_and_keep_the_old_one(
+        tmp_path: Path) -> None:
+    with mounted(tmp_path / "store", "1m") as store:
+        run_store = RunStore(store, "faults", "abc")
+        small = pd.DataFrame({"x": [1, 2, 3]})
+        run_store.write_frame(RUNS, small)
+        big = pd.DataFrame({"x": [os.urandom(64).hex() for _ in range(40_000)]})
+        with pytest.raises(StoreWriteError, match=r"cannot write .*/faults/abc/runs\.parquet: "
+                                                  "No space left on device"):
+            run_store.write_frame(RUNS, big)
+        pd.testing.assert_frame_equal(run_store.read_frame(RUNS), small)  # never truncated
+        assert [p.name for p in (store / "faults" / "abc").iterdir()] == [RUNS]
+
+
+# -- 2. an arm's SystemExit / KeyboardInterrupt / BaseException is its run's error -------
+
+
+class Hostile(BaseException):
+    pass
+
+
+def _exits(payload: dict[str, Any]) -> str:  # a sync arm: runs in a thread
+    if payload["n"] == 3:
+        sys.exit(3)
+    return f"a{payload['n']}"
+
+
+async def _interrupts(payload: dict[str, Any]) -> str:
+    if payload["n"] == 4:
+        raise KeyboardInterrupt
+    if payload["n"] == 5:
+        raise Hostile("not an Exception")
+    return f"a{payload['n']}"
+
+
+def test_an_arm_that_exits_or_raises_keyboard_interrupt_is_an_error_row(tmp_path: Path) -> None:
+    plan = plan_benchmark({"exits": _exits, "interrupts": _interrupts,
+                           "good": lambda p: f"a{p['n']}"}, _items(10), store=str(tmp_path))
+    bench = BenchmarkSession(plan).run_sync()
+    errors = bench.runs.dropna(subset=["error"]).set_index(["arm", "item_id"])["error"]
+    assert errors.to_dict() == {("exits", "i3"): "SystemExit: 3",
+                                ("interrupts", "i4"): "KeyboardInterrupt",
+                                ("interrupts", "i5"): "Hostile: not an Exception"}
+    assert bench.summary().set_index("arm")["error"].to_dict() == {
+        "exits": 1, "interrupts": 2, "good": 0}
+    assert len(Journal(Path(bench.run_dir) / "journal.jsonl").read()) == 30
+
+
+# -- 4. per-call timeouts; a budget's time stops hanging calls -----------------------------
+
+_FOREVER = threading.Event()
+
+
+def _hangs_on_two(payload: dict[str, Any]) -> str:
+    if payload["n"] == 2:
+        _FOREVER.wait()
+    return f"a{payload['n']}"
+
+
+async def _async_hangs_on_one(payload: dict[str, Any]) -> str:
+    if payload["n"] == 1:
+        await asyncio.sleep(3600)
+    return f"a{payload['n']}"
+
+
+def test_a_call_past_its_timeout_is_an_error_row_and_the_benchmark_goes_on(
+        tmp_path: Path) -> None:
+    plan = plan_benchmark({"sync": _hangs_on_two, "async": _async_hangs_on_one,
+                           "slow_ok": _hangs_on_two},
+                          _items(6), store=str(tmp_path),
+                          timeout_s={"default": 0.3, "slow_ok": 0.5})
+    started = time.monotonic()
+    bench = BenchmarkSession(plan).run_sync()
+    assert time.monotonic() - started < 10
+    errors = bench.runs.dropna(subset=["error"]).set_index(["arm", "item_id"])["error"]
+    assert errors.to_dict() == {("sync", "i2"): "timed out after 0.3 s",
+                                ("async", "i1"): "timed out after 0.3 s",
+                                ("slow_ok", "i2"): "timed out after 0.5 s"}
+    assert bench.runs["correct"].sum() == 15
+    assert bench.manifest["timeout_s"] == {"default": 0.3, "slow_ok": 0.5}
+
+
+@pytest.mark.parametrize("value", [0, -1, True, "soon", {"nope": 1}])
+def test_a_bad_timeout_is_a_spec_error(tmp_path: Path, value: Any) -> None:
+    from hr_core import SpecError
+
+    with pytest.raises(SpecError, match="timeout_s"):
+        plan_benchmark({"a": str}, _items(1), store=str(tmp_path), timeout_s=value)
+
+
+HANGING_SCRIPT = textwrap.dedent("""
+    import sys, threading, time
+    from hr_core.engine.session import BenchmarkSession, plan_benchmark
+
+    def hangs(payload):
+        threading.Event().wait()
+
+    options = {"budget": {"max_seconds": 1.0}} if sys.argv[2] == "budget" else {
+        "timeout_s": 0.5}
+    plan = plan_benchmark({"hangs": hangs}, [{"id": f"i{k}", "label": "x"} for k in range(6)],
+                          store=sys.argv[1], concurrency=2, **options)
+    started = time.monotonic()
+    bench = BenchmarkSession(plan).run_sync()
+    print({k: int(v) for k, v in bench.runs["failure_kind"].value_counts().items()})
+""")
+
+
+@pytest.mark.parametrize("mode", ["budget", "timeout"])
+def test_sync_arms_that_never_return_do_not_keep_the_process_alive(tmp_path: Path,
+                                                                   mode: str) -> None:
+    script = tmp_path / "hangs.py"
+    script.write_text(HANGING_SCRIPT)
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "store"), mode],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    if mode == "budget":  # every call hung: the budget's time stopped them all
+        assert "{'budget_stop': 6}" in done.stdout
+    else:
+        assert "{'error': 6}" in done.stdout
+
+
+# -- 3. damaged files: one line naming the file and the fix ---------------------------------
+
+
+def test_a_truncated_runs_table_names_the_file_and_the_fix(tmp_path: Path) -> None:
+    bench = _run(CountingArm(delay=0), tmp_path, n=5)
+    runs = Path(bench.run_dir) / RUNS
+    runs.write_bytes(runs.read_bytes()[:40])
+    with pytest.raises(CorruptRunError, match=rf"{runs} is corrupt or truncated .*run the "
+                                              "benchmark again"):
+        Benchmark.load(bench.run_dir)
+    runs.write_bytes(b"")
+    with pytest.raises(CorruptRunError, match=r"runs\.parquet is corrupt or truncated"):
+        Benchmark.load(bench.run_dir)
+    (Path(bench.run_dir) / "manifest.json").write_text('{"name": "faul')
+    with pytest.raises(CorruptRunError, match=r"manifest\.json is corrupt or truncated"):
+        Benchmark.load(bench.run_dir)
+    _run(CountingArm(delay=0), tmp_path, n=5)  # the fix: run again, from the journal
+    assert len(Benchmark.load(bench.run_dir).runs) == 5
+
+
+@pytest.mark.parametrize("line", [b"[1, 2]", b'"text"', b"42", b'{"arm": "arm"}',
+                                  b'{"arm": "arm", "item_id": ["i1"], "run": 1}'])
+def test_a_journal_line_that_is_json_but_not_a_record_names_the_file_and_line(
+        tmp_path: Path, line: bytes) -> None:
+    path = tmp_path / "journal.jsonl"
+    good = orjson.dumps({"arm": "a", "item_id": "i1", "run": 1})
+    path.write_bytes(good + b"\n" + line + b"\n")
+    with pytest.raises(CorruptRunError, match=rf"{path}, line 2: not a run record .*delete "
+                                              "that line"):
+        Journal(path).read()
+
+
+# -- 7. outputs with no answer text ---------------------------------------------------------
+
+
+class Opaque:
+    pass
+
+
+@pytest.mark.parametrize(("output", "kind"), [(b"a1", "bytes"), ({"a1"}, "set"),
+                                              (Opaque(), "Opaque")])
+def test_an_output_without_answer_text_is_a_parse_failure_saying_what_it_got(
+        tmp_path: Path, output: Any, kind: str) -> None:
+    plan = plan_benchmark({"odd": lambda _p: output}, _items(1), store=str(tmp_path))
+    row = BenchmarkSession(plan).run_sync().runs.iloc[0]
+    assert row["failure_kind"] == "parse_failure"
+    assert row["error"].startswith(f"the arm returned {kind}, which has no answer text")
