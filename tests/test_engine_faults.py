@@ -277,3 +277,13 @@ def test_an_output_without_answer_text_is_a_parse_failure_saying_what_it_got(
     row = BenchmarkSession(plan).run_sync().runs.iloc[0]
     assert row["failure_kind"] == "parse_failure"
     assert row["error"].startswith(f"the arm returned {kind}, which has no answer text")
+
+
+async def _raises_its_own_timeout(payload: dict[str, Any]) -> str:
+    raise TimeoutError("the model took too long")
+
+
+def test_an_arms_own_timeout_error_is_its_error_not_ours(tmp_path: Path) -> None:
+    plan = plan_benchmark({"a": _raises_its_own_timeout}, _items(2), store=str(tmp_path))
+    runs = BenchmarkSession(plan).run_sync().runs
+    assert runs["error"].tolist() == ["TimeoutError: the model took too long"] * 2

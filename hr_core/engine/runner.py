@@ -145,6 +145,10 @@ class _OutOfTime(Exception):
     """The budget's ``max_seconds`` ran out while the call was in flight."""
 
 
+class _TimedOut(Exception):
+    """The call took longer than its arm's ``timeout_s`` (not an arm's own TimeoutError)."""
+
+
 def _consume(task: asyncio.Future[Any]) -> None:
     """Retrieve an abandoned call's outcome (no "exception was never retrieved" noise)."""
     if not task.cancelled():
@@ -162,7 +166,7 @@ async def _bounded(call: asyncio.Future[Any], limit: float, timed_out: bool,
         abandon = getattr(executor, "abandon", None)
         if abandon is not None and not isinstance(call, asyncio.Task):
             abandon()
-        raise TimeoutError if timed_out else _OutOfTime
+        raise _TimedOut if timed_out else _OutOfTime
     return call.result()
 
 
@@ -224,7 +228,7 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> dict[str
         raise  # the benchmark itself is being stopped
     except _OutOfTime:
         return None
-    except TimeoutError:
+    except _TimedOut:
         error = f"timed out after {arm.timeout_s:g} s"
     except BaseException as exc:  # an arm that raises (or exits) is a row, not a crash
         error = f"{type(exc).__name__}: {exc}".rstrip(": ")
