@@ -211,3 +211,23 @@ def test_readme_python_quickstart_compiles() -> None:
     text = _readme()
     block = text[text.index("```python\n") + 10:]
     compile(block[: block.index("```")], "README.md", "exec")
+
+
+def test_readme_python_quickstart_runs_every_planned_run(
+    prefect_harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: max_calls=100 for 69 items x 2 runs stopped 38 runs of every arm, and the
+    summary counted them wrong (keyword 0.49 instead of ~0.65). After: nothing stopped."""
+    text = _readme()
+    block = text[text.index("```python\n") + 10:]
+    block = block[: block.index("```")]
+    reference = example_path("docqa_reference.jsonl")
+    block = block.replace('"hr_core/examples/docqa_reference.jsonl"', repr(str(reference)))
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    bench = namespace["bench"]
+    summary = bench.summary().set_index("arm")  # type: ignore[attr-defined]
+    assert (summary["budget_stop"] == 0).all() and (summary["coverage"] == 1.0).all()
+    assert bench.coverage_warnings() == []  # type: ignore[attr-defined]
+    assert 0.6 < summary.loc["keyword", "accuracy"] < 0.7
