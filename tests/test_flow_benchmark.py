@@ -80,11 +80,15 @@ def test_a_second_call_calls_no_arm_and_returns_equal_results(
     first = hr_benchmark({"c": counted}, ITEMS, store=str(tmp_path), budget=Budget(max_calls=20))
     second = hr_benchmark({"c": counted}, ITEMS, store=str(tmp_path), budget=Budget(max_calls=20))
     assert calls == 20
+    assert first.summary().loc[0, "coverage"] == pytest.approx(20 / 30)
+    report = (Path(first.run_dir or "") / "report.md").read_text(encoding="utf-8")
+    assert "> **Warning:** arm 'c': 10 of 30 planned runs were not made" in report
     pd.testing.assert_frame_equal(first.runs, second.runs)
     assert first.run_id == second.run_id
     assert second.manifest["flow_run_id"] != first.manifest["flow_run_id"]
     third = hr_benchmark({"c": counted}, ITEMS, store=str(tmp_path), budget={"max_calls": 100})
     assert calls == 30 and third.summary().loc[0, "budget_stop"] == 0
+    assert third.summary().loc[0, "coverage"] == 1.0 and third.coverage_warnings() == []
 
 
 def test_from_async_code_it_returns_an_awaitable(prefect_harness: None, tmp_path: Path) -> None:
