@@ -5,17 +5,20 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from prefect import flow
+from prefect import flow, get_run_logger, tags
 from prefect.runtime import flow_run
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from flows.clients import prefect_clients
+from flows.labels import arm_fingerprints, benchmark_tags, label_flow_run
 from hr_core._checks import callable_arg, path_arg
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.budget import Budget
+from hr_core.engine.health import ErrorRateExceeded, assess_runs
 from hr_core.engine.session import (
     BenchmarkPlan,
     BenchmarkSession,
@@ -23,6 +26,7 @@ from hr_core.engine.session import (
     ProgressFn,
     check_judge,
     plan_benchmark,
+    progress_callback,
 )
 from hr_core.engine.spec import BenchmarkSpec, load_spec
 from hr_core.errors import HrTypeError, SpecError
@@ -36,39 +40,64 @@ from tasks.benchmark import (
 from tasks.limits import ProviderLimit, ensure_provider_limits, limit_arms
 from tasks.remote import run_chunks_submitted
 
-__all__ = ["benchmark_flow", "hr_benchmark", "plan_from_spec"]
+__all__ = ["benchmark_flow", "flow_parameters", "hr_benchmark", "plan_from_spec", "run_plan"]
 
 PROGRESS_INTERVAL_S = 1.0
 CALLBACK_INTERVAL_S = 0.25
 
 
 class _Invocation:
-    """What one flow run needs that is not a Prefect parameter (not JSON: a placeholder)."""
+    """What one flow run needs that is not a Prefect parameter (callables, the resolved plan).
+
+    It reaches the flow through a context variable, never as a parameter: the flow
+    run's parameters are the real ones (:func:`flow_parameters`).
+    """
 
     __slots__ = ("limits", "on_progress", "plan", "submit")
 
     def __init__(self, plan: BenchmarkPlan, on_progress: ProgressFn | None,
                  submit: bool = False, limits: Sequence[ProviderLimit] = ()) -> None:
         self.plan = plan
-        self.on_progress = on_progress
+        self.on_progress = progress_callback(on_progress)
         self.submit = submit  # chunks go to the flow's task runner (Dask, Ray)
         self.limits = list(limits)  # cross-process provider limits (tasks.limits)
+
+
+_INVOCATION: ContextVar[_Invocation | None] = ContextVar("hr_benchmark_invocation",
+                                                         default=None)
+
+
+def flow_parameters(plan: BenchmarkPlan, spec: str | None = None,
+                    fresh: bool = False) -> dict[str, Any]:
+    """The parameters a benchmark flow run shows: spec path, name, runs, fresh, store,
+    arms (name -> import path or model, and fingerprint), reference hash, max_error_rate."""
+    return {
+        "spec": spec, "name": plan.name, "runs": plan.runs, "fresh": fresh,
+        "store": plan.store, "resume": plan.resume, "max_error_rate": plan.max_error_rate,
+        "arms": arm_fingerprints(plan.arms), "reference_hash": plan.reference.hash,
+        "run_id": plan.run_id,
+    }
 
 
 def plan_from_spec(spec: BenchmarkSpec | str | os.PathLike[str], *, store: str | None = None,
                    name: str | None = None, fresh: bool = False, resume: bool = True,
                    require_valid_judge: JudgePolicy | None = None,
-                   judge_store: str | None = None) -> BenchmarkPlan:
-    """The plan of a ``BenchmarkSpec`` (or a path to its YAML), judge checked."""
+                   judge_store: str | None = None, runs: int | None = None,
+                   max_error_rate: float | None = None) -> BenchmarkPlan:
+    """The plan of a ``BenchmarkSpec`` (or a path to its YAML), judge checked; ``runs`` and
+    ``max_error_rate`` override the spec's."""
     if not isinstance(spec, BenchmarkSpec):
         path = Path(spec)
         spec = load_spec(path)
         name = name or spec.name or path.stem
+    if runs is not None:
+        spec = spec.model_copy(update={"runs": runs})
     plan = plan_benchmark(
         spec.arms, spec.load_reference(), spec.build_scorer(), spec.runs, budget=spec.budget,
         concurrency=spec.concurrency, store=store or spec.store, name=name or spec.name,
         resume=resume, fresh=fresh, chunk_size=spec.chunk_size, timeout_s=spec.timeout_s,
     )
+    plan.max_error_rate = spec.max_error_rate if max_error_rate is None else max_error_rate
     check_judge(plan, require_valid_judge or spec.require_valid_judge,
                 judge_store or spec.judge_store)
     return plan
@@ -123,37 +152,72 @@ async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,
 @flow(name="hr-benchmark", validate_parameters=False, persist_result=False)
 async def benchmark_flow(
     spec: str | None = None,
-    store: str | None = None,
     name: str | None = None,
+    runs: int | None = None,
     fresh: bool = False,
+    store: str | None = None,
     resume: bool = True,
     require_valid_judge: JudgePolicy | None = None,
-    invocation: Any = None,
+    max_error_rate: float | None = None,
+    arms: dict[str, str] | None = None,
+    reference_hash: str | None = None,
+    run_id: str | None = None,
 ) -> Benchmark:
     """Run a benchmark as a Prefect flow.
 
-    Deployments pass ``spec`` (a path to a YAML ``BenchmarkSpec``);
-    :func:`hr_benchmark` passes an ``invocation`` holding the resolved plan.
+    Deployments pass ``spec`` (a path to a YAML ``BenchmarkSpec``) and may override
+    ``name``, ``runs``, ``store``, ``fresh``, ``max_error_rate``; the flow run is then
+    renamed ``<name>-<run id>``, tagged and given its resolved ``arms``,
+    ``reference_hash`` and ``run_id`` (shown in the dashboard; they are outputs,
+    not inputs). :func:`hr_benchmark` resolves the plan itself and starts the flow
+    with every parameter already filled in.
+
+    Ends Failed (:class:`~hr_core.engine.health.ErrorRateExceeded`), after writing
+    the results, when an arm's share of errors is above ``max_error_rate``.
     """
+    invocation = _INVOCATION.get()
     if invocation is None:
         if spec is None:
             raise SpecError("hr-benchmark needs a spec (a path to a YAML benchmark spec)")
-        invocation = _Invocation(plan_from_spec(
-            spec, store=store, name=name, fresh=fresh, resume=resume,
-            require_valid_judge=require_valid_judge), None)
+        plan = plan_from_spec(spec, store=store, name=name, fresh=fresh, resume=resume,
+                              require_valid_judge=require_valid_judge, runs=runs,
+                              max_error_rate=max_error_rate)
+        invocation = _Invocation(plan, None)
+        await label_flow_run(f"{plan.name}-{plan.run_id}", benchmark_tags(plan.name),
+                             flow_parameters(plan, spec, fresh))
     if invocation.limits:
         await ensure_provider_limits(invocation.limits)
         providers = [limit.provider for limit in invocation.limits]
         invocation.plan.arms = limit_arms(invocation.plan.arms, providers)
-    run_id = flow_run.get_id()
-    session = BenchmarkSession(invocation.plan, flow_run_id=None if run_id is None else str(run_id))
-    return await _run(session, invocation.on_progress, invocation.submit)
+    flow_run_id = flow_run.get_id()
+    session = BenchmarkSession(invocation.plan,
+                               flow_run_id=None if flow_run_id is None else str(flow_run_id))
+    bench = await _run(session, invocation.on_progress, invocation.submit)
+    _check_health(bench, invocation.plan)
+    return bench
 
 
-async def _call(named: Any, invocation: _Invocation) -> Benchmark:
+def _check_health(bench: Benchmark, plan: BenchmarkPlan) -> None:
+    """Log each arm's errors and budget stops as WARNING lines (the dashboard's Logs tab);
+    fail the flow run when an arm erred above ``max_error_rate`` (results are written)."""
+    health = assess_runs(bench.runs, plan.max_error_rate, arms=list(plan.arms))
+    logger = get_run_logger()
+    for line in health.warnings():
+        logger.warning(line, extra={"hr_digest": True})
+    if health.breaches:
+        raise ErrorRateExceeded(health.failure_message(plan.name), benchmark=bench,
+                                health=health)
+
+
+async def _call(named: Any, invocation: _Invocation, parameters: dict[str, Any]) -> Benchmark:
     """Run the flow with API clients that share one TLS context (``flows.clients``)."""
-    async with prefect_clients():
-        bench: Benchmark = await named(invocation=invocation)
+    token = _INVOCATION.set(invocation)
+    try:
+        async with prefect_clients():
+            with tags(*benchmark_tags(invocation.plan.name)):
+                bench: Benchmark = await named(**parameters)
+    finally:
+        _INVOCATION.reset(token)
     return bench
 
 
@@ -182,6 +246,7 @@ def hr_benchmark(
     on_progress: ProgressFn | None = None,
     task_runner: TaskRunner[Any] | None = None,
     provider_limits: Sequence[ProviderLimit] = (),
+    max_error_rate: float | None = None,
 ) -> Any:
     """Run every arm on every item ``runs`` times, score, and store the results.
 
@@ -215,17 +280,28 @@ def hr_benchmark(
             ``"ignore"``. The status goes into the manifest.
         judge_store: the folder of judge validation records (``hr_judge_validate``).
         on_progress: called about four times a second while running, and once at
-            the end, for each arm as ``on_progress(arm, done, total, failures)``:
-            runs done (journaled earlier ones included) of ``total``, ``failures``
-            of them with a failure kind (wrong, refusal, error, ...). The last call
-            counts runs a budget stopped as done, not as failures, so every arm
-            reaches its total. Not a Prefect parameter.
+            the end, for each arm as ``on_progress(arm, done, total, failures,
+            errors)``: runs done (journaled earlier ones included) of ``total``,
+            ``failures`` of them with a failure kind other than ``error`` (wrong,
+            refusal, parse failure, ...) and ``errors`` of them errors (the arm
+            raised or reported ``ok=False``); a callback taking four arguments gets
+            the first four. The last call counts runs a budget stopped as done, not
+            as failures, so every arm reaches its total. Not a Prefect parameter.
         task_runner: the flow's task runner (``flows.runners.make_task_runner``):
             with Dask or Ray each chunk is submitted to it and runs there; the
             default (``None`` or threads) runs the chunks in the flow's event loop.
         provider_limits: Prefect global concurrency / rate limits per provider,
             shared by every process calling it (``tasks.limits``); created if
             missing, then every LLM arm call on that provider holds a slot.
+        max_error_rate: the share of an arm's runs made (0..1) that may be errors
+            (default: the spec's, else 0.5). Above it the results are still
+            written, then the flow run ends Failed and
+            :class:`~hr_core.engine.health.ErrorRateExceeded` is raised, naming the
+            arms and their top error (its ``benchmark`` holds the results); ``1``
+            never fails.
+
+    Raises:
+        ErrorRateExceeded: an arm erred above ``max_error_rate`` (see above).
 
     Example:
         >>> bench = hr_benchmark({"upper": str.upper},
@@ -235,7 +311,7 @@ def hr_benchmark(
     """
     store, judge_store = (path_arg("hr_benchmark", "store", store),
                           path_arg("hr_benchmark", "judge_store", judge_store))
-    callable_arg("hr_benchmark", "on_progress", on_progress, "(arm, done, total, failures)")
+    callable_arg("hr_benchmark", "on_progress", on_progress, "(arm, done, total, failures, errors)")
     if task_runner is not None and not isinstance(task_runner, TaskRunner):
         raise HrTypeError(f"hr_benchmark: task_runner must be a Prefect task runner "
                           f"(flows.runners.make_task_runner('dask')), not {task_runner!r}")
@@ -252,12 +328,34 @@ def hr_benchmark(
             timeout_s=timeout_s,
         )
         check_judge(plan, require_valid_judge, judge_store)
+    if max_error_rate is not None:
+        plan.max_error_rate = _rate(max_error_rate)
+    return run_plan(plan, on_progress=on_progress, task_runner=task_runner,
+                    provider_limits=provider_limits,
+                    spec=str(arms) if _is_spec(arms) and not isinstance(arms, BenchmarkSpec)
+                    else getattr(arms, "source", None), fresh=fresh)
+
+
+def _rate(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise SpecError(f"max_error_rate must be a number from 0 to 1 (the share of an arm's "
+                        f"runs that may be errors), not {value!r}")
+    return float(value)
+
+
+def run_plan(plan: BenchmarkPlan, *, on_progress: ProgressFn | None = None,
+             task_runner: TaskRunner[Any] | None = None,
+             provider_limits: Sequence[ProviderLimit] = (), spec: str | None = None,
+             fresh: bool = False) -> Any:
+    """Start the ``hr-benchmark`` flow run of a resolved plan (named ``<name>-<run id>``,
+    tagged ``hr`` and the name, with its real parameters); see :func:`hr_benchmark`."""
     options: dict[str, Any] = {"flow_run_name": f"{plan.name}-{plan.run_id}"}
     if task_runner is not None:
         options["task_runner"] = task_runner
     named = benchmark_flow.with_options(**options)
     submit = task_runner is not None and not isinstance(task_runner, ThreadPoolTaskRunner)
-    coro = _call(named, _Invocation(plan, on_progress, submit, provider_limits))
+    coro = _call(named, _Invocation(plan, on_progress, submit, provider_limits),
+                 flow_parameters(plan, spec, fresh))
     try:
         asyncio.get_running_loop()
     except RuntimeError:

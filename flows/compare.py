@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from prefect import flow
+from prefect import flow, tags
 from prefect.runtime import flow_run
 
 from flows.clients import in_prefect
+from flows.judge_validate import log_belongs_to
+from flows.labels import benchmark_tags
 from hr_core._checks import positive_int
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.compare import Comparison, comparison_rows
@@ -45,10 +48,29 @@ def _save(comparison: Comparison, bench: Benchmark) -> str | None:
     return str(folder / f"{stem}.parquet")
 
 
+_JOB: ContextVar[_Comparing | None] = ContextVar("hr_compare_job", default=None)
+
+
 @flow(name="hr-compare", validate_parameters=False, persist_result=False)
-async def compare_flow(invocation: Any = None) -> Comparison:
-    """Judge every (item, run) where all arms answered; one task per chunk of rows."""
-    job: _Comparing = invocation
+async def compare_flow(
+    benchmark: dict[str, Any] | None = None,
+    arms: list[str] | None = None,
+    judge_hash: str | None = None,
+    mode: str | None = None,
+    concurrency: int = 16,
+    chunk_size: int = 500,
+) -> Comparison:
+    """Judge every (item, run) where all arms answered; one task per chunk of rows.
+
+    Started by :func:`hr_compare` (which resolves the judge's model: it may hold a
+    key, so it is never a parameter); the parameters name the benchmark run (``name,
+    run_id, flow_run_id, run_dir``, linked from the logs), the arms and the judge.
+    """
+    job = _JOB.get()
+    if job is None:
+        raise SpecError("hr-compare is started by hr_compare(benchmark, arms, judge) or "
+                        "`hr compare RUN_DIR --judge JUDGE.yaml --arms A B`")
+    log_belongs_to(benchmark or {})
     bench = job.bench
     reference = job.reference if job.reference is not None else bench.reference
     items = None if reference is None else {item.id: item for item in reference}
@@ -129,10 +151,27 @@ def hr_compare(
             cache = str(Path(bench.run_dir) / "judge_responses.sqlite")
         model = resolve_model(judge.model, cache=cache, concurrency=concurrency)
     job = _Comparing(bench, arms, judge, model, reference, concurrency, chunk_size)
-    named = compare_flow.with_options(flow_run_name=f"compare-{'-vs-'.join(arms)}")
-    coro = in_prefect(named(invocation=job))
+    name = str(bench.manifest.get("name") or "benchmark")
+    facts = {"name": name, "run_id": bench.run_id,
+             "flow_run_id": bench.manifest.get("flow_run_id"), "run_dir": bench.run_dir}
+    named = compare_flow.with_options(
+        flow_run_name=f"compare-{'-vs-'.join(arms)}-for-{name}-{bench.run_id}")
+    coro = _call(named, job, {"benchmark": facts, "arms": arms, "judge_hash": judge.hash,
+                              "mode": mode, "concurrency": concurrency,
+                              "chunk_size": chunk_size}, benchmark_tags(name, "compare"))
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
     return coro
+
+
+async def _call(named: Any, job: _Comparing, parameters: dict[str, Any],
+                run_tags: list[str]) -> Comparison:
+    token = _JOB.set(job)
+    try:
+        with tags(*run_tags):
+            comparison: Comparison = await in_prefect(named(**parameters))
+    finally:
+        _JOB.reset(token)
+    return comparison

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
+from pathlib import Path
 from typing import Any
 
-from prefect import flow
+from prefect import flow, get_run_logger, tags
 
 from flows.clients import in_prefect
+from flows.labels import benchmark_tags, flow_run_link
 from hr_core._checks import path_arg, positive_int
 from hr_core.errors import HrTypeError, SpecError
 from hr_core.judge.config import JudgeConfig, hr_judge_config
@@ -40,6 +44,32 @@ class _Invocation:
         return f"<judge validation of {self.config.hash[:12]}>"
 
 
+_INVOCATION: ContextVar[_Invocation | None] = ContextVar("hr_judge_invocation", default=None)
+
+
+def benchmark_run_facts(run_dir: str | os.PathLike[str] | None) -> dict[str, Any]:
+    """``name, run_id, flow_run_id, run_dir`` of the benchmark run a judge validation or a
+    comparison belongs to (from its manifest; empty without one)."""
+    if run_dir is None:
+        return {}
+    facts: dict[str, Any] = {"run_dir": os.fspath(run_dir)}
+    try:
+        manifest = json.loads((Path(run_dir) / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return facts
+    facts.update({k: manifest.get(k) for k in ("name", "run_id", "flow_run_id")})
+    return facts
+
+
+def log_belongs_to(facts: Mapping[str, Any]) -> None:
+    """An INFO line in the flow run's logs naming and linking the benchmark run."""
+    if facts.get("name"):
+        get_run_logger().info(
+            "for benchmark %s run %s (%s), results in %s", facts.get("name"),
+            facts.get("run_id"), flow_run_link(facts.get("flow_run_id"), "its flow run"),
+            facts.get("run_dir"))
+
+
 def _config_args(config: JudgeConfig) -> dict[str, Any]:
     return {"model": config.model, "rubric": config.rubric, "mode": config.mode,
             "orders": config.orders, "schema": config.schema, "positive": config.positive}
@@ -64,15 +94,19 @@ async def judge_validate_flow(
     base_url: str | None = None,
     api_key_env: str | None = None,
     api_key_block: str | None = None,
-    invocation: Any = None,
+    benchmark: dict[str, Any] | None = None,
 ) -> JudgeValidation:
     """Judge labelled items and save the validation record under the config's hash.
 
     Deployments pass ``config`` (the arguments of ``hr_judge_config``) and
     ``labelled`` (a path to .csv/.jsonl/.parquet); the API key comes from the
     environment (``api_key_env``) or a Prefect Secret block (``api_key_block``).
-    :func:`hr_judge_validate` passes an ``invocation`` instead.
+    :func:`hr_judge_validate` resolves the model and rows itself. ``benchmark``
+    names the benchmark run the validation is attached to (``name, run_id,
+    flow_run_id, run_dir``), linked from the flow run's logs.
     """
+    log_belongs_to(benchmark or {})
+    invocation = _INVOCATION.get()
     if invocation is None:
         if config is None or labelled is None:
             raise SpecError("hr-judge-validate needs config (hr_judge_config arguments) and "
@@ -103,6 +137,7 @@ def hr_judge_validate(
     model: ChatModel | None = None,
     concurrency: int = 16,
     chunk_size: int = CHUNK_SIZE,
+    benchmark: str | os.PathLike[str] | None = None,
 ) -> Any:
     """Judge items that people labelled and save the :class:`JudgeValidation` record.
 
@@ -118,6 +153,9 @@ def hr_judge_validate(
         model: the chat model (default: ``resolve_model(config.model)``).
         concurrency: judge calls' items in flight at once.
         chunk_size: labelled items per Prefect task.
+        benchmark: the run folder of the benchmark this validation belongs to (``hr
+            judge validate --attach``): the flow run is named after it, tagged with its
+            name and links its flow run.
 
     Example:
         >>> from hr_core import hr_judge_config
@@ -138,12 +176,33 @@ def hr_judge_validate(
     rows = labelled_rows(config, labelled)
     chosen = model if model is not None else resolve_model(config.model,
                                                            concurrency=concurrency)
-    named = judge_validate_flow.with_options(flow_run_name=f"judge-{config.hash[:12]}")
-    coro = in_prefect(named(config=_config_args(config), labelled=None, store=store,
-                            concurrency=concurrency, chunk_size=chunk_size,
-                            invocation=_Invocation(config, chosen, rows)))
+    facts = benchmark_run_facts(benchmark)
+    suffix = f"-for-{facts['name']}-{facts['run_id']}" if facts.get("name") else ""
+    named = judge_validate_flow.with_options(
+        flow_run_name=f"judge-{config.hash[:12]}{suffix}")
+    coro = _call(named, _Invocation(config, chosen, rows), {
+        "config": _config_args(config), "labelled": _labelled_text(labelled), "store": store,
+        "concurrency": concurrency, "chunk_size": chunk_size,
+        "benchmark": facts or None}, benchmark_tags(facts.get("name"), "judge"))
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
     return coro
+
+
+def _labelled_text(labelled: Any) -> str:
+    if isinstance(labelled, str | os.PathLike):
+        return os.fspath(labelled)
+    return f"{type(labelled).__name__} of {len(labelled)} rows"
+
+
+async def _call(named: Any, invocation: _Invocation, parameters: dict[str, Any],
+                run_tags: list[str]) -> JudgeValidation:
+    token = _INVOCATION.set(invocation)
+    try:
+        with tags(*run_tags):
+            record: JudgeValidation = await in_prefect(named(**parameters))
+    finally:
+        _INVOCATION.reset(token)
+    return record

@@ -14,9 +14,11 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from flows.benchmark import hr_benchmark
+from flows.benchmark import plan_from_spec, run_plan
+from flows.labels import benchmark_tags, label_flow_run
 from flows.runners import TaskRunnerKind, make_task_runner
 from hr_core.engine.benchmark import Benchmark
+from hr_core.engine.health import ErrorRateExceeded
 from hr_core.errors import HrError
 from tasks.limits import ProviderLimit
 from tasks.regression import check_regression, publish_regression
@@ -83,9 +85,20 @@ async def hr_scheduled_benchmark(
     await _export_secrets(secrets)
     runner = None if task_runner == "threads" else make_task_runner(
         task_runner, address=address, n_workers=n_workers)
-    bench: Benchmark = await hr_benchmark(spec, store=store or "results", fresh=True,
-                                          task_runner=runner,
-                                          provider_limits=provider_limits or ())
+    plan = plan_from_spec(spec, store=store, fresh=True)
+    # named and tagged like an ad-hoc run, not with the scheduler's random name
+    await label_flow_run(f"{plan.name}-{plan.run_id}", benchmark_tags(plan.name),
+                         {"name": plan.name, "run_id": plan.run_id,
+                          "reference_hash": plan.reference.hash, "arms": list(plan.arms)})
+    failure: ErrorRateExceeded | None = None
+    try:
+        bench: Benchmark = await run_plan(plan, task_runner=runner,
+                                          provider_limits=provider_limits or (), spec=spec,
+                                          fresh=True)
+    except ErrorRateExceeded as exc:  # results written: still check regressions, then fail
+        if not isinstance(exc.benchmark, Benchmark):
+            raise
+        bench, failure = exc.benchmark, exc
     name = str(bench.manifest.get("name") or "benchmark")
     run_dir = str(bench.run_dir)
     report = check_regression(run_dir, threshold=threshold)
@@ -94,6 +107,8 @@ async def hr_scheduled_benchmark(
     logger.info("benchmark %s run %s compared with %s: %s", name, bench.run_id,
                 previous or "nothing (first run)",
                 f"regression in {', '.join(regressed)}" if regressed else "no regression")
+    if failure is not None:
+        raise failure
     if regressed and fail_on_regression:
         raise RegressionDetected(
             f"benchmark {name!r} run {bench.run_id}: {', '.join(regressed)} regressed against "

@@ -1,7 +1,10 @@
 """The ``hr`` command line (typer + rich). Imports Prefect lazily, through ``flows``.
 
-A user mistake (missing file, bad YAML, unknown arm, bad option) prints one
-line and exits with status 2; set ``HR_DEBUG=1`` to see the traceback instead.
+Exit statuses: 0 done; 1 an internal error, or ``hr judge check`` found no valid
+record; 2 a user mistake (missing file, bad YAML, unknown arm, bad option: one
+line names it); 3 the run finished and its results are written, but an arm's
+share of errors was above ``max_error_rate`` (``hr run``, ``hr demo``); 130
+interrupted. Set ``HR_DEBUG=1`` to see tracebacks instead.
 """
 
 from __future__ import annotations
@@ -12,9 +15,11 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["main"]
+__all__ = ["ERROR_RATE_EXCEEDED", "USER_ERROR", "main"]
 
 USER_ERROR = 2
+ERROR_RATE_EXCEEDED = 3
+"""``hr run``'s status when the results are written but an arm erred above max_error_rate."""
 
 
 def _one_line(exc: BaseException) -> str:
@@ -87,6 +92,9 @@ def _fail(exc: Exception, debug: bool) -> None:
     if _is_a(exc, "Abort"):
         print("hr: interrupted", file=sys.stderr)
         raise SystemExit(130) from None
+    if type(exc).__name__ == "ErrorRateExceeded":  # not a mistake of the command line
+        print(f"hr: error: {_one_line(exc)}", file=sys.stderr)
+        raise SystemExit(ERROR_RATE_EXCEEDED) from None
     if isinstance(exc, _user_errors()):
         print(f"hr: error: {_one_line(exc)}", file=sys.stderr)
         raise SystemExit(USER_ERROR) from None

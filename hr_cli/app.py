@@ -47,7 +47,35 @@ def demo(
     run_demo(console, store=store, judges=judges)
 
 
-@app.command()
+RUN_HELP = """Run the benchmark a YAML spec describes, with a live progress bar per arm.
+
+Then print the summary, each arm's errors (count and most frequent messages) and
+budget stops, write report.html and print where the results are.
+
+[bold]The spec[/] (paths are relative to the spec's folder, which is also importable
+while it runs, so `mymodule:my_arm` next to the spec works without PYTHONPATH):
+
+  [bold]name[/]                 the benchmark's name (results/NAME/RUN_ID/)
+  [bold]reference[/]            .jsonl, .csv or .parquet with id and label columns, or
+                       {path, id, item, label} to name the columns
+  [bold]arms[/]                 name: pkg.module:function, or an LLM arm {model, prompt,
+                       system, params, price_in, price_out, base_url, api_key_env}
+  [bold]scorer[/]               exact (default), exact_raw, pkg.module:fn, or {judge: {...}}
+  [bold]runs[/]                 runs per (arm, item), default 1
+  [bold]budget[/]               {max_calls, max_tokens, max_cost_usd, max_seconds, per}
+  [bold]concurrency[/]          runs in flight per arm, default 16
+  [bold]store[/]                results folder or fsspec URL, default results
+  [bold]chunk_size[/]           runs per Prefect task, default 2000
+  [bold]max_error_rate[/]       share of an arm's runs that may be errors, default 0.5
+  [bold]require_valid_judge[/]  warn (default), refuse or ignore
+  [bold]judge_store[/]          folder of judge validation records, default judges
+
+Exit status: 0 done, 2 a mistake in the command or spec (one line names it),
+3 results written but an arm's error rate was above max_error_rate.
+"""
+
+
+@app.command(help=RUN_HELP)
 def run(
     spec: ExistingFile,
     runs: Annotated[int | None, typer.Option(min=1, help="Runs per (arm, item).")] = None,
@@ -60,12 +88,14 @@ def run(
                                                       )] = None,
     concurrency: Annotated[int | None, typer.Option(min=1, help="Concurrent runs per arm.")
                            ] = None,
+    max_error_rate: Annotated[float | None, typer.Option(
+        min=0.0, max=1.0, help="Fail (exit 3, results still written) when an arm's share of "
+        "errors is above this (default: the spec's, else 0.5; 1 never fails).")] = None,
 ) -> None:
-    """Run the benchmark a YAML spec describes, with a live progress bar per arm."""
     from hr_cli.commands import run_spec
 
     run_spec(console, spec, runs=runs, store=store, fresh=fresh, budget_calls=budget_calls,
-             budget_cost=budget_cost, concurrency=concurrency)
+             budget_cost=budget_cost, concurrency=concurrency, max_error_rate=max_error_rate)
 
 
 @app.command()
@@ -89,19 +119,40 @@ def report(
     make_report(console, run_dir, output)
 
 
-@app.command()
+@app.command(context_settings={"allow_extra_args": True})
 def compare(
+    ctx: typer.Context,
     run_dir: ExistingDir,
     judge: Annotated[Path, typer.Option(exists=True, dir_okay=False,
                                         help="A pairwise or select judge YAML file.")],
-    arms: Annotated[list[str], typer.Option("--arms", help="Arms to compare (two for pairwise).")
-                    ],
-    extra: Annotated[list[str] | None, typer.Argument(hidden=True)] = None,
+    arms: Annotated[list[str], typer.Option(
+        "--arms", help="Arms to compare: --arms A B (two for pairwise, two or more for "
+        "select; --arms A --arms B and --arms A,B work too).")],
 ) -> None:
     """Compare arms of a finished run with a judge (--arms A B)."""
     from hr_cli.commands import compare_arms
 
-    compare_arms(console, run_dir, judge, [*arms, *(extra or [])])
+    compare_arms(console, run_dir, judge, [*arms, *ctx.args])
+
+
+@app.command()
+def show(
+    run_dir: Annotated[str, typer.Argument(
+        help="A run directory (results/<name>/<run id>/, or an fsspec URL).")],
+    arm: Annotated[str | None, typer.Option(help="Only this arm's runs.")] = None,
+    kind: Annotated[str | None, typer.Option(
+        help="Only this failure kind: wrong, error, refusal, parse_failure, not_in_document, "
+             "budget_stop, or unscored.")] = None,
+    item: Annotated[str | None, typer.Option(help="Only this item id.")] = None,
+    diff: Annotated[tuple[str, str] | None, typer.Option(
+        help="Two arms: the items where they disagree, side by side.")] = None,
+    limit: Annotated[int, typer.Option(min=0, help="Rows at most (0: all).")] = 50,
+) -> None:
+    """Print a finished run's failed runs (item, question, label, output, error) as a table,
+    or with --diff A B the items where two arms disagree."""
+    from hr_cli.show import show_run
+
+    show_run(console, run_dir, arm=arm, kind=kind, item=item, diff=diff, limit=limit)
 
 
 @judge_app.command("validate")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,6 +23,7 @@ __all__ = [
     "load_spec_with_overrides",
     "make_report",
     "prepare_prefect",
+    "print_health",
     "print_results",
     "record_dict",
     "refresh_report",
@@ -40,6 +42,31 @@ def prepare_prefect(verbose: bool = False) -> None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     if not verbose:
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
+
+
+class _TerseConsole(logging.Filter):
+    """On the terminal only (the dashboard keeps every log): drop the flow's per-arm error
+    lines (``hr run`` prints them itself, after the summary) and the traceback of an
+    exceeded ``max_error_rate`` (``hr`` prints it as one line)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "hr_digest", False):
+            return False
+        exc = record.exc_info[1] if record.exc_info else None
+        return type(exc).__name__ != "ErrorRateExceeded" and (
+            "ErrorRateExceeded" not in record.getMessage())
+
+
+def quiet_prefect_console() -> None:
+    """Install :class:`_TerseConsole` on Prefect's console handlers (after Prefect set them)."""
+    loggers = [logging.getLogger(), *(
+        logger for name, logger in logging.Logger.manager.loggerDict.items()
+        if name.startswith("prefect") and isinstance(logger, logging.Logger))]
+    for logger in loggers:
+        for handler in logger.handlers:
+            if "Console" in type(handler).__name__ and not any(
+                    isinstance(f, _TerseConsole) for f in handler.filters):
+                handler.addFilter(_TerseConsole())
 
 
 def load_spec_with_overrides(spec: Path, **overrides: Any) -> Any:
@@ -64,8 +91,14 @@ def load_spec_with_overrides(spec: Path, **overrides: Any) -> Any:
     return loaded.model_copy(update=changes) if changes else loaded
 
 
-def run_benchmark(console: Console, spec: Any, *, fresh: bool = False) -> Any:
-    """Run a ``BenchmarkSpec`` through the Prefect flow with live progress bars."""
+def run_benchmark(console: Console, spec: Any, *, fresh: bool = False,
+                  max_error_rate: float | None = None) -> Any:
+    """Run a ``BenchmarkSpec`` through the Prefect flow with live progress bars.
+
+    Raises:
+        ErrorRateExceeded: an arm erred above ``max_error_rate`` (its ``benchmark``
+            holds the written results).
+    """
     console.print(f"[bold]Running[/] {spec.name or 'benchmark'}: {len(spec.arms)} arm(s), "
                   f"{spec.runs} run(s) per item ...")
     prepare_prefect()
@@ -74,19 +107,54 @@ def run_benchmark(console: Console, spec: Any, *, fresh: bool = False) -> Any:
 
     announce_api(lambda note, kind: console.print(
         note, style="yellow" if kind == "temporary" else "dim", markup=False))
+    from hr_core.engine.health import ErrorRateExceeded
 
+    quiet_prefect_console()
     with ArmProgress(console) as progress:
-        bench = hr_benchmark(spec, fresh=fresh, on_progress=progress)
-        for arm, runs in bench.summary().set_index("arm")["budget_stop"].items():
-            progress.budget_stop(str(arm), int(runs))
+        try:
+            bench = hr_benchmark(spec, fresh=fresh, on_progress=progress,
+                                 max_error_rate=max_error_rate)
+        except ErrorRateExceeded as exc:  # the results are written: show them, then fail
+            if exc.benchmark is None:
+                raise
+            _mark_budget_stops(progress, exc.benchmark)
+            raise
+        _mark_budget_stops(progress, bench)
     return bench
 
 
+def _mark_budget_stops(progress: ArmProgress, bench: Any) -> None:
+    for arm, runs in bench.summary().set_index("arm")["budget_stop"].items():
+        progress.budget_stop(str(arm), int(runs))
+
+
+def print_health(console: Console, bench: Any, max_error_rate: float | None = None) -> None:
+    """Each arm's errors (count, most frequent messages) and budget stops, in yellow/red."""
+    from hr_core.engine.health import DEFAULT_MAX_ERROR_RATE, assess_runs
+
+    limit = max_error_rate if max_error_rate is not None else bench.manifest.get(
+        "max_error_rate", DEFAULT_MAX_ERROR_RATE)
+    health = assess_runs(bench.runs, float(limit), arms=list(bench.arms))
+    for arm in health.with_errors:
+        rate = "" if arm.runs_made == 0 else f" ({arm.rate:.0%})"
+        style = "bold red" if arm in health.breaches else "red"
+        console.print(f"hr: warning: {arm.arm}: {arm.errors} error(s) in {arm.runs_made} "
+                      f"run(s){rate}; most frequent:", style=style, markup=False)
+        for message, count in arm.top:
+            console.print(f"    {count:>5} x  {message}", style=style, markup=False)
+    for arm in health.budget_stopped:
+        console.print(f"hr: warning: {arm.arm}: budget stop: {arm.budget_stops} run(s) never "
+                      "started (run again with a larger --budget-* to run them)",
+                      style="yellow", markup=False)
+
+
 def print_results(console: Console, bench: Any) -> Path:
-    """Print the summary, write the report, print the paths of the results and report."""
+    """Print the summary, each arm's errors and budget stops, write the report, print the
+    paths of the results and report."""
     from hr_core.report import write_report
 
     console.print(summary_table(bench.summary(), title=f"Summary: {bench.manifest.get('name')}"))
+    print_health(console, bench)
     run_dir = Path(bench.run_dir)
     report = write_report(run_dir)
     console.print(f"[bold]Results:[/] {run_dir}")
@@ -96,13 +164,24 @@ def print_results(console: Console, bench: Any) -> Path:
 
 def run_spec(console: Console, spec: Path, *, runs: int | None, store: Path | None, fresh: bool,
              budget_calls: int | None, budget_cost: float | None,
-             concurrency: int | None) -> None:
-    """``hr run SPEC.yaml``: run, print the summary, write the report, print the paths."""
+             concurrency: int | None, max_error_rate: float | None = None) -> None:
+    """``hr run SPEC.yaml``: run, print the summary, write the report, print the paths.
+
+    An arm erring above ``max_error_rate``: the same, then ``ErrorRateExceeded``
+    (``hr`` prints it and exits with status 3).
+    """
+    from hr_core.engine.health import ErrorRateExceeded
+
     budget = {k: v for k, v in (("max_calls", budget_calls), ("max_cost_usd", budget_cost))
               if v is not None}
     loaded = load_spec_with_overrides(spec, runs=runs, store=store, concurrency=concurrency,
-                                      budget=budget)
-    bench = run_benchmark(console, loaded, fresh=fresh)
+                                      budget=budget, max_error_rate=max_error_rate)
+    try:
+        bench = run_benchmark(console, loaded, fresh=fresh)
+    except ErrorRateExceeded as exc:
+        if exc.benchmark is not None:
+            print_results(console, exc.benchmark)
+        raise
     print_results(console, bench)
 
 
@@ -206,7 +285,8 @@ def validate_judge(console: Console, judge: Path, labels: Path, *, store: Path,
 
     model = judge_model(judge)
     extra = {} if model is None else {"model": model}
-    record = record_dict(hr_judge_validate(config, str(labels), store=str(store), **extra))
+    record = record_dict(hr_judge_validate(config, str(labels), store=str(store),
+                                           benchmark=attach, **extra))
     console.print(validation_table(record))
     console.print(f"[bold]Record:[/] {Path(store) / (str(record.get('hash')) + '.json')}")
     if attach is not None:

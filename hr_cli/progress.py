@@ -1,4 +1,4 @@
-"""A live progress bar per arm: done/total, rate, time left and failures so far."""
+"""A live progress bar per arm: done/total, rate, time left, wrong answers and errors so far."""
 
 from __future__ import annotations
 
@@ -30,11 +30,15 @@ class _RateColumn(ProgressColumn):
 
 
 class _FailuresColumn(ProgressColumn):
-    """Failures so far (runs with a failure kind), and ``budget stop`` for a stopped arm."""
+    """Wrong answers (and other failure kinds) and errors so far, apart, and ``budget stop``
+    for a stopped arm."""
 
     def render(self, task: Task) -> Text:
         failures = int(task.fields.get("failures", 0))
-        text = Text(f"{failures} failures", style="red" if failures else "dim")
+        errors = int(task.fields.get("errors", 0))
+        text = Text(f"{failures} wrong/failed", style="yellow" if failures else "dim")
+        text.append("  ")
+        text.append(f"{errors} errors", style="bold red" if errors else "dim")
         stopped = int(task.fields.get("budget_stopped", 0))
         if stopped:
             text.append(f"  budget stop ({stopped} runs)", style="yellow")
@@ -42,14 +46,15 @@ class _FailuresColumn(ProgressColumn):
 
 
 class ArmProgress:
-    """Rich progress bars fed by the engine's ``on_progress(arm, done, total, failures)``.
+    """Rich progress bars fed by the engine's ``on_progress(arm, done, total, failures,
+    errors)`` (failures: wrong answers, refusals, parse failures...; errors apart).
 
     The callback may come from any thread; bars appear as arms report. An arm whose
     budget stopped it is marked with :meth:`budget_stop` when the benchmark is done.
 
     Example:
         >>> with ArmProgress(Console(quiet=True)) as progress:
-        ...     progress("keyword", 3, 10, 1)
+        ...     progress("keyword", 3, 10, 1, 0)
         ...     progress.budget_stop("keyword", 7)
         >>> progress.done["keyword"], progress.stopped["keyword"]
         (3, 7)
@@ -81,13 +86,15 @@ class ArmProgress:
                  tb: TracebackType | None) -> None:
         self._progress.stop()
 
-    def __call__(self, arm: str, done: int, total: int, failures: int) -> None:
+    def __call__(self, arm: str, done: int, total: int, failures: int, errors: int = 0) -> None:
         with self._lock:
             task = self._tasks.get(arm)
             if task is None:
-                task = self._progress.add_task(arm, total=total, failures=failures)
+                task = self._progress.add_task(arm, total=total, failures=failures,
+                                               errors=errors)
                 self._tasks[arm] = task
-            self._progress.update(task, completed=done, total=total, failures=failures)
+            self._progress.update(task, completed=done, total=total, failures=failures,
+                                  errors=errors)
             self.done[arm] = done
 
     def budget_stop(self, arm: str, runs: int) -> None:

@@ -26,11 +26,12 @@ from prefect.context import FlowRunContext, TaskRunContext
 from hr_core.accuracy import coverage_warnings
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.report import report_markdown, summary_records
-from hr_core.engine.session import BenchmarkSession
+from hr_core.engine.session import BenchmarkSession, ProgressRow
 
 __all__ = [
     "ProgressPublisher",
     "artifact_key",
+    "progress_text",
     "publish_benchmark",
     "run_benchmark_chunk",
     "write_benchmark",
@@ -107,6 +108,16 @@ async def publish_benchmark(bench: Benchmark, summary: pd.DataFrame | None = Non
     )
 
 
+def progress_text(arm: str, done: int, total: int, failures: int, errors: int) -> str:
+    """One arm's progress with wrong answers apart from errors.
+
+    Example:
+        >>> progress_text("keyword", 40, 69, 12, 3)
+        'keyword: 40/69 (12 wrong or other failures, 3 errors)'
+    """
+    return f"{arm}: {done}/{total} ({failures} wrong or other failures, {errors} errors)"
+
+
 class ProgressPublisher:
     """The progress artifact of a running benchmark, updated at most once a second."""
 
@@ -116,18 +127,17 @@ class ProgressPublisher:
         self.last = -1.0
         self._lock = asyncio.Lock()  # one request at a time: the first one creates it
 
-    async def update(self, rows: list[tuple[str, int, int, int]]) -> None:
+    async def update(self, rows: list[ProgressRow]) -> None:
         async with self._lock:
             await self._update(rows)
 
-    async def _update(self, rows: list[tuple[str, int, int, int]]) -> None:
+    async def _update(self, rows: list[ProgressRow]) -> None:
         total = sum(r[2] for r in rows) or 1
         percent = round(100.0 * sum(r[1] for r in rows) / total, 1)
         if percent == self.last:
             return
         self.last = percent
-        text = "; ".join(f"{arm}: {done}/{of} ({failed} failures)"
-                         for arm, done, of, failed in rows)
+        text = "; ".join(progress_text(*row) for row in rows)
         client = _run_client()
         if self.id is None:
             created = await ProgressArtifact(

@@ -7,7 +7,7 @@ from rich.console import Console
 from hr_cli.progress import ArmProgress
 
 
-def _render(calls: list[tuple[str, int, int, int]], stopped: dict[str, int]) -> str:
+def _render(calls: list[tuple[str, int, int, int, int]], stopped: dict[str, int]) -> str:
     console = Console(record=True, width=140, force_terminal=False)
     with ArmProgress(console) as progress:
         for call in calls:
@@ -18,14 +18,15 @@ def _render(calls: list[tuple[str, int, int, int]], stopped: dict[str, int]) -> 
 
 
 def test_each_arm_shows_done_of_total_and_its_failures() -> None:
-    out = _render([("keyword", 3, 10, 0), ("cautious", 4, 10, 2)], {})
-    assert "3/10" in out and "0 failures" in out
-    assert "4/10" in out and "2 failures" in out
+    out = _render([("keyword", 3, 10, 0, 0), ("cautious", 4, 10, 2, 1)], {})
+    lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
+    assert "3/10" in lines["keyword"] and "0 wrong/failed  0 errors" in lines["keyword"]
+    assert "4/10" in lines["cautious"] and "2 wrong/failed  1 errors" in lines["cautious"]
     assert "budget stop" not in out
 
 
 def test_an_arm_its_budget_stopped_says_so() -> None:
-    out = _render([("keyword", 10, 10, 1), ("cautious", 10, 10, 3)], {"cautious": 6})
+    out = _render([("keyword", 10, 10, 1, 0), ("cautious", 10, 10, 3, 0)], {"cautious": 6})
     lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
-    assert "budget stop (6 runs)" in lines["cautious"] and "3 failures" in lines["cautious"]
+    assert "budget stop (6 runs)" in lines["cautious"] and "3 wrong/failed" in lines["cautious"]
     assert "budget stop" not in lines["keyword"]

@@ -173,6 +173,10 @@ def test_the_markdown_report_is_a_well_formed_table(tmp_path: Path) -> None:
     from hr_core.engine.report import report_markdown
 
     bench = _bench([("a", "q1", 1, True, None), ("b", "q1", 1, False, "refusal")])
-    lines = [line for line in report_markdown(bench).splitlines() if line.startswith("|")]
-    assert len(lines) == 4
-    assert len({line.count("|") for line in lines}) == 1
+    text = report_markdown(bench)
+    tables = [[line for line in block.splitlines() if line.startswith("|")]
+              for block in text.split("\n\n")]
+    tables = [t for t in tables if t]
+    assert [len(t) for t in tables] == [4, 4, 4]  # verdict, summary split in two: 2 arms each
+    for lines in tables:
+        assert len({line.count("|") for line in lines}) == 1

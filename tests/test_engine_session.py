@@ -38,7 +38,7 @@ def test_absorbed_records_are_journaled_counted_and_written(tmp_path: Path) -> N
     assert session.opened
     records, errors = _elsewhere(session, 0)
     session.absorb(records, errors)
-    assert session.progress() == [("good", 10, 10, 0)]
+    assert session.progress() == [("good", 10, 10, 0, 0)]
     session.journal.flush()
     assert len(session.journal.read()) == 10
     assert session.finish().runs["correct"].all()
@@ -60,21 +60,32 @@ def _mixed(payload: dict[str, Any]) -> Any:
     return _answer(payload) if n % 2 else "wrong"
 
 
-def test_progress_counts_every_failure_kind_but_budget_stop(tmp_path: Path) -> None:
-    seen: list[tuple[str, int, int, int]] = []
+def test_progress_counts_errors_apart_from_other_failures(tmp_path: Path) -> None:
+    seen: list[tuple[str, int, int, int, int]] = []
     plan = plan_benchmark({"mixed": _mixed}, ITEMS, store=str(tmp_path))
     bench = BenchmarkSession(plan).run_sync(on_progress=lambda *row: seen.append(row))
     kinds = bench.runs["failure_kind"].value_counts().to_dict()
     assert kinds == {"wrong": 4, "error": 1, "refusal": 1}
-    assert seen[-1] == ("mixed", 10, 10, 6)
+    assert seen[-1] == ("mixed", 10, 10, 5, 1)  # 4 wrong + 1 refusal, 1 error
+
+
+def test_a_four_argument_progress_callback_still_works(tmp_path: Path) -> None:
+    seen: list[tuple[str, int, int, int]] = []
+
+    def four(arm: str, done: int, total: int, failures: int) -> None:
+        seen.append((arm, done, total, failures))
+
+    plan = plan_benchmark({"mixed": _mixed}, ITEMS, store=str(tmp_path))
+    BenchmarkSession(plan).run_sync(on_progress=four)
+    assert seen[-1] == ("mixed", 10, 10, 6)  # errors counted with the failures, as before
 
 
 def test_runs_a_budget_stopped_complete_the_bar_at_the_end(tmp_path: Path) -> None:
-    seen: list[tuple[str, int, int, int]] = []
+    seen: list[tuple[str, int, int, int, int]] = []
     plan = plan_benchmark({"mixed": _mixed, "good": _answer}, ITEMS, runs=2,
                           store=str(tmp_path), budget=Budget(max_calls=5), concurrency=1)
     session = BenchmarkSession(plan)
     bench = session.run_sync(on_progress=lambda *row: seen.append(row))
     assert bench.summary().set_index("arm")["budget_stop"].to_dict() == {"mixed": 15, "good": 15}
-    assert session.progress() == [("mixed", 5, 20, 5), ("good", 5, 20, 0)]
-    assert seen[-2:] == [("mixed", 20, 20, 5), ("good", 20, 20, 0)]
+    assert session.progress() == [("mixed", 5, 20, 3, 2), ("good", 5, 20, 0, 0)]
+    assert seen[-2:] == [("mixed", 20, 20, 3, 2), ("good", 20, 20, 0, 0)]

@@ -52,8 +52,22 @@ def summary_records(summary: pd.DataFrame) -> list[dict[str, Any]]:
     return records
 
 
+def _cell(value: Any) -> str:
+    """Text for a markdown table cell or list item: one line, ``|`` and backticks escaped."""
+    return " ".join(str(value).split()).replace("|", "\\|").replace("`", "'")
+
+
+def _pct(value: Any) -> str:
+    return "–" if value is None or pd.isna(value) else f"{float(value):.1%}"
+
+
+def _points(value: float) -> str:
+    return "–" if math.isnan(value) else f"{value * 100:+.1f}"
+
+
 def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> str:
-    """A short markdown report: what ran, accuracy with CIs, failures.
+    """The markdown report (the dashboard's artifact): the verdict first, then the summary
+    (two tables, so that no column is cut off), the top errors, and where the HTML report is.
 
     Example:
         >>> from hr_core.engine.benchmark import Benchmark, runs_frame
@@ -62,32 +76,69 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
         >>> report_markdown(b).splitlines()[0]
         '# Benchmark demo (r1)'
     """
+    from hr_core.engine.health import DEFAULT_MAX_ERROR_RATE, assess_runs
+    from hr_core.report.verdict import verdict
+
     summary = bench.summary() if summary is None else summary
     m = bench.manifest
-    lines = [
-        f"# Benchmark {m.get('name')} ({m.get('run_id')})",
-        "",
-        f"- reference `{str(m.get('reference_hash'))[:12]}` ({m.get('n_items')} items), "
-        f"runs per item: {m.get('runs')}, scorer: `{m.get('scorer')}`",
-        f"- status: {m.get('status')}, started {m.get('started_at')}, ended {m.get('ended_at')}",
-    ]
-    judge = m.get("judge")
-    if judge:
-        lines.append(f"- judge `{str(judge.get('hash'))[:12]}`: {judge.get('validation')}")
-    lines += ["", "| arm | accuracy | 95% CI | coverage | scored | unscored | "
-              + " | ".join(FAILURE_KINDS) + " | mean latency (s) | cost (USD) |",
-              "|---" * (8 + len(FAILURE_KINDS)) + "|"]
-    for row in summary.to_dict("records"):
-        ci = f"{_fmt(row['ci_low'])}–{_fmt(row['ci_high'])}"
-        kinds = " | ".join(str(row[k]) for k in FAILURE_KINDS)
-        lines.append(
-            f"| {row['arm']} | {_fmt(row['accuracy'])} | {ci} | {_fmt(row.get('coverage'))} | "
-            f"{row['scored']} | {row['unscored']} | {kinds} | {_fmt(row['latency_mean_s'])} | "
-            f"{_fmt(row['cost_usd'], 4)} |"
-        )
+    result = verdict(bench.runs, summary)
+    lines = [f"# Benchmark {_cell(m.get('name'))} ({m.get('run_id')})", "",
+             f"**Verdict.** {_cell(result.headline())}", "",
+             "| arm | accuracy (95% CI) | vs best, points (95% CI) | p | coverage | errors |",
+             "|---|---|---|---|---|---|"]
+    for r in result.rows:
+        versus = ("best" if r.arm == result.best else
+                  f"{_points(r.diff)} ({_points(r.diff_low)} to {_points(r.diff_high)})")
+        p = "–" if r.arm == result.best or math.isnan(r.p_value) else f"{r.p_value:.2g}"
+        lines.append(f"| {_cell(r.arm)} | {_pct(r.accuracy)} ({_pct(r.ci_low)}–"
+                     f"{_pct(r.ci_high)}) | {versus} | {p} | {_pct(r.coverage)} | "
+                     f"{r.errors} |")
+    ordered = summary.set_index(summary["arm"].astype(str)).loc[result.order].reset_index(
+        drop=True) if result.order else summary
+    lines += ["", "## Summary", "",
+              "| arm | runs | scored | correct | unscored | accuracy | 95% CI | coverage |",
+              "|---|---|---|---|---|---|---|---|"]
+    for row in ordered.to_dict("records"):
+        lines.append(f"| {_cell(row['arm'])} | {row.get('runs')} | {row.get('scored')} | "
+                     f"{row.get('correct')} | {row.get('unscored')} | "
+                     f"{_fmt(row.get('accuracy'))} | {_fmt(row.get('ci_low'))}–"
+                     f"{_fmt(row.get('ci_high'))} | {_fmt(row.get('coverage'))} |")
+    lines += ["", "| arm | " + " | ".join(k.replace("_", " ") for k in FAILURE_KINDS)
+              + " | mean latency (s) | cost (USD) |",
+              "|---" * (3 + len(FAILURE_KINDS)) + "|"]
+    for row in ordered.to_dict("records"):
+        kinds = " | ".join(str(row.get(k, 0)) for k in FAILURE_KINDS)
+        lines.append(f"| {_cell(row['arm'])} | {kinds} | {_fmt(row.get('latency_mean_s'))} | "
+                     f"{_fmt(row.get('cost_usd'), 4)} |")
     warnings = coverage_warnings(summary)
     if warnings:
         lines += ["", *(f"> **Warning:** {w}" for w in warnings)]
     lines += ["", "Accuracy is over the runs made (runs a budget stopped are left out; "
               "coverage = runs made / runs planned); intervals as in docs/statistics.md."]
+    limit = float(m.get("max_error_rate") or DEFAULT_MAX_ERROR_RATE)
+    health = assess_runs(bench.runs, limit, arms=result.order or None)
+    lines += ["", "## Errors", ""]
+    if not health.with_errors and not health.budget_stopped:
+        lines.append("No arm raised an error; no budget stopped a run.")
+    for arm in health.with_errors:
+        flag = " **above max_error_rate**" if arm in health.breaches else ""
+        lines.append(f"- **{_cell(arm.arm)}**: {arm.errors} error(s) in {arm.runs_made} "
+                     f"run(s) ({arm.rate:.0%}){flag}")
+        lines += [f"  - {count}x `{_cell(message)}`" for message, count in arm.top]
+    for arm in health.budget_stopped:
+        lines.append(f"- **{_cell(arm.arm)}**: budget stop: {arm.budget_stops} run(s) never "
+                     "started")
+    where = f"{bench.run_dir}" if bench.run_dir else "the run folder"
+    lines += ["", "## Single items", "",
+              f"HTML report (verdict, every arm's failed items, disagreements): "
+              f"`{where}/report.html`", "",
+              f"In a terminal: `hr show {where}` (`--arm A`, `--kind error`, `--item ID`, "
+              "`--diff A B`).", "", "## Run", "",
+              f"- reference `{str(m.get('reference_hash'))[:12]}` ({m.get('n_items')} items), "
+              f"runs per item: {m.get('runs')}, scorer: `{_cell(m.get('scorer'))}`",
+              f"- status: {m.get('status')}, started {m.get('started_at')}, "
+              f"ended {m.get('ended_at')}"]
+    judge = m.get("judge")
+    if judge:
+        lines.append(f"- judge `{str(judge.get('hash'))[:12]}`: {judge.get('validation')}")
     return "\n".join(lines) + "\n"

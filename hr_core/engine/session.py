@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -24,6 +25,7 @@ from hr_core.engine._threads import DaemonPool
 from hr_core.engine.arms import Arm, normalise_arms
 from hr_core.engine.benchmark import Benchmark, runs_frame
 from hr_core.engine.budget import Budget, BudgetLedger
+from hr_core.engine.health import DEFAULT_MAX_ERROR_RATE
 from hr_core.engine.interrupt import register, stop_requested, unregister
 from hr_core.engine.journal import FLUSH_INTERVAL_S, RunKey
 from hr_core.engine.runner import ChunkContext, run_chunk, score_record, stopped_record
@@ -45,17 +47,44 @@ from hr_core.reference import Item, Reference, hr_reference
 from hr_core.scorers import Scorer, hr_scorer_exact
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "BenchmarkPlan", "BenchmarkSession", "JudgePolicy",
-           "ProgressFn", "check_judge", "plan_benchmark"]
+           "ProgressFn", "ProgressRow", "check_judge", "plan_benchmark",
+           "progress_callback"]
 
 DEFAULT_CHUNK_SIZE = 2000
 """Runs per chunk (one Prefect task each): few tasks, whatever the reference's size."""
 
-ProgressFn = Callable[[str, int, int, int], None]
-"""``on_progress(arm, done, total, failures)``: runs done of ``total`` (journaled earlier
-ones included), ``failures`` of them with a failure kind (wrong, refusal, parse failure,
-error, ...). The last call, when the benchmark has run, counts the runs a budget stopped
-as done (so every arm reaches its total) but not as failures; ``Benchmark.summary()``
-has them in its ``budget_stop`` column."""
+ProgressFn = Callable[[str, int, int, int, int], None]
+"""``on_progress(arm, done, total, failures, errors)``: runs done of ``total`` (journaled
+earlier ones included); ``failures`` of them with a failure kind other than an error
+(wrong, refusal, parse failure, not in document) and ``errors`` of them errors (the arm
+raised or reported ``ok=False``). The last call, when the benchmark has run, counts the
+runs a budget stopped as done (so every arm reaches its total) but neither as failures
+nor errors; ``Benchmark.summary()`` has them in its ``budget_stop`` column."""
+
+ProgressRow = tuple[str, int, int, int, int]
+"""``(arm, done, total, failures, errors)``, the arguments of :data:`ProgressFn`."""
+
+def progress_callback(on_progress: Any) -> ProgressFn | None:
+    """``on_progress`` as a :data:`ProgressFn`; a callback written for the four first
+    arguments ``(arm, done, total, failures)`` gets those (then ``failures`` counts errors
+    too, as it did before errors were counted apart).
+
+    Example:
+        >>> progress_callback(lambda arm, done, total, failures: print(failures))("a", 3, 9, 1, 2)
+        3
+    """
+    if on_progress is None:
+        return None
+    try:
+        inspect.signature(on_progress).bind(*range(5))
+    except TypeError:
+        def four(arm: str, done: int, total: int, failures: int, errors: int) -> None:
+            on_progress(arm, done, total, failures + errors)
+        return four
+    except ValueError:  # no signature (a builtin): the current form
+        pass
+    return on_progress  # type: ignore[no-any-return,unused-ignore]
+
 
 JudgePolicy = Literal["warn", "refuse", "ignore"]
 
@@ -78,6 +107,7 @@ class BenchmarkPlan:
     judge: dict[str, Any] | None = None
     spec: dict[str, Any] = field(default_factory=dict)
     timeout_s: float | dict[str, float] | None = None
+    max_error_rate: float = DEFAULT_MAX_ERROR_RATE
 
     def runs_of(self, arm: str) -> int:
         """Runs per item of one arm: its own ``runs``, else the benchmark's."""
@@ -220,6 +250,9 @@ def plan_benchmark(
     )
 
 
+HTML_REPORT = "report.html"
+
+
 class BenchmarkSession:
     """Runs one :class:`BenchmarkPlan`: resumes from the journal, runs chunks, writes results.
 
@@ -240,7 +273,7 @@ class BenchmarkSession:
         self.started_at = utc_now()
         self.chunks: list[tuple[str, list[tuple[Item, int]]]] = []
         self.done: dict[RunKey, dict[str, Any]] = {}
-        self._progress: dict[str, list[int]] = {a: [0, 0] for a in plan.arms}
+        self._progress: dict[str, list[int]] = {a: [0, 0, 0] for a in plan.arms}
         self.total = len(plan.reference) * sum(plan.runs_of(a) for a in plan.arms)
         self.engine_seconds = 0.0
         self.timings: dict[str, float] = {}
@@ -305,7 +338,10 @@ class BenchmarkSession:
     def _count(self, record: dict[str, Any]) -> None:
         counts = self._progress[record["arm"]]
         counts[0] += 1
-        if record.get("failure_kind") not in (None, "budget_stop"):
+        kind = record.get("failure_kind")
+        if kind == "error":
+            counts[2] += 1
+        elif kind not in (None, "budget_stop"):
             counts[1] += 1
 
     def _record(self, record: dict[str, Any]) -> None:
@@ -331,15 +367,15 @@ class BenchmarkSession:
             self._record(record)
         self._ctx.scorer_errors.extend(scorer_errors)
 
-    def progress(self, final: bool = False) -> list[tuple[str, int, int, int]]:
-        """``(arm, done, total, failures)`` for each arm (see :data:`ProgressFn`).
+    def progress(self, final: bool = False) -> list[ProgressRow]:
+        """``(arm, done, total, failures, errors)`` for each arm (see :data:`ProgressFn`).
 
         ``final=True``, once every chunk has run: the runs not done are the ones a
         budget stopped (``budget_stop`` rows), counted as done so each arm completes.
         """
         items = len(self.plan.reference)
         totals = {arm: items * self.plan.runs_of(arm) for arm in self._progress}
-        return [(arm, totals[arm] if final else c[0], totals[arm], c[1])
+        return [(arm, totals[arm] if final else c[0], totals[arm], c[1], c[2])
                 for arm, c in self._progress.items()]
 
     # -- running --------------------------------------------------------------------------
@@ -362,10 +398,10 @@ class BenchmarkSession:
         records = await run_chunk(self.plan.arms[arm], work, self._ctx)
         return len(records)
 
-    async def watch(self, callback: Callable[[list[tuple[str, int, int, int]]], Any],
+    async def watch(self, callback: Callable[[list[ProgressRow]], Any],
                     interval: float) -> None:
         """Call ``callback(self.progress())`` every ``interval`` s while it changes."""
-        last: list[tuple[str, int, int, int]] | None = None
+        last: list[ProgressRow] | None = None
         while True:
             await asyncio.sleep(interval)
             now = self.progress()
@@ -377,6 +413,7 @@ class BenchmarkSession:
 
     async def run(self, on_progress: ProgressFn | None = None) -> Benchmark:
         """Open, run every chunk with plain asyncio and finish (no Prefect)."""
+        on_progress = progress_callback(on_progress)
         if not self._opened:
             self.open()
         started = time.perf_counter()
@@ -414,6 +451,7 @@ class BenchmarkSession:
             "reference_hash": plan.reference.hash, "n_items": len(plan.reference),
             "arms": plan.spec["arms"], "scorer": plan.spec["scorer"], "judge": plan.judge,
             "runs": plan.runs, "arm_runs": plan.arm_runs,
+            "max_error_rate": plan.max_error_rate,
             "budget": None if plan.budget is None else
             plan.budget.model_dump(mode="json"), "concurrency": plan.concurrency,
             "timeout_s": plan.timeout_s,
@@ -472,6 +510,7 @@ class BenchmarkSession:
         self.store.write_frame(SUMMARY, summary)
         self.store.write_frame(SUMMARY_CSV, summary)
         self.store.write_text(REPORT, report)
+        self.store.write_text(HTML_REPORT, self._html_report(bench, summary))
         self.store.write_lines(REFERENCE, (
             orjson.dumps({"id": i.id, "payload": i.payload, "label": i.label},
                          option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY,
@@ -479,6 +518,16 @@ class BenchmarkSession:
             for i in self.plan.reference))
         self.store.copy_journal()
         self.store.write_manifest(bench.manifest)
+
+    def _html_report(self, bench: Benchmark, summary: pd.DataFrame) -> str:
+        """``report.html`` (the markdown artifact names it; ``hr report`` re-makes it with
+        the judge records attached later)."""
+        from hr_core.report import ReportInputs, render_report
+        from hr_core.report.items import item_texts
+
+        return render_report(ReportInputs(
+            bench.manifest, bench.runs, summary, run_dir=self.store.run_dir,
+            items=item_texts(self.plan.reference)))
 
     def finish(self) -> Benchmark:
         """Write ``runs.parquet``, the summary, the report and the final manifest."""

@@ -19,6 +19,7 @@ from pydantic import (
 from hr_core._yaml import line_of, read_yaml_mapping
 from hr_core.engine.arms import ArmEntry, LLMArm, import_object
 from hr_core.engine.budget import Budget
+from hr_core.engine.health import DEFAULT_MAX_ERROR_RATE
 from hr_core.errors import SpecError
 from hr_core.reference import Reference, hr_reference
 from hr_core.scorers import Scorer, hr_scorer
@@ -83,7 +84,9 @@ class BenchmarkSpec(BaseModel):
     chunk_size: int | None = Field(default=None, ge=1, strict=True)
     require_valid_judge: Literal["warn", "refuse", "ignore"] = "warn"
     judge_store: str = "judges"
+    max_error_rate: float = Field(default=DEFAULT_MAX_ERROR_RATE, ge=0, le=1)
     base_dir: str | None = Field(default=None, exclude=True)
+    source: str | None = Field(default=None, exclude=True)
 
     @field_validator("scorer")
     @classmethod
@@ -187,7 +190,8 @@ def load_spec(source: str | os.PathLike[str] | Mapping[str, Any]) -> BenchmarkSp
     data, node = read_yaml_mapping(
         path, "spec", "a benchmark spec is a YAML mapping (name, reference, arms, ...)")
     try:
-        return BenchmarkSpec.model_validate({**data, "base_dir": str(path.parent)})
+        return BenchmarkSpec.model_validate({**data, "base_dir": str(path.parent),
+                                             "source": str(path)})
     except ValidationError as exc:
         lines = []
         for error in _relevant(exc.errors())[:3]:

@@ -133,7 +133,7 @@ def _read_frame(run_dir: Path, stem: str) -> pd.DataFrame | None:
     return None
 
 
-def _read_items(folder: Path) -> dict[str, ItemText]:
+def _read_items(folder: Path) -> Mapping[str, ItemText]:
     path = folder / "reference.jsonl"
     if not path.is_file():
         return {}

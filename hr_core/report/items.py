@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import pandas as pd
@@ -31,10 +31,12 @@ __all__ = [
     "EXCERPT_CHARS",
     "ROWS_PER_GROUP",
     "ItemText",
+    "ItemTexts",
     "arm_order",
     "disagreements",
     "excerpt",
     "failed_runs",
+    "failure_counts",
     "item_texts",
 ]
 
@@ -86,14 +88,38 @@ def _question(payload: Any) -> str:
     return excerpt(payload)
 
 
-def item_texts(records: Iterable[Mapping[str, Any]]) -> dict[str, ItemText]:
-    """``{item id: ItemText}`` from reference records (``{"id", "payload", "label"}``).
+class ItemTexts(Mapping[str, ItemText]):
+    """``{item id: ItemText}``, each text made when a table asks for it (a report shows a
+    few hundred items of a million: only those are formatted)."""
+
+    def __init__(self, items: Mapping[str, tuple[Any, Any]]) -> None:
+        self._items = items
+
+    def __getitem__(self, item_id: str) -> ItemText:
+        payload, label = self._items[item_id]
+        return ItemText(_question(payload), excerpt(label))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def item_texts(records: Iterable[Any]) -> ItemTexts:
+    """Item texts from reference records (``{"id", "payload", "label"}`` mappings or
+    ``Item`` objects).
 
     The question is the payload's ``question`` (or ``prompt``/``input``/``query``)
     when it has one, else an excerpt of the whole payload.
     """
-    return {str(r.get("id")): ItemText(_question(r.get("payload")), excerpt(r.get("label")))
-            for r in records}
+    items = {}
+    for r in records:
+        if isinstance(r, Mapping):
+            items[str(r.get("id"))] = (r.get("payload"), r.get("label"))
+        else:
+            items[str(r.id)] = (r.payload, r.label)
+    return ItemTexts(items)
 
 
 def arm_order(summary: pd.DataFrame) -> list[str]:
@@ -112,18 +138,23 @@ def _correct_text(value: Any) -> str:
 
 def failed_runs(runs: pd.DataFrame, items: Mapping[str, ItemText], *,
                 arm: str | None = None, kind: str | None = None,
-                item: str | None = None, arms: Sequence[str] | None = None) -> pd.DataFrame:
+                item: str | None = None, arms: Sequence[str] | None = None,
+                failed_only: bool = True, per_group: int | None = None) -> pd.DataFrame:
     """The runs that failed, sorted by arm (in ``arms`` order), failure kind and item.
 
     Columns: ``arm, failure_kind, item_id, run, question, label, output, error``.
     ``arm``, ``kind`` and ``item`` filter (``kind="unscored"`` gives the runs
-    without a verdict instead).
+    without a verdict instead). ``failed_only=False`` keeps every run; then
+    ``failure_kind`` reads ``correct`` or ``unscored`` for the runs without one.
+    ``per_group`` keeps that many rows per (arm, kind) (texts are made for those only).
     """
     kinds = runs["failure_kind"]
     if kind == "unscored":
         mask = kinds.isna() & runs["correct"].isna()
+    elif kind == "correct":
+        mask = kinds.isna() & runs["correct"].fillna(False).astype(bool)
     else:
-        mask = kinds.notna()
+        mask = kinds.notna() if failed_only or kind is not None else kinds.notna() | kinds.isna()
         if kind is not None:
             mask &= kinds == kind
     if arm is not None:
@@ -132,31 +163,49 @@ def failed_runs(runs: pd.DataFrame, items: Mapping[str, ItemText], *,
         mask &= runs["item_id"].astype(str) == str(item)
     rows = runs.loc[mask]
     order = list(arms) if arms is not None else list(dict.fromkeys(runs["arm"].astype(str)))
-    kind_rank = {k: i for i, k in enumerate((*FAILURE_KINDS, None))}
-    frame = pd.DataFrame({
-        "arm": rows["arm"].astype(str).to_numpy(),
-        "failure_kind": rows["failure_kind"].to_numpy(),
-        "item_id": rows["item_id"].astype(str).to_numpy(),
-        "run": rows["run"].to_numpy(),
-        "question": [items.get(str(i), ItemText("", "")).question for i in rows["item_id"]],
-        "label": [items.get(str(i), ItemText("", "")).label for i in rows["item_id"]],
-        "output": [excerpt(v) for v in rows["output"]] if "output" in rows else "",
-        "error": [excerpt(v) for v in rows["error"]] if "error" in rows else "",
+    kind_rank = {k: i for i, k in enumerate((*FAILURE_KINDS, "unscored", "correct"))}
+    kinds_text = [k if isinstance(k, str) else "unscored" if pd.isna(c) else "correct"
+                  for k, c in zip(rows["failure_kind"], rows["correct"].astype(object),
+                                  strict=True)]
+    keys = pd.DataFrame({
+        "_arm": rows["arm"].astype(str).map({a: i for i, a in enumerate(order)}).fillna(
+            len(order)).to_numpy(),
+        "_kind": [kind_rank.get(k, len(kind_rank)) for k in kinds_text],
+        "item_id": rows["item_id"].astype(str).to_numpy(), "run": rows["run"].to_numpy(),
+        "_row": range(len(rows)),
+    }).sort_values(["_arm", "_kind", "item_id", "run"], kind="stable")
+    if per_group is not None:
+        keys = keys.groupby(["_arm", "_kind"], sort=False).head(per_group)
+    picked = rows.iloc[keys["_row"].to_numpy()]
+    ids = picked["item_id"].astype(str).tolist()
+    texts = [items.get(i) or ItemText("", "") for i in ids]
+    return pd.DataFrame({
+        "arm": picked["arm"].astype(str).to_numpy(),
+        "failure_kind": [kinds_text[i] for i in keys["_row"]],
+        "item_id": ids,
+        "run": picked["run"].to_numpy(),
+        "question": [t.question for t in texts],
+        "label": [t.label for t in texts],
+        "output": [excerpt(v) for v in picked["output"]] if "output" in picked else "",
+        "error": [excerpt(v) for v in picked["error"]] if "error" in picked else "",
     }, columns=list(FAILED_COLUMNS))
-    frame["_arm"] = frame["arm"].map({a: i for i, a in enumerate(order)}).fillna(len(order))
-    frame["_kind"] = frame["failure_kind"].map(lambda k: kind_rank.get(k, len(kind_rank)))
-    frame = frame.sort_values(["_arm", "_kind", "item_id", "run"], kind="stable")
-    return frame.drop(columns=["_arm", "_kind"]).reset_index(drop=True)
+
+
+def failure_counts(runs: pd.DataFrame) -> pd.DataFrame:
+    """Runs per arm and failure kind (rows: arms, columns: kinds that occur)."""
+    failed = runs.loc[runs["failure_kind"].notna(), ["arm", "failure_kind"]]
+    return failed.groupby(["arm", "failure_kind"]).size().unstack(fill_value=0)
 
 
 def disagreements(runs: pd.DataFrame, a: str, b: str,
-                  items: Mapping[str, ItemText]) -> pd.DataFrame:
+                  items: Mapping[str, ItemText], limit: int | None = None) -> pd.DataFrame:
     """Items that arms ``a`` and ``b`` both scored where their share of correct runs differs.
 
     One row per item, side by side: ``item_id, question, label, a_output,
     a_correct, b_output, b_correct`` (the output of each arm's first run; the
     ``*_correct`` columns read ``correct``, ``wrong`` or ``2/3 correct``), the
-    items where ``a`` is right first.
+    items where ``a`` is right first. ``limit`` keeps the first rows only (the
+    ``total`` attribute of the frame's ``attrs`` still counts them all).
     """
     def per_item(arm: str) -> pd.DataFrame:
         rows = runs.loc[(runs["arm"] == arm) & runs["correct"].notna()].sort_values(
@@ -172,12 +221,15 @@ def disagreements(runs: pd.DataFrame, a: str, b: str,
     both = both.loc[both["share_a"] != both["share_b"]]
     both = both.assign(_gap=both["share_b"] - both["share_a"], _id=both.index)
     both = both.sort_values(["_gap", "_id"], kind="stable")
+    total = len(both)
+    if limit is not None:
+        both = both.head(limit)
     differ = [str(i) for i in both.index]
 
     def verdict(hits: Any, n: Any) -> str:
         return _correct_text(bool(hits)) if int(n) == 1 else f"{int(hits)}/{int(n)} correct"
 
-    return pd.DataFrame({
+    frame = pd.DataFrame({
         "item_id": differ,
         "question": [items.get(i, ItemText("", "")).question for i in differ],
         "label": [items.get(i, ItemText("", "")).label for i in differ],
@@ -186,3 +238,5 @@ def disagreements(runs: pd.DataFrame, a: str, b: str,
         "b_output": [excerpt(v) for v in both["output_b"]],
         "b_correct": [verdict(h, n) for h, n in zip(both["hits_b"], both["n_b"], strict=True)],
     }, columns=list(DIFF_COLUMNS))
+    frame.attrs["total"] = total
+    return frame

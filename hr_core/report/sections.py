@@ -16,7 +16,7 @@ from hr_core.judge.position import position_bias_text
 from hr_core.report._format import compact, escape, figure, fmt, pick, table
 from hr_core.report.analysis import outcome_counts, paired_differences
 from hr_core.report.inputs import ReportInputs
-from hr_core.report.items import ROWS_PER_GROUP, disagreements, failed_runs
+from hr_core.report.items import ROWS_PER_GROUP, disagreements, failed_runs, failure_counts
 from hr_core.report.verdict import verdict
 
 __all__ = [
@@ -190,10 +190,10 @@ def _cell(text: object) -> str:
 
 
 def _capped_table(frame: pd.DataFrame, columns: list[tuple[str, str]], table_id: str,
-                  what: str) -> str:
+                  what: str, total: int) -> str:
     shown = frame.head(ROWS_PER_GROUP)
     rows = [[_cell(r[c]) for c, _ in columns] for r in shown.to_dict("records")]
-    more = len(frame) - len(shown)
+    more = total - len(shown)
     note = (f'<p class="more">{more:,} more {what} not shown: all are in '
             "<code>runs.parquet</code> (or <code>hr show RUN_DIR</code>).</p>" if more else "")
     return table([h for _, h in columns], rows, left=len(columns), table_id=table_id,
@@ -206,31 +206,36 @@ _FAILED = [("item_id", "item"), ("run", "run"), ("question", "question / payload
 
 def failures_section(inputs: ReportInputs) -> str:
     """Per arm, the runs that failed grouped by failure kind (capped per group)."""
-    failed = failed_runs(inputs.runs, inputs.items, arms=list(inputs.summary["arm"]))
-    if failed.empty:
+    counts_all = failure_counts(inputs.runs)
+    if counts_all.empty:
         return '<p class="note">No run failed.</p>'
+    failed = failed_runs(inputs.runs, inputs.items, arms=list(inputs.summary["arm"]),
+                         per_group=ROWS_PER_GROUP)
     parts = []
     for index, arm in enumerate(inputs.summary["arm"], start=1):
         mine = failed[failed["arm"] == str(arm)]
-        if mine.empty:
+        if str(arm) not in counts_all.index:
             parts.append(f"<h3>{escape(arm)}</h3><p class=\"note\">No failed run.</p>")
             continue
-        counts = mine["failure_kind"].value_counts()
-        head = ", ".join(f"{fmt(int(counts[k]))} {escape(str(k).replace('_', ' '))}"
-                         for k in FAILURE_KINDS if k in counts.index)
+        row = counts_all.loc[str(arm)]
+        counts: dict[str, int] = {str(k): int(v) for k, v in row.to_dict().items() if v > 0}
+        head = ", ".join(f"{fmt(counts[k])} {escape(k.replace('_', ' '))}"
+                         for k in FAILURE_KINDS if k in counts)
         parts.append(f"<h3>{escape(arm)}</h3><p>{head}</p>")
         for kind in FAILURE_KINDS:
-            group = mine[mine["failure_kind"] == kind]
-            if group.empty:
+            total = int(counts.get(kind, 0))
+            if not total:
                 continue
+            group = mine[mine["failure_kind"] == kind]
             slug = f"{index}-{_slug(str(arm))}-{kind}"
             if kind == "budget_stop":
-                parts.append(f'<p id="budget-{slug}">{fmt(len(group))} runs never started: '
+                parts.append(f'<p id="budget-{slug}">{fmt(total)} runs never started: '
                              "the budget ran out (no output to show).</p>")
                 continue
-            parts.append(f"<h4>{escape(kind.replace('_', ' '))} ({fmt(len(group))})</h4>"
+            parts.append(f"<h4>{escape(kind.replace('_', ' '))} ({fmt(total)})</h4>"
                          + _capped_table(group, _FAILED, f"table-failed-{slug}",
-                                         f"{kind.replace('_', ' ')} runs of {escape(arm)}"))
+                                         f"{kind.replace('_', ' ')} runs of {escape(arm)}",
+                                         total))
     return "".join(parts)
 
 
@@ -240,17 +245,18 @@ def disagreements_section(inputs: ReportInputs) -> str:
     if len(arms) < 2:
         return '<p class="note">Only one arm: nothing to compare.</p>'
     a, b = arms[0], arms[1]
-    rows = disagreements(inputs.runs, a, b, inputs.items)
+    rows = disagreements(inputs.runs, a, b, inputs.items, limit=ROWS_PER_GROUP)
+    total = int(rows.attrs.get("total", len(rows)))
     if rows.empty:
         return (f'<p class="note">{escape(a)} and {escape(b)} agree on every item both '
                 "scored.</p>")
     columns = [("item_id", "item"), ("question", "question / payload"), ("label", "label"),
                ("a_output", f"{a}: output"), ("a_correct", f"{a}"),
                ("b_output", f"{b}: output"), ("b_correct", f"{b}")]
-    return (f"<p>{fmt(len(rows))} items where <b>{escape(a)}</b> and <b>{escape(b)}</b> "
+    return (f"<p>{fmt(total)} items where <b>{escape(a)}</b> and <b>{escape(b)}</b> "
             "(the two best arms) differ in their share of correct runs; the output shown is "
             "each arm's first scored run. Items where the best arm is right come first.</p>"
-            + _capped_table(rows, columns, "table-disagreements", "disagreements"))
+            + _capped_table(rows, columns, "table-disagreements", "disagreements", total))
 
 
 def _slug(text: str) -> str:

@@ -1,0 +1,91 @@
+"""``hr show RUN_DIR``: a finished run's single items in the terminal (no Prefect import)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from hr_core.errors import SpecError
+
+__all__ = ["show_run"]
+
+KINDS = ("wrong", "error", "refusal", "parse_failure", "not_in_document", "budget_stop",
+         "unscored", "correct")
+
+
+def _items(run_dir: str) -> dict[str, Any]:
+    from hr_core.engine.store import REFERENCE, RunStore
+    from hr_core.report.items import item_texts
+
+    store = RunStore.at(run_dir)
+    if not store.exists(REFERENCE):
+        return {}
+    return item_texts(json.loads(line) for line in store.read_text(REFERENCE).splitlines()
+                      if line.strip())
+
+
+def _check(name: str, value: str | None, known: list[str]) -> None:
+    if value is not None and value not in known:
+        raise SpecError(f"--{name} {value!r}: not in this run (known: {', '.join(known)})")
+
+
+def _table(title: str, columns: list[str], rows: list[list[str]]) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, header_style="bold",
+                  show_lines=False, pad_edge=False)
+    for column in columns:
+        narrow = column in ("arm", "kind", "item", "run")
+        table.add_column(column, no_wrap=narrow, overflow="fold",
+                         max_width=None if narrow else 48, style="bold" if column == "arm"
+                         else "")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def show_run(console: Console, run_dir: str, *, arm: str | None = None,
+             kind: str | None = None, item: str | None = None,
+             diff: tuple[str, str] | None = None, limit: int = 50) -> int:
+    """Print the failed runs of a run (filtered by arm, kind, item) or, with ``diff``, the
+    items where two arms disagree; returns how many rows matched."""
+    from hr_core.engine.benchmark import Benchmark
+    from hr_core.report.items import disagreements, failed_runs
+
+    bench = Benchmark.load(run_dir)
+    runs = bench.runs
+    arms = [str(a) for a in dict.fromkeys(runs["arm"])]
+    _check("arm", arm, arms)
+    _check("kind", kind, list(KINDS))
+    if item is not None and not (runs["item_id"].astype(str) == item).any():
+        raise SpecError(f"--item {item!r}: no run of this item in {run_dir}")
+    items = _items(run_dir)
+    shown = limit or None
+    if diff is not None:
+        a, b = diff
+        _check("diff", a, arms)
+        _check("diff", b, arms)
+        frame = disagreements(runs, a, b, items)
+        if item is not None:
+            frame = frame[frame["item_id"] == item]
+        rows = [[str(v) for v in r] for r in frame.head(shown).itertuples(index=False)]
+        console.print(_table(
+            f"{len(frame)} item(s) where {a} and {b} disagree"
+            + (f" (showing {len(rows)}; --limit 0 for all)" if len(rows) < len(frame) else ""),
+            ["item", "question", "label", f"{a}: output", a, f"{b}: output", b], rows))
+        return len(frame)
+    frame = failed_runs(runs, items, arm=arm, kind=kind, item=item, arms=arms,
+                        failed_only=item is None or kind is not None)
+    rows = [[r.arm, r.failure_kind, r.item_id, str(r.run), r.question, r.label, r.output,
+             r.error] for r in frame.head(shown).itertuples(index=False)]
+    what = "run(s)" if item is not None and kind is None else "failed run(s)"
+    filters = ", ".join(f"{k} {v}" for k, v in (("arm", arm), ("kind", kind), ("item", item))
+                        if v is not None)
+    console.print(_table(
+        f"{len(frame)} {what} in {bench.manifest.get('name')} {bench.run_id}"
+        + (f" ({filters})" if filters else "")
+        + (f"; showing {len(rows)} (--limit 0 for all)" if len(rows) < len(frame) else ""),
+        ["arm", "kind", "item", "run", "question", "label", "output", "error"], rows))
+    return len(frame)

@@ -1,0 +1,165 @@
+"""Failures are loud and flow runs are worth reading: max_error_rate fails the flow run
+(results written), WARNING logs, the markdown artifact, parameters, tags and names, all
+read back from the real (ephemeral) Prefect API; ``hr run`` exits 3."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+from flows import hr_benchmark
+from flows.benchmark import benchmark_flow
+from hr_cli import ERROR_RATE_EXCEEDED, main
+from hr_cli.demo import example_path
+from hr_core.engine.health import ErrorRateExceeded
+
+ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}"} for i in range(12)]
+
+
+def good(payload: dict[str, Any]) -> str:
+    return "a" + payload["question"][1:]
+
+
+def typo(payload: dict[str, Any]) -> str:
+    return "{questoin}".format(**payload)
+
+
+def flaky(payload: dict[str, Any]) -> str:
+    if payload["question"] == "Q3":
+        raise TimeoutError("read timed out")
+    return good(payload)
+
+
+async def _read(flow_run_id: str) -> dict[str, Any]:
+    """The flow run as the dashboard sees it: state, name, tags, parameters, logs, artifacts."""
+    async with get_client() as client:
+        run = await client.read_flow_run(flow_run_id)
+        for _ in range(50):  # logs are sent in batches: poll
+            logs = await client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(
+                any_=[run.id])))
+            if any(log.level >= 30 for log in logs):
+                break
+            await asyncio.sleep(0.1)
+        artifacts = [a for a in await client.read_artifacts() if a.flow_run_id == run.id]
+    return {"state": run.state_type.value if run.state_type else None,
+            "message": run.state.message if run.state else "", "name": run.name,
+            "tags": run.tags, "parameters": run.parameters,
+            "warnings": [log.message for log in logs if log.level == 30],
+            "artifacts": {a.key: a for a in artifacts}}
+
+
+def test_an_arm_failing_every_call_fails_the_flow_run_after_writing_results(
+    prefect_harness: None, tmp_path: Path,
+) -> None:
+    with pytest.raises(ErrorRateExceeded) as caught:
+        hr_benchmark({"good": good, "typo": typo}, ITEMS, store=str(tmp_path), name="loud")
+    message = str(caught.value)
+    assert "typo 12/12 (100%)" in message and "KeyError: 'questoin'" in message
+    assert "good" not in message.split("arm(s):")[1]
+    bench = caught.value.benchmark
+    run_dir = Path(bench.run_dir)
+    assert len(pd.read_parquet(run_dir / "runs.parquet")) == 24  # written before failing
+    assert (run_dir / "report.html").is_file()
+    seen = asyncio.run(_read(bench.manifest["flow_run_id"]))
+    assert seen["state"] == "FAILED"
+    assert "ErrorRateExceeded" in seen["message"] and "questoin" in seen["message"]
+    assert any(w.startswith("typo: 12 error(s) in 12 run(s) (100%); top: KeyError: "
+                            "'questoin' (12x)") for w in seen["warnings"]), seen["warnings"]
+    report = seen["artifacts"]["loud-report"].data
+    assert report.splitlines()[2].startswith("**Verdict.** good is the best arm")
+    assert "- **typo**: 12 error(s) in 12 run(s) (100%) **above max_error_rate**" in report
+    assert f"`{run_dir}/report.html`" in report
+
+
+def test_a_healthy_run_with_a_few_errors_completes_and_warns(
+    prefect_harness: None, tmp_path: Path,
+) -> None:
+    bench = hr_benchmark({"good": good, "flaky": flaky}, ITEMS, store=str(tmp_path),
+                         name="healthy")
+    seen = asyncio.run(_read(bench.manifest["flow_run_id"]))
+    assert seen["state"] == "COMPLETED"
+    assert any(w.startswith("flaky: 1 error(s) in 12 run(s) (8%); top: TimeoutError: read "
+                            "timed out (1x)") for w in seen["warnings"]), seen["warnings"]
+
+
+def test_max_error_rate_one_never_fails(prefect_harness: None, tmp_path: Path) -> None:
+    bench = hr_benchmark({"typo": typo}, ITEMS, store=str(tmp_path), max_error_rate=1.0)
+    assert asyncio.run(_read(bench.manifest["flow_run_id"]))["state"] == "COMPLETED"
+
+
+def test_a_python_run_shows_names_fingerprints_tags_and_its_name(
+    prefect_harness: None, tmp_path: Path,
+) -> None:
+    bench = hr_benchmark({"good": good, "keyword": "hr_core.examples.demo_arms:always_abstain"},
+                         ITEMS, runs=2, store=str(tmp_path), name="shown")
+    seen = asyncio.run(_read(bench.manifest["flow_run_id"]))
+    assert seen["name"] == f"shown-{bench.run_id}"
+    assert {"hr", "shown"} <= set(seen["tags"])
+    params = seen["parameters"]
+    assert params["name"] == "shown" and params["runs"] == 2 and params["fresh"] is False
+    assert params["store"] == str(tmp_path) and params["spec"] is None
+    assert params["reference_hash"] == bench.reference_hash
+    assert params["arms"]["good"].startswith("test_flow_visibility:good (")
+    assert params["arms"]["keyword"].startswith("hr_core.examples.demo_arms:always_abstain")
+    assert "invocation" not in params and "_Invocation" not in json.dumps(params)
+
+
+def test_a_spec_run_like_a_deployment_is_renamed_tagged_and_given_its_parameters(
+    prefect_harness: None, tmp_path: Path,
+) -> None:
+    spec = example_path("demo.yaml")
+    lines = example_path("docqa_reference.jsonl").read_text().splitlines()[:6]
+    (tmp_path / "ref.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "spec.yaml").write_text(
+        "name: deployed\nreference: ref.jsonl\n"
+        "arms:\n  keyword: hr_core.examples.demo_arms:keyword_overlap\n")
+    bench = asyncio.run(benchmark_flow(spec=str(tmp_path / "spec.yaml"),
+                                       store=str(tmp_path / "results")))
+    seen = asyncio.run(_read(bench.manifest["flow_run_id"]))
+    assert seen["name"] == f"deployed-{bench.run_id}"
+    assert {"hr", "deployed"} <= set(seen["tags"])
+    assert seen["parameters"]["spec"] == str(tmp_path / "spec.yaml")
+    assert seen["parameters"]["reference_hash"] == bench.reference_hash
+    assert list(seen["parameters"]["arms"]) == ["keyword"]
+    assert spec.is_file()
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_hr_run_prints_each_arm_s_errors_and_exits_3(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    lines = example_path("docqa_reference.jsonl").read_text().splitlines()[:8]
+    (tmp_path / "ref.jsonl").write_text("\n".join(lines) + "\n")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "name: typo\nreference: ref.jsonl\narms:\n"
+        "  keyword: hr_core.examples.demo_arms:keyword_overlap\n"
+        "  reader:\n    model: mock:reader\n"
+        "    prompt: \"Document: {document}\\nQuestion: {questoin}\"\n")
+    code = 0
+    try:
+        main(["run", str(spec), "--store", str(tmp_path / "store")])
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    assert code == ERROR_RATE_EXCEEDED == 3
+    assert "hr: warning: reader: 8 error(s) in 8 run(s) (100%); most frequent:" in out
+    assert "8 x  SpecError: LLM arm prompt needs field 'questoin'" in out
+    assert "0 wrong/failed  8 errors" in out  # the progress bar counts errors apart
+    assert "Report:" in out  # the results and report are written before failing
+    assert err.startswith("hr: error: typo: error rate above max_error_rate=0.5 in 1 arm(s): "
+                          "reader 8/8 (100%)")
+    assert "Traceback" not in out + err
+    code = 0
+    try:
+        main(["run", str(spec), "--store", str(tmp_path / "store"), "--max-error-rate", "1"])
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    assert code == 0
