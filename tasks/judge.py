@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Sequence
+from typing import Any
 
 from prefect import task
 from prefect.artifacts import acreate_markdown_artifact
@@ -86,9 +87,10 @@ async def save_judge_validation(
     results: Sequence[JudgeResult],
     humans: Sequence[str],
     store: str | os.PathLike[str],
+    items: Sequence[Any] | None = None,
 ) -> JudgeValidation:
     """Compute the record, write ``<store>/<hash>.json`` and publish a markdown artifact."""
-    record = compute_validation(config, results, humans)
+    record = compute_validation(config, results, humans, items=items)
     save_validation(record, store)
     await acreate_markdown_artifact(
         key=f"judge-validation-{record.hash[:12]}",

@@ -209,3 +209,19 @@ def test_select_rows_need_as_many_candidates_as_orders() -> None:
                        r"candidates, but the judge shows each item in orders=3"):
         labelled_rows(cfg, rows)
     assert len(labelled_rows(cfg, rows[:1])) == 1
+
+
+def test_the_agreement_interval_is_clustered_by_item() -> None:
+    """Twelve rows on three items (four answers each): the item is the unit, so the
+    interval is wider than one over twelve independent rows."""
+    results = [_result("ok", "pass")] * 8 + [_result("ok", "fail")] * 4
+    humans = ["pass"] * 12
+    items = [f"question {i // 4}" for i in range(12)]  # items 0, 1 agree; item 2 does not
+    rows_only = compute_validation(GRADE, results, humans)
+    clustered = compute_validation(GRADE, results, humans, items=items)
+    assert rows_only.agreement == clustered.agreement == pytest.approx(8 / 12)
+    assert rows_only.agreement_ci == pytest.approx(clopper_pearson(8, 12)[1:])
+    assert clustered.agreement_ci is not None and rows_only.agreement_ci is not None
+    assert clustered.agreement_ci[0] < rows_only.agreement_ci[0] - 0.2
+    with pytest.raises(ValueError, match="12 judged rows but 2 items"):
+        compute_validation(GRADE, results, humans, items=["a", "b"])

@@ -8,6 +8,7 @@ store keeps one file per config hash, ``<store>/<hash>.json``.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import os
 import tempfile
@@ -25,7 +26,7 @@ from hr_core.judge.judging import JudgeResult, judge_item
 from hr_core.judge.labelled import LabelledDataError, LabelledRow, read_labelled
 from hr_core.judge.position import position_bias, position_bias_columns
 from hr_core.models.base import ChatModel
-from hr_core.stats import clopper_pearson, cohen_kappa
+from hr_core.stats import accuracy_interval, cohen_kappa
 
 __all__ = [
     "NO_VERDICT",
@@ -50,14 +51,16 @@ class JudgeValidation(BaseModel):
     """A judge's agreement with people under one exact configuration.
 
     ``agreement`` counts an item without a combined verdict as a disagreement;
-    ``agreement_ci`` is Clopper-Pearson's exact 95% interval; ``kappa`` is Cohen's between
-    people and the judge (no verdict as its own category); ``confusion`` is
-    human -> judge -> count; ``consistency`` is the share of items whose orders
-    agreed among those where every order gave a verdict; ``position_bias``
-    (pairwise and select) is ``order_disagreements`` and ``favoured_position_<j>``,
-    the share of the items whose orders disagreed where every order chose shown
-    position ``j`` (``hr_core.judge.position``). ``None`` where a figure is
-    undefined (no rows, one category only, grade mode for position bias).
+    ``agreement_ci`` is the 95% interval of ``hr_core.stats.accuracy_interval``
+    over items (exact with one row per item, clustered by item otherwise);
+    ``kappa`` is Cohen's between people and the judge (no verdict as its own
+    category); ``confusion`` is human -> judge -> count; ``consistency`` is the
+    share of items whose orders agreed among those where every order gave a
+    verdict; ``position_bias`` (pairwise and select) is ``order_disagreements``
+    and ``favoured_position_<j>``, the share of the items whose orders disagreed
+    where every order chose shown position ``j`` (``hr_core.judge.position``).
+    ``None`` where a figure is undefined (no rows, one category only, grade mode
+    for position bias).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -96,8 +99,13 @@ def compute_validation(
     humans: Sequence[str],
     *,
     created_at: datetime | None = None,
+    items: Sequence[Any] | None = None,
 ) -> JudgeValidation:
     """The validation record of judged rows against the people's labels.
+
+    ``items`` (what each row asked) clusters the agreement interval by item: rows
+    of one item (e.g. several pairs of answers to one question) are not
+    independent. Without them each row is its own item.
 
     Example:
         >>> import asyncio
@@ -123,7 +131,15 @@ def compute_validation(
     statuses = Counter(r.status for r in results)
     judged = statuses["ok"] + statuses["no_consensus"]
     if n:
-        interval = clopper_pearson(matches, n)
+        keys = [_item_key(i) for i in items] if items is not None else list(range(n))
+        if len(keys) != n:
+            raise ValueError(f"{n} judged rows but {len(keys)} items")
+        per_item: dict[Any, list[int]] = defaultdict(lambda: [0, 0])
+        for key, (h, j) in zip(keys, pairs, strict=True):
+            per_item[key][0] += int(h == j)
+            per_item[key][1] += 1
+        interval = accuracy_interval([c for c, _ in per_item.values()],
+                                     [t for _, t in per_item.values()])
         low, high = _finite(interval[1]), _finite(interval[2])
         ci = None if low is None or high is None else (low, high)
     else:
@@ -154,6 +170,10 @@ def compute_validation(
         created_at=created_at or datetime.now(UTC),
         version=__version__,
     )
+
+
+def _item_key(item: Any) -> str:
+    return item if isinstance(item, str) else json.dumps(item, sort_keys=True, default=str)
 
 
 def hr_judge_valid(record: JudgeValidation | None, config: JudgeConfig) -> bool:
