@@ -70,8 +70,8 @@ def prefect_api() -> PrefectApi:
 
 
 def announce(api: PrefectApi, show: Callable[[str], object] | None = None) -> None:
-    """Say once per process which API is used (explicit URLs are not announced)."""
-    if _announced or api.kind == "explicit":
+    """Say once per process that a temporary server is used, and how to avoid it."""
+    if _announced or api.kind != "temporary":
         return
     _announced.append(api.kind)
     if show is None:

@@ -1,0 +1,213 @@
+"""Time to result, whole process: hr (server up) against pydantic-evals and plain Python.
+
+Four contenders run the same two functions (``bench/startup_arms.py``) on the
+same 10 document-QA items (the first 10 of ``hr_core/examples/docqa_reference.jsonl``)
+and print a result table:
+
+- (a) ``hr run spec.yaml --fresh``, with the hr server up (``hr server start``);
+- (b) the same through the Python API: ``hr_benchmark("spec.yaml", fresh=True)``;
+- (c) pydantic-evals: a ``Dataset`` of the 10 cases, an exact-match evaluator,
+  ``evaluate_sync`` per function, the report printed;
+- (d) plain Python: a loop calling both functions and counting exact matches.
+
+Each is a new process (interpreter start, imports, work, exit), timed from
+spawn to exit, with its peak RSS from ``wait4``; the contenders are
+interleaved (rotated each repetition) and the medians of ``--reps`` (default 5)
+repetitions are reported, with ratios to (c) and (d). Then ``hr demo`` with the
+server up against ``hr demo`` with Prefect's temporary server (its own
+``PREFECT_HOME``, database created beforehand), interleaved, ``--demo-reps``
+times (default 3; 0 skips it).
+
+Targets (issue 11): (a), (b) <= 1.5x (c); ``hr demo`` with the server <= 1/3
+of its time with the temporary server.
+
+Run: ``.venv/bin/python bench/bench_startup.py [--reps N] [--demo-reps N]``
+(needs ``pip install -e '.[bench]'`` for pydantic-evals). The hr server is
+started in a temporary ``PREFECT_HOME`` and stopped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = Path(__file__).resolve().parent
+PYTHON = sys.executable
+HR = str(Path(sys.executable).with_name("hr"))
+
+SPEC = """\
+name: startup-10
+reference: ref10.jsonl
+arms:
+  first_number: startup_arms:first_number
+  last_sentence: startup_arms:last_sentence
+scorer: exact
+"""
+
+API = """\
+from flows import hr_benchmark
+bench = hr_benchmark("spec.yaml", store="results-api", fresh=True)
+print(bench.summary()[["arm", "accuracy", "ci_low", "ci_high"]].to_string())
+"""
+
+PYDANTIC_EVALS = """\
+import json
+from dataclasses import dataclass
+
+from pydantic_evals import Case, Dataset
+from pydantic_evals.evaluators import Evaluator, EvaluatorContext
+
+from startup_arms import ARMS, matches
+
+
+@dataclass
+class Exact(Evaluator):
+    def evaluate(self, ctx: EvaluatorContext) -> bool:
+        return matches(ctx.output, ctx.expected_output)
+
+
+rows = [json.loads(line) for line in open("ref10.jsonl")]
+cases = [Case(name=r["id"], inputs={"document": r["document"], "question": r["question"]},
+              expected_output=r["label"]) for r in rows]
+dataset = Dataset(name="startup-10", cases=cases, evaluators=[Exact()])
+for name, arm in ARMS.items():
+    report = dataset.evaluate_sync(arm, name=name)
+    report.print(include_input=False, include_output=False)
+"""
+
+PLAIN = """\
+import json
+
+from startup_arms import ARMS, matches
+
+rows = [json.loads(line) for line in open("ref10.jsonl")]
+for name, arm in ARMS.items():
+    right = sum(matches(arm({"document": r["document"], "question": r["question"]}),
+                        r["label"]) for r in rows)
+    print(f"{name}: {right}/{len(rows)} correct")
+"""
+
+
+def measure(argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> tuple[float, float]:
+    """Wall seconds from spawn to exit and peak RSS (MB) of one process; raises on failure."""
+    with log.open("ab") as out:
+        started = time.perf_counter()
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
+        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{tail}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def interleaved(contenders: dict[str, Callable[[], tuple[float, float]]],
+                reps: int) -> dict[str, tuple[float, float, list[float]]]:
+    """Median wall and peak RSS per contender over ``reps`` rotated rounds."""
+    walls: dict[str, list[float]] = {name: [] for name in contenders}
+    rss: dict[str, list[float]] = {name: [] for name in contenders}
+    names = list(contenders)
+    for rep in range(reps):
+        order = names[rep % len(names):] + names[:rep % len(names)]
+        for name in order:
+            wall, peak = contenders[name]()
+            walls[name].append(wall)
+            rss[name].append(peak)
+            print(f"  rep {rep + 1}/{reps} {name:<24} {wall:6.2f} s {peak:6.0f} MB", flush=True)
+    return {n: (statistics.median(walls[n]), statistics.median(rss[n]), walls[n])
+            for n in names}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--demo-reps", type=int, default=3)
+    parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="hr-bench-startup-"))
+    home, temporary_home = work / "prefect-home", work / "prefect-home-temporary"
+    home.mkdir()
+    temporary_home.mkdir()
+    lines = (ROOT / "hr_core/examples/docqa_reference.jsonl").read_text().splitlines()[:10]
+    (work / "ref10.jsonl").write_text("\n".join(lines) + "\n")
+    (work / "spec.yaml").write_text(SPEC)
+    scripts = {"api.py": API, "pydantic_evals_run.py": PYDANTIC_EVALS, "plain.py": PLAIN}
+    for name, text in scripts.items():
+        (work / name).write_text(text)
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    base.update(PYTHONPATH=os.pathsep.join([str(BENCH), str(ROOT)]),
+                PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_LOGGING_LEVEL="WARNING",
+                COLUMNS="120")
+    env = dict(base, PREFECT_HOME=str(home))
+    temporary_env = dict(base, PREFECT_HOME=str(temporary_home))
+    log = work / "bench.log"
+
+    def run(argv: list[str], e: dict[str, str] = env) -> Callable[[], tuple[float, float]]:
+        return lambda: measure(argv, e, work, log)
+
+    # this process stays small (stdlib only): a child's peak RSS counts its parent's pages
+    # until it execs (fork), so the server is started and stopped by `hr server` processes
+    started = time.perf_counter()
+    subprocess.run([HR, "server", "start", "--timeout", "240"], env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+    url = "http://127.0.0.1:{port}".format(**json.loads((home / "hr-server.json").read_text()))
+    print(f"hr server up in {time.perf_counter() - started:.1f} s at {url} "
+          f"(PREFECT_HOME {home})", flush=True)
+    try:
+        contenders = {
+            "(a) hr run (server up)": run([HR, "run", "spec.yaml", "--store", "results-cli",
+                                           "--fresh"]),
+            "(b) hr_benchmark (API)": run([PYTHON, "api.py"]),
+            "(c) pydantic-evals": run([PYTHON, "pydantic_evals_run.py"]),
+            "(d) plain Python": run([PYTHON, "plain.py"]),
+        }
+        print("warm-up (one untimed run each; creates the temporary server's database)")
+        for contender in contenders.values():
+            contender()
+        demo = {
+            "hr demo (server up)": run([HR, "demo", "--store", "results-demo", "--judges",
+                                        "judges"]),
+            "hr demo (temporary server)": run([HR, "demo", "--store", "results-demo-t",
+                                               "--judges", "judges-t"], temporary_env),
+        }
+        if args.demo_reps:
+            demo["hr demo (temporary server)"]()  # its database, created once
+        print(f"{args.reps} interleaved repetitions")
+        results = interleaved(contenders, args.reps)
+        demo_results = interleaved(demo, args.demo_reps) if args.demo_reps else {}
+    finally:
+        subprocess.run([HR, "server", "stop"], env=env, check=False, stdout=subprocess.DEVNULL)
+    c_wall, d_wall = results["(c) pydantic-evals"][0], results["(d) plain Python"][0]
+    print(f"\n10 items x 2 arms, whole process, medians of {args.reps} "
+          f"(load average {os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} cores)")
+    print(f"{'contender':<26} {'wall s':>7} {'peak RSS MB':>12} {'/ (c)':>7} {'/ (d)':>7}")
+    for name, (wall, peak, _) in results.items():
+        print(f"{name:<26} {wall:7.2f} {peak:12.0f} {wall / c_wall:7.2f} {wall / d_wall:7.2f}")
+    if demo_results:
+        up, temp = (demo_results[n][0] for n in demo)
+        print(f"\nhr demo, medians of {args.demo_reps}: server up {up:.1f} s, temporary "
+              f"server {temp:.1f} s: {up / temp:.2f} of it (target <= 0.33)")
+    summary = {"reps": args.reps, "results": {n: {"wall_s": w, "peak_rss_mb": r, "walls": ws}
+                                              for n, (w, r, ws) in
+                                              {**results, **demo_results}.items()}}
+    (work / "bench_startup.json").write_text(json.dumps(summary, indent=2))
+    print(f"\nfigures: {work / 'bench_startup.json'}; log: {log}")
+    if not args.keep:
+        for path in sorted(work.rglob("*"), reverse=True):
+            if path.name not in ("bench_startup.json", "bench.log"):
+                (path.unlink if path.is_file() or path.is_symlink() else path.rmdir)()
+
+
+if __name__ == "__main__":
+    main()
