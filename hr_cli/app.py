@@ -33,6 +33,8 @@ app.add_typer(server_app, name="server")
 ExistingFile = Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True)]
 ExistingDir = Annotated[Path, typer.Argument(exists=True, file_okay=False,
                                               help="A run directory: results/<name>/<run id>/")]
+RunDir = Annotated[str, typer.Argument(
+    help="A run directory, results/<name>/<run id>/, or its URL (s3://bucket/...)")]
 
 
 @app.command()
@@ -79,7 +81,8 @@ Exit status: 0 done, 2 a mistake in the command or spec (one line names it),
 def run(
     spec: ExistingFile,
     runs: Annotated[int | None, typer.Option(min=1, help="Runs per (arm, item).")] = None,
-    store: Annotated[Path | None, typer.Option(help="Results folder (default: the spec's).")
+    store: Annotated[str | None, typer.Option(
+        help="Results folder or fsspec URL, e.g. s3://bucket/hr (default: the spec's).")
                      ] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Start a new run instead of resuming."
                                         )] = False,
@@ -99,7 +102,7 @@ def run(
 
 
 @app.command()
-def summary(run_dir: ExistingDir) -> None:
+def summary(run_dir: RunDir) -> None:
     """Print the summary table of a finished run."""
     from hr_cli.commands import show_summary
 
@@ -108,7 +111,7 @@ def summary(run_dir: ExistingDir) -> None:
 
 @app.command()
 def report(
-    run_dir: ExistingDir,
+    run_dir: RunDir,
     output: Annotated[Path | None, typer.Option("-o", "--output",
                                                 help="HTML file (default RUN_DIR/report.html)."
                                                 )] = None,

@@ -148,21 +148,22 @@ def print_health(console: Console, bench: Any, max_error_rate: float | None = No
                       style="yellow", markup=False)
 
 
-def print_results(console: Console, bench: Any) -> Path:
+def print_results(console: Console, bench: Any) -> str | Path:
     """Print the summary, each arm's errors and budget stops, write the report, print the
     paths of the results and report."""
     from hr_core.report import write_report
 
     console.print(summary_table(bench.summary(), title=f"Summary: {bench.manifest.get('name')}"))
     print_health(console, bench)
-    run_dir = Path(bench.run_dir)
+    run_dir = bench.run_dir
     report = write_report(run_dir)
     console.print(f"[bold]Results:[/] {run_dir}")
     console.print(f"[bold]Report:[/]  {report}")
     return report
 
 
-def run_spec(console: Console, spec: Path, *, runs: int | None, store: Path | None, fresh: bool,
+def run_spec(console: Console, spec: Path, *, runs: int | None, store: str | Path | None,
+             fresh: bool,
              budget_calls: int | None, budget_cost: float | None,
              concurrency: int | None, max_error_rate: float | None = None) -> None:
     """``hr run SPEC.yaml``: run, print the summary, write the report, print the paths.
@@ -185,17 +186,23 @@ def run_spec(console: Console, spec: Path, *, runs: int | None, store: Path | No
     print_results(console, bench)
 
 
-def load_benchmark(run_dir: Path) -> Any:
-    """The ``Benchmark`` stored in a run directory; ``SpecError`` when it is not one."""
+def load_benchmark(run_dir: str | Path) -> Any:
+    """The ``Benchmark`` stored in a run folder or at its URL; ``SpecError`` if it is not one."""
     from hr_core.engine import Benchmark
+    from hr_core.engine.store import MANIFEST, RunStore
 
-    if not (run_dir / "manifest.json").is_file():
-        raise SpecError(f"{run_dir}: no manifest.json here; give a run directory such as "
+    text = os.fspath(run_dir)
+    store = RunStore.at(text)
+    if store.local and not Path(store.path("")).is_dir():
+        raise SpecError(f"{text}: no such run directory; give a run directory such as "
                         "results/<name>/<run id>/ (the path `hr run` printed)")
-    return Benchmark.load(run_dir)
+    if not store.exists(MANIFEST):
+        raise SpecError(f"{text}: no manifest.json here; give a run directory such as "
+                        "results/<name>/<run id>/ (the path `hr run` printed)")
+    return Benchmark.load(text)
 
 
-def show_summary(console: Console, run_dir: Path) -> None:
+def show_summary(console: Console, run_dir: str | Path) -> None:
     """``hr summary RUN_DIR``."""
     bench = load_benchmark(run_dir)
     manifest = bench.manifest
@@ -205,11 +212,11 @@ def show_summary(console: Console, run_dir: Path) -> None:
     console.print(summary_table(bench.summary()))
 
 
-def make_report(console: Console, run_dir: Path, output: Path | None) -> Path:
-    """``hr report RUN_DIR [-o FILE]``."""
+def make_report(console: Console, run_dir: str | Path, output: Path | None) -> str | Path:
+    """``hr report RUN_DIR [-o FILE]`` (``RUN_DIR`` may be a URL: the report goes beside it)."""
     from hr_core.report import write_report
 
-    path = write_report(run_dir, output)
+    path = write_report(os.fspath(run_dir), output)
     console.print(f"[bold]Report:[/] {path}")
     return path
 

@@ -71,7 +71,7 @@ def run_demo(console: Console, *, store: Path, judges: Path) -> Path:
     pairwise = load_judge(example_path("pairwise_judge.yaml"))
     compare_with_judge(console, bench, best, pairwise)
 
-    report = write_report(run_dir)
+    report = Path(write_report(run_dir))  # the demo store is a local folder
     console.print(Rule("[bold]Done[/]"))
     console.print(f"[bold]Results:[/] {run_dir}")
     console.print(f"[bold]Report:[/]  {report}   (open it in a browser; it loads nothing)")

@@ -38,6 +38,7 @@ from hr_core.engine.store import (
     RunStore,
     fresh_run_id,
     git_commit,
+    local_dir,
     package_versions,
     run_id_for,
     utc_now,
@@ -227,8 +228,9 @@ def plan_benchmark(
     timeouts = _timeouts(timeout_s, normalised)
     for arm in normalised.values():
         arm.concurrency = concurrency
-        if arm.llm is not None and "://" not in str(store):
-            arm.cache = str(Path(store) / "responses.sqlite")
+        if arm.llm is not None:
+            folder = Path(store) if "://" not in str(store) else local_dir(str(store))
+            arm.cache = str(folder / "responses.sqlite")
     scorer_name, judge_hash = _scorer_identity(scorer)
     spec = {
         "reference_hash": reference.hash,
@@ -287,6 +289,7 @@ class BenchmarkSession:
         """Read the journal (or clear it when not resuming), count done runs, make chunks."""
         plan = self.plan
         if plan.resume:
+            self.store.fetch_journal()
             self.done = {k: r for k, r in self.journal.read().items() if k[0] in plan.arms}
         else:
             self.journal.clear()

@@ -23,7 +23,7 @@ import pandas as pd
 from hr_core.engine.journal import Journal, write_error
 from hr_core.errors import CorruptRunError
 
-__all__ = ["RunStore", "git_commit", "package_versions", "rerun_hint", "run_id_for",
+__all__ = ["RunStore", "git_commit", "local_dir", "package_versions", "rerun_hint", "run_id_for",
            "utc_now"]
 
 MANIFEST = "manifest.json"
@@ -110,6 +110,22 @@ def rerun_hint() -> str:
             "it resumes from the journal and rewrites the results")
 
 
+def local_dir(url: str) -> Path:
+    """The local folder that holds what a remote store's ``url`` keeps on this machine.
+
+    The journal of a run in progress and the response cache of a store live on
+    local disk (SQLite and appends need it): ``$HR_JOURNAL_DIR`` (default
+    ``~/.cache/hr/journal/``), one sub-folder per URL.
+
+    Example:
+        >>> local_dir("s3://bucket/hr").name == local_dir("s3://bucket/hr/").name
+        True
+    """
+    digest = hashlib.sha256(url.rstrip("/").encode()).hexdigest()[:16]
+    base = os.environ.get("HR_JOURNAL_DIR") or Path.home() / ".cache" / "hr" / "journal"
+    return Path(base) / digest
+
+
 class RunStore:
     """Where one benchmark run lives: ``<store>/<name>/<run_id>/`` (local or fsspec URL).
 
@@ -131,13 +147,28 @@ class RunStore:
         self.run_id = run_id
         self.run_dir = f"{self.store.rstrip('/')}/{name}/{run_id}"
         self.fs, self._root = fsspec.core.url_to_fs(self.run_dir)
-        if _is_local(self.run_dir):
-            journal_dir = Path(self._root)
-        else:
-            digest = hashlib.sha256(self.run_dir.encode()).hexdigest()[:16]
-            base = os.environ.get("HR_JOURNAL_DIR") or Path.home() / ".cache" / "hr" / "journal"
-            journal_dir = Path(base) / digest
+        journal_dir = Path(self._root) if self.local else local_dir(self.run_dir)
         self.journal = Journal(journal_dir / JOURNAL)
+
+    @property
+    def local(self) -> bool:
+        """Whether the run folder is on local disk (not an fsspec URL such as ``s3://``)."""
+        return _is_local(self.run_dir)
+
+    def fetch_journal(self) -> bool:
+        """Copy the store's journal to the local one when only the store has it.
+
+        A remote store's journal is written locally while a run is in progress and
+        copied next to the results when it ends; a resume on another machine (or
+        with an emptied ``$HR_JOURNAL_DIR``) starts from that copy.
+        """
+        if self.local or self.journal.path.exists() or not self.exists(JOURNAL):
+            return False
+        self.journal.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.journal.path.with_suffix(".download")
+        self.fs.get_file(self.path(JOURNAL), str(tmp))
+        os.replace(tmp, self.journal.path)
+        return True
 
     @classmethod
     def at(cls, run_dir: str | os.PathLike[str]) -> RunStore:
@@ -236,7 +267,7 @@ class RunStore:
 
     def copy_journal(self) -> None:
         """Copy a local journal next to the results of a remote store."""
-        if _is_local(self.run_dir) or not self.journal.path.exists():
+        if self.local or not self.journal.path.exists():
             return
         self._ensure_dir()
         self.fs.put_file(str(self.journal.path), self.path(JOURNAL))

@@ -158,15 +158,27 @@ def in_arm_order(inputs: ReportInputs) -> ReportInputs:
                    runs=runs.reset_index(drop=True))
 
 
-def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
+def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path | str:
     """Render the report of the run in ``run_dir`` to ``out`` (default ``RUN_DIR/report.html``).
+
+    ``run_dir`` (and ``out``) may be fsspec URLs (``s3://bucket/...``): the report
+    of a remote run goes beside it unless ``out`` names a local file. Returns
+    the ``Path`` written, or the URL.
 
     Example:
         >>> write_report("results/demo/3f2a9c1e")  # doctest: +SKIP
         PosixPath('results/demo/3f2a9c1e/report.html')
     """
     inputs = load_report_inputs(run_dir)
-    target = Path(out) if out is not None else Path(run_dir) / "report.html"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_report(inputs), encoding="utf-8")
-    return target
+    text = render_report(inputs)
+    target = str(out) if out is not None else f"{str(run_dir).rstrip('/')}/report.html"
+    if "://" in target and not target.startswith("file://"):
+        import fsspec
+
+        with fsspec.open(target, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        return target
+    path = Path(target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path

@@ -109,45 +109,74 @@ def attach_comparison(
                   {"judge": dict(judge), "summary": rows})
 
 
-def _read_json_dir(folder: Path) -> list[dict[str, Any]]:
-    if not folder.is_dir():
-        return []
+class _Folder:
+    """A run folder on local disk or at an fsspec URL (``s3://...``): the reads a report needs."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        import fsspec
+
+        self.text = str(run_dir).rstrip("/") or "."
+        self.fs, self.root = fsspec.core.url_to_fs(self.text)
+
+    def name(self, filename: str) -> str:
+        """How a file is named in messages: the path or URL the user gave, plus the file."""
+        return f"{self.text}/{filename}"
+
+    def is_file(self, filename: str) -> bool:
+        return bool(self.fs.isfile(f"{self.root}/{filename}"))
+
+    def open(self, filename: str, mode: str = "rb") -> Any:
+        return self.fs.open(f"{self.root}/{filename}", mode)
+
+    def json_files(self, sub: str) -> list[str]:
+        folder = f"{self.root}/{sub}"
+        if not self.fs.isdir(folder):
+            return []
+        return sorted(f"{sub}/{p.rsplit('/', 1)[-1]}" for p in self.fs.ls(folder, detail=False)
+                      if str(p).endswith(".json"))
+
+
+def _read_json_dir(folder: _Folder, sub: str) -> list[dict[str, Any]]:
     records = []
-    for path in sorted(folder.glob("*.json")):
+    for filename in folder.json_files(sub):
         try:
-            records.append(json.loads(path.read_text(encoding="utf-8")))
+            with folder.open(filename) as handle:
+                records.append(json.loads(handle.read()))
         except (OSError, ValueError) as exc:
-            raise ReportError(f"{path}: not a readable JSON record ({exc})") from exc
+            raise ReportError(f"{folder.name(filename)}: not a readable JSON record ({exc})"
+                              ) from exc
     return records
 
 
-def _read_frame(run_dir: Path, stem: str) -> pd.DataFrame | None:
+def _read_frame(folder: _Folder, stem: str) -> pd.DataFrame | None:
     for suffix, reader in ((".parquet", pd.read_parquet), (".csv", pd.read_csv)):
-        path = run_dir / f"{stem}{suffix}"
-        if path.exists():
+        filename = f"{stem}{suffix}"
+        if folder.is_file(filename):
             try:
-                return reader(path)
+                with folder.open(filename) as handle:
+                    return reader(handle)
             except (OSError, ValueError) as exc:
-                raise ReportError(f"{path} is corrupt or truncated ({type(exc).__name__}: "
-                                  f"{exc}); {rerun_hint()}") from exc
+                raise ReportError(f"{folder.name(filename)} is corrupt or truncated "
+                                  f"({type(exc).__name__}: {exc}); {rerun_hint()}") from exc
     return None
 
 
-def _read_items(folder: Path) -> Mapping[str, ItemText]:
-    path = folder / "reference.jsonl"
-    if not path.is_file():
+def _read_items(folder: _Folder) -> Mapping[str, ItemText]:
+    filename = "reference.jsonl"
+    if not folder.is_file(filename):
         return {}
     records: list[Any] = []
     number = 0
     try:
-        with path.open(encoding="utf-8") as handle:
+        with folder.open(filename, "r") as handle:
             for line in handle:
                 number += 1
                 if line.strip():
                     records.append(json.loads(line))
     except (OSError, ValueError) as exc:
-        raise ReportError(f"{path}, line {number}: not a readable JSON record ({exc}); "
-                          "delete the file to make the report without item texts") from exc
+        raise ReportError(f"{folder.name(filename)}, line {number}: not a readable JSON record "
+                          f"({exc}); delete the file to make the report without item texts"
+                          ) from exc
     return item_texts(records)
 
 
@@ -171,25 +200,25 @@ def load_report_inputs(run_dir: str | Path) -> ReportInputs:
         ReportError: the folder is not a run directory (no ``manifest.json`` or
             ``runs.parquet``) or a file in it cannot be read.
     """
-    folder = Path(run_dir)
-    manifest_path = folder / "manifest.json"
-    if not manifest_path.is_file():
+    folder = _Folder(run_dir)
+    if not folder.is_file("manifest.json"):
         raise ReportError(
-            f"{folder}: no manifest.json here; give a run directory such as "
+            f"{folder.text}: no manifest.json here; give a run directory such as "
             "results/<name>/<run id>/ (the path `hr run` printed)"
         )
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        with folder.open("manifest.json") as handle:
+            manifest = json.loads(handle.read())
     except (OSError, ValueError) as exc:
-        raise ReportError(f"{manifest_path} is corrupt or truncated (not valid JSON: {exc}); "
-                          f"{rerun_hint()}") from exc
+        raise ReportError(f"{folder.name('manifest.json')} is corrupt or truncated (not valid "
+                          f"JSON: {exc}); {rerun_hint()}") from exc
     runs = _read_frame(folder, "runs")
     if runs is None:
-        raise ReportError(f"{folder}: no runs.parquet; the run has not finished writing")
+        raise ReportError(f"{folder.text}: no runs.parquet; the run has not finished writing")
     summary = _read_frame(folder, "summary")
     if summary is None:
-        raise ReportError(f"{folder}: no summary.parquet or summary.csv; rerun to finish it")
-    validations = _read_json_dir(folder / "validations")
+        raise ReportError(f"{folder.text}: no summary.parquet or summary.csv; rerun to finish it")
+    validations = _read_json_dir(folder, "validations")
     scorer_record = _judge_scorer_record(manifest)
     if scorer_record is not None and all(v.get("hash") != scorer_record.get("hash")
                                          for v in validations):
@@ -199,7 +228,7 @@ def load_report_inputs(run_dir: str | Path) -> ReportInputs:
         runs=runs,
         summary=summary,
         validations=validations,
-        comparisons=_read_json_dir(folder / "comparisons"),
-        run_dir=str(folder),
+        comparisons=_read_json_dir(folder, "comparisons"),
+        run_dir=folder.text,
         items=_read_items(folder),
     )
