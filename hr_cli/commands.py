@@ -142,9 +142,11 @@ def print_health(console: Console, bench: Any, max_error_rate: float | None = No
                       f"run(s){rate}; most frequent:", style=style, markup=False)
         for message, count in arm.top:
             console.print(f"    {count:>5} x  {message}", style=style, markup=False)
+    from hr_core.accuracy import coverage_warning
+
     for arm in health.budget_stopped:
-        console.print(f"hr: warning: {arm.arm}: budget stop: {arm.budget_stops} run(s) never "
-                      "started (run again with a larger --budget-* to run them)",
+        made, planned = arm.runs_made, arm.runs_made + arm.budget_stops
+        console.print(f"hr: warning: {coverage_warning(arm.arm, made, planned)}",
                       style="yellow", markup=False)
 
 
@@ -210,6 +212,7 @@ def show_summary(console: Console, run_dir: str | Path) -> None:
                   f"({manifest.get('status')}), reference {str(bench.reference_hash)[:12]}, "
                   f"scorer {bench.scorer}")
     console.print(summary_table(bench.summary()))
+    print_health(console, bench)
 
 
 def make_report(console: Console, run_dir: str | Path, output: Path | None) -> str | Path:

@@ -42,6 +42,7 @@ def run_demo(console: Console, *, store: Path, judges: Path) -> Path:
     from hr_cli.commands import (
         compare_with_judge,
         load_spec_with_overrides,
+        print_health,
         record_dict,
         run_benchmark,
     )
@@ -54,6 +55,7 @@ def run_demo(console: Console, *, store: Path, judges: Path) -> Path:
     console.print(f"Spec: {example_path('demo.yaml')}")
     bench = run_benchmark(console, spec, fresh=True)
     console.print(summary_table(bench.summary(), title="Summary: docqa-demo"))
+    print_health(console, bench)
     run_dir = Path(bench.run_dir)
 
     console.print(Rule("[bold]Judge validation[/]: a grade judge against people's labels"))

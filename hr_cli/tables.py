@@ -65,13 +65,6 @@ def summary_table(summary: Any, title: str = "Summary") -> Table:
             "–" if _missing(latency) else f"{float(latency) * 1000:.1f} ms",
             "–" if _missing(cost) or not cost else f"${float(cost):.4f}",
         )
-    from hr_core.accuracy import coverage_warnings
-
-    warnings = coverage_warnings(summary)
-    if warnings:
-        table.caption = "\n".join(f"warning: {w}" for w in warnings)
-        table.caption_style = "yellow"
-        table.caption_justify = "left"
     return table
 
 

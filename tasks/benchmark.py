@@ -12,7 +12,7 @@ import re
 from uuid import UUID
 
 import pandas as pd
-from prefect import get_run_logger, task
+from prefect import task
 from prefect.artifacts import (
     MarkdownArtifact,
     ProgressArtifact,
@@ -23,7 +23,6 @@ from prefect.cache_policies import NO_CACHE
 from prefect.client.orchestration import PrefectClient
 from prefect.context import FlowRunContext, TaskRunContext
 
-from hr_core.accuracy import coverage_warnings
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.report import report_markdown, summary_records
 from hr_core.engine.session import BenchmarkSession, ProgressRow
@@ -82,8 +81,6 @@ async def write_benchmark(session: BenchmarkSession) -> Benchmark:
     bench = await asyncio.to_thread(session.build)
     summary = bench.summary()
     report = report_markdown(bench, summary)
-    for warning in coverage_warnings(summary):  # in the flow run's log, beside the artifacts
-        get_run_logger().warning(warning)
     await asyncio.gather(asyncio.to_thread(session.write, bench, summary, report),
                          publish_benchmark(bench, summary, report))
     return bench

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from hr_core.accuracy import coverage_warning
 from hr_core.errors import HrError
 
 __all__ = [
@@ -113,8 +114,8 @@ class RunHealth:
     def warnings(self) -> list[str]:
         """One line per arm with errors and per budget-stopped arm (for terminals and logs)."""
         lines = [a.line() for a in self.with_errors]
-        lines += [f"{a.arm}: budget stop: {a.budget_stops} run(s) never started (a resume "
-                  "with a larger budget runs them)" for a in self.budget_stopped]
+        lines += [str(coverage_warning(a.arm, a.runs_made, a.runs_made + a.budget_stops))
+                  for a in self.budget_stopped]
         return lines
 
     def failure_message(self, name: str = "benchmark") -> str:
