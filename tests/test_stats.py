@@ -262,3 +262,19 @@ def test_clustered_win_rate_covers_the_truth(n: int, win: float, runs: int) -> N
         return got.low, got.high
 
     assert _coverage(halves, truth, interval) >= 0.93
+
+
+def test_the_sign_test_past_two_thousand_discordant_items_is_the_normal_approximation() -> None:
+    import math
+
+    from hr_core.stats import _sign_test_p
+
+    def exact(a: int, b: int) -> float:
+        m = a + b
+        return min(1.0, 2 * sum(math.comb(m, i) for i in range(min(a, b) + 1)) / 2**m)
+
+    for a, b in [(1050, 951), (1010, 991), (1100, 901)]:
+        assert abs(_sign_test_p(a, b) - exact(a, b)) < 1e-3
+    # 10,000 items: 2**m used to overflow a float (OverflowError in the summary)
+    assert 0.0 < _sign_test_p(6000, 4000) < 1e-80
+    assert _sign_test_p(5000, 5000) == 1.0
