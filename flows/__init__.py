@@ -9,7 +9,13 @@ collection skips them too (up to ~1 s of a short run's wall time).
 
 import atexit as _atexit
 import gc as _gc
+import os as _os
 
+from hr_cli.server import api_url_to_preset as _api_url_to_preset
+
+_preset = _api_url_to_preset()  # the hr server, when it runs and nothing else is configured
+if _preset is not None:
+    _os.environ["PREFECT_API_URL"] = _preset
 _collecting = _gc.isenabled()
 _gc.disable()
 try:

@@ -34,6 +34,8 @@ __all__ = ["PrefectApi", "announce", "announce_api", "in_prefect", "prefect_api"
 T = TypeVar("T")
 TEMPORARY_STARTUP_TIMEOUT_S = 90  # a fresh database on a busy 2-core machine takes ~30 s
 _announced: list[str] = []
+_TEMPORARY = ("starting a temporary Prefect server for this process; `hr server start` makes "
+              "runs faster and keeps them in the dashboard")
 
 
 @dataclass(frozen=True)
@@ -53,20 +55,30 @@ def prefect_api() -> PrefectApi:
     """
     from prefect.settings import PREFECT_API_URL, PREFECT_HOME
 
-    from hr_cli.server import server_status
+    from hr_cli.server import ServerError, server_status
 
     explicit = PREFECT_API_URL.value()
+    try:
+        status = server_status(Path(PREFECT_HOME.value()).expanduser(),
+                               check_health=not explicit)
+    except ServerError as exc:
+        if explicit:
+            return PrefectApi("explicit", str(explicit), f"Prefect API: {explicit}")
+        return PrefectApi("temporary", None, f"{exc}; {_TEMPORARY}")
     if explicit:
+        if status.state is not None and explicit == status.state.api_url:  # set by flows
+            return PrefectApi("explicit", explicit, _server_note(status.state.url))
         return PrefectApi("explicit", str(explicit), f"Prefect API: {explicit}")
-    status = server_status(Path(PREFECT_HOME.value()).expanduser())
     if status.status == "running" and status.state is not None:
-        return PrefectApi("hr-server", status.state.api_url,
-                          f"Prefect: the hr server, dashboard {status.state.url}")
-    hint = ("starting a temporary Prefect server for this process; `hr server start` "
-            "makes runs faster and keeps them in the dashboard")
+        return PrefectApi("hr-server", status.state.api_url, _server_note(status.state.url))
+    hint = _TEMPORARY
     if status.status in ("stale", "not-responding"):
         hint = f"{status.describe()}; {hint}"
     return PrefectApi("temporary", None, hint)
+
+
+def _server_note(url: str) -> str:
+    return f"Prefect: the hr server, dashboard {url}"
 
 
 def announce(api: PrefectApi, show: Callable[[str], object] | None = None) -> None:
