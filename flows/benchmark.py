@@ -28,7 +28,7 @@ from hr_core.engine.session import (
     plan_benchmark,
     progress_callback,
 )
-from hr_core.engine.spec import BenchmarkSpec, load_spec
+from hr_core.engine.spec import BenchmarkSpec, load_spec, spec_import_path
 from hr_core.errors import HrTypeError, SpecError
 from hr_core.scorers import Scorer
 from tasks.benchmark import (
@@ -92,12 +92,22 @@ def plan_from_spec(spec: BenchmarkSpec | str | os.PathLike[str], *, store: str |
         name = name or spec.name or path.stem
     if runs is not None:
         spec = spec.model_copy(update={"runs": runs})
+    with spec_import_path(spec.base_dir):  # arms and scorer next to the spec import as is
+        plan = _plan_spec(spec, store=store, name=name, fresh=fresh, resume=resume,
+                          require_valid_judge=require_valid_judge, judge_store=judge_store)
+    plan.import_dir = spec.base_dir
+    plan.max_error_rate = spec.max_error_rate if max_error_rate is None else max_error_rate
+    return plan
+
+
+def _plan_spec(spec: BenchmarkSpec, *, store: str | None, name: str | None, fresh: bool,
+               resume: bool, require_valid_judge: JudgePolicy | None,
+               judge_store: str | None) -> BenchmarkPlan:
     plan = plan_benchmark(
         spec.arms, spec.load_reference(), spec.build_scorer(), spec.runs, budget=spec.budget,
         concurrency=spec.concurrency, store=store or spec.store, name=name or spec.name,
         resume=resume, fresh=fresh, chunk_size=spec.chunk_size, timeout_s=spec.timeout_s,
     )
-    plan.max_error_rate = spec.max_error_rate if max_error_rate is None else max_error_rate
     check_judge(plan, require_valid_judge or spec.require_valid_judge,
                 judge_store or spec.judge_store)
     return plan
@@ -192,7 +202,8 @@ async def benchmark_flow(
     flow_run_id = flow_run.get_id()
     session = BenchmarkSession(invocation.plan,
                                flow_run_id=None if flow_run_id is None else str(flow_run_id))
-    bench = await _run(session, invocation.on_progress, invocation.submit)
+    with spec_import_path(invocation.plan.import_dir):
+        bench = await _run(session, invocation.on_progress, invocation.submit)
     _check_health(bench, invocation.plan)
     return bench
 
@@ -213,9 +224,10 @@ async def _call(named: Any, invocation: _Invocation, parameters: dict[str, Any])
     """Run the flow with API clients that share one TLS context (``flows.clients``)."""
     token = _INVOCATION.set(invocation)
     try:
-        async with prefect_clients():
-            with tags(*benchmark_tags(invocation.plan.name)):
-                bench: Benchmark = await named(**parameters)
+        with spec_import_path(invocation.plan.import_dir):
+            async with prefect_clients():
+                with tags(*benchmark_tags(invocation.plan.name)):
+                    bench: Benchmark = await named(**parameters)
     finally:
         _INVOCATION.reset(token)
     return bench

@@ -11,6 +11,27 @@ from rich.console import Console
 
 __all__ = ["app", "console", "judge_app", "server_app"]
 
+def _flags_as_flags() -> None:
+    """Typer's rich help shows a flag as ``--fresh <bool>``, as if it took a value: show
+    flags bare (``--fresh``), like click's plain help does."""
+    from typer.core import TyperOption
+
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is None or getattr(shown, "_hr_flags", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: typer.Context) -> str | None:
+        if getattr(self, "is_flag", False) and not getattr(self, "count", False):
+            return None
+        result: str | None = shown(self, ctx)
+        return result
+
+    display_type_rich._hr_flags = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_as_flags()
+
 # piped output (CI logs, `make demo | tee`) gets a readable width instead of 80 columns
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
 
@@ -61,11 +82,13 @@ while it runs, so `mymodule:my_arm` next to the spec works without PYTHONPATH):
   [bold]reference[/]            .jsonl, .csv or .parquet with id and label columns, or
                        {path, id, item, label} to name the columns
   [bold]arms[/]                 name: pkg.module:function, or an LLM arm {model, prompt,
-                       system, params, price_in, price_out, base_url, api_key_env}
+                       system, params, price_in, price_out, base_url, api_key_env},
+                       or {arm: ..., runs: N} for an arm with its own runs
   [bold]scorer[/]               exact (default), exact_raw, pkg.module:fn, or {judge: {...}}
   [bold]runs[/]                 runs per (arm, item), default 1
   [bold]budget[/]               {max_calls, max_tokens, max_cost_usd, max_seconds, per}
   [bold]concurrency[/]          runs in flight per arm, default 16
+  [bold]timeout_s[/]            seconds per arm call (or {arm: seconds}); none by default
   [bold]store[/]                results folder or fsspec URL, default results
   [bold]chunk_size[/]           runs per Prefect task, default 2000
   [bold]max_error_rate[/]       share of an arm's runs that may be errors, default 0.5

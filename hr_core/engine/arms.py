@@ -179,7 +179,10 @@ def import_object(path: str) -> Any:
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
-        raise SpecError(f"import path {path!r}: cannot import {module_name!r} ({exc})") from None
+        raise SpecError(
+            f"import path {path!r}: cannot import {module_name!r} ({exc}); a module in the "
+            "spec's folder is importable while the spec runs (no PYTHONPATH needed), "
+            "anything else must be installed or on PYTHONPATH") from None
     except (Exception, SystemExit) as exc:  # the module's own code failed while importing
         detail = " ".join(str(exc).split())[:300]
         raise SpecError(f"import path {path!r}: importing {module_name!r} raised "

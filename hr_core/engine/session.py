@@ -109,6 +109,7 @@ class BenchmarkPlan:
     spec: dict[str, Any] = field(default_factory=dict)
     timeout_s: float | dict[str, float] | None = None
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
+    import_dir: str | None = None  # a spec's folder, on sys.path while it runs
 
     def runs_of(self, arm: str) -> int:
         """Runs per item of one arm: its own ``runs``, else the benchmark's."""

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,7 +28,8 @@ from hr_core.reference import Reference, hr_reference
 from hr_core.scorers import Scorer, hr_scorer
 from hr_core.scoring.registry import SCORERS, builtin_scorer_named
 
-__all__ = ["BenchmarkSpec", "JudgeScorerSpec", "ReferenceSpec", "load_spec"]
+__all__ = ["BenchmarkSpec", "JudgeScorerSpec", "ReferenceSpec", "load_spec",
+           "spec_import_path"]
 
 
 class ReferenceSpec(BaseModel):
@@ -147,6 +151,31 @@ class BenchmarkSpec(BaseModel):
         raise SpecError(f"scorer {scorer!r} is neither a Scorer nor a function")
 
 
+@contextmanager
+def spec_import_path(folder: str | os.PathLike[str] | None) -> Iterator[None]:
+    """The spec's folder first on ``sys.path`` while the spec is planned and run, so that
+    ``my_arms:answer`` next to the spec imports without ``PYTHONPATH`` (removed after,
+    unless it was already there).
+
+    Example:
+        >>> with spec_import_path("/tmp/specs"):
+        ...     "/tmp/specs" in sys.path
+        True
+    """
+    if folder is None:
+        yield
+        return
+    entry = os.path.abspath(folder)
+    added = entry not in sys.path
+    if added:
+        sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        if added and entry in sys.path:
+            sys.path.remove(entry)
+
+
 def _field(loc: tuple[Any, ...]) -> str:
     # pydantic adds the member of a union it tried ("str", "LLMArm", ...): keep field names
     parts = [str(p) for p in loc if not (isinstance(p, str) and (p[:1].isupper() or p in (
@@ -155,8 +184,34 @@ def _field(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) or "(top level)"
 
 
+def _fields_at(loc: tuple[Any, ...]) -> list[str]:
+    """The field names a mapping at ``loc`` (the unknown key dropped) may hold."""
+    from hr_core.engine.arms import LLMArm
+
+    names = [str(p) for p in loc[:-1]]
+    model: type[BaseModel] = BenchmarkSpec
+    if names[:1] == ["budget"]:
+        model = Budget
+    elif names[:1] == ["arms"]:
+        model = LLMArm
+    elif names[:1] == ["reference"]:
+        model = ReferenceSpec
+    elif names[:1] == ["scorer"]:
+        model = JudgeScorerSpec
+    return [str(f.alias or n) for n, f in model.model_fields.items() if not f.exclude]
+
+
 def _message(error: Any) -> str:
-    return str(error["msg"]).removeprefix("Value error, ")
+    """pydantic's message, with a suggestion for a misspelt field (``did you mean `runs`?``)."""
+    text = str(error["msg"]).removeprefix("Value error, ")
+    loc = tuple(error["loc"])
+    if error.get("type") == "extra_forbidden" and loc:
+        close = difflib.get_close_matches(str(loc[-1]), _fields_at(loc), n=1, cutoff=0.6)
+        if close:
+            text += f" (did you mean `{close[0]}`?)"
+        else:
+            text += f" (fields here: {', '.join(_fields_at(loc))})"
+    return text
 
 
 def _relevant(errors: list[Any]) -> list[Any]:
