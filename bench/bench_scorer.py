@@ -1,10 +1,11 @@
-"""Benchmark of the exact scorer against a floor measured in the same run.
+"""Benchmark of the built-in scorers against a floor measured in the same run.
 
 Scores N (output, label) pairs (default 1,000,000: strings, mappings,
 ArmResults, numbers, several accepted labels, unlabelled items, 10% failures)
-with ``hr_scorer_exact().fn`` and compares the rate with the floor: the bare
+with ``hr_scorer_exact().fn``, the SQuAD-normalised ``hr_scorer_exact(normalise="squad").fn``
+and ``hr_scorer_f1().fn``, and compares each rate with the floor: the bare
 ``" ".join(x.casefold().split())`` of both sides and ``==`` on the same pairs'
-texts, pre-extracted. Prints outputs/s and the ratio (target: within 4x).
+texts, pre-extracted. Prints outputs/s and the ratios (target: each within 4x).
 
 Usage:
     .venv/bin/python bench/bench_scorer.py [--n 1000000] [--repeat 3] [--by-kind]
@@ -20,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from hr_core import FAILURE_KINDS, ArmResult, Usage, hr_scorer_exact
+from hr_core import FAILURE_KINDS, ArmResult, Scorer, Usage, hr_scorer_exact, hr_scorer_f1
 
 TARGET_RATIO = 4.0
 CITIES = ["Paris", "Lyon", "New York", "São Paulo", "Straße", "Zürich", "Tokyo", "Marseille"]
@@ -120,13 +121,24 @@ def run_floor(texts: list[tuple[str, str]]) -> int:
     return same
 
 
-def run_exact(pairs: list[tuple[Any, Any]]) -> int:
-    fn = hr_scorer_exact().fn
+def run_scorer(scorer: Scorer, pairs: list[tuple[Any, Any]]) -> int:
+    fn = scorer.fn
     same = 0
     for output, label in pairs:
         if fn(None, output, label).correct:
             same += 1
     return same
+
+
+def run_exact(pairs: list[tuple[Any, Any]]) -> int:
+    return run_scorer(hr_scorer_exact(), pairs)
+
+
+SCORERS: dict[str, Callable[[], Scorer]] = {
+    "exact": hr_scorer_exact,
+    "exact squad": lambda: hr_scorer_exact(normalise="squad"),
+    "f1": hr_scorer_f1,
+}
 
 
 def best_times(works: list[Callable[[], int]], repeat: int) -> list[float]:
@@ -148,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=1_000_000, help="pairs to score")
     parser.add_argument("--repeat", type=int, default=3, help="best of this many passes")
     parser.add_argument("--by-kind", action="store_true", help="also time each kind of output")
+    parser.add_argument("--scorer", choices=["all", *SCORERS], default="all",
+                        help="which scorer to time (default: all)")
     args = parser.parse_args(argv)
 
     pairs, kinds = make_pairs(args.n)
@@ -157,30 +171,35 @@ def main(argv: list[str] | None = None) -> int:
     unlabelled = sum(label is None for _, label in pairs)
     print(f"pairs: {args.n:,}  mix: {mix}  several labels: {several:,}  no label: {unlabelled:,}")
 
-    floor_s, exact_s = best_times([lambda: run_floor(texts), lambda: run_exact(pairs)], args.repeat)
-    correct = run_exact(pairs)
-    ratio = exact_s / floor_s
+    names = list(SCORERS) if args.scorer == "all" else [args.scorer]
+    scorers = [SCORERS[name]() for name in names]
+    works: list[Callable[[], int]] = [lambda: run_floor(texts)]
+    works += [lambda s=scorer: run_scorer(s, pairs) for scorer in scorers]  # type: ignore[misc]
+    floor_s, *scorer_s = best_times(works, args.repeat)
     print(
         f"floor (casefold+split/join+==): {args.n / floor_s:>12,.0f} outputs/s  ({floor_s:.3f} s)"
     )
-    print(
-        f"exact scorer (exact.fn):        {args.n / exact_s:>12,.0f} outputs/s  ({exact_s:.3f} s)"
-    )
-    print(f"correct: {correct:,} of {args.n:,}")
-    verdict = "within" if ratio <= TARGET_RATIO else "MISSES"
-    print(f"ratio exact/floor: {ratio:.2f}x  ({verdict} the {TARGET_RATIO:.0f}x target)")
+    for name, scorer, seconds in zip(names, scorers, scorer_s, strict=True):
+        ratio = seconds / floor_s
+        verdict = "within" if ratio <= TARGET_RATIO else "MISSES"
+        correct = run_scorer(scorer, pairs)
+        print(f"{name + ' (.fn)':<31} {args.n / seconds:>12,.0f} outputs/s  ({seconds:.3f} s)  "
+              f"ratio {ratio:.2f}x ({verdict} the {TARGET_RATIO:.0f}x target)  "
+              f"correct {correct:,}")
 
     if args.by_kind:
+        first = scorers[0]
+        print(f"by kind of output ({names[0]}):")
         for kind in mix:
             subset = [p for p, k in zip(pairs, kinds, strict=True) if k == kind]
             sub_texts = floor_texts(subset)
-            sub_floor, sub_exact = best_times(
-                [lambda t=sub_texts: run_floor(t), lambda s=subset: run_exact(s)],  # type: ignore[misc]
+            sub_floor, sub_scorer = best_times(
+                [lambda t=sub_texts: run_floor(t), lambda s=subset: run_scorer(first, s)],  # type: ignore[misc]
                 args.repeat,
             )
             print(
-                f"  {kind:<10} {len(subset) / sub_exact:>12,.0f} outputs/s  "
-                f"ratio {sub_exact / sub_floor:.2f}x"
+                f"  {kind:<10} {len(subset) / sub_scorer:>12,.0f} outputs/s  "
+                f"ratio {sub_scorer / sub_floor:.2f}x"
             )
     return 0
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import string
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from numbers import Integral, Real
@@ -73,6 +74,8 @@ def _plain_digits(number: Any) -> str:
             return "0" if text == "-0.0" else text[:-2] if text.endswith(".0") else text
     if isinstance(number, Integral):
         return str(int(number))
+    if type(number).__name__ in ("float32", "float16"):  # numpy: the shortest text of its
+        number = float(str(number))  # own precision (0.1, not 0.10000000149011612)
     value = float(number) if not isinstance(number, Decimal) else number
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
@@ -148,32 +151,44 @@ def _label_text(value: Any) -> str | None:
     return str(value)
 
 
-# SQuAD-style folding. One pass removes punctuation and symbols (any script, and "_")
-# and rewrites numbers: digit groups lose their commas ("30,000" -> "30000", as SQuAD's
-# own evaluation does) and a decimal keeps its point in plain digits ("2.50" -> "2.5",
-# "100000.0" -> "100000") where SQuAD would glue "2.5" into "25".
-_SQUAD_SWEEP = re.compile(r"(\d+(?:,\d{3})*\.\d+|\d{1,3}(?:,\d{3})+)|[^\w\s]|_")
-_ARTICLES = frozenset(("a", "an", "the"))
+# SQuAD-style folding removes punctuation and symbols (any script, and "_"), so digit
+# groups lose their commas ("30,000" -> "30000", as SQuAD's own evaluation does); a decimal
+# keeps its point in plain digits ("2.50" -> "2.5", "100000.0" -> "100000") where SQuAD
+# would glue "2.5" into "25".
+_SQUAD_DECIMAL = re.compile(r"(\d+(?:,\d{3})*\.\d+)")
+_NOT_WORD = re.compile(r"[^\w\s]|_")
+_ASCII_PUNCTUATION = string.punctuation.encode("ascii")
 
 
-def _squad_number(match: re.Match[str]) -> str:
-    number = match.group(1)
-    if number is None:
-        return ""
-    number = number.replace(",", "")
-    if "." in number:
-        number = number.rstrip("0").rstrip(".") or "0"
-    return number
+def _strip_punctuation(text: str) -> str:
+    if text.isascii():  # bytes.translate is several times faster than str.translate
+        return text.encode().translate(None, _ASCII_PUNCTUATION).decode()
+    return _NOT_WORD.sub("", text)
+
+
+def _squad_decimal(number: str) -> str:
+    return number.replace(",", "").rstrip("0").rstrip(".") or "0"
 
 
 def squad_tokens(text: str) -> list[str]:
     """SQuAD's answer tokens: case-folded, punctuation and articles removed, split on space.
 
-    >>> squad_tokens("The  Lower Rhine, 30,000 km!")
-    ['lower', 'rhine', '30000', 'km']
+    >>> squad_tokens("The  Lower Rhine, 30,000 km!"), squad_tokens("2.50 m")
+    (['lower', 'rhine', '30000', 'km'], ['2.5', 'm'])
     """
-    swept = _SQUAD_SWEEP.sub(_squad_number, text.casefold())
-    return [word for word in swept.split() if word not in _ARTICLES]
+    folded = text.casefold()
+    if "." in folded and _SQUAD_DECIMAL.search(folded) is not None:
+        parts = _SQUAD_DECIMAL.split(folded)  # text, decimal, text, ..., text
+        swept = "".join(_squad_decimal(part) if index % 2 else _strip_punctuation(part)
+                        for index, part in enumerate(parts))
+    elif folded.isascii():  # inline: one call per run
+        swept = folded.encode().translate(None, _ASCII_PUNCTUATION).decode()
+    else:
+        swept = _NOT_WORD.sub("", folded)
+    words = swept.split()
+    if "the" in words or "a" in words or "an" in words:
+        return [word for word in words if word != "the" and word != "a" and word != "an"]
+    return words
 
 
 def squad_fold(text: str) -> str:

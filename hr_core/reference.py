@@ -8,7 +8,7 @@ import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import pandas as pd
 
@@ -18,6 +18,10 @@ from hr_core.errors import ReferenceDataError
 __all__ = ["Item", "Reference", "canonical_json", "hr_reference"]
 
 _SUFFIXES = (".csv", ".jsonl", ".parquet")
+
+JsonCells = Literal["any", "arrays"] | None
+"""Which string label cells are read as JSON: CSV ``"any"`` (a number, a list, a quoted
+string; SPEC section 12), Parquet ``"arrays"`` (a JSON array), else none."""
 
 
 class Item(NamedTuple):
@@ -112,8 +116,12 @@ def hr_reference(
             numbers (``"row1"``, ...). Missing id cells get the same row ids.
         item: ``None`` makes the payload a dict of every other column; a column
             name makes the payload that column's value.
-        label: the label column. A string cell holding a JSON array (CSV,
-            Parquet) is a list of accepted labels; an empty or NaN cell is ``None``.
+        label: the label column. A CSV cell that is valid JSON (a number such
+            as ``7.0``, a list, a string in quotes) is that JSON value; anything
+            else is text (``007`` stays ``"007"``). A Parquet string cell holding
+            a JSON array is a list of accepted labels. A float32 label is the
+            shortest text of its float32 value (``0.1``). An empty or NaN cell is
+            ``None``.
 
     Raises:
         ReferenceDataError: naming the file, the row or line and the field.
@@ -164,10 +172,10 @@ def hr_reference(
     return Reference(items, source)
 
 
-def _read(data: Any) -> tuple[str, list[dict[str, Any]], Any, bool]:
-    """Return (source name, records, row -> location text, JSON-array cells?)."""
+def _read(data: Any) -> tuple[str, list[dict[str, Any]], Any, JsonCells]:
+    """Return (source name, records, row -> location text, which label cells are JSON)."""
     if isinstance(data, pd.DataFrame):
-        return "<DataFrame>", _records(data), _row, False
+        return "<DataFrame>", _records(data), _row, None
     if isinstance(data, str | Path):
         return _read_file(Path(data))
     if isinstance(data, list | tuple):
@@ -176,7 +184,7 @@ def _read(data: Any) -> tuple[str, list[dict[str, Any]], Any, bool]:
                 raise ReferenceDataError(
                     f"<records>, row {index + 1}: expected a dict, got {type(record).__name__}"
                 )
-        return "<records>", [dict(r) for r in data], _row, False
+        return "<records>", [dict(r) for r in data], _row, None
     raise ReferenceDataError(
         f"cannot read a reference set from {type(data).__name__}; pass a DataFrame, a list "
         "of dicts, or a path to .csv, .jsonl or .parquet"
@@ -184,6 +192,11 @@ def _read(data: Any) -> tuple[str, list[dict[str, Any]], Any, bool]:
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    narrow = [c for c, kind in frame.dtypes.items() if str(kind) in ("float32", "float16")]
+    if narrow:  # the shortest text of their own precision: 0.1, not 0.10000000149011612
+        frame = frame.copy()
+        for column in narrow:
+            frame[column] = [float(str(v)) for v in frame[column].to_numpy()]
     return [{str(k): v for k, v in row.items()} for row in frame.to_dict("records")]
 
 
@@ -191,7 +204,7 @@ def _row(index: int) -> str:
     return f"row {index + 1}"
 
 
-def _read_file(path: Path) -> tuple[str, list[dict[str, Any]], Any, bool]:
+def _read_file(path: Path) -> tuple[str, list[dict[str, Any]], Any, JsonCells]:
     source = str(path)
     suffix = path.suffix.lower()
     if suffix not in _SUFFIXES:
@@ -202,7 +215,7 @@ def _read_file(path: Path) -> tuple[str, list[dict[str, Any]], Any, bool]:
         raise ReferenceDataError(f"{source}: cannot read: no such file")
     try:
         if suffix == ".jsonl":
-            return source, _read_jsonl(path), lambda i: f"row {i + 1}", False
+            return source, _read_jsonl(path), lambda i: f"row {i + 1}", None
         if suffix == ".csv":
             frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
             if not isinstance(frame.index, pd.RangeIndex):  # pandas took column 1 as index
@@ -211,9 +224,9 @@ def _read_file(path: Path) -> tuple[str, list[dict[str, Any]], Any, bool]:
                     "give every column a name, and quote cells that hold commas"
                 )
             lines = _csv_record_lines(path, len(frame))
-            return source, _records(frame), lambda i: f"line {lines[i]}", True
+            return source, _records(frame), lambda i: f"line {lines[i]}", "any"
         frame = pd.read_parquet(path)
-        return source, _records(frame), _row, True
+        return source, _records(frame), _row, "arrays"
     except ReferenceDataError:
         raise
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
@@ -282,7 +295,7 @@ def _item_id(value: Any, index: int) -> str:
     return str(value)
 
 
-def _label(value: Any, json_cells: bool, where: str, field: str) -> Any:
+def _label(value: Any, json_cells: JsonCells, where: str, field: str) -> Any:
     value = _plain(value)
     if value is None:
         return None
@@ -290,15 +303,13 @@ def _label(value: Any, json_cells: bool, where: str, field: str) -> Any:
         text = value.strip()
         if not text:
             return None
-        if json_cells and text.startswith("["):
-            try:
-                parsed = json.loads(text)
-            except json.JSONDecodeError:
-                return value
-            return _label(parsed, False, where, field)
+        if json_cells == "any" or (json_cells == "arrays" and text.startswith("[")):
+            parsed = _json_cell(text)
+            if parsed is not _NOT_JSON:
+                return _label(parsed, None, where, field)
         return value
     if isinstance(value, list):
-        accepted = [v for v in (_label(v, False, where, field) for v in value) if v is not None]
+        accepted = [v for v in (_label(v, None, where, field) for v in value) if v is not None]
         if any(isinstance(v, list) for v in accepted):
             raise ReferenceDataError(
                 f"{where}, field {field!r}: a label list holds another list; "
@@ -313,6 +324,25 @@ def _label(value: Any, json_cells: bool, where: str, field: str) -> Any:
     )
 
 
+_NOT_JSON = object()
+
+
+def _json_cell(text: str) -> Any:
+    """The JSON value a label cell holds when it is a number, a list or a quoted string.
+
+    Anything else (``007``, ``true``, ``NaN``, an object, plain text) is not read as JSON.
+    """
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
+    if isinstance(parsed, bool) or parsed is None or isinstance(parsed, dict):
+        return _NOT_JSON
+    if isinstance(parsed, float) and not math.isfinite(parsed):
+        return _NOT_JSON
+    return parsed
+
+
 def _plain(value: Any) -> Any:
     """Python values for cells: numpy scalars/arrays to Python, NaN/NA to None."""
     if value is None or isinstance(value, str | bool | int):
@@ -324,6 +354,8 @@ def _plain(value: Any) -> Any:
     kind = type(value).__name__
     if kind == "ndarray":
         return [_plain(v) for v in value.tolist()]
+    if kind in ("float32", "float16"):  # the shortest text of its own precision: 0.1, not
+        return _plain(float(str(value)))  # 0.10000000149011612
     if hasattr(value, "item") and kind.startswith(("int", "uint", "float", "bool")):
         return _plain(value.item())
     if isinstance(value, list | tuple):

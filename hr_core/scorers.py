@@ -206,24 +206,15 @@ def normalise_choice(normalise: Any, scorer: str = "exact") -> Normalise:
 
 
 def folder(normalise: Normalise) -> Callable[[str], str]:
-    """The folding function of a :data:`Normalise` choice (labels cached for ``squad``)."""
+    """The folding function of a :data:`Normalise` choice."""
     if normalise == "fold":
         return fold
     if normalise == "squad":
-        return _cached_squad_fold
+        return squad_fold
     return _identity
 
 
 _SQUAD_FOLDED: dict[str, str] = {}
-
-
-def _cached_squad_fold(text: str) -> str:
-    folded = _SQUAD_FOLDED.get(text)
-    if folded is None:
-        if len(_SQUAD_FOLDED) >= 4096:
-            _SQUAD_FOLDED.clear()
-        folded = _SQUAD_FOLDED[text] = squad_fold(text)
-    return folded
 
 
 def hr_scorer_exact(normalise: bool | Normalise = True) -> Scorer:
@@ -245,7 +236,7 @@ def hr_scorer_exact(normalise: bool | Normalise = True) -> Scorer:
     """
     choice = normalise_choice(normalise)
     if choice == "squad":
-        return builtin_scorer("exact", _exact_folded(_cached_squad_fold), {"normalise": "squad"})
+        return builtin_scorer("exact", _exact_squad, {"normalise": "squad"})
     folding = choice == "fold"
 
     # Hot path (one call per run): a string output goes straight to comparing, other
@@ -298,43 +289,59 @@ def hr_scorer_exact(normalise: bool | Normalise = True) -> Scorer:
     return builtin_scorer("exact", exact, {"normalise": choice})
 
 
-def _exact_folded(prepare: Callable[[str], str]) -> ScoreFn:
-    """An exact comparison after ``prepare`` (cached on labels, which repeat)."""
+def _squad_label(label: str) -> str:
+    """A label's SQuAD folding, remembered (labels repeat across runs and arms)."""
+    folded = _SQUAD_FOLDED.get(label)
+    if folded is None:
+        if len(_SQUAD_FOLDED) >= 4096:
+            _SQUAD_FOLDED.clear()
+        folded = _SQUAD_FOLDED[label] = squad_fold(label)
+    return folded
 
-    def exact(item: Any, output: Any, label: Any) -> ScoreResult:
-        if type(output) is str:
-            text: str | None = output
-        else:
-            text, kind = sort_out(output)
-            if kind is not None:
-                return failed(label, None if text is None else prepare(text), kind)
-        if not text or text.isspace():
-            return failed(label, None, "parse_failure")
-        seen = prepare(text)
-        label_type = type(label)
-        if label_type is str:
-            accepted: tuple[str, ...] | None = (label,)
-        elif label_type is list or label_type is tuple:
-            accepted = label
-        else:
-            accepted = accepted_texts(label)
+
+def _exact_squad(item: Any, output: Any, label: Any) -> ScoreResult:
+    """``exact`` with SQuAD folding; the same steps as the ``fold`` path, hot path inlined."""
+    if type(output) is str:
+        text: str | None = output
+    else:
+        text, kind = sort_out(output)
+        if kind is not None:
+            return failed(label, None if text is None else squad_fold(text), kind)
+    if not text or text.isspace():
+        return failed(label, None, "parse_failure")
+    seen = squad_fold(text)
+    cache = _SQUAD_FOLDED
+    label_type = type(label)
+    has_label = True
+    if label_type is str:
+        folded = cache.get(label)
+        match = seen == (_squad_label(label) if folded is None else folded)
+    elif label_type is list or label_type is tuple:
         match = False
-        if accepted is not None:
-            for value in accepted:
-                answer = value if type(value) is str else _label_text(value)
-                if answer is not None and seen == prepare(answer):
+        for value in label:
+            answer = value if type(value) is str else _label_text(value)
+            if answer is not None:
+                folded = cache.get(answer)
+                if seen == (_squad_label(answer) if folded is None else folded):
                     match = True
                     break
-        if match:
-            return _new(ScoreResult, (True, seen, None))
-        if is_not_in_document(text):
-            return _new(ScoreResult, (
-                None if accepted is None else False, seen, _NOT_IN_DOCUMENT))
+    else:
+        match = False
+        accepted = accepted_texts(label)
         if accepted is None:
-            return _new(ScoreResult, (None, seen, None))
-        return _new(ScoreResult, (False, seen, "wrong"))
-
-    return exact
+            has_label = False
+        else:
+            for answer in accepted:
+                if seen == _squad_label(answer):
+                    match = True
+                    break
+    if match:
+        return _new(ScoreResult, (True, seen, None))
+    if seen == "notindocument" and is_not_in_document(text):
+        return _new(ScoreResult, (False if has_label else None, seen, _NOT_IN_DOCUMENT))
+    if not has_label:
+        return _new(ScoreResult, (None, seen, None))
+    return _new(ScoreResult, (False, seen, "wrong"))
 
 
 def builtin_scorer(name: str, fn: ScoreFn, options: Mapping[str, Any]) -> Scorer:

@@ -411,3 +411,68 @@ def test_unsupported_data_says_what_to_pass(data: Any) -> None:
 def test_reference_errors_are_value_errors() -> None:
     with pytest.raises(ValueError, match="duplicate id"):
         hr_reference([{"id": "a", "label": 1}, {"id": "a", "label": 2}])
+
+
+# --- labels mean the same in every format (issue 9, section 4) ------------------------
+
+
+def _csv(tmp_path: Path, cells: list[str]) -> Path:
+    path = tmp_path / "ref.csv"
+    path.write_text("id,question,label\n" + "".join(
+        f"q{i},Q{i},{cell}\n" for i, cell in enumerate(cells)))
+    return path
+
+
+@pytest.mark.parametrize(("cell", "label"), [
+    ("7.0", 7.0), ("7", 7), ("1e5", 100000.0), ("-2.5", -2.5),
+    ('"[1, 2]"', [1, 2]), ('"[""Paris"", 7.0]"', ["Paris", 7.0]), ('"""Paris"""', "Paris"),
+    ("007", "007"), ("Paris", "Paris"), ("true", "true"), ("NaN", "NaN"), ("null", "null"),
+    ('"{""a"": 1}"', '{"a": 1}'), ("1,2", None),
+])
+def test_a_csv_label_cell_that_is_json_is_that_value(tmp_path: Path, cell: str,
+                                                     label: Any) -> None:
+    if label is None:  # "1,2" unquoted is two cells: the CSV is malformed, not a label
+        return
+    ref = hr_reference(_csv(tmp_path, [cell]))
+    assert ref.items[0].label == label and type(ref.items[0].label) is type(label)
+
+
+def test_a_csv_label_7_0_accepts_the_answer_7_as_jsonl_and_parquet_do(tmp_path: Path) -> None:
+    from hr_core import hr_scorer_exact
+
+    exact = hr_scorer_exact()
+    csv_ref = hr_reference(_csv(tmp_path, ["7.0"]))
+    (tmp_path / "ref.jsonl").write_text('{"id": "q0", "question": "Q0", "label": 7.0}\n')
+    jsonl_ref = hr_reference(tmp_path / "ref.jsonl")
+    pd.DataFrame({"id": ["q0"], "question": ["Q0"], "label": [7.0]}).to_parquet(
+        tmp_path / "ref.parquet")
+    parquet_ref = hr_reference(tmp_path / "ref.parquet")
+    for ref in (csv_ref, jsonl_ref, parquet_ref):
+        assert exact.fn(None, "7", ref.items[0].label).correct is True
+    assert csv_ref.hash == jsonl_ref.hash == parquet_ref.hash
+
+
+def test_csv_and_jsonl_hash_alike_for_numbers_lists_and_text(tmp_path: Path) -> None:
+    labels: list[Any] = [7.0, 100000, ["Paris", 2.5], "007", "Lyon"]
+    cells = ["7.0", "100000", '"[""Paris"", 2.5]"', "007", "Lyon"]
+    csv_ref = hr_reference(_csv(tmp_path, cells))
+    (tmp_path / "ref.jsonl").write_text("".join(
+        json.dumps({"id": f"q{i}", "question": f"Q{i}", "label": v}) + "\n"
+        for i, v in enumerate(labels)))
+    assert csv_ref.hash == hr_reference(tmp_path / "ref.jsonl").hash
+    assert [i.label for i in csv_ref] == labels
+
+
+@pytest.mark.parametrize("value", [0.1, 1e-05, 2.5, 100000.0, 3.14159])
+def test_a_float32_label_is_the_shortest_text_of_its_float32_value(
+        tmp_path: Path, value: float) -> None:
+    from hr_core import hr_scorer_exact
+
+    frame = pd.DataFrame({"id": ["q0"], "label": np.array([value], dtype="float32")})
+    frame.to_parquet(tmp_path / "ref.parquet")
+    label = hr_reference(tmp_path / "ref.parquet").items[0].label
+    text = plain_digits(value)
+    assert plain_digits(label) == text
+    assert plain_digits(np.float32(value)) == text
+    assert hr_scorer_exact().fn(None, text, np.float32(value)).correct is True
+    assert hr_scorer_exact().fn(None, text, label).correct is True

@@ -576,3 +576,18 @@ def test_squad_fold_equals_official_normalize_answer_on_ascii_without_decimals(
 def test_squad_fold_differs_from_official_only_to_keep_decimals() -> None:
     assert _official_normalize_answer("2.5") == "25" and squad_fold("2.5") == "2.5"
     assert math.isclose(float(squad_fold("1,000.50")), 1000.5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(predicted=st.lists(st.sampled_from("abcde"), max_size=5),
+       gold=st.lists(st.sampled_from("abcde"), max_size=5))
+def test_token_f1_equals_squads_counter_definition(predicted: list[str], gold: list[str]) -> None:
+    common = sum((collections.Counter(predicted) & collections.Counter(gold)).values())
+    if not predicted or not gold:
+        expected = float(predicted == gold)
+    elif common == 0:
+        expected = 0.0
+    else:
+        precision, recall = common / len(predicted), common / len(gold)
+        expected = 2 * precision * recall / (precision + recall)
+    assert token_f1(predicted, gold) == pytest.approx(expected, abs=1e-12)

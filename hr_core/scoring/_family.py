@@ -36,10 +36,20 @@ def family_scorer(name: str, compare: Compare, options: Mapping[str, Any], *,
     failed_score = 0.0 if scores else None
 
     def score(item: Any, output: Any, label: Any) -> ScoreResult:
-        text, kind = sort_out(output)
-        if kind is not None or text is None:
-            return failed(label, text, kind or "parse_failure", failed_score)
-        accepted = (label,) if type(label) is str else accepted_texts(label)
+        if type(output) is str and output and not output.isspace():
+            text: str = output
+        else:
+            found, kind = sort_out(output)
+            if kind is not None or found is None:
+                return failed(label, found, kind or "parse_failure", failed_score)
+            text = found
+        label_type = type(label)
+        if label_type is str:
+            accepted: tuple[str, ...] | None = (label,)
+        elif label_type is list and all(type(value) is str for value in label):
+            accepted = tuple(label)
+        else:
+            accepted = accepted_texts(label)
         matched, outcome, kind, value = compare(item, output, text, accepted)
         if matched:
             return _new(ScoreResult, (True, outcome, None) if value is None

@@ -29,6 +29,10 @@ def token_f1(predicted: list[str], gold: list[str]) -> float:
         return float(predicted == gold)
     if predicted == gold:
         return 1.0
+    if len(gold) == 1:  # one gold token: it is in the prediction or not
+        return 2 / (len(predicted) + 1) if gold[0] in predicted else 0.0
+    if len(predicted) == 1:
+        return 2 / (len(gold) + 1) if predicted[0] in gold else 0.0
     counts: dict[str, int] = {}
     for token in gold:
         counts[token] = counts.get(token, 0) + 1
@@ -78,12 +82,16 @@ def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD) -> Scorer:
         if accepted is None:
             return None, outcome, None, None
         best = 0.0
+        cache = _LABEL_TOKENS
         for answer in accepted:
-            value = token_f1(tokens, _label_tokens(answer))
+            gold = cache.get(answer)
+            if gold is None:
+                gold = _label_tokens(answer)
+            if gold == tokens:
+                return True, outcome, None, 1.0
+            value = token_f1(tokens, gold)
             if value > best:
                 best = value
-                if best == 1.0:
-                    break
         return best >= limit, outcome, None, best
 
     return family_scorer("f1", compare, {"threshold": limit}, scores=True)
