@@ -29,6 +29,7 @@ from hr_core.errors import (
     StoreWriteError,
 )
 from hr_core.failures import FAILURE_KINDS, FailureKind
+from hr_core.identity import canonical_json, fingerprint
 from hr_core.judge import (
     JUDGE_FAILURE_OUTCOMES,
     JudgeConfig,
@@ -74,7 +75,7 @@ from hr_core.models import (
     cache_key,
     resolve_model,
 )
-from hr_core.reference import Item, Reference, canonical_json, hr_reference
+from hr_core.reference import Item, Reference, hr_reference
 from hr_core.regression import (
     ArmChange,
     ArmStatus,
@@ -202,6 +203,7 @@ __all__ = [
     "coverage_warnings",
     "current_run",
     "find_previous_run",
+    "fingerprint",
     "hr_judge_config",
     "hr_judge_valid",
     "hr_reference",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
@@ -14,14 +13,16 @@ import pandas as pd
 
 from hr_core._text import is_missing, plain_digits
 from hr_core.errors import ReferenceDataError
+from hr_core.identity import fingerprint
 
-__all__ = ["Item", "Reference", "canonical_json", "hr_reference"]
+__all__ = ["Item", "Reference", "hr_reference"]
 
 _SUFFIXES = (".csv", ".jsonl", ".parquet")
 
 JsonCells = Literal["any", "arrays"] | None
 """Which string label cells are read as JSON: CSV ``"any"`` (a number, a list, a quoted
-string; SPEC section 12), Parquet ``"arrays"`` (a JSON array), else none."""
+string; SPEC section 12) and Parquet string cells ``"any"``; ``"arrays"``: only a
+JSON array; else none."""
 
 
 class Item(NamedTuple):
@@ -60,10 +61,9 @@ class Reference:
 
     @property
     def hash(self) -> str:
-        """SHA-256 hex of :func:`canonical_json` over ids, payloads and labels, in row order."""
+        """:func:`hr_core.identity.fingerprint` of ids, payloads and labels, in row order."""
         if self._hash is None:
-            rows = [[it.id, it.payload, it.label] for it in self.items]
-            self._hash = hashlib.sha256(canonical_json(rows).encode("utf-8")).hexdigest()
+            self._hash = fingerprint([[it.id, it.payload, it.label] for it in self.items])
         return self._hash
 
     def get(self, item_id: str) -> Item:
@@ -74,34 +74,6 @@ class Reference:
             return self._by_id[item_id]
         except KeyError:
             raise KeyError(f"{self.source}: no item with id {item_id!r}") from None
-
-
-def canonical_json(value: Any) -> str:
-    """The canonical JSON the reference hash is taken over.
-
-    Sorted keys, no spaces, UTF-8; every number written as text in plain digits
-    (so ``7`` read from JSONL and ``"7"`` read from CSV hash alike), booleans as
-    ``"true"``/``"false"``, missing values (None, NaN) as ``null``.
-    """
-    return json.dumps(
-        _canonical(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
-
-
-def _canonical(value: Any) -> Any:
-    if isinstance(value, str) or value is None:
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): _canonical(v) for k, v in value.items()}
-    if isinstance(value, list | tuple) or type(value).__name__ == "ndarray":
-        return [_canonical(v) for v in value]
-    if type(value).__name__ in ("bool", "bool_"):
-        return "true" if value else "false"
-    if is_missing(value):
-        return None
-    if isinstance(value, int | float) or hasattr(value, "__index__"):
-        return plain_digits(value)
-    return str(value)
 
 
 def hr_reference(
@@ -118,8 +90,8 @@ def hr_reference(
             name makes the payload that column's value.
         label: the label column. A CSV cell that is valid JSON (a number such
             as ``7.0``, a list, a string in quotes) is that JSON value; anything
-            else is text (``007`` stays ``"007"``). A Parquet string cell holding
-            a JSON array is a list of accepted labels. A float32 label is the
+            else is text (``007`` stays ``"007"``); a Parquet string cell too (a
+            column of mixed labels is a string column). A float32 label is the
             shortest text of its float32 value (``0.1``). An empty or NaN cell is
             ``None``.
 
@@ -226,7 +198,7 @@ def _read_file(path: Path) -> tuple[str, list[dict[str, Any]], Any, JsonCells]:
             lines = _csv_record_lines(path, len(frame))
             return source, _records(frame), lambda i: f"line {lines[i]}", "any"
         frame = pd.read_parquet(path)
-        return source, _records(frame), _row, "arrays"
+        return source, _records(frame), _row, "any"
     except ReferenceDataError:
         raise
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
@@ -352,7 +324,11 @@ def _plain(value: Any) -> Any:
     if is_missing(value):
         return None
     kind = type(value).__name__
+    if kind in ("float32", "float16"):  # shortest text of its own precision
+        return _plain(float(str(value)))
     if kind == "ndarray":
+        if str(value.dtype) in ("float32", "float16"):
+            return [_plain(v) for v in value]
         return [_plain(v) for v in value.tolist()]
     if kind in ("float32", "float16"):  # the shortest text of its own precision: 0.1, not
         return _plain(float(str(value)))  # 0.10000000149011612

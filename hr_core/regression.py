@@ -8,7 +8,6 @@ regression.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -20,6 +19,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from hr_core.accuracy import item_accuracy
+from hr_core.identity import fingerprint
 from hr_core.stats import MIN_ITEMS, TOO_FEW_ITEMS, paired_difference
 
 __all__ = [
@@ -40,7 +40,7 @@ mirror image; ``no_change``: neither; ``too_few_items``: fewer than
 ``hr_core.stats.MIN_ITEMS`` items were scored in both runs ("too few items to tell");
 ``not_comparable``: the arm is missing from one run."""
 
-_FINGERPRINT_KEYS = ("reference_hash", "arms", "scorer")
+_FINGERPRINT_KEYS = ("reference_hash", "arms", "scorer", "scorer_fingerprint")
 _COMPLETED = "completed"
 
 
@@ -211,16 +211,15 @@ def compare_runs(
 
 
 def spec_fingerprint(manifest: Mapping[str, Any]) -> str:
-    """SHA-256 of what makes two runs "the same spec": reference hash, arm specs, scorer.
+    """SHA-256 of what makes two runs "the same spec": reference hash, arm specs, scorer
+    name and fingerprint (:func:`hr_core.identity.fingerprint`).
 
     Example:
         >>> m = {"reference_hash": "ab", "arms": {"a": "pkg:fn"}, "scorer": "exact"}
         >>> spec_fingerprint(m) == spec_fingerprint(dict(m, run_id="other"))
         True
     """
-    key = {k: manifest.get(k) for k in _FINGERPRINT_KEYS}
-    text = json.dumps(key, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return fingerprint({k: manifest.get(k) for k in _FINGERPRINT_KEYS})
 
 
 def _written_at(info: Mapping[str, Any]) -> float:

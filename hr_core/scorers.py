@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from numbers import Real
 from typing import Any, Literal, cast, overload
 
@@ -13,6 +14,7 @@ from hr_core._answers import failed, is_not_in_document, sort_out
 from hr_core._text import _label_text, accepted_texts, fold, is_missing, plain_digits, squad_fold
 from hr_core.errors import ScorerError, SpecError
 from hr_core.failures import FAILURE_KINDS, FailureKind
+from hr_core.identity import callable_spec, canonical, fingerprint
 from hr_core.results import ScoreResult
 
 __all__ = ["Scorer", "hr_scorer", "hr_scorer_exact", "settle_score"]
@@ -31,16 +33,45 @@ class Scorer:
     returns into a :class:`ScoreResult` (``await scorer.ascore(...)`` for an
     ``async def`` function inside a running event loop).
 
+    ``options`` marks a built-in scorer: its definition is its name and these
+    options (e.g. ``{"normalise": True}``). Without options (a user function) the
+    definition is the name and the function's :func:`~hr_core.identity.callable_spec`
+    (source and bound values); a judge scorer adds its config hash. ``spec`` is
+    that definition as data (recorded in the manifest), ``fingerprint`` its
+    SHA-256: a scorer whose code or options change gets another fingerprint, so
+    its benchmark gets another run id and re-scores the stored outputs.
+
     Example:
         >>> exact = hr_scorer_exact()
         >>> exact("Capital of France?", "  paris ", "Paris")
         ScoreResult(correct=True, outcome='paris', failure_kind=None)
+        >>> exact.spec
+        {'name': 'exact', 'options': {'normalise': 'fold'}}
     """
 
     name: str
     fn: ScoreFn
     judge: Any = None
     """The :class:`~hr_core.judge.JudgeConfig` of a judge scorer, else ``None``."""
+    options: Mapping[str, Any] | None = field(default=None, compare=False)
+    """A built-in scorer's options (JSON data); ``None`` for a user function."""
+
+    @cached_property
+    def spec(self) -> dict[str, Any]:
+        """The scorer's definition as JSON data: name, then options, function or judge."""
+        spec: dict[str, Any] = {"name": self.name}
+        if self.options is not None:
+            spec["options"] = canonical(dict(self.options))
+        else:
+            spec["function"] = callable_spec(self.fn)
+        if self.judge is not None:
+            spec["judge_hash"] = str(getattr(self.judge, "hash", self.judge))
+        return spec
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """:func:`hr_core.identity.fingerprint` of :attr:`spec`."""
+        return fingerprint(self.spec)
 
     @property
     def is_async(self) -> bool:
@@ -218,7 +249,10 @@ _SQUAD_FOLDED: dict[str, str] = {}
 
 
 def hr_scorer_exact(normalise: bool | Normalise = True) -> Scorer:
-    """The exact scorer, named ``"exact"``: the default scorer of a benchmark.
+    """The exact scorer: the default scorer of a benchmark.
+
+    Named ``"exact"``, or ``"exact_raw"`` with ``normalise=False``/``"none"``; its
+    options (``{"normalise": "fold" | "squad" | "none"}``) are part of its fingerprint.
 
     Sorts out outputs that are not answers (:mod:`hr_core._answers`: a failure
     kind the output carries, ``ok`` false -> ``error``, no text ->
@@ -286,7 +320,7 @@ def hr_scorer_exact(normalise: bool | Normalise = True) -> Scorer:
             return _new(ScoreResult, (None, seen, None))
         return _new(ScoreResult, (False, seen, "wrong"))
 
-    return builtin_scorer("exact", exact, {"normalise": choice})
+    return builtin_scorer("exact" if folding else "exact_raw", exact, {"normalise": choice})
 
 
 def _squad_label(label: str) -> str:
@@ -346,9 +380,7 @@ def _exact_squad(item: Any, output: Any, label: Any) -> ScoreResult:
 
 def builtin_scorer(name: str, fn: ScoreFn, options: Mapping[str, Any]) -> Scorer:
     """A built-in scorer with its options (part of its fingerprint)."""
-    if "options" in Scorer.__dataclass_fields__:  # the identity change, once it lands
-        return Scorer(name=name, fn=fn, options=dict(options))  # type: ignore[call-arg]
-    return Scorer(name=name, fn=fn)
+    return Scorer(name=name, fn=fn, options=dict(options))
 
 
 def _identity(text: str) -> str:

@@ -21,12 +21,25 @@ def test_records_are_durable_after_flush_and_read_back(tmp_path: Path) -> None:
     assert list(Journal(journal.path).read()) == [("a", "q1", 1), ("a", "q2", 1)]
 
 
-def test_reading_keeps_the_first_record_of_each_run(tmp_path: Path) -> None:
+def test_reading_keeps_the_latest_record_of_each_run(tmp_path: Path) -> None:
+    # before (issue 9): the first record won, so a re-scored run was re-scored on every call
     journal = Journal(tmp_path / "journal.jsonl")
     journal.append(_record("a", "q1", 1, "first"))
     journal.append(_record("a", "q1", 1, "second"))
     journal.flush()
-    assert journal.read()[("a", "q1", 1)]["output"] == "first"
+    assert journal.read()[("a", "q1", 1)]["output"] == "second"
+
+
+def test_an_outcome_equal_to_a_long_output_is_written_once(tmp_path: Path) -> None:
+    # before (issue 13): a 10 MB output was written twice, as output and as outcome
+    journal = Journal(tmp_path / "journal.jsonl")
+    big = "x" * 10_000_000
+    record = _record("a", "q1", 1, big)
+    record["outcome"] = big
+    journal.append(record)
+    journal.flush()
+    assert 10_000_000 < journal.path.stat().st_size < 10_001_000
+    assert journal.read()[("a", "q1", 1)]["outcome"] == big
 
 
 def test_a_partial_last_line_is_ignored_and_cut_before_appending(tmp_path: Path) -> None:

@@ -114,8 +114,9 @@ def test_a_yaml_spec_path_runs_with_its_settings(prefect_harness: None, tmp_path
     )
     bench = hr_benchmark(spec)
     assert bench.manifest["name"] == "yaml-demo" and len(bench.runs) == 10
-    assert bench.manifest["arms"]["good"] == {
-        "kind": "import", "path": "test_flow_benchmark:good"}
+    assert bench.manifest["arms"]["good"] == {  # the imported code counts, not only its path
+        "kind": "import", "path": "test_flow_benchmark:good",
+        "source_sha256": bench.manifest["arms"]["good"]["source_sha256"]}
     assert Path(bench.run_dir).parent == tmp_path / "results" / "yaml-demo"
     # a deployment runs the flow itself with the spec's path: same run, nothing to redo
     again = asyncio.run(benchmark_flow(spec=str(spec)))

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from hr_core import Item, Reference, ReferenceDataError, canonical_json, hr_reference
 from hr_core._text import plain_digits
+from hr_core.reference import _NOT_JSON, _json_cell
 
 RECORDS: list[dict[str, Any]] = [
     {"id": "q1", "question": "Capital of France?", "label": "Paris"},
@@ -33,8 +34,8 @@ def _cell(label: Any) -> str | None:
         return None
     if isinstance(label, list):
         return json.dumps(label)
-    if isinstance(label, str):
-        return label
+    if isinstance(label, str):  # text that would read as JSON is written in quotes
+        return json.dumps(label) if _json_cell(label.strip()) is not _NOT_JSON else label
     return plain_digits(label)
 
 
@@ -153,11 +154,11 @@ def test_get_finds_an_item_by_id() -> None:
 # --- the hash ------------------------------------------------------------------------
 
 
-def test_canonical_json_is_sorted_compact_utf8_with_plain_digit_numbers() -> None:
+def test_canonical_json_is_sorted_compact_utf8_with_numbers_as_numbers() -> None:
+    # before (issue 9): {"a": 1} gave {"a":"1"} and True gave "true"
+    assert canonical_json({"a": 1}) == '{"a":1}'
     value = [["q1", {"b": 1e-05, "a": "café"}, [100000.0, True, None, float("nan")]]]
-    assert (
-        canonical_json(value) == '[["q1",{"a":"café","b":"0.00001"},["100000","true",null,null]]]'
-    )
+    assert canonical_json(value) == '[["q1",{"a":"café","b":1e-05},[100000,true,null,null]]]'
 
 
 def test_the_hash_is_sha256_of_the_canonical_json_of_ids_payloads_labels() -> None:

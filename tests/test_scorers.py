@@ -317,8 +317,11 @@ def test_normalise_false_compares_the_strings_as_they_are(
     assert exact_raw.fn(None, output, label) == ScoreResult(correct, outcome, kind)
 
 
-def test_normalise_false_is_still_named_exact() -> None:
-    assert exact_raw.name == "exact"
+def test_normalise_false_has_its_own_name_and_fingerprint() -> None:
+    # before (issue 9): named "exact", so a spec switching exact -> exact_raw reused exact's runs
+    assert exact_raw.name == "exact_raw"
+    assert exact_raw.fingerprint != hr_scorer_exact().fingerprint
+    assert exact_raw.spec == {"name": "exact_raw", "options": {"normalise": "none"}}
 
 
 # --- exact: no label -----------------------------------------------------------------

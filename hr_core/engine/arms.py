@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import importlib
 import inspect
 import string
@@ -13,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from hr_core.errors import SpecError
+from hr_core.identity import callable_spec
 
 __all__ = ["Arm", "ArmEntry", "LLMArm", "import_object", "normalise_arms", "prompt_fields"]
 
@@ -151,21 +150,6 @@ class Arm:
                          meta={"cached": bool(reply.cached), "latency_s": reply.latency_s})
 
 
-def _callable_spec(fn: Callable[..., Any]) -> dict[str, Any]:
-    if isinstance(fn, functools.partial):
-        return {**_callable_spec(fn.func), "partial_args": repr(fn.args),
-                "partial_keywords": repr(sorted(fn.keywords.items()))}
-    module = getattr(fn, "__module__", None) or type(fn).__module__
-    qualname = getattr(fn, "__qualname__", None) or type(fn).__qualname__
-    spec: dict[str, Any] = {"kind": "callable", "callable": f"{module}:{qualname}"}
-    try:
-        source = inspect.getsource(fn)
-    except (OSError, TypeError):
-        return spec
-    spec["source_sha256"] = hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
-    return spec
-
-
 def import_object(path: str) -> Any:
     """Import ``"pkg.module:attr"`` (attr may be dotted).
 
@@ -212,7 +196,10 @@ def _one_arm(name: str, value: Any) -> Arm:
         fn = import_object(value)
         if not callable(fn):
             raise SpecError(f"arm {name!r}: {value!r} is not callable")
-        return Arm(name, fn, {"kind": "import", "path": value})
+        found = callable_spec(fn)  # the imported code counts, not only its path
+        spec = {"kind": "import", "path": value}
+        spec.update({k: v for k, v in found.items() if k not in ("kind", "callable")})
+        return Arm(name, fn, spec)
     if isinstance(value, Mapping):
         try:
             value = LLMArm.model_validate(dict(value))
@@ -222,7 +209,7 @@ def _one_arm(name: str, value: Any) -> Arm:
         spec = {"kind": "llm", **value.model_dump(mode="json", exclude={"runs"})}
         return Arm(name, None, spec, value, value.runs)
     if callable(value):
-        return Arm(name, value, _callable_spec(value))
+        return Arm(name, value, callable_spec(value))
     raise SpecError(
         f"arm {name!r}: {type(value).__name__} is not an arm; use a callable, an import path "
         "'pkg.module:function' or an LLM arm (model, prompt, ...)"

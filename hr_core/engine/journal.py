@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import os
 import threading
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 import orjson
 
 from hr_core.errors import CorruptRunError, StoreWriteError
+from hr_core.identity import fingerprint
 
 __all__ = ["FLUSH_INTERVAL_S", "Journal", "RunKey", "fallback_path", "write_error"]
 
@@ -20,6 +20,8 @@ FLUSH_INTERVAL_S = 0.5
 """Seconds between flushes while a benchmark runs (the SPEC asks for at most ~1 s)."""
 
 RunKey = tuple[str, str, int]
+
+_SHORT = 64  # an outcome this long or shorter is written even when it equals the output
 
 
 def write_error(path: str | os.PathLike[str], exc: OSError) -> StoreWriteError:
@@ -41,7 +43,7 @@ def fallback_path(path: str | os.PathLike[str]) -> Path:
     """Where a journal's records go when its own file cannot be written (read-only or
     full store): ``$HR_JOURNAL_DIR`` (default ``~/.cache/hr/journal``), one file per
     journal. The next run of the same benchmark reads it back and moves it home."""
-    digest = hashlib.sha256(os.path.abspath(os.fspath(path)).encode()).hexdigest()[:16]
+    digest = fingerprint(os.path.abspath(os.fspath(path)), 16)
     base = os.environ.get("HR_JOURNAL_DIR") or Path.home() / ".cache" / "hr" / "journal"
     return Path(base) / f"fallback-{digest}.jsonl"
 
@@ -54,6 +56,10 @@ def _append(path: Path, records: list[dict[str, Any]] | bytes) -> None:
         else:
             write, dumps, newline = handle.write, orjson.dumps, orjson.OPT_APPEND_NEWLINE
             for record in records:
+                outcome = record.get("outcome")
+                if (outcome is not None and len(outcome) > _SHORT
+                        and outcome == record.get("output")):
+                    record = {k: v for k, v in record.items() if k != "outcome"}
                 write(dumps(record, option=newline))
         handle.flush()
         os.fsync(handle.fileno())
@@ -64,7 +70,9 @@ class Journal:
 
     A process killed mid-write leaves at most one partial last line: reading
     ignores it and the next writer cuts it off before appending. Reading keeps
-    the first record of each ``(arm, item_id, run)``.
+    the latest record of each ``(arm, item_id, run)`` (a re-scored run's new
+    record wins). An ``outcome`` equal to the ``output`` is written once: the
+    line has no ``outcome`` key, and reading puts it back.
 
     The first write that fails (read-only or full store) sets :attr:`error` (the
     benchmark then starts no new call) and every record not written goes to the
@@ -127,7 +135,9 @@ class Journal:
             arm, item_id, run = record.get("arm"), record.get("item_id"), record.get("run")
             if not (isinstance(arm, str) and isinstance(item_id, str) and type(run) is int):
                 raise _not_a_record(path, data, line)
-            records.setdefault((arm, item_id, run), record)
+            if "outcome" not in record:  # written once: it was the output
+                record["outcome"] = record.get("output")
+            records[(arm, item_id, run)] = record
 
     def append(self, record: dict[str, Any]) -> None:
         """Queue one record (not copied: do not change it); durable after the next :meth:`flush`."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
-import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
@@ -15,6 +14,7 @@ from hr_core._text import is_missing, output_text
 from hr_core.engine.arms import Arm
 from hr_core.engine.budget import BudgetLedger
 from hr_core.engine.context import _CURRENT_RUN, RunContext
+from hr_core.engine.outputs import store_output
 from hr_core.errors import ScorerError
 from hr_core.failures import FAILURE_KINDS
 from hr_core.reference import Item
@@ -89,15 +89,6 @@ def _float(value: Any) -> float | None:
     return None if value is None or is_missing(value) else float(value)
 
 
-def _raw(output: Any) -> Any:
-    """A JSON-safe copy of an output that scores as the output did (for re-scoring)."""
-    if output is None or isinstance(output, str | int | float | bool):
-        return None if isinstance(output, float) and math.isnan(output) else output
-    get = output.get if isinstance(output, Mapping) else (lambda k: getattr(output, k, None))
-    raw = {k: get(k) for k in ("answer", "text", "ok", "failure_kind", "error")}
-    return {k: v for k, v in raw.items() if v is None or isinstance(v, str | bool)}
-
-
 def stopped_record(arm: str, item: Item, run: int) -> dict[str, Any]:
     """The record of a run that never started because the budget ran out."""
     return {
@@ -126,9 +117,8 @@ async def score_record(record: dict[str, Any], item: Item, output: Any, scorer: 
         else:
             result = scorer.validate(scorer.fn(item.payload, output, item.label))
         settled = settle_score(result, labelled)
-    except Exception as exc:  # the user's scorer: keep the output, report at the end
+    except Exception as exc:  # the user's scorer: the output is kept, report at the end
         record["scored"] = False
-        record["raw"] = _raw(output)
         message = f"{type(exc).__name__}: {exc}"
         if not isinstance(exc, ScorerError):
             message = f"scorer {scorer.name!r} raised {message}"
@@ -138,7 +128,6 @@ async def score_record(record: dict[str, Any], item: Item, output: Any, scorer: 
     record["score"] = settled.score
     record["judge_status"] = _judge_status(scorer, result)
     record.pop("scored", None)
-    record.pop("raw", None)
 
 
 class _OutOfTime(Exception):
@@ -249,6 +238,7 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> dict[str
         record["output"] = output
     else:
         record["output"] = output_text(output)
+        record["arm_output"] = store_output(output)
         if output is not None and not isinstance(output, int | float):
             tokens_in, tokens_out, cost = _usage(output)
             record["tokens_in"], record["tokens_out"], record["cost_usd"] = (

@@ -28,6 +28,7 @@ from hr_core.engine.budget import Budget, BudgetLedger
 from hr_core.engine.health import DEFAULT_MAX_ERROR_RATE
 from hr_core.engine.interrupt import register, stop_requested, unregister
 from hr_core.engine.journal import FLUSH_INTERVAL_S, RunKey
+from hr_core.engine.outputs import JOURNAL_FORMAT, load_output, stored_runs
 from hr_core.engine.runner import ChunkContext, run_chunk, score_record, stopped_record
 from hr_core.engine.store import (
     REFERENCE,
@@ -44,6 +45,7 @@ from hr_core.engine.store import (
     utc_now,
 )
 from hr_core.errors import HrTypeError, ScorerError, SpecError
+from hr_core.identity import fingerprint
 from hr_core.reference import Item, Reference, hr_reference
 from hr_core.scorers import Scorer, hr_scorer_exact
 
@@ -110,6 +112,27 @@ class BenchmarkPlan:
     timeout_s: float | dict[str, float] | None = None
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
     import_dir: str | None = None  # a spec's folder, on sys.path while it runs
+    fresh: bool = False
+    """A fresh run calls every arm: it reuses no stored outputs (nor cached replies)."""
+
+    def fingerprints(self) -> dict[str, Any]:
+        """Every part's fingerprint (:func:`hr_core.identity.fingerprint`), for the manifest.
+
+        ``reference``: the content hash; ``arms``: each arm's spec; ``scorer``: its
+        definition; ``judge``: the judge config hash (judge scorers); ``models``: each
+        LLM arm's endpoint (provider:model and base URL); ``run``: what the run id
+        is taken from (reference, arms, scorer, runs).
+        """
+        models = {n: fingerprint({"model": a.llm.model, "base_url": a.llm.base_url})
+                  for n, a in self.arms.items() if a.llm is not None}
+        return {
+            "reference": self.reference.hash,
+            "arms": {n: fingerprint(a.spec) for n, a in self.arms.items()},
+            "scorer": self.scorer.fingerprint,
+            "judge": None if self.judge is None else self.judge.get("hash"),
+            "models": models,
+            "run": fingerprint(self.spec),
+        }
 
     def runs_of(self, arm: str) -> int:
         """Runs per item of one arm: its own ``runs``, else the benchmark's."""
@@ -177,11 +200,6 @@ def _check_api_keys(arms: Mapping[str, Arm]) -> None:
                 raise SpecError(f"arm {name!r}: {exc}") from None
 
 
-def _scorer_identity(scorer: Scorer) -> tuple[str, str | None]:
-    judge = getattr(scorer, "judge", None)
-    return scorer.name, None if judge is None else str(getattr(judge, "hash", judge))
-
-
 def plan_benchmark(
     arms: Mapping[str, Any],
     reference: Any,
@@ -232,12 +250,12 @@ def plan_benchmark(
         if arm.llm is not None:
             folder = Path(store) if "://" not in str(store) else local_dir(str(store))
             arm.cache = str(folder / "responses.sqlite")
-    scorer_name, judge_hash = _scorer_identity(scorer)
+    judge_hash = None if scorer.judge is None else str(getattr(scorer.judge, "hash",
+                                                                scorer.judge))
     spec = {
         "reference_hash": reference.hash,
         "arms": {n: a.spec for n, a in normalised.items()},
-        "scorer": scorer_name,
-        "judge_hash": judge_hash,
+        "scorer": scorer.spec,
         "runs": runs,
     }
     own_runs = {n: a.runs for n, a in normalised.items() if a.runs is not None}
@@ -249,7 +267,7 @@ def plan_benchmark(
         run_id=fresh_run_id() if fresh else run_id_for(spec), resume=resume,
         chunk_size=chunk_size or DEFAULT_CHUNK_SIZE,
         judge=None if judge_hash is None else {"hash": judge_hash, "validation": None},
-        spec=spec, timeout_s=timeouts,
+        spec=spec, timeout_s=timeouts, fresh=fresh,
     )
 
 
@@ -281,6 +299,7 @@ class BenchmarkSession:
         self.engine_seconds = 0.0
         self.timings: dict[str, float] = {}
         self._opened = False
+        self.reused: dict[str, int] = {}
         self._ctx: ChunkContext | None = None
         self._executor: DaemonPool | None = None
 
@@ -294,6 +313,8 @@ class BenchmarkSession:
             self.done = {k: r for k, r in self.journal.read().items() if k[0] in plan.arms}
         else:
             self.journal.clear()
+        if plan.resume and not plan.fresh and len(self.done) < self.total:
+            self._reuse_stored_outputs()
         self.ledger = BudgetLedger(plan.budget, plan.arms)
         for (arm, _, _), record in self.done.items():
             self.ledger.count_done(arm, record.get("tokens_in"), record.get("tokens_out"),
@@ -338,6 +359,24 @@ class BenchmarkSession:
         with contextlib.suppress(OSError):
             self.store.write_manifest(self.manifest("failed", error=str(failure)))
         raise failure
+
+    def _reuse_stored_outputs(self) -> None:
+        """Take the finished runs other runs of this name made with the same arms and
+        reference (another scorer, say): they are re-scored, their arms not called."""
+        plan = self.plan
+        arms = plan.fingerprints()["arms"]
+        found, self.reused = stored_runs(plan.store, plan.name, plan.reference.hash, arms,
+                                         exclude=[plan.run_id])
+        ids = {item.id for item in plan.reference}
+        for key, record in found.items():
+            if key in self.done or key[1] not in ids or not 1 <= key[2] <= plan.runs_of(key[0]):
+                continue
+            record = dict(record)
+            if "arm_output" in record or record.get("output") is not None:
+                record["scored"] = False  # scored again by this benchmark's scorer
+            else:
+                self.journal.append(record)  # the arm raised: nothing to score
+            self.done[key] = record
 
     def _count(self, record: dict[str, Any]) -> None:
         counts = self._progress[record["arm"]]
@@ -390,7 +429,7 @@ class BenchmarkSession:
         pending = [r for r in self.done.values() if r.get("scored") is False]
         for record in pending:
             item = self.plan.reference.get(record["item_id"])
-            await score_record(record, item, record.get("raw"), self.plan.scorer,
+            await score_record(record, item, load_output(record), self.plan.scorer,
                                self._ctx.scorer_errors)
             self.journal.append(record)
         return len(pending)
@@ -453,13 +492,17 @@ class BenchmarkSession:
         return {
             "name": plan.name, "run_id": plan.run_id, "status": status,
             "reference_hash": plan.reference.hash, "n_items": len(plan.reference),
-            "arms": plan.spec["arms"], "scorer": plan.spec["scorer"], "judge": plan.judge,
+            "arms": plan.spec["arms"], "scorer": plan.scorer.name,
+            "scorer_spec": plan.scorer.spec, "scorer_fingerprint": plan.scorer.fingerprint,
+            "fingerprints": plan.fingerprints(), "judge": plan.judge,
             "runs": plan.runs, "arm_runs": plan.arm_runs,
             "max_error_rate": plan.max_error_rate,
             "budget": None if plan.budget is None else
             plan.budget.model_dump(mode="json"), "concurrency": plan.concurrency,
             "timeout_s": plan.timeout_s,
             "version": __version__, "versions": package_versions(), "git_commit": git_commit(),
+            "journal_format": JOURNAL_FORMAT, "reused_outputs": dict(self.reused),
+            "fresh": plan.fresh,
             "flow_run_id": self.flow_run_id, "started_at": self.started_at,
             "ended_at": None if status == "running" else utc_now(), **extra,
         }

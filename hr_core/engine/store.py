@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import platform
@@ -22,6 +21,7 @@ import pandas as pd
 
 from hr_core.engine.journal import Journal, write_error
 from hr_core.errors import CorruptRunError
+from hr_core.identity import fingerprint
 
 __all__ = ["RunStore", "git_commit", "local_dir", "package_versions", "rerun_hint", "run_id_for",
            "utc_now"]
@@ -46,8 +46,7 @@ def run_id_for(spec: dict[str, Any]) -> str:
         >>> run_id_for(a) == run_id_for(b)
         True
     """
-    text = json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return fingerprint(spec, 16)
 
 
 def fresh_run_id() -> str:
@@ -121,7 +120,7 @@ def local_dir(url: str) -> Path:
         >>> local_dir("s3://bucket/hr").name == local_dir("s3://bucket/hr/").name
         True
     """
-    digest = hashlib.sha256(url.rstrip("/").encode()).hexdigest()[:16]
+    digest = fingerprint(url.rstrip("/"), 16)
     base = os.environ.get("HR_JOURNAL_DIR") or Path.home() / ".cache" / "hr" / "journal"
     return Path(base) / digest
 

@@ -8,20 +8,20 @@ the hash itself::
      "positive": "pass" | null, "prompt": "...", "rubric": "...",
      "schema": {...}}
 
-serialised with ``json.dumps(obj, sort_keys=True, separators=(",", ":"),
-ensure_ascii=False)`` and encoded as UTF-8 (keys sorted at every level, no
-spaces, non-ASCII characters written as themselves). Python's ``hash()`` is
-never involved, so the digest is equal in every process.
+serialised by :func:`hr_core.identity.canonical_json` (the one canonical JSON
+of hr: keys sorted at every level, no spaces, UTF-8 with non-ASCII characters
+written as themselves, numbers as numbers). Python's ``hash()`` is never
+involved, so the digest is equal in every process.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any, Final, Literal, get_args
 
 from hr_core.errors import SpecError
+from hr_core.identity import canonical_json, fingerprint
 from hr_core.judge.prompts import DEFAULT_SCHEMAS, allowed_verdicts, instructions
 
 __all__ = [
@@ -31,7 +31,6 @@ __all__ = [
     "JudgeConfig",
     "JudgeConfigError",
     "JudgeMode",
-    "canonical_json",
     "config_hash",
     "hr_judge_config",
 ]
@@ -52,20 +51,9 @@ class JudgeConfigError(SpecError):
     """A judge configuration argument is invalid (says what is allowed)."""
 
 
-def canonical_json(value: Any) -> str:
-    """Sorted keys, no spaces, UTF-8 text: the form every hash of hr is taken over.
-
-    >>> canonical_json({"b": 1, "a": [1, "é"]})
-    '{"a":[1,"é"],"b":1}'
-    """
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
-
-
 def config_hash(fields: Mapping[str, Any]) -> str:
-    """SHA-256 hex of the canonical JSON of a config's fields (``hash`` excluded)."""
-    body = {k: fields.get(k) for k in CONFIG_FIELDS}
-    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+    """:func:`hr_core.identity.fingerprint` of a config's fields (``hash`` excluded)."""
+    return fingerprint({k: fields.get(k) for k in CONFIG_FIELDS})
 
 
 class JudgeConfig:

@@ -128,4 +128,5 @@ def hr_scorer_judge(
             return ScoreResult(True, outcome, None)
         return ScoreResult(False, outcome, "wrong")
 
-    return JudgeScorer(name=name or f"judge:{config.hash[:12]}", fn=judge, judge=config)
+    return JudgeScorer(name=name or f"judge:{config.hash[:12]}", fn=judge, judge=config,
+                       options={})

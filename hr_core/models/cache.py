@@ -1,18 +1,17 @@
 """An on-disk response cache (SQLite) so a re-run replays instead of paying again.
 
-The key is the SHA-256 hex of the canonical JSON (sorted keys, no spaces,
-UTF-8) of ``{"provider", "model", "messages", "params", "schema", "run"}``:
-everything that decides a reply, and nothing secret (no API key, no base
-URL). The database runs in WAL mode with a busy timeout, one connection per
-thread and process, so several threads and processes may read and write it at
-once; an entry is written once (``INSERT OR REPLACE`` of equal content).
+The key is :func:`hr_core.identity.fingerprint` (SHA-256 of the canonical
+JSON) of ``{"provider", "model", "base_url", "messages", "params", "schema",
+"run"}``: everything that decides a reply (the same model name on another
+server is another model), and nothing secret (no API key). The database runs
+in WAL mode with a busy timeout, one connection per thread and process, so
+several threads and processes may read and write it at once; an entry is
+written once (``INSERT OR REPLACE`` of equal content).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import os
 import sqlite3
 import threading
@@ -21,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hr_core.identity import fingerprint
 from hr_core.models.base import ChatMessage, ChatModel, ModelReply
 from hr_core.results import Usage
 
@@ -46,19 +46,18 @@ def cache_key(
     params: Mapping[str, Any] | None = None,
     schema: Mapping[str, Any] | None = None,
     run: int = 1,
+    base_url: str | None = None,
 ) -> str:
-    """SHA-256 hex of everything that decides a reply.
+    """SHA-256 hex of everything that decides a reply (the model endpoint included).
 
     >>> len(cache_key("openai", "gpt-4o-mini", [{"role": "user", "content": "hi"}]))
     64
     """
-    body = {
-        "provider": provider, "model": model, "messages": [dict(m) for m in messages],
-        "params": dict(params or {}), "schema": schema, "run": run,
-    }
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return fingerprint({
+        "provider": provider, "model": model, "base_url": base_url,
+        "messages": [dict(m) for m in messages], "params": dict(params or {}),
+        "schema": schema, "run": run,
+    })
 
 
 class ResponseCache:
@@ -170,7 +169,8 @@ class CachedModel:
         run: int = 1,
     ) -> ModelReply:
         decided = {**dict(getattr(self.inner, "params", None) or {}), **dict(params or {})}
-        key = cache_key(self.provider, self.name, messages, decided, schema, run)
+        key = cache_key(self.provider, self.name, messages, decided, schema, run,
+                        getattr(self.inner, "base_url", None))
         hit = self.cache.get(key)
         if hit is not None:
             self.hits += 1

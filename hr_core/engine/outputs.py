@@ -1,0 +1,151 @@
+"""Stored outputs: what a journal record keeps so a scorer sees the same output again.
+
+A run's record holds the output's text in ``output`` (the runs table's column).
+When the arm returned anything but a string, the record also holds
+``arm_output``: the output itself as JSON data, tagged with its kind, so that a
+re-scoring gets back a number as a number, a mapping as a mapping (every key,
+numbers included) and an :class:`~hr_core.ArmResult` as an ``ArmResult``. A
+string output is stored once (its text is ``output``). Objects of other classes
+come back as a namespace with the same answer fields (``answer``, ``text``,
+``ok``, ``failure_kind``, ``error``, ``usage``, ``meta``), which every scorer
+reads as it read the object.
+
+:func:`stored_runs` finds, in the other run folders of a benchmark name, the
+finished runs of arms with the same fingerprint on the same reference: a
+benchmark whose scorer changed re-scores those instead of calling its arms.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from types import SimpleNamespace
+from typing import Any
+
+import fsspec
+
+from hr_core.engine.journal import Journal, RunKey
+
+__all__ = ["JOURNAL_FORMAT", "load_output", "store_output", "stored_runs"]
+
+JOURNAL_FORMAT = 2
+"""Manifests of runs whose journal keeps outputs faithfully say ``"journal_format": 2``."""
+
+_FIELDS = ("answer", "text", "ok", "failure_kind", "error", "usage", "meta")
+
+
+def store_output(output: Any) -> dict[str, Any] | None:
+    """The JSON form of an arm's output for its journal record (``None`` for a string).
+
+    Example:
+        >>> store_output({"answer": 42})
+        {'kind': 'json', 'value': {'answer': 42}}
+        >>> store_output("Paris") is None
+        True
+    """
+    if type(output) is str:
+        return None
+    from hr_core.results import ArmResult
+
+    if isinstance(output, ArmResult):
+        return {"kind": "ArmResult", "value": output.model_dump(mode="json")}
+    if output is None or isinstance(output, str | int | float | bool | Mapping | list | tuple):
+        return {"kind": "json", "value": _data(output)}
+    dump = getattr(output, "model_dump", None)
+    if callable(dump):
+        return {"kind": "json", "value": _data(dump(mode="json"))}
+    fields = {k: _data(getattr(output, k)) for k in _FIELDS if hasattr(output, k)}
+    return {"kind": "object", "class": type(output).__name__, "value": fields}
+
+
+def load_output(record: Mapping[str, Any]) -> Any:
+    """The output a record's scorer saw, rebuilt from the record.
+
+    Example:
+        >>> load_output({"output": "42", "arm_output": {"kind": "json", "value": {"answer": 42}}})
+        {'answer': 42}
+    """
+    stored = record.get("arm_output")
+    if stored is None:
+        return record.get("raw", record.get("output"))  # "raw": journals before format 2
+    kind, value = stored.get("kind"), stored.get("value")
+    if kind == "ArmResult":
+        from hr_core.results import ArmResult
+
+        return ArmResult.model_validate(value)
+    if kind == "object":
+        return SimpleNamespace(**value)
+    return value
+
+
+def _data(value: Any) -> Any:
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): _data(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_data(v) for v in value]
+    item = getattr(value, "item", None)
+    if callable(item) and type(value).__module__ == "numpy":
+        try:
+            return _data(item())
+        except (TypeError, ValueError):
+            pass
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return _data(dump(mode="json"))
+    return str(value)
+
+
+def stored_runs(store: str, name: str, reference_hash: str, arms: Mapping[str, str],
+                exclude: Iterable[str] = ()) -> tuple[dict[RunKey, dict[str, Any]],
+                                                     dict[str, int]]:
+    """Finished runs of these arms stored by other runs of benchmark ``name``.
+
+    ``arms`` maps an arm's name to its fingerprint; a run folder under
+    ``<store>/<name>/`` counts when its manifest has the same reference hash and
+    journal format :data:`JOURNAL_FORMAT`, and then its records of every arm with
+    the same fingerprint are taken (later runs win). Returns the records by
+    ``(arm, item_id, run)`` and how many came from each run id.
+    """
+    from hr_core.engine.store import RunStore
+
+    skip = set(exclude)
+    try:
+        fs, root = fsspec.core.url_to_fs(f"{str(store).rstrip('/')}/{name}")
+        paths = sorted(fs.glob(f"{root.rstrip('/')}/*/manifest.json"))
+    except (OSError, ValueError):
+        return {}, {}
+    found: list[tuple[str, str, list[str]]] = []
+    for path in paths:
+        try:
+            with fs.open(path, "r", encoding="utf-8") as handle:
+                manifest = json.load(handle)
+        except (OSError, ValueError):
+            continue
+        if not isinstance(manifest, dict) or manifest.get("run_id") in skip:
+            continue
+        if manifest.get("journal_format") != JOURNAL_FORMAT:
+            continue
+        if manifest.get("reference_hash") != reference_hash:
+            continue
+        theirs = (manifest.get("fingerprints") or {}).get("arms") or {}
+        same = [arm for arm, fp in arms.items() if theirs.get(arm) == fp]
+        if same:
+            found.append((str(manifest.get("started_at") or ""), str(manifest["run_id"]), same))
+    records: dict[RunKey, dict[str, Any]] = {}
+    origin: dict[RunKey, str] = {}
+    for _, run_id, same in sorted(found):
+        wanted = set(same)
+        journal: Journal = RunStore(store, name, run_id).journal
+        for key, record in journal.read().items():
+            if key[0] in wanted:
+                records[key] = record
+                origin[key] = run_id
+    counts: dict[str, int] = {}
+    for run_id in origin.values():
+        counts[run_id] = counts.get(run_id, 0) + 1
+    return records, counts

@@ -1,0 +1,229 @@
+"""One identity mechanism (issue 9 section 1): fingerprints, run ids, re-scoring stored outputs."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import hr_core
+from hr_core import ArmResult, Usage, hr_scorer, hr_scorer_exact
+from hr_core.engine.session import BenchmarkSession, plan_benchmark
+from hr_core.identity import callable_spec, canonical_json, fingerprint
+from hr_core.judge import hr_judge_config, hr_scorer_judge
+from hr_core.models.cache import cache_key
+
+ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"A{i}"} for i in range(6)]
+
+
+def _run(arms: dict[str, Any], store: Path, items: list = ITEMS, **kwargs: Any):
+    plan = plan_benchmark(arms, items, store=str(store), **kwargs)
+    return BenchmarkSession(plan).run_sync()
+
+
+class Counter:
+    def __init__(self, answer: Any = None) -> None:
+        self.calls = 0
+        self.answer = answer
+
+    def __call__(self, payload: dict) -> Any:
+        self.calls += 1
+        if self.answer is not None:
+            return self.answer
+        return "a" + payload["question"][1:]
+
+
+# --- the canonical JSON and the fingerprint ---------------------------------------------
+
+
+def test_canonical_json_keeps_numbers_numbers() -> None:
+    # before: hr_core.canonical_json({'a': 1}) gave '{"a":"1"}'
+    assert hr_core.canonical_json({"a": 1}) == '{"a":1}'
+    assert canonical_json({"b": [1.5, 7.0, None], "a": "é"}) == '{"a":"é","b":[1.5,7,null]}'
+    assert canonical_json(np.float32(0.1)) == "0.1"
+    assert canonical_json({"n": np.int64(3), "t": (1, 2)}) == '{"n":3,"t":[1,2]}'
+
+
+def test_fingerprint_is_sha256_of_the_canonical_json() -> None:
+    import hashlib
+
+    value = {"x": [1, "two"]}
+    assert fingerprint(value) == hashlib.sha256(canonical_json(value).encode()).hexdigest()
+    assert fingerprint(value, 16) == fingerprint(value)[:16]
+
+
+def test_every_hash_of_hr_is_the_one_fingerprint() -> None:
+    ref = hr_core.hr_reference(ITEMS)
+    assert ref.hash == fingerprint([[i.id, i.payload, i.label] for i in ref])
+    cfg = hr_judge_config("mock-model", "Same?", mode="grade")
+    from hr_core.judge.config import CONFIG_FIELDS
+
+    assert cfg.hash == fingerprint({k: cfg.to_dict()[k] for k in CONFIG_FIELDS})
+
+
+def test_the_judge_config_hash_is_unchanged() -> None:
+    # documented in README/SPEC print formats: the one canonical JSON keeps it stable
+    cfg = hr_judge_config("mock-model", "Is the response's answer the reference's?",
+                          mode="grade")
+    assert cfg.hash.startswith("c57e0340bab5")
+
+
+def test_the_cache_key_includes_the_endpoint() -> None:
+    # before: the same model name on two servers shared replies (no base_url in the key)
+    messages = [{"role": "user", "content": "hi"}]
+    a = cache_key("openai-compatible", "m", messages, base_url="http://127.0.0.1:1/v1")
+    b = cache_key("openai-compatible", "m", messages, base_url="http://127.0.0.1:2/v1")
+    assert a != b
+
+
+# --- scorer fingerprints ----------------------------------------------------------------
+
+
+def test_a_scorer_fingerprint_covers_name_options_source_and_bound_values() -> None:
+    def make(threshold: float) -> Any:
+        def near(item: Any, output: Any, label: Any) -> Any:
+            return {"correct": len(output) > threshold, "outcome": output, "failure_kind": None}
+        return hr_scorer(near, name="near")
+
+    assert make(1).fingerprint == make(1).fingerprint
+    assert make(1).fingerprint != make(2).fingerprint
+    assert hr_scorer_exact().fingerprint != hr_scorer_exact(normalise=False).fingerprint
+    partial = functools.partial(lambda item, output, label, k: None, k=1)
+    other = functools.partial(lambda item, output, label, k: None, k=2)
+    assert callable_spec(partial) != callable_spec(other)
+
+
+def test_built_in_scorers_are_name_and_options() -> None:
+    from hr_core.scorers import Scorer
+
+    scorer = Scorer(name="f1", fn=lambda *args: None, options={"threshold": 0.8})
+    assert scorer.spec == {"name": "f1", "options": {"threshold": 0.8}}
+    assert scorer.fingerprint == fingerprint({"name": "f1", "options": {"threshold": 0.8}})
+
+
+def test_a_judge_scorer_fingerprint_holds_the_config_hash() -> None:
+    cfg = hr_judge_config("mock-model", "Same?", mode="grade")
+    other = hr_judge_config("mock-model", "Same answer?", mode="grade")
+    scorer = hr_scorer_judge(cfg, name="judge")
+    assert scorer.spec["judge_hash"] == cfg.hash
+    assert scorer.fingerprint != hr_scorer_judge(other, name="judge").fingerprint
+
+
+# --- a changed scorer re-scores the stored outputs, calling no arm -------------------------
+
+
+def _same_name_scorer(strict: bool) -> Any:
+    if strict:
+        def mine(item: Any, output: Any, label: Any) -> Any:
+            return (output == label, output, None)
+    else:
+        def mine(item: Any, output: Any, label: Any) -> Any:
+            return (output.casefold() == label.casefold(), output, None)
+    return hr_scorer(mine, name="mine")
+
+
+def test_a_changed_scorer_with_the_same_name_rescores_without_calling_arms(
+        tmp_path: Path) -> None:
+    # before: the run id hashed the scorer's name only: the second call resumed the old
+    # run and reported the strict scorer's accuracy (0.0) for the lenient one
+    arm = Counter()
+    strict = _run({"arm": arm}, tmp_path, scorer=_same_name_scorer(True))
+    assert strict.summary()["accuracy"].iloc[0] == 0.0
+    lenient = _run({"arm": arm}, tmp_path, scorer=_same_name_scorer(False))
+    assert arm.calls == len(ITEMS)
+    assert lenient.summary()["accuracy"].iloc[0] == 1.0
+    assert lenient.run_id != strict.run_id
+    assert lenient.manifest["reused_outputs"] == {strict.run_id: len(ITEMS)}
+    assert lenient.manifest["scorer_fingerprint"] != strict.manifest["scorer_fingerprint"]
+
+
+def test_switching_exact_to_exact_raw_rescores(tmp_path: Path) -> None:
+    # before: exact_raw was named "exact": the switch reused exact's results (accuracy 1.0)
+    arm = Counter()
+    folded = _run({"arm": arm}, tmp_path)
+    raw = _run({"arm": arm}, tmp_path, scorer=hr_scorer_exact(normalise=False))
+    assert folded.summary()["accuracy"].iloc[0] == 1.0
+    assert raw.summary()["accuracy"].iloc[0] == 0.0
+    assert raw.scorer == "exact_raw" and arm.calls == len(ITEMS)
+
+
+def test_a_fresh_run_calls_the_arms_again(tmp_path: Path) -> None:
+    arm = Counter()
+    _run({"arm": arm}, tmp_path)
+    _run({"arm": arm}, tmp_path, scorer=hr_scorer_exact(normalise=False), fresh=True)
+    assert arm.calls == 2 * len(ITEMS)
+
+
+def test_the_manifest_records_every_fingerprint(tmp_path: Path) -> None:
+    bench = _run({"arm": Counter(), "llm": {"model": "mock:echo", "prompt": "{question}"}},
+                 tmp_path)
+    fps = bench.manifest["fingerprints"]
+    assert fps["reference"] == bench.reference_hash
+    assert set(fps["arms"]) == {"arm", "llm"}
+    assert fps["scorer"] == hr_scorer_exact().fingerprint
+    assert set(fps["models"]) == {"llm"}
+    assert bench.manifest["scorer_spec"] == {"name": "exact", "options": {"normalise": "fold"}}
+    on_disk = json.loads((Path(bench.run_dir) / "manifest.json").read_text())
+    assert on_disk["fingerprints"] == fps
+
+
+# --- stored outputs are faithful; a re-scored run is re-scored once ------------------------
+
+
+def _wants_42(item: Any, output: Any, label: Any) -> Any:
+    value = output.get("answer") if isinstance(output, dict) else getattr(output, "answer", None)
+    return (value == 42, str(value), None)
+
+
+def test_a_numeric_mapping_output_is_rescored_as_it_was(tmp_path: Path) -> None:
+    # before: re-scoring dropped non-string fields: {"answer": 42} became a parse failure
+    arm = Counter(answer={"answer": 42, "usage": {"tokens_in": 1}})
+    _run({"arm": arm}, tmp_path)
+    bench = _run({"arm": arm}, tmp_path, scorer=hr_scorer(_wants_42, name="wants_42"))
+    assert arm.calls == len(ITEMS)
+    assert bench.runs["correct"].tolist() == [True] * len(ITEMS)
+
+
+def test_an_arm_result_is_rescored_as_an_arm_result(tmp_path: Path) -> None:
+    arm = Counter(answer=ArmResult(answer="x", usage=Usage(tokens_in=2), meta={"n": 42}))
+    _run({"arm": arm}, tmp_path)
+
+    def is_arm_result(item: Any, output: Any, label: Any) -> Any:
+        return (isinstance(output, ArmResult) and output.meta == {"n": 42}, None, None)
+
+    bench = _run({"arm": arm}, tmp_path, scorer=hr_scorer(is_arm_result, name="kind"))
+    assert bench.runs["correct"].all() and arm.calls == len(ITEMS)
+
+
+FLAKY = {"broken": True}
+
+
+def _flaky(item: Any, output: Any, label: Any) -> Any:
+    if FLAKY["broken"]:
+        raise RuntimeError("scorer down")
+    return (output == label, output, None)
+
+
+def test_a_rescored_run_is_rescored_once(tmp_path: Path) -> None:
+    # before: the journal kept the first record per run: every later call re-scored the
+    # runs again and the journal grew by one line per run each time
+    arm = Counter()
+    scorer = hr_scorer(_flaky, name="flaky")
+    FLAKY["broken"] = True
+    try:
+        with pytest.raises(hr_core.ScorerError):
+            _run({"arm": arm}, tmp_path, scorer=scorer)
+        FLAKY["broken"] = False
+        first = _run({"arm": arm}, tmp_path, scorer=scorer)
+        journal = Path(first.run_dir) / "journal.jsonl"
+        lines = journal.read_text().count("\n")
+        again = _run({"arm": arm}, tmp_path, scorer=scorer)
+        assert journal.read_text().count("\n") == lines == 2 * len(ITEMS)
+        assert arm.calls == len(ITEMS)
+        assert again.runs.equals(first.runs)
+    finally:
+        FLAKY["broken"] = True
