@@ -111,7 +111,7 @@ def _spec_with_scorer(tmp_path: Path, scorer: str) -> Path:
     ("f1", "f1", ("the Lower Rhine", "Lower Rhine river", True)),
     ("{f1: {threshold: 0.9}}", "f1", ("the Lower Rhine", "Lower Rhine river", False)),
     ("{exact: {normalise: squad}}", "exact", ("The Paris.", "paris", True)),
-    ("exact_raw", "exact", ("paris", "Paris", False)),
+    ("exact_raw", "exact_raw", ("paris", "Paris", False)),
     ("{includes: {word_bounded: true}}", "includes", ("Parisian", "Paris", False)),
     ("{numeric: {rel_tol: 0.01}}", "numeric", ("45.3", "45.2", True)),
     ("choice", "choice", ("(B) Paris", "B", True)),
