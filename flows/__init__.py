@@ -11,7 +11,10 @@ import atexit as _atexit
 import gc as _gc
 import os as _os
 
+from hr_cli.quiet import quiet_defaults as _quiet_defaults
 from hr_cli.server import api_url_to_preset as _api_url_to_preset
+
+_quiet_defaults()  # no "Failed to send telemetry" offline, unless the user chose analytics
 
 _preset = _api_url_to_preset()  # the hr server, when it runs and nothing else is configured
 if _preset is not None:

@@ -39,7 +39,9 @@ def prepare_prefect(verbose: bool = False) -> None:
     ``verbose``, Prefect's console logs at WARNING so they do not tear the progress bars
     (the dashboard still receives every log). ``PREFECT_*`` variables set by the user win.
     """
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    from hr_cli.quiet import quiet_defaults
+
+    quiet_defaults()
     if not verbose:
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
 

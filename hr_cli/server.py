@@ -274,19 +274,20 @@ def _spawn(home: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env.update(
         PREFECT_HOME=str(home),
-        PREFECT_SERVER_ANALYTICS_ENABLED="false",
         PREFECT_SERVER_API_HOST="127.0.0.1",
         PREFECT_SERVER_API_PORT=str(port),
         PREFECT_UI_API_URL=f"http://127.0.0.1:{port}/api",
         PREFECT_UI_URL=f"http://127.0.0.1:{port}",
     )
+    from hr_cli.quiet import quiet_defaults
+
+    quiet_defaults(env)  # analytics off unless the user chose them
     with log.open("ab") as handle:
         handle.write(f"\n--- hr server start {datetime.now(UTC).isoformat()} port {port}\n"
                      .encode())
         handle.flush()
         return subprocess.Popen(
-            [*_prefect_command(), "server", "start", "--host", "127.0.0.1", "--port", str(port),
-             "--analytics-off"],
+            [*_prefect_command(), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
             stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT, env=env,
             cwd=str(home), start_new_session=True,
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from pathlib import Path
 
@@ -65,3 +66,25 @@ def test_the_regression_automation_template_is_a_valid_prefect_automation() -> N
     automation = AutomationCore.model_validate(data["automations"][0])
     assert getattr(automation.trigger, "expect", None) == {"hr.regression.detected"}
     assert [a.type for a in automation.actions] == ["send-notification"]
+
+
+def test_prefect_deploy_runs_the_project_root_check_first() -> None:
+
+    config = yaml.safe_load((Path(__file__).parent.parent / "deployments" / "prefect.yaml")
+                            .read_text())
+    assert config["build"] == [{"deployments.checks.require_project_root": {}}]
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_deploying_from_another_folder_fails_naming_the_folder_to_run_it_from(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefect.deployments.steps.core import run_step
+
+    from deployments.checks import PROJECT_ROOT
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(Exception, match=f"run it from {PROJECT_ROOT}"):
+        asyncio.run(run_step({"deployments.checks.require_project_root": {}}))
+    monkeypatch.chdir(PROJECT_ROOT)
+    assert asyncio.run(run_step({"deployments.checks.require_project_root": {}})) == {
+        "project_root": str(PROJECT_ROOT)}
