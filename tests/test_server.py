@@ -133,3 +133,35 @@ def test_a_record_that_is_not_json_names_the_file(home: Path) -> None:
     done = _hr(home, "server", "status")
     assert done.returncode == 2
     assert f"hr: error: {state_path(home)}: not a record of the hr server" in done.stderr
+
+
+def _processes_with(marker: str) -> list[int]:
+    """PIDs whose environment holds ``marker`` (children inherit it: a temporary server too)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if marker.encode() in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+    return found
+
+
+def test_a_first_run_without_the_server_leaves_no_temporary_server_and_no_traceback(
+    tmp_path: Path,
+) -> None:
+    marker = f"HR_TEST_MARKER={os.getpid()}-{time.monotonic_ns()}"
+    env = dict(_env(tmp_path / "new-prefect-home"), HR_TEST_MARKER=marker.split("=", 1)[1])
+    try:
+        ran = subprocess.run([HR, "run", str(_spec(tmp_path)), "--store",
+                              str(tmp_path / "results")], env=env, cwd=tmp_path,
+                             capture_output=True, text=True, timeout=300, check=False)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        assert "starting a temporary Prefect server" in ran.stdout
+        assert "`hr server start` makes runs faster" in ran.stdout
+        output = (ran.stdout + ran.stderr).lower()
+        assert "traceback" not in output and "address already in use" not in output
+        assert _processes_with(marker) == []
+    finally:
+        for pid in _processes_with(marker):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
