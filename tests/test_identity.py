@@ -227,3 +227,43 @@ def test_a_rescored_run_is_rescored_once(tmp_path: Path) -> None:
         assert again.runs.equals(first.runs)
     finally:
         FLAKY["broken"] = True
+
+
+# --- rescore_run: the core of `hr rescore` --------------------------------------------------
+
+
+def test_rescore_run_writes_a_new_run_beside_the_original_calling_no_arm(
+        tmp_path: Path) -> None:
+    from hr_core.engine.rescore import rescore_run
+
+    arm = Counter()
+    items = [*ITEMS, {"id": "nolabel", "question": "Q9", "label": None}]
+    original = _run({"arm": arm, "boom": _boom}, tmp_path, items=items, runs=2)
+    rescored = rescore_run(original.run_dir, hr_scorer_exact(normalise=False))
+    assert arm.calls == 2 * len(items)
+    assert rescored.manifest["rescored_from"] == original.run_id
+    assert Path(rescored.run_dir).parent == Path(original.run_dir).parent
+    assert rescored.run_id != original.run_id and rescored.scorer == "exact_raw"
+    # the figures equal scoring from scratch with that scorer
+    fresh = _run({"arm": Counter(), "boom": _boom}, tmp_path / "other", items=items, runs=2,
+                 scorer=hr_scorer_exact(normalise=False))
+    columns = ["arm", "item_id", "run", "output", "correct", "outcome", "failure_kind", "error"]
+    assert rescored.runs[columns].equals(fresh.runs[columns])
+    # the same benchmark with that scorer resumes the re-scored run: nothing is called
+    again = _run({"arm": arm, "boom": _boom}, tmp_path, items=items, runs=2,
+                 scorer=hr_scorer_exact(normalise=False))
+    assert again.run_id == rescored.run_id and arm.calls == 2 * len(items)
+    lines = (Path(rescored.run_dir) / "journal.jsonl").read_text().count("\n")
+    rescore_run(original.run_dir, hr_scorer_exact(normalise=False))
+    assert (Path(rescored.run_dir) / "journal.jsonl").read_text().count("\n") == lines
+
+
+def _boom(payload: dict) -> str:
+    raise RuntimeError("arm down")
+
+
+def test_rescore_run_of_a_folder_that_is_no_run_says_so(tmp_path: Path) -> None:
+    from hr_core.engine.rescore import rescore_run
+
+    with pytest.raises(hr_core.RunNotFoundError, match=r"no manifest\.json"):
+        rescore_run(tmp_path / "results" / "x" / "y", hr_scorer_exact())

@@ -17,6 +17,7 @@ benchmark whose scorer changed re-scores those instead of calling its arms.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -101,15 +102,16 @@ def _data(value: Any) -> Any:
 
 
 def stored_runs(store: str, name: str, reference_hash: str, arms: Mapping[str, str],
-                exclude: Iterable[str] = ()) -> tuple[dict[RunKey, dict[str, Any]],
-                                                     dict[str, int]]:
+                exclude: Iterable[str] = (), only: str | None = None,
+                ) -> tuple[dict[RunKey, dict[str, Any]], dict[str, int]]:
     """Finished runs of these arms stored by other runs of benchmark ``name``.
 
     ``arms`` maps an arm's name to its fingerprint; a run folder under
     ``<store>/<name>/`` counts when its manifest has the same reference hash and
     journal format :data:`JOURNAL_FORMAT`, and then its records of every arm with
     the same fingerprint are taken (later runs win). Returns the records by
-    ``(arm, item_id, run)`` and how many came from each run id.
+    ``(arm, item_id, run)`` and how many came from each run id. ``only`` takes
+    the runs of that one run id, whatever its journal format (``rescore_run``).
     """
     from hr_core.engine.store import RunStore
 
@@ -128,7 +130,9 @@ def stored_runs(store: str, name: str, reference_hash: str, arms: Mapping[str, s
             continue
         if not isinstance(manifest, dict) or manifest.get("run_id") in skip:
             continue
-        if manifest.get("journal_format") != JOURNAL_FORMAT:
+        if only is not None and manifest.get("run_id") != only:
+            continue
+        if only is None and manifest.get("journal_format") != JOURNAL_FORMAT:
             continue
         if manifest.get("reference_hash") != reference_hash:
             continue
@@ -140,7 +144,10 @@ def stored_runs(store: str, name: str, reference_hash: str, arms: Mapping[str, s
     origin: dict[RunKey, str] = {}
     for _, run_id, same in sorted(found):
         wanted = set(same)
-        journal: Journal = RunStore(store, name, run_id).journal
+        run_store = RunStore(store, name, run_id)
+        with contextlib.suppress(OSError):
+            run_store.fetch_journal()  # a remote store's copy
+        journal: Journal = run_store.journal
         for key, record in journal.read().items():
             if key[0] in wanted:
                 records[key] = record

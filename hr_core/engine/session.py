@@ -44,7 +44,7 @@ from hr_core.engine.store import (
     run_id_for,
     utc_now,
 )
-from hr_core.errors import HrTypeError, ScorerError, SpecError
+from hr_core.errors import HrTypeError, RunNotFoundError, ScorerError, SpecError
 from hr_core.identity import fingerprint
 from hr_core.reference import Item, Reference, hr_reference
 from hr_core.scorers import Scorer, hr_scorer_exact
@@ -114,6 +114,8 @@ class BenchmarkPlan:
     import_dir: str | None = None  # a spec's folder, on sys.path while it runs
     fresh: bool = False
     """A fresh run calls every arm: it reuses no stored outputs (nor cached replies)."""
+    outputs_from: str | None = None
+    """Re-score the outputs of this run id (same store and name) and call no arm."""
 
     def fingerprints(self) -> dict[str, Any]:
         """Every part's fingerprint (:func:`hr_core.identity.fingerprint`), for the manifest.
@@ -315,12 +317,16 @@ class BenchmarkSession:
             self.journal.clear()
         if plan.resume and not plan.fresh and len(self.done) < self.total:
             self._reuse_stored_outputs()
+        if plan.outputs_from is not None and not self.done:
+            raise RunNotFoundError(
+                f"{plan.store}/{plan.name}/{plan.outputs_from}: no journaled runs of these "
+                "arms to re-score (is it a finished run folder with its journal.jsonl?)")
         self.ledger = BudgetLedger(plan.budget, plan.arms)
         for (arm, _, _), record in self.done.items():
             self.ledger.count_done(arm, record.get("tokens_in"), record.get("tokens_out"),
                                    record.get("cost_usd"))
             self._count(record)
-        for name in plan.arms:
+        for name in plan.arms if plan.outputs_from is None else ():
             work = [
                 (item, run) for item in plan.reference
                 for run in range(1, plan.runs_of(name) + 1)
@@ -366,7 +372,7 @@ class BenchmarkSession:
         plan = self.plan
         arms = plan.fingerprints()["arms"]
         found, self.reused = stored_runs(plan.store, plan.name, plan.reference.hash, arms,
-                                         exclude=[plan.run_id])
+                                         exclude=[plan.run_id], only=plan.outputs_from)
         ids = {item.id for item in plan.reference}
         for key, record in found.items():
             if key in self.done or key[1] not in ids or not 1 <= key[2] <= plan.runs_of(key[0]):
@@ -502,7 +508,7 @@ class BenchmarkSession:
             "timeout_s": plan.timeout_s,
             "version": __version__, "versions": package_versions(), "git_commit": git_commit(),
             "journal_format": JOURNAL_FORMAT, "reused_outputs": dict(self.reused),
-            "fresh": plan.fresh,
+            "fresh": plan.fresh, "rescored_from": plan.outputs_from,
             "flow_run_id": self.flow_run_id, "started_at": self.started_at,
             "ended_at": None if status == "running" else utc_now(), **extra,
         }

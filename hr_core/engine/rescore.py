@@ -1,0 +1,111 @@
+"""Re-scoring a finished run with another scorer: no arm is called, a new run is written.
+
+``rescore_run(run_dir, scorer)`` reads the run's manifest, reference and
+journal, scores every stored output with ``scorer`` and writes the result as a
+run of its own beside the original: ``<store>/<name>/<new run id>/``. The new
+run id is the one a benchmark of the same arms and reference with this scorer
+gets, so running that benchmark afterwards resumes it (and calls no arm); its
+manifest names the original in ``rescored_from``. Runs the original never made
+(budget stops) stay ``budget_stop``; runs whose arm raised stay ``error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import orjson
+
+from hr_core.engine.arms import Arm
+from hr_core.engine.benchmark import Benchmark
+from hr_core.engine.session import DEFAULT_CHUNK_SIZE, BenchmarkPlan, BenchmarkSession
+from hr_core.engine.store import MANIFEST, REFERENCE, RunStore, run_id_for
+from hr_core.errors import CorruptRunError, RunNotFoundError
+from hr_core.reference import Item, Reference
+from hr_core.scorers import Scorer
+
+__all__ = ["rescore_plan", "rescore_run"]
+
+
+def _reference(store: RunStore, manifest: dict[str, Any]) -> Reference:
+    try:
+        data = store.read_bytes(REFERENCE)
+    except FileNotFoundError:
+        raise RunNotFoundError(
+            f"{store.run_dir}: no {REFERENCE} (written when a run finishes); finish the run "
+            "first (run the benchmark again to resume it)") from None
+    items = []
+    for number, line in enumerate(data.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = orjson.loads(line)
+            items.append(Item(str(row["id"]), row.get("payload"), row.get("label")))
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            raise CorruptRunError(
+                f"{store.path(REFERENCE)}, line {number}: not a reference item; run the "
+                "benchmark again to rewrite it") from None
+    reference = Reference(items, source=store.path(REFERENCE))
+    stored_hash = manifest.get("reference_hash")
+    if isinstance(stored_hash, str) and stored_hash:
+        reference._hash = stored_hash  # the run's own identity of what it ran on
+    return reference
+
+
+def rescore_plan(run_dir: str | os.PathLike[str], scorer: Scorer) -> BenchmarkPlan:
+    """The plan that re-scores ``run_dir`` with ``scorer`` (no arm is ever called)."""
+    if not isinstance(scorer, Scorer):
+        raise TypeError(f"rescore_run needs a Scorer (hr_scorer(...)), not {scorer!r}")
+    original = RunStore.at(run_dir)
+    if not original.exists(MANIFEST):
+        raise RunNotFoundError(f"{original.run_dir}: no {MANIFEST}; is it a run folder "
+                               "(<store>/<name>/<run id>)?")
+    manifest = original.read_manifest()
+    arm_runs = manifest.get("arm_runs") or {}
+    arms = {name: Arm(name, None, dict(spec), runs=arm_runs.get(name))
+            for name, spec in (manifest.get("arms") or {}).items()}
+    if not arms:
+        raise CorruptRunError(f"{original.path(MANIFEST)}: names no arms; run the benchmark "
+                              "again to rewrite it")
+    reference = _reference(original, manifest)
+    runs = int(manifest.get("runs") or 1)
+    spec: dict[str, Any] = {"reference_hash": reference.hash,
+                            "arms": {n: a.spec for n, a in arms.items()},
+                            "scorer": scorer.spec, "runs": runs}
+    own_runs = {n: a.runs for n, a in arms.items() if a.runs is not None}
+    if own_runs:
+        spec["arm_runs"] = own_runs
+    judge = None if scorer.judge is None else {"hash": str(scorer.judge.hash),
+                                               "validation": None}
+    return BenchmarkPlan(
+        arms=arms, reference=reference, scorer=scorer, runs=runs, budget=None,
+        concurrency=int(manifest.get("concurrency") or 16), store=original.store,
+        name=original.name, run_id=run_id_for(spec), resume=True,
+        chunk_size=DEFAULT_CHUNK_SIZE, judge=judge, spec=spec,
+        outputs_from=original.run_id,
+    )
+
+
+def rescore_run(run_dir: str | os.PathLike[str], scorer: Scorer) -> Benchmark:
+    """Score a finished run's stored outputs with ``scorer``; write the result beside it.
+
+    No arm is called (arms given as callables need not even be importable). The
+    new run's folder is ``Benchmark.run_dir``; its manifest has ``rescored_from``
+    (the original's run id) and the new scorer's fingerprint. Calling it again
+    with the same scorer re-scores nothing: the new run resumes from its journal.
+
+    Raises:
+        RunNotFoundError: ``run_dir`` is no finished run folder.
+        ScorerError: the scorer broke (the new run can be re-scored again).
+
+    Example:
+        >>> # bench = rescore_run("results/demo/0123abcd", hr_scorer_f1())  # doctest: +SKIP
+    """
+    session = BenchmarkSession(rescore_plan(run_dir, scorer))
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return session.run_sync()
+    raise RuntimeError("rescore_run is synchronous; from async code use "
+                       "`await BenchmarkSession(rescore_plan(run_dir, scorer)).run()`")
