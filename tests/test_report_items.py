@@ -67,6 +67,13 @@ def test_disagreements_put_the_two_arms_side_by_side() -> None:
         "a answer 0", "correct", "b answer 0", "wrong"]
 
 
+def test_disagreements_leave_out_runs_a_budget_stopped() -> None:
+    """Before: a budget-stopped run (correct False) of b counted as b being wrong."""
+    runs = pd.concat([_runs(4, {"a": "right"}), _runs(4, {"b": "right"}),
+                      _runs(4, {"b": "budget_stop"}).assign(run=2)])
+    assert disagreements(runs, "a", "b", {}).empty
+
+
 def test_excerpt_is_one_short_line() -> None:
     assert excerpt("a\n  b", 10) == "a b"
     assert excerpt("x" * 50, 10) == "x" * 9 + "…"

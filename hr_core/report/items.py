@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
+from hr_core.accuracy import runs_made
 from hr_core.failures import FAILURE_KINDS
 
 __all__ = [
@@ -208,7 +209,8 @@ def disagreements(runs: pd.DataFrame, a: str, b: str,
     ``total`` attribute of the frame's ``attrs`` still counts them all).
     """
     def per_item(arm: str) -> pd.DataFrame:
-        rows = runs.loc[(runs["arm"] == arm) & runs["correct"].notna()].sort_values(
+        made = runs_made(runs)  # one accuracy: budget stops are not runs (hr_core.accuracy)
+        rows = runs.loc[(runs["arm"] == arm) & runs["correct"].notna() & made].sort_values(
             "run", kind="stable")
         keys = rows["item_id"].astype(str)
         hits = rows["correct"].astype(bool).groupby(keys, sort=False)
