@@ -278,3 +278,14 @@ def test_the_sign_test_past_two_thousand_discordant_items_is_the_normal_approxim
     # 10,000 items: 2**m used to overflow a float (OverflowError in the summary)
     assert 0.0 < _sign_test_p(6000, 4000) < 1e-80
     assert _sign_test_p(5000, 5000) == 1.0
+
+
+def test_the_exact_mcnemar_p_stays_exact_for_many_discordant_items() -> None:
+    from fractions import Fraction
+
+    from hr_core.stats import _sign_test_p
+
+    m, k = 1201, 560  # beyond the integer sum: the incomplete beta path
+    exact = Fraction(2 * sum(math.comb(m, i) for i in range(k + 1)), 2**m)
+    assert _sign_test_p(m - k, k) == pytest.approx(float(exact), rel=1e-9)
+    assert 0 < _sign_test_p(400_000, 0) < 1e-300  # underflow: reported as the bound
