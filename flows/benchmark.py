@@ -13,7 +13,7 @@ from prefect import flow, get_run_logger, tags
 from prefect.runtime import flow_run
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
-from flows.clients import prefect_clients
+from flows.clients import plain_parameters, prefect_clients
 from flows.labels import arm_fingerprints, benchmark_tags, label_flow_run
 from hr_core._checks import callable_arg, path_arg
 from hr_core.engine.benchmark import Benchmark
@@ -364,7 +364,7 @@ def run_plan(plan: BenchmarkPlan, *, on_progress: ProgressFn | None = None,
     options: dict[str, Any] = {"flow_run_name": f"{plan.name}-{plan.run_id}"}
     if task_runner is not None:
         options["task_runner"] = task_runner
-    named = benchmark_flow.with_options(**options)
+    named = plain_parameters(benchmark_flow.with_options(**options))
     submit = task_runner is not None and not isinstance(task_runner, ThreadPoolTaskRunner)
     coro = _call(named, _Invocation(plan, on_progress, submit, provider_limits),
                  flow_parameters(plan, spec, fresh))

@@ -28,8 +28,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -157,12 +155,15 @@ def _is_prefect_server(pid: int) -> bool:
 
 
 def _healthy(port: int, timeout: float = HEALTH_TIMEOUT_S) -> bool:
+    """``GET /api/health`` answers 200 (a raw socket: no HTTP library to import)."""
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health",
-                                    timeout=timeout) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError, ValueError):
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+            sock.settimeout(timeout)
+            sock.sendall(b"GET /api/health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            head = sock.recv(64)
+    except OSError:
         return False
+    return head.split(b" ", 2)[1:2] == [b"200"]
 
 
 def _port_free(port: int) -> bool:
