@@ -160,10 +160,21 @@ def print_results(console: Console, bench: Any) -> str | Path:
     console.print(summary_table(bench.summary(), title=f"Summary: {bench.manifest.get('name')}"))
     print_health(console, bench)
     run_dir = bench.run_dir
-    report = write_report(run_dir)
+    report = _report_of_the_flow(run_dir) or write_report(run_dir)
     console.print(f"[bold]Results:[/] {run_dir}")
     console.print(f"[bold]Report:[/]  {report}")
     return report
+
+
+def _report_of_the_flow(run_dir: Any) -> Path | None:
+    """The ``report.html`` the flow just wrote, when nothing is attached that it lacks
+    (judge records and comparisons attached to an earlier run of the same run id)."""
+    folder = Path(str(run_dir))
+    if "://" in str(run_dir) or any((folder / sub).exists()
+                                    for sub in ("validations", "comparisons")):
+        return None
+    report = folder / "report.html"
+    return report if report.is_file() else None
 
 
 def run_spec(console: Console, spec: Path, *, runs: int | None, store: str | Path | None,
@@ -259,8 +270,9 @@ def compare_arms(console: Console, run_dir: Path, judge: Path, arms: Sequence[st
 
 
 def compare_with_judge(console: Console, bench: Any, names: list[str], config: Any,
-                       model: Any = None) -> Any:
-    """Run ``hr_compare``, print its summary and attach it to the run (report refreshed)."""
+                       model: Any = None, refresh: bool = True) -> Any:
+    """Run ``hr_compare``, print its summary and attach it to the run (report refreshed
+    unless ``refresh`` is false: the caller writes it)."""
     prepare_prefect()
     from flows import hr_compare
     from hr_core.report import attach_comparison
@@ -272,7 +284,8 @@ def compare_with_judge(console: Console, bench: Any, names: list[str], config: A
     console.print(comparison_table(summary, title=f"{config.mode.capitalize()} comparison"))
     if bench.run_dir is not None:
         attach_comparison(bench.run_dir, {**config.to_dict(), "hash": config.hash}, summary)
-        refresh_report(console, Path(bench.run_dir))
+        if refresh:
+            refresh_report(console, Path(bench.run_dir))
     return comparison
 
 

@@ -71,7 +71,7 @@ def run_demo(console: Console, *, store: Path, judges: Path) -> Path:
     best = two_best(bench.summary())
     console.print(Rule(f"[bold]Pairwise comparison[/]: {best[0]} vs {best[1]}"))
     pairwise = load_judge(example_path("pairwise_judge.yaml"))
-    compare_with_judge(console, bench, best, pairwise)
+    compare_with_judge(console, bench, best, pairwise, refresh=False)  # written below, once
 
     report = Path(write_report(run_dir))  # the demo store is a local folder
     console.print(Rule("[bold]Done[/]"))
