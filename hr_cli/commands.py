@@ -12,7 +12,7 @@ from rich.console import Console
 
 from hr_cli.judges import judge_model, load_judge
 from hr_cli.progress import ArmProgress
-from hr_cli.tables import comparison_table, summary_table, validation_table
+from hr_cli.tables import comparison_table, position_bias_line, summary_table, validation_table
 from hr_core.errors import SpecError
 
 __all__ = [
@@ -282,6 +282,9 @@ def compare_with_judge(console: Console, bench: Any, names: list[str], config: A
     comparison = hr_compare(bench, names, config, **({} if model is None else {"model": model}))
     summary = comparison.summary()
     console.print(comparison_table(summary, title=f"{config.mode.capitalize()} comparison"))
+    bias = position_bias_line(summary)
+    if bias:
+        console.print(bias, markup=False)
     if bench.run_dir is not None:
         attach_comparison(bench.run_dir, {**config.to_dict(), "hash": config.hash}, summary)
         if refresh:

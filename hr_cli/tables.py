@@ -9,7 +9,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-__all__ = ["comparison_table", "summary_table", "validation_table"]
+__all__ = ["comparison_table", "position_bias_line", "summary_table", "validation_table"]
 
 _KINDS = ("wrong", "not_in_document", "refusal", "parse_failure", "error", "budget_stop")
 _SHORT = {"not_in_document": "not in doc.", "parse_failure": "parse", "budget_stop": "budget",
@@ -69,14 +69,9 @@ def summary_table(summary: Any, title: str = "Summary") -> Table:
 
 
 def comparison_table(summary: Any, title: str = "Comparison") -> Table:
-    """A comparison's summary: pairwise wins, ties and win rate, or select shares, with CIs;
-    the judge's position bias as the caption."""
+    """A comparison's summary: pairwise wins, ties and win rate, or select shares, with CIs
+    (the judge's position bias: :func:`position_bias_line`)."""
     table = Table(title=title, title_justify="left", header_style="bold")
-    if "order_disagreements" in summary.columns and len(summary):
-        from hr_core.judge.position import position_bias_text
-
-        table.caption = f"position bias: {position_bias_text(summary.iloc[0].to_dict())}"
-        table.caption_justify = "left"
     if "arm" in summary.columns:  # select: each arm's share of being chosen
         for name in ("arm", "n", "chosen", "share", "95% CI", "consistency", "no verdict"):
             table.add_column(name, justify="left" if name == "arm" else "right")
@@ -98,6 +93,16 @@ def comparison_table(summary: Any, title: str = "Comparison") -> Table:
             _pct(row.get("consistency")), _num(row.get("no_verdict")),
         )
     return table
+
+
+def position_bias_line(summary: Any) -> str | None:
+    """``position bias: of 4 judgement(s) whose orders disagreed, 75% favoured shown
+    position 1, 25% position 2`` from a comparison summary, or ``None`` without it."""
+    if "order_disagreements" not in summary.columns or not len(summary):
+        return None
+    from hr_core.judge.position import position_bias_text
+
+    return f"position bias: {position_bias_text(summary.iloc[0].to_dict())}"
 
 
 def validation_table(record: Mapping[str, Any], title: str = "Judge validation") -> Table:

@@ -338,3 +338,28 @@ def test_run_again_with_a_larger_budget_resumes_and_finishes(
     assert len(runs) == 32 and not (runs["failure_kind"] == "budget_stop").any()
     code, _, _ = hr(capsys, "run", small_spec, "--store", store, "--fresh")
     assert code == 0 and len(list((store / "small").iterdir())) == 2
+
+
+def _rendered(table: Any) -> str:
+    from rich.console import Console
+
+    console = Console(width=160, record=True)
+    console.print(table)
+    return console.export_text()
+
+
+def test_the_comparison_and_validation_tables_show_position_bias() -> None:
+    from hr_cli.tables import position_bias_line, validation_table
+
+    summary = pd.DataFrame([{"a": "x", "b": "y", "n": 10, "a_wins": 6, "b_wins": 4, "ties": 0,
+                             "win_rate": 0.6, "ci_low": 0.3, "ci_high": 0.85,
+                             "consistency": 0.8, "no_verdict": 2, "order_disagreements": 4,
+                             "favoured_position_1": 0.75, "favoured_position_2": 0.25}])
+    assert position_bias_line(summary) == (
+        "position bias: of 4 judgement(s) whose orders disagreed, 75% favoured shown "
+        "position 1, 25% position 2")
+    record = {"hash": "ab" * 32, "n": 3, "position_bias": {
+        "order_disagreements": 2, "favoured_position_1": 1.0, "favoured_position_2": 0.0,
+        "favoured_position_3": 0.0}}
+    text = _rendered(validation_table(record))
+    assert "position bias" in text and "100% favoured shown position 1" in text
