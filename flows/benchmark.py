@@ -217,7 +217,7 @@ def _check_health(bench: Benchmark, plan: BenchmarkPlan) -> None:
         logger.warning(line, extra={"hr_digest": True})
     if health.breaches:
         raise ErrorRateExceeded(health.failure_message(plan.name), benchmark=bench,
-                                health=health)
+                                health=health) from None
 
 
 async def _call(named: Any, invocation: _Invocation, parameters: dict[str, Any]) -> Benchmark:
@@ -344,8 +344,14 @@ def hr_benchmark(
         plan.max_error_rate = _rate(max_error_rate)
     return run_plan(plan, on_progress=on_progress, task_runner=task_runner,
                     provider_limits=provider_limits,
-                    spec=str(arms) if _is_spec(arms) and not isinstance(arms, BenchmarkSpec)
-                    else getattr(arms, "source", None), fresh=fresh)
+                    spec=_spec_path(arms), fresh=fresh)
+
+
+def _spec_path(arms: Any) -> str | None:
+    """The spec file a run came from, as an absolute path (for the flow run's parameters)."""
+    source = getattr(arms, "source", None) if isinstance(arms, BenchmarkSpec) else (
+        arms if _is_spec(arms) else None)
+    return None if source is None else os.path.abspath(source)
 
 
 def _rate(value: Any) -> float:
@@ -371,5 +377,7 @@ def run_plan(plan: BenchmarkPlan, *, on_progress: ProgressFn | None = None,
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
-    return coro
+        pass  # synchronous caller: run it here (outside the except: no chained context)
+    else:
+        return coro
+    return asyncio.run(coro)

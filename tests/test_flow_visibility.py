@@ -133,8 +133,9 @@ def test_a_spec_run_like_a_deployment_is_renamed_tagged_and_given_its_parameters
 
 @pytest.mark.usefixtures("prefect_harness")
 def test_hr_run_prints_each_arm_s_errors_and_exits_3(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.chdir(tmp_path)
     lines = example_path("docqa_reference.jsonl").read_text().splitlines()[:8]
     (tmp_path / "ref.jsonl").write_text("\n".join(lines) + "\n")
     spec = tmp_path / "spec.yaml"
@@ -145,7 +146,7 @@ def test_hr_run_prints_each_arm_s_errors_and_exits_3(
         "    prompt: \"Document: {document}\\nQuestion: {questoin}\"\n")
     code = 0
     try:
-        main(["run", str(spec), "--store", str(tmp_path / "store")])
+        main(["run", "spec.yaml", "--store", str(tmp_path / "store")])
     except SystemExit as exc:
         code = int(exc.code or 0)
     out, err = capsys.readouterr()
@@ -157,6 +158,11 @@ def test_hr_run_prints_each_arm_s_errors_and_exits_3(
     assert err.startswith("hr: error: typo: error rate above max_error_rate=0.5 in 1 arm(s): "
                           "reader 8/8 (100%)")
     assert "Traceback" not in out + err
+    run_dir = next((tmp_path / "store" / "typo").iterdir())
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    seen = asyncio.run(_read(manifest["flow_run_id"]))
+    assert seen["state"] == "FAILED" and seen["parameters"]["spec"] == str(spec)
+    assert seen["parameters"]["max_error_rate"] == 0.5
     code = 0
     try:
         main(["run", str(spec), "--store", str(tmp_path / "store"), "--max-error-rate", "1"])
