@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Mapping, Sequence
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from prefect import flow, get_run_logger, tags
 from prefect.runtime import flow_run
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
+from flows._invocation import InvocationVar
 from flows.clients import plain_parameters, prefect_clients
 from flows.labels import arm_fingerprints, benchmark_tags, label_flow_run
 from hr_core._checks import callable_arg, path_arg
@@ -63,8 +63,7 @@ class _Invocation:
         self.limits = list(limits)  # cross-process provider limits (tasks.limits)
 
 
-_INVOCATION: ContextVar[_Invocation | None] = ContextVar("hr_benchmark_invocation",
-                                                         default=None)
+_INVOCATION: InvocationVar[_Invocation] = InvocationVar(__name__, "_INVOCATION")
 
 
 def flow_parameters(plan: BenchmarkPlan, spec: str | None = None,

@@ -6,12 +6,12 @@ import asyncio
 import json
 import os
 from collections.abc import Mapping, Sequence
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, tags
 
+from flows._invocation import InvocationVar
 from flows.clients import in_prefect, plain_parameters
 from flows.labels import benchmark_tags, flow_run_link
 from hr_core._checks import path_arg, positive_int
@@ -44,7 +44,7 @@ class _Invocation:
         return f"<judge validation of {self.config.hash[:12]}>"
 
 
-_INVOCATION: ContextVar[_Invocation | None] = ContextVar("hr_judge_invocation", default=None)
+_INVOCATION: InvocationVar[_Invocation] = InvocationVar(__name__, "_INVOCATION")
 
 
 def benchmark_run_facts(run_dir: str | os.PathLike[str] | None) -> dict[str, Any]:
