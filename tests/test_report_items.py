@@ -153,3 +153,13 @@ def test_verdict_and_arm_order_of_a_run() -> None:
     assert result.best == "good"
     typo = next(r for r in result.rows if r.arm == "typo")
     assert typo.errors == 20 and typo.significant and typo.diff == -1.0
+
+
+def test_the_verdict_says_too_few_items_to_tell_below_the_minimum() -> None:
+    """Before: 3 items all right against all wrong were 'significantly worse' (CI [-1, -1])."""
+    runs = _runs(3, {"good": "right", "bad": "wrong"})
+    result = verdict(runs, _summary(runs))
+    bad = next(r for r in result.rows if r.arm == "bad")
+    assert not bad.significant and bad.too_few_items
+    assert "Too few items to tell against bad (3 paired)." in result.headline()
+    assert "Significantly worse" not in result.headline()
