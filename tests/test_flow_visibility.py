@@ -76,6 +76,8 @@ def test_an_arm_failing_every_call_fails_the_flow_run_after_writing_results(
     assert report.splitlines()[2].startswith("**Verdict.** good is the best arm")
     assert "- **typo**: 12 error(s) in 12 run(s) (100%) **above max_error_rate**" in report
     assert f"`{run_dir}/report.html`" in report
+    progress = seen["artifacts"]["loud-progress"].description
+    assert "typo: 12/12 (0 wrong or other failures, 12 errors)" in progress
 
 
 def test_a_healthy_run_with_a_few_errors_completes_and_warns(
@@ -169,3 +171,55 @@ def test_hr_run_prints_each_arm_s_errors_and_exits_3(
     except SystemExit as exc:
         code = int(exc.code or 0)
     assert code == 0
+
+
+async def _runs_named(name: str) -> list[Any]:
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+
+    async with get_client() as client:
+        runs = await client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[name])))
+        flows = {f.id: f.name for f in await client.read_flows()}
+    return [(flows.get(r.flow_id), r) for r in runs]
+
+
+def test_a_scheduled_run_is_named_and_tagged_like_an_ad_hoc_one(
+    prefect_harness: None, tmp_path: Path,
+) -> None:
+    from flows.scheduled import hr_scheduled_benchmark
+
+    lines = example_path("docqa_reference.jsonl").read_text().splitlines()[:4]
+    (tmp_path / "ref.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "spec.yaml").write_text(
+        "name: nightly-docqa\nreference: ref.jsonl\n"
+        "arms:\n  keyword: hr_core.examples.demo_arms:keyword_overlap\n")
+    result = asyncio.run(hr_scheduled_benchmark(spec=str(tmp_path / "spec.yaml"),
+                                                store=str(tmp_path / "results")))
+    named = asyncio.run(_runs_named(f"nightly-docqa-{result['run_id']}"))
+    assert sorted(flow for flow, _ in named) == ["hr-benchmark", "hr-scheduled-benchmark"]
+    for _, run in named:
+        assert {"hr", "nightly-docqa"} <= set(run.tags)
+
+
+def test_compare_and_judge_validation_runs_name_and_link_their_benchmark_run(
+    prefect_harness: None, tmp_path: Path,
+) -> None:
+    from flows import hr_compare, hr_judge_validate
+    from hr_core.judge import hr_judge_config
+
+    bench = hr_benchmark({"good": good, "flaky": flaky}, ITEMS, store=str(tmp_path),
+                         name="linked")
+    judge = hr_judge_config("mock-model", "Which answer is right?", mode="pairwise")
+    comparison = hr_compare(bench, ["good", "flaky"], judge)
+    seen = asyncio.run(_read(comparison.manifest["flow_run_id"]))
+    assert seen["name"] == f"compare-good-vs-flaky-for-linked-{bench.run_id}"
+    assert {"hr", "linked", "compare"} <= set(seen["tags"])
+    assert seen["parameters"]["benchmark"] == {
+        "name": "linked", "run_id": bench.run_id, "run_dir": bench.run_dir,
+        "flow_run_id": bench.manifest["flow_run_id"]}
+    grade = hr_judge_config("mock-model", "Same answer?", mode="grade")
+    rows = [{"item": "2+2?", "response": "4", "reference": "4", "human": "pass"}]
+    hr_judge_validate(grade, rows, store=str(tmp_path / "judges"), benchmark=bench.run_dir)
+    named = asyncio.run(_runs_named(f"judge-{grade.hash[:12]}-for-linked-{bench.run_id}"))
+    assert len(named) == 1 and {"hr", "linked", "judge"} <= set(named[0][1].tags)
+    assert named[0][1].parameters["benchmark"]["flow_run_id"] == bench.manifest["flow_run_id"]
