@@ -142,15 +142,16 @@ SCORERS: dict[str, Callable[[], Scorer]] = {
 
 
 def best_times(works: list[Callable[[], int]], repeat: int) -> list[float]:
-    """The best time of each piece of work, passes interleaved (the machine is shared)."""
+    """The best CPU time of each piece of work, passes interleaved (the machine is shared:
+    CPU time of this process, not wall time, so other processes' load does not count)."""
     best = [float("inf")] * len(works)
     for _ in range(repeat):
         for index, work in enumerate(works):
             gc.collect()
             gc.disable()
-            start = time.perf_counter()
+            start = time.process_time()
             work()
-            best[index] = min(best[index], time.perf_counter() - start)
+            best[index] = min(best[index], time.process_time() - start)
             gc.enable()
     return best
 

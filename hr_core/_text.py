@@ -158,6 +158,8 @@ def _label_text(value: Any) -> str | None:
 _SQUAD_DECIMAL = re.compile(r"(\d+(?:,\d{3})*\.\d+)")
 _NOT_WORD = re.compile(r"[^\w\s]|_")
 _ASCII_PUNCTUATION = string.punctuation.encode("ascii")
+_ASCII_LOWER = bytes.maketrans(string.ascii_uppercase.encode("ascii"),
+                               string.ascii_lowercase.encode("ascii"))
 
 
 def _strip_punctuation(text: str) -> str:
@@ -176,15 +178,17 @@ def squad_tokens(text: str) -> list[str]:
     >>> squad_tokens("The  Lower Rhine, 30,000 km!"), squad_tokens("2.50 m")
     (['lower', 'rhine', '30000', 'km'], ['2.5', 'm'])
     """
-    folded = text.casefold()
-    if "." in folded and _SQUAD_DECIMAL.search(folded) is not None:
-        parts = _SQUAD_DECIMAL.split(folded)  # text, decimal, text, ..., text
+    if "." in text.rstrip(". ") and _SQUAD_DECIMAL.search(text) is not None:
+        alone = _SQUAD_DECIMAL.fullmatch(text.strip())
+        if alone is not None:  # the whole answer is a decimal number
+            return [_squad_decimal(alone.group())]
+        parts = _SQUAD_DECIMAL.split(text.casefold())  # text, decimal, text, ..., text
         swept = "".join(_squad_decimal(part) if index % 2 else _strip_punctuation(part)
                         for index, part in enumerate(parts))
-    elif folded.isascii():  # inline: one call per run
-        swept = folded.encode().translate(None, _ASCII_PUNCTUATION).decode()
+    elif text.isascii():  # one C pass lower-cases and drops punctuation (hot path)
+        swept = text.encode().translate(_ASCII_LOWER, _ASCII_PUNCTUATION).decode()
     else:
-        swept = _NOT_WORD.sub("", folded)
+        swept = _NOT_WORD.sub("", text.casefold())
     words = swept.split()
     if "the" in words or "a" in words or "an" in words:
         return [word for word in words if word != "the" and word != "a" and word != "an"]

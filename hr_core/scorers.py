@@ -11,7 +11,15 @@ from numbers import Real
 from typing import Any, Literal, cast, overload
 
 from hr_core._answers import failed, is_not_in_document, sort_out
-from hr_core._text import _label_text, accepted_texts, fold, is_missing, plain_digits, squad_fold
+from hr_core._text import (
+    _label_text,
+    accepted_texts,
+    fold,
+    is_missing,
+    plain_digits,
+    squad_fold,
+    squad_tokens,
+)
 from hr_core.errors import ScorerError, SpecError
 from hr_core.failures import FAILURE_KINDS, FailureKind
 from hr_core.identity import callable_spec, canonical, fingerprint
@@ -343,13 +351,17 @@ def _exact_squad(item: Any, output: Any, label: Any) -> ScoreResult:
             return failed(label, None if text is None else squad_fold(text), kind)
     if not text or text.isspace():
         return failed(label, None, "parse_failure")
-    seen = squad_fold(text)
+    seen = " ".join(squad_tokens(text))
     cache = _SQUAD_FOLDED
     label_type = type(label)
     has_label = True
     if label_type is str:
         folded = cache.get(label)
         match = seen == (_squad_label(label) if folded is None else folded)
+    elif (label_type is int or label_type is float) and label == label:
+        digits = plain_digits(label)
+        folded = cache.get(digits)
+        match = seen == (_squad_label(digits) if folded is None else folded)
     elif label_type is list or label_type is tuple:
         match = False
         for value in label:
