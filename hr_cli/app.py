@@ -133,6 +133,21 @@ def summary(run_dir: RunDir) -> None:
 
 
 @app.command()
+def rescore(
+    run_dir: RunDir,
+    scorer: Annotated[str, typer.Option(
+        help="The scorer: a built-in name (exact, exact_raw, f1, includes, pattern, numeric, "
+             "choice, json_field), one with options as YAML ('{f1: {threshold: 0.8}}'), or "
+             "an import path pkg.module:scorer (modules in the current folder import).")],
+) -> None:
+    """Score a finished run's stored outputs with another scorer, calling no arm; the
+    result is a new run beside the original (hr summary / hr report work on it)."""
+    from hr_cli.commands import rescore_run_dir
+
+    rescore_run_dir(console, run_dir, scorer)
+
+
+@app.command()
 def report(
     run_dir: RunDir,
     output: Annotated[Path | None, typer.Option("-o", "--output",

@@ -228,6 +228,39 @@ def show_summary(console: Console, run_dir: str | Path) -> None:
     print_health(console, bench)
 
 
+def parse_scorer_option(text: str) -> Any:
+    """``--scorer``: a name or import path as given, or a YAML mapping such as
+    ``{f1: {threshold: 0.8}}`` (``SpecError`` naming the option when it is not one)."""
+    stripped = text.strip()
+    if not stripped.startswith("{"):
+        return stripped
+    import yaml
+
+    try:
+        value = yaml.safe_load(stripped)
+    except yaml.YAMLError as exc:
+        problem = " ".join(str(exc).split())
+        raise SpecError(f"--scorer {text!r}: not a YAML mapping ({problem}); write it as "
+                        "'{f1: {threshold: 0.8}}'") from None
+    if not isinstance(value, dict):
+        raise SpecError(f"--scorer {text!r}: write options as '{{name: {{option: value}}}}'")
+    return value
+
+
+def rescore_run_dir(console: Console, run_dir: str | Path, scorer: str) -> str | Path:
+    """``hr rescore RUN_DIR --scorer NAME_OR_PATH``: re-score, print the summary and paths."""
+    from hr_core.engine.rescore import rescore_run
+    from hr_core.engine.spec import spec_import_path
+
+    load_benchmark(run_dir)  # a clear one-line error when it is no finished run
+    with spec_import_path(os.getcwd()):
+        bench = rescore_run(os.fspath(run_dir), parse_scorer_option(scorer))
+    manifest = bench.manifest
+    console.print(f"Re-scored run {manifest.get('rescored_from')} with scorer "
+                  f"{bench.scorer}: no arm called, new run {manifest.get('run_id')}.")
+    return print_results(console, bench)
+
+
 def make_report(console: Console, run_dir: str | Path, output: Path | None) -> str | Path:
     """``hr report RUN_DIR [-o FILE]`` (``RUN_DIR`` may be a URL: the report goes beside it)."""
     from hr_core.report import write_report

@@ -46,6 +46,9 @@ def summary_table(summary: Any, title: str = "Summary") -> Table:
     table.add_column("arm", style="bold", no_wrap=True)
     table.add_column("runs", justify="right")
     table.add_column("accuracy (95% CI)", justify="right", no_wrap=True)
+    scores = "score_mean" in summary.columns  # partial credit (f1): its mean beside accuracy
+    if scores:
+        table.add_column("score (95% CI)", justify="right", no_wrap=True)
     table.add_column("coverage", justify="right", no_wrap=True)
     kinds = [k for k in _KINDS if k in summary.columns]
     for kind in kinds:
@@ -57,10 +60,12 @@ def summary_table(summary: Any, title: str = "Summary") -> Table:
     for row in rows.to_dict("records"):
         latency = row.get("latency_mean_s")
         cost = row.get("cost_usd")
+        score = ([f"{_pct(row.get('score_mean'))} ({_pct(row.get('score_ci_low'))}–"
+                  f"{_pct(row.get('score_ci_high'))})"] if scores else [])
         table.add_row(
             str(row["arm"]), _num(row.get("runs")),
             f"{_pct(row.get('accuracy'))} ({_pct(row.get('ci_low'))}–{_pct(row.get('ci_high'))})",
-            _pct(row.get("coverage")), *[_num(row.get(k)) for k in kinds],
+            *score, _pct(row.get("coverage")), *[_num(row.get(k)) for k in kinds],
             _num(row.get("unscored")),
             "–" if _missing(latency) else f"{float(latency) * 1000:.1f} ms",
             "–" if _missing(cost) or not cost else f"${float(cost):.4f}",

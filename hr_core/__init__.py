@@ -15,6 +15,7 @@ from hr_core.engine import (
     Budget,
     LLMArm,
     load_spec,
+    rescore_run,
 )
 from hr_core.engine.context import RunContext, current_run
 from hr_core.errors import (
@@ -230,6 +231,7 @@ __all__ = [
     "parse_reply",
     "read_labelled",
     "render_report",
+    "rescore_run",
     "resolve_model",
     "runs_made",
     "save_validation",

@@ -8,6 +8,7 @@ Pure library code (no Prefect): ``flows/benchmark.py`` drives a
 from hr_core.engine.arms import LLMArm
 from hr_core.engine.benchmark import RUN_COLUMNS, SUMMARY_COLUMNS, Benchmark
 from hr_core.engine.budget import Budget
+from hr_core.engine.rescore import rescore_run
 from hr_core.engine.spec import BenchmarkSpec, load_spec
 
 __all__ = [
@@ -18,4 +19,5 @@ __all__ = [
     "RUN_COLUMNS",
     "SUMMARY_COLUMNS",
     "load_spec",
+    "rescore_run",
 ]

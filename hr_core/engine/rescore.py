@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -20,8 +21,9 @@ import orjson
 from hr_core.engine.arms import Arm
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.session import DEFAULT_CHUNK_SIZE, BenchmarkPlan, BenchmarkSession
-from hr_core.engine.store import MANIFEST, REFERENCE, RunStore, run_id_for
-from hr_core.errors import CorruptRunError, RunNotFoundError
+from hr_core.engine.spec import scorer_from
+from hr_core.engine.store import MANIFEST, REFERENCE, RUNS, RunStore, run_id_for
+from hr_core.errors import CorruptRunError, HrTypeError, RunNotFoundError
 from hr_core.reference import Item, Reference
 from hr_core.scorers import Scorer
 
@@ -53,18 +55,36 @@ def _reference(store: RunStore, manifest: dict[str, Any]) -> Reference:
     return reference
 
 
-def rescore_plan(run_dir: str | os.PathLike[str], scorer: Scorer) -> BenchmarkPlan:
-    """The plan that re-scores ``run_dir`` with ``scorer`` (no arm is ever called)."""
-    if not isinstance(scorer, Scorer):
-        raise TypeError(f"rescore_run needs a Scorer (hr_scorer(...)), not {scorer!r}")
+def _arm_order(store: RunStore, specs: dict[str, Any]) -> list[str]:
+    """The arms in the order the run gave them (its runs table; the manifest's JSON
+    keys are sorted), so the re-scored run shows them in the same order."""
+    try:
+        order = [str(a) for a in store.read_frame(RUNS)["arm"].unique()]
+    except (FileNotFoundError, KeyError):
+        order = []
+    return [a for a in order if a in specs] + [a for a in specs if a not in order]
+
+
+def rescore_plan(run_dir: str | os.PathLike[str],
+                 scorer: Scorer | str | Mapping[str, Any]) -> BenchmarkPlan:
+    """The plan that re-scores ``run_dir`` with ``scorer`` (no arm is ever called).
+
+    ``scorer`` is a :class:`Scorer` or what a spec's ``scorer:`` takes: a built-in
+    name (``"f1"``), ``{"f1": {"threshold": 0.8}}`` or an import path.
+    """
+    if not isinstance(scorer, Scorer | str | Mapping):
+        raise HrTypeError(f"rescore_run needs a Scorer (hr_scorer(...)), a scorer's name or "
+                          f"an import path, not {scorer!r}")
+    scorer = scorer_from(scorer)
     original = RunStore.at(run_dir)
     if not original.exists(MANIFEST):
         raise RunNotFoundError(f"{original.run_dir}: no {MANIFEST}; is it a run folder "
                                "(<store>/<name>/<run id>)?")
     manifest = original.read_manifest()
     arm_runs = manifest.get("arm_runs") or {}
-    arms = {name: Arm(name, None, dict(spec), runs=arm_runs.get(name))
-            for name, spec in (manifest.get("arms") or {}).items()}
+    specs = manifest.get("arms") or {}
+    arms = {name: Arm(name, None, dict(specs[name]), runs=arm_runs.get(name))
+            for name in _arm_order(original, specs)}
     if not arms:
         raise CorruptRunError(f"{original.path(MANIFEST)}: names no arms; run the benchmark "
                               "again to rewrite it")
@@ -87,7 +107,8 @@ def rescore_plan(run_dir: str | os.PathLike[str], scorer: Scorer) -> BenchmarkPl
     )
 
 
-def rescore_run(run_dir: str | os.PathLike[str], scorer: Scorer) -> Benchmark:
+def rescore_run(run_dir: str | os.PathLike[str],
+                scorer: Scorer | str | Mapping[str, Any]) -> Benchmark:
     """Score a finished run's stored outputs with ``scorer``; write the result beside it.
 
     No arm is called (arms given as callables need not even be importable). The
@@ -101,6 +122,7 @@ def rescore_run(run_dir: str | os.PathLike[str], scorer: Scorer) -> Benchmark:
 
     Example:
         >>> # bench = rescore_run("results/demo/0123abcd", hr_scorer_f1())  # doctest: +SKIP
+        >>> # bench = rescore_run("results/demo/0123abcd", {"f1": {"threshold": 0.8}})
     """
     session = BenchmarkSession(rescore_plan(run_dir, scorer))
     try:

@@ -28,7 +28,7 @@ from hr_core.reference import Reference, hr_reference
 from hr_core.scorers import Scorer, hr_scorer
 from hr_core.scoring.registry import SCORERS, builtin_scorer_named
 
-__all__ = ["BenchmarkSpec", "JudgeScorerSpec", "ReferenceSpec", "load_spec",
+__all__ = ["BenchmarkSpec", "JudgeScorerSpec", "ReferenceSpec", "load_spec", "scorer_from",
            "spec_import_path"]
 
 
@@ -95,27 +95,10 @@ class BenchmarkSpec(BaseModel):
     @field_validator("scorer")
     @classmethod
     def _known_scorer(cls, value: str | dict[str, Any]) -> str | dict[str, Any]:
-        if isinstance(value, str):
-            if not value.strip():
-                raise ValueError("name a scorer: a built-in one "
-                                 f"({', '.join(sorted(SCORERS))}) or an import path")
-            return value
-        if len(value) != 1:
-            raise ValueError("give one scorer: {name: {option: value}}, not "
-                             f"{len(value)} keys ({', '.join(map(str, value))})")
-        (name, options), = value.items()
-        if name == "judge":
-            try:
-                return {"judge": JudgeScorerSpec.model_validate(options)}
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                where = ".".join(map(str, first["loc"])) or "(top level)"
-                raise ValueError(f"judge.{where}: {first['msg']}") from None
         try:
-            builtin_scorer_named(name, options)
+            return _checked_scorer(value)
         except SpecError as exc:
             raise ValueError(str(exc)) from None
-        return {name: dict(options or {})}
 
     def load_reference(self) -> Reference:
         """Read the reference set (a relative path is relative to the spec file)."""
@@ -128,27 +111,72 @@ class BenchmarkSpec(BaseModel):
 
     def build_scorer(self) -> Scorer:
         """The scorer the spec names."""
-        scorer = self.scorer
-        if isinstance(scorer, dict):
-            (name, options), = scorer.items()
-            if name != "judge":
-                return builtin_scorer_named(name, options)
-            judge = options
-            from hr_core.judge import hr_judge_config, hr_scorer_judge
+        return scorer_from(self.scorer)
 
-            config = hr_judge_config(judge.model, judge.rubric, mode="grade",
-                                     orders=judge.orders, schema=judge.schema_,
-                                     positive=judge.positive)
-            built: Scorer = hr_scorer_judge(config)
-            return built
-        if scorer in SCORERS:
-            return builtin_scorer_named(scorer)
-        obj = import_object(scorer)
-        if isinstance(obj, Scorer):
-            return obj
-        if callable(obj):
-            return hr_scorer(obj, name=scorer.rpartition(":")[2])
-        raise SpecError(f"scorer {scorer!r} is neither a Scorer nor a function")
+
+def _checked_scorer(value: str | Mapping[str, Any]) -> str | dict[str, Any]:
+    """A spec's ``scorer`` value checked: a name or path, or one ``{name: options}``."""
+    if isinstance(value, str):
+        if not value.strip():
+            raise SpecError("name a scorer: a built-in one "
+                            f"({', '.join(sorted(SCORERS))}) or an import path")
+        return value
+    if len(value) != 1:
+        raise SpecError("give one scorer: {name: {option: value}}, not "
+                        f"{len(value)} keys ({', '.join(map(str, value))})")
+    (name, options), = value.items()
+    if name == "judge":
+        if isinstance(options, JudgeScorerSpec):
+            return {"judge": options}
+        try:
+            return {"judge": JudgeScorerSpec.model_validate(options)}
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(map(str, first["loc"])) or "(top level)"
+            raise SpecError(f"judge.{where}: {first['msg']}") from None
+    builtin_scorer_named(name, options)
+    return {name: dict(options or {})}
+
+
+def scorer_from(value: Scorer | str | Mapping[str, Any]) -> Scorer:
+    """A scorer as a spec names it: a :class:`Scorer`, a built-in name (``"f1"``),
+    ``{name: {option: value}}``, ``{judge: {...}}`` or an import path ``pkg.module:attr``
+    (a ``Scorer`` or a function ``fn(item, output, label)``).
+
+    Raises:
+        SpecError: naming the scorer, the option or the import path.
+
+    Example:
+        >>> scorer_from({"f1": {"threshold": 0.8}}).name, scorer_from("exact_raw").name
+        ('f1', 'exact_raw')
+    """
+    if isinstance(value, Scorer):
+        return value
+    if isinstance(value, Mapping):
+        checked = _checked_scorer(value)
+        assert isinstance(checked, dict)
+        (name, options), = checked.items()
+        if name != "judge":
+            return builtin_scorer_named(name, options)
+        judge = options
+        from hr_core.judge import hr_judge_config, hr_scorer_judge
+
+        config = hr_judge_config(judge.model, judge.rubric, mode="grade",
+                                 orders=judge.orders, schema=judge.schema_,
+                                 positive=judge.positive)
+        built: Scorer = hr_scorer_judge(config)
+        return built
+    if not isinstance(value, str) or not value.strip():
+        raise SpecError(f"a scorer is a name ({', '.join(sorted(SCORERS))}), "
+                        f"{{name: {{option: value}}}} or an import path, not {value!r}")
+    if value in SCORERS or ":" not in value:
+        return builtin_scorer_named(value)  # an unknown name lists the built-in ones
+    obj = import_object(value)
+    if isinstance(obj, Scorer):
+        return obj
+    if callable(obj):
+        return hr_scorer(obj, name=value.rpartition(":")[2])
+    raise SpecError(f"scorer {value!r} is neither a Scorer nor a function")
 
 
 @contextmanager
