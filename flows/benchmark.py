@@ -251,7 +251,7 @@ def hr_benchmark(
     resume: bool = True,
     fresh: bool = False,
     chunk_size: int | None = None,
-    timeout_s: float | Mapping[str, float] | None = None,
+    timeout_s: float | None = None,
     require_valid_judge: JudgePolicy = "warn",
     judge_store: str | os.PathLike[str] = "judges",
     on_progress: ProgressFn | None = None,
@@ -282,10 +282,10 @@ def hr_benchmark(
             ``False`` starts it over.
         fresh: a new run id (time-stamped) instead of the spec's, e.g. for schedules.
         chunk_size: runs per Prefect task (default 2000).
-        timeout_s: seconds each arm call may take (or arm name -> seconds, with
-            ``default`` for the arms not named): a call past it is an ``error`` run
-            ("timed out after N s") and the benchmark goes on; a sync arm's thread
-            is abandoned (a daemon: it never keeps the process alive).
+        timeout_s: seconds each arm call may take (an arm's own wins:
+            ``{"arm": fn, "timeout_s": s}`` or an LLM arm's field): a call past it is
+            an ``error`` run ("timed out after N s") and the benchmark goes on; a sync
+            arm's thread is abandoned (a daemon: it never keeps the process alive).
         require_valid_judge: for a judge scorer without a valid validation record:
             ``"warn"``, ``"refuse"`` (raise ``SpecError`` naming differing fields) or
             ``"ignore"``. The status goes into the manifest.

@@ -177,9 +177,8 @@ async def _async_hangs_on_one(payload: dict[str, Any]) -> str:
 def test_a_call_past_its_timeout_is_an_error_row_and_the_benchmark_goes_on(
         tmp_path: Path) -> None:
     plan = plan_benchmark({"sync": _hangs_on_two, "async": _async_hangs_on_one,
-                           "slow_ok": _hangs_on_two},
-                          _items(6), store=str(tmp_path),
-                          timeout_s={"default": 0.3, "slow_ok": 0.5})
+                           "slow_ok": {"arm": _hangs_on_two, "timeout_s": 0.5}},
+                          _items(6), store=str(tmp_path), timeout_s=0.3)
     started = time.monotonic()
     bench = BenchmarkSession(plan).run_sync()
     assert time.monotonic() - started < 10
@@ -188,15 +187,40 @@ def test_a_call_past_its_timeout_is_an_error_row_and_the_benchmark_goes_on(
                                 ("async", "i1"): "timed out after 0.3 s",
                                 ("slow_ok", "i2"): "timed out after 0.5 s"}
     assert bench.runs["correct"].sum() == 15
-    assert bench.manifest["timeout_s"] == {"default": 0.3, "slow_ok": 0.5}
+    assert bench.manifest["timeout_s"] == {"sync": 0.3, "async": 0.3, "slow_ok": 0.5}
 
 
-@pytest.mark.parametrize("value", [0, -1, True, "soon", {"nope": 1}])
+@pytest.mark.parametrize("value", [0, -1, True, "soon", {"a": 1}])
 def test_a_bad_timeout_is_a_spec_error(tmp_path: Path, value: Any) -> None:
     from hr_core import SpecError
 
-    with pytest.raises(SpecError, match="timeout_s"):
+    with pytest.raises(SpecError, match="timeout_s must be a positive number"):
         plan_benchmark({"a": str}, _items(1), store=str(tmp_path), timeout_s=value)
+    with pytest.raises(SpecError, match="arm 'a': timeout_s must be a positive number"):
+        plan_benchmark({"a": {"arm": str, "timeout_s": value}}, _items(1), store=str(tmp_path))
+
+
+def test_timeouts_in_a_spec_benchmark_wide_and_per_arm(tmp_path: Path) -> None:
+    from hr_core.engine.spec import load_spec
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(textwrap.dedent("""
+        reference: ref.jsonl
+        timeout_s: 2.5
+        arms:
+          plain: hr_core.examples.demo_arms:keyword_overlap
+          own: {arm: hr_core.examples.demo_arms:keyword_overlap, timeout_s: 9}
+          llm: {model: "mock:reader", prompt: "{question}", timeout_s: 4}
+    """))
+    loaded = load_spec(spec)
+    plan = plan_benchmark(loaded.arms, _items(1), store=str(tmp_path),
+                          timeout_s=loaded.timeout_s)
+    assert plan.timeout_s == {"plain": 2.5, "own": 9.0, "llm": 4.0}
+    spec.write_text("reference: ref.jsonl\ntimeout_s: -1\narms: {a: m:f}\n")
+    from hr_core import SpecError
+
+    with pytest.raises(SpecError, match=r"spec\.yaml, line 2, field 'timeout_s'"):
+        load_spec(spec)
 
 
 HANGING_SCRIPT = textwrap.dedent("""

@@ -45,6 +45,8 @@ class LLMArm(BaseModel):
     api_key_env: str | None = None
     runs: int | None = Field(default=None, ge=1)
     """This arm's own number of runs per item (else the benchmark's ``runs``)."""
+    timeout_s: float | None = Field(default=None, gt=0)
+    """Seconds each call of this arm may take (else the benchmark's ``timeout_s``)."""
 
     def render(self, payload: Any) -> str:
         """Fill the prompt template from the payload."""
@@ -66,11 +68,12 @@ class LLMArm(BaseModel):
 
 
 class ArmEntry(BaseModel):
-    """An arm with its own number of runs per item, e.g. a deterministic extractor run once.
+    """An arm with its own options: runs per item (e.g. a deterministic extractor run
+    once) and ``timeout_s`` per call.
 
-    In a spec: ``extractor: {arm: "pkg.module:function", runs: 1}``. An LLM arm
-    sets ``runs`` among its own fields. From Python, ``{"arm": fn, "runs": 1}``
-    also works with any callable.
+    In a spec: ``extractor: {arm: "pkg.module:function", runs: 1, timeout_s: 5}``.
+    An LLM arm sets ``runs`` and ``timeout_s`` among its own fields. From Python,
+    ``{"arm": fn, "runs": 1}`` also works with any callable.
 
     Example:
         >>> ArmEntry(arm="hr_core.examples.demo_arms:upper", runs=1).runs
@@ -80,7 +83,8 @@ class ArmEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     arm: str | LLMArm
-    runs: int = Field(ge=1)
+    runs: int | None = Field(default=None, ge=1)
+    timeout_s: float | None = Field(default=None, gt=0)
 
 
 def prompt_fields(template: str) -> list[str]:
@@ -117,7 +121,7 @@ class Arm:
         self._model: Any = None
         self.cache: str | None = None
         self.concurrency = 16
-        self.timeout_s: float | None = None  # seconds per call (the benchmark's timeout_s)
+        self.timeout_s: float | None = None  # seconds per call (own, else the benchmark's)
 
     def model(self) -> Any:
         """The chat model of an LLM arm (resolved once, on first use)."""
@@ -181,17 +185,22 @@ def import_object(path: str) -> Any:
 
 def _one_arm(name: str, value: Any) -> Arm:
     if isinstance(value, ArmEntry):
-        value = {"arm": value.arm, "runs": value.runs}
+        value = value.model_dump(exclude_none=True)
     if isinstance(value, Mapping) and "arm" in value:
-        extra = sorted(set(map(str, value)) - {"arm", "runs"})
+        extra = sorted(set(map(str, value)) - {"arm", "runs", "timeout_s"})
         if extra:
             raise SpecError(f"arm {name!r}: unknown field {extra[0]!r} beside 'arm' (an arm "
-                            "with its own runs is {arm: ..., runs: n})")
+                            "with its own options is {arm: ..., runs: n, timeout_s: s})")
         inner = _one_arm(name, value["arm"])
-        inner.runs = _own_runs(name, value.get("runs"))
+        if value.get("runs") is not None:
+            inner.runs = _own_runs(name, value.get("runs"))
+        if value.get("timeout_s") is not None:
+            inner.timeout_s = _own_timeout(name, value.get("timeout_s"))
         return inner
     if isinstance(value, Arm):
-        return Arm(name, value.fn, value.spec, value.llm, value.runs)
+        copy = Arm(name, value.fn, value.spec, value.llm, value.runs)
+        copy.timeout_s = value.timeout_s
+        return copy
     if isinstance(value, str):
         fn = import_object(value)
         if not callable(fn):
@@ -206,14 +215,23 @@ def _one_arm(name: str, value: Any) -> Arm:
         except ValueError as exc:
             raise SpecError(f"arm {name!r}: not a valid LLM arm: {exc}") from None
     if isinstance(value, LLMArm):
-        spec = {"kind": "llm", **value.model_dump(mode="json", exclude={"runs"})}
-        return Arm(name, None, spec, value, value.runs)
+        spec = {"kind": "llm", **value.model_dump(mode="json", exclude={"runs", "timeout_s"})}
+        llm_arm = Arm(name, None, spec, value, value.runs)
+        llm_arm.timeout_s = value.timeout_s
+        return llm_arm
     if callable(value):
         return Arm(name, value, callable_spec(value))
     raise SpecError(
         f"arm {name!r}: {type(value).__name__} is not an arm; use a callable, an import path "
         "'pkg.module:function' or an LLM arm (model, prompt, ...)"
     )
+
+
+def _own_timeout(name: str, seconds: Any) -> float:
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+        raise SpecError(f"arm {name!r}: timeout_s must be a positive number of seconds, "
+                        f"not {seconds!r}")
+    return float(seconds)
 
 
 def _own_runs(name: str, runs: Any) -> int | None:

@@ -109,7 +109,8 @@ class BenchmarkPlan:
     chunk_size: int
     judge: dict[str, Any] | None = None
     spec: dict[str, Any] = field(default_factory=dict)
-    timeout_s: float | dict[str, float] | None = None
+    timeout_s: dict[str, float] | None = None
+    """Each arm's seconds per call (arms without a limit are left out)."""
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
     import_dir: str | None = None  # a spec's folder, on sys.path while it runs
     fresh: bool = False
@@ -160,30 +161,17 @@ def _budget(value: Any) -> Budget:
                         "max_tokens, max_cost_usd, max_seconds, per)") from None
 
 
-def _seconds(where: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise SpecError(f"{where} must be a positive number of seconds, not {value!r}")
-    return float(value)
-
-
-def _timeouts(value: Any, arms: Mapping[str, Arm]) -> float | dict[str, float] | None:
-    """Set each arm's ``timeout_s`` from the benchmark's: seconds for every arm, or a
-    mapping of arm name to seconds (``default``: the arms not named)."""
-    if value is None:
-        return None
-    if not isinstance(value, Mapping):
-        seconds = _seconds("timeout_s", value)
-        for arm in arms.values():
-            arm.timeout_s = seconds
-        return seconds
-    given = {str(k): _seconds(f"timeout_s[{k!r}]", v) for k, v in value.items()}
-    unknown = sorted(set(given) - set(arms) - {"default"})
-    if unknown:
-        raise SpecError(f"timeout_s names no arm {unknown[0]!r} (arms: {', '.join(arms)}; "
-                        "'default' for the others)")
-    for name, arm in arms.items():
-        arm.timeout_s = given.get(name, given.get("default"))
-    return given
+def _timeouts(value: Any, arms: Mapping[str, Arm]) -> dict[str, float] | None:
+    """Each arm's ``timeout_s``: its own, else the benchmark's (``None``: no limit)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                              or not value > 0):
+        raise SpecError(f"timeout_s must be a positive number of seconds, not {value!r} "
+                        "(an arm's own: {arm: ..., timeout_s: s})")
+    for arm in arms.values():
+        if arm.timeout_s is None and value is not None:
+            arm.timeout_s = float(value)
+    timeouts = {name: arm.timeout_s for name, arm in arms.items() if arm.timeout_s is not None}
+    return timeouts or None
 
 
 def _check_api_keys(arms: Mapping[str, Arm]) -> None:
@@ -215,13 +203,13 @@ def plan_benchmark(
     resume: bool = True,
     fresh: bool = False,
     chunk_size: int | None = None,
-    timeout_s: float | Mapping[str, float] | None = None,
+    timeout_s: float | None = None,
 ) -> BenchmarkPlan:
     """Resolve and check a benchmark's inputs; derive its run id from the spec.
 
-    ``timeout_s`` (seconds, or arm name -> seconds with ``default`` for the others)
-    bounds each arm call: a call past it is an ``error`` run ("timed out after N s").
-    Like the budget, it is not part of the run id.
+    ``timeout_s`` bounds each arm call (an arm's own, ``{"arm": fn, "timeout_s": s}``
+    or an LLM arm's field, wins): a call past it is an ``error`` run ("timed out
+    after N s"). Like the budget, it is not part of the run id.
 
     Example:
         >>> plan = plan_benchmark({"echo": str}, [{"id": "q1", "label": "x"}], store="/tmp/r")

@@ -62,8 +62,8 @@ class BenchmarkSpec(BaseModel):
     ``includes``, ``pattern``, ``numeric``, ``choice``, ``json_field``), the same
     with options (``{f1: {threshold: 0.8}}``), an import path to a ``Scorer`` or a
     function ``fn(item, output, label)``, or ``{judge: {...}}``.
-    ``timeout_s`` bounds each arm call: seconds for every arm, or a mapping of arm
-    name to seconds (``default`` for the arms not named).
+    ``timeout_s`` bounds each arm call, in seconds; an arm's own ``timeout_s``
+    (``{arm: ..., timeout_s: s}``, or an LLM arm's field) wins.
     Relative paths (the reference) are read relative to the spec file.
 
     Example:
@@ -83,7 +83,7 @@ class BenchmarkSpec(BaseModel):
     runs: int = Field(default=1, ge=1, strict=True)  # strict: `runs: true` is not a count
     budget: Budget | None = None
     concurrency: int = Field(default=16, ge=1, strict=True)
-    timeout_s: PositiveFloat | dict[str, PositiveFloat] | None = None
+    timeout_s: PositiveFloat | None = None
     store: str = "results"
     chunk_size: int | None = Field(default=None, ge=1, strict=True)
     require_valid_judge: Literal["warn", "refuse", "ignore"] = "warn"
