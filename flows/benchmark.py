@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, tags
 from prefect.runtime import flow_run
+from prefect.states import Failed
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from flows._invocation import InvocationVar
@@ -19,6 +21,7 @@ from hr_core._checks import callable_arg, path_arg
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.budget import Budget
 from hr_core.engine.health import ErrorRateExceeded, assess_runs
+from hr_core.engine.lock import RunLock
 from hr_core.engine.session import (
     BenchmarkPlan,
     BenchmarkSession,
@@ -29,7 +32,8 @@ from hr_core.engine.session import (
     progress_callback,
 )
 from hr_core.engine.spec import BenchmarkSpec, load_spec, spec_import_path
-from hr_core.errors import HrTypeError, SpecError
+from hr_core.engine.store import RunStore
+from hr_core.errors import HrTypeError, SpecError, StoreWriteError
 from hr_core.scorers import Scorer
 from tasks.benchmark import (
     ProgressPublisher,
@@ -53,14 +57,16 @@ class _Invocation:
     run's parameters are the real ones (:func:`flow_parameters`).
     """
 
-    __slots__ = ("limits", "on_progress", "plan", "submit")
+    __slots__ = ("limits", "lock", "on_progress", "plan", "submit")
 
     def __init__(self, plan: BenchmarkPlan, on_progress: ProgressFn | None,
-                 submit: bool = False, limits: Sequence[ProviderLimit] = ()) -> None:
+                 submit: bool = False, limits: Sequence[ProviderLimit] = (),
+                 lock: RunLock | None = None) -> None:
         self.plan = plan
         self.on_progress = progress_callback(on_progress)
         self.submit = submit  # chunks go to the flow's task runner (Dask, Ray)
         self.limits = list(limits)  # cross-process provider limits (tasks.limits)
+        self.lock = lock  # the run folder's lock, taken before the flow starts
 
 
 _INVOCATION: InvocationVar[_Invocation] = InvocationVar(__name__, "_INVOCATION")
@@ -143,7 +149,7 @@ async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,
         for watcher in watchers:
             watcher.cancel()
         session.journal.flush()
-    session.check_journal()  # the store could not be written: stop here, say where and why
+    await session.settle()  # interrupted, or the store could not be written: stop here
     rows = session.progress(final=True)
     if on_progress is not None:
         for row in rows:
@@ -200,9 +206,15 @@ async def benchmark_flow(
         invocation.plan.arms = limit_arms(invocation.plan.arms, providers)
     flow_run_id = flow_run.get_id()
     session = BenchmarkSession(invocation.plan,
-                               flow_run_id=None if flow_run_id is None else str(flow_run_id))
-    with spec_import_path(invocation.plan.import_dir):
-        bench = await _run(session, invocation.on_progress, invocation.submit)
+                               flow_run_id=None if flow_run_id is None else str(flow_run_id),
+                               lock=invocation.lock)
+    try:
+        with spec_import_path(invocation.plan.import_dir):
+            bench = await _run(session, invocation.on_progress, invocation.submit)
+    except StoreWriteError as exc:  # an expected stop: a failed flow run, no traceback
+        return Failed(message=str(exc), data=exc)  # type: ignore[return-value]
+    finally:
+        session.close()
     _check_health(bench, invocation.plan)
     return bench
 
@@ -219,8 +231,13 @@ def _check_health(bench: Benchmark, plan: BenchmarkPlan) -> None:
                                 health=health) from None
 
 
-async def _call(named: Any, invocation: _Invocation, parameters: dict[str, Any]) -> Benchmark:
-    """Run the flow with API clients that share one TLS context (``flows.clients``)."""
+async def _call(named: Any, invocation: _Invocation, parameters: dict[str, Any],
+                wait: bool = False) -> Benchmark:
+    """Lock the run folder (``wait``: until the run holding it ends), then run the flow with
+    API clients that share one TLS context (``flows.clients``)."""
+    plan = invocation.plan
+    lock = invocation.lock = RunStore(plan.store, plan.name, plan.run_id).lock
+    await asyncio.to_thread(lock.acquire, wait, _say_waiting)
     token = _INVOCATION.set(invocation)
     try:
         with spec_import_path(invocation.plan.import_dir):
@@ -229,7 +246,12 @@ async def _call(named: Any, invocation: _Invocation, parameters: dict[str, Any])
                     bench: Benchmark = await named(**parameters)
     finally:
         _INVOCATION.reset(token)
+        lock.release()
     return bench
+
+
+def _say_waiting(message: str) -> None:
+    print(f"hr: {message}", file=sys.stderr, flush=True)
 
 
 def _is_spec(value: Any) -> bool:
@@ -252,6 +274,7 @@ def hr_benchmark(
     fresh: bool = False,
     chunk_size: int | None = None,
     timeout_s: float | None = None,
+    wait: bool = False,
     require_valid_judge: JudgePolicy = "warn",
     judge_store: str | os.PathLike[str] = "judges",
     on_progress: ProgressFn | None = None,
@@ -286,6 +309,9 @@ def hr_benchmark(
             ``{"arm": fn, "timeout_s": s}`` or an LLM arm's field): a call past it is
             an ``error`` run ("timed out after N s") and the benchmark goes on; a sync
             arm's thread is abandoned (a daemon: it never keeps the process alive).
+        wait: when another process is running the same benchmark into the same
+            store (its run folder is locked), wait for it to finish instead of
+            raising ``RunLockedError`` naming it; then resume.
         require_valid_judge: for a judge scorer without a valid validation record:
             ``"warn"``, ``"refuse"`` (raise ``SpecError`` naming differing fields) or
             ``"ignore"``. The status goes into the manifest.
@@ -343,7 +369,7 @@ def hr_benchmark(
         plan.max_error_rate = _rate(max_error_rate)
     return run_plan(plan, on_progress=on_progress, task_runner=task_runner,
                     provider_limits=provider_limits,
-                    spec=_spec_path(arms), fresh=fresh)
+                    spec=_spec_path(arms), fresh=fresh, wait=wait)
 
 
 def _spec_path(arms: Any) -> str | None:
@@ -363,7 +389,7 @@ def _rate(value: Any) -> float:
 def run_plan(plan: BenchmarkPlan, *, on_progress: ProgressFn | None = None,
              task_runner: TaskRunner[Any] | None = None,
              provider_limits: Sequence[ProviderLimit] = (), spec: str | None = None,
-             fresh: bool = False) -> Any:
+             fresh: bool = False, wait: bool = False) -> Any:
     """Start the ``hr-benchmark`` flow run of a resolved plan (named ``<name>-<run id>``,
     tagged ``hr`` and the name, with its real parameters); see :func:`hr_benchmark`."""
     options: dict[str, Any] = {"flow_run_name": f"{plan.name}-{plan.run_id}"}
@@ -372,7 +398,7 @@ def run_plan(plan: BenchmarkPlan, *, on_progress: ProgressFn | None = None,
     named = plain_parameters(benchmark_flow.with_options(**options))
     submit = task_runner is not None and not isinstance(task_runner, ThreadPoolTaskRunner)
     coro = _call(named, _Invocation(plan, on_progress, submit, provider_limits),
-                 flow_parameters(plan, spec, fresh))
+                 flow_parameters(plan, spec, fresh), wait)
     try:
         asyncio.get_running_loop()
     except RuntimeError:

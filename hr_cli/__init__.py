@@ -3,8 +3,13 @@
 Exit statuses: 0 done; 1 an internal error, or ``hr judge check`` found no valid
 record; 2 a user mistake (missing file, bad YAML, unknown arm, bad option: one
 line names it); 3 the run finished and its results are written, but an arm's
-share of errors was above ``max_error_rate`` (``hr run``, ``hr demo``); 130
-interrupted. Set ``HR_DEBUG=1`` to see tracebacks instead.
+share of errors was above ``max_error_rate`` (``hr run``, ``hr demo``); 4 the
+results store could not be written (read-only, full: the run stopped at once, the
+message names the path, the cause and where the finished runs were kept); 5
+another process is running the same benchmark into the same store (the message
+names it; ``hr run --wait`` waits); 130 interrupted by Ctrl-C, 143 by SIGTERM
+(journal flushed: the same command resumes). Set ``HR_DEBUG=1`` to see
+tracebacks instead.
 """
 
 from __future__ import annotations
@@ -97,7 +102,7 @@ def _fail(exc: Exception, debug: bool) -> None:
         raise SystemExit(ERROR_RATE_EXCEEDED) from None
     if isinstance(exc, _user_errors()):
         print(f"hr: error: {_one_line(exc)}", file=sys.stderr)
-        raise SystemExit(USER_ERROR) from None
+        raise SystemExit(getattr(exc, "exit_status", USER_ERROR)) from None
     print(f"hr: internal error: {type(exc).__name__}: {_one_line(exc)} "
           "(set HR_DEBUG=1 for the traceback)", file=sys.stderr)
     raise SystemExit(1) from None

@@ -117,11 +117,15 @@ def run(
     max_error_rate: Annotated[float | None, typer.Option(
         min=0.0, max=1.0, help="Fail (exit 3, results still written) when an arm's share of "
         "errors is above this (default: the spec's, else 0.5; 1 never fails).")] = None,
+    wait: Annotated[bool, typer.Option(
+        "--wait", help="If another process is running this spec into the same store, wait "
+        "for it to finish (then resume) instead of refusing.")] = False,
 ) -> None:
     from hr_cli.commands import run_spec
 
     run_spec(console, spec, runs=runs, store=store, fresh=fresh, budget_calls=budget_calls,
-             budget_cost=budget_cost, concurrency=concurrency, max_error_rate=max_error_rate)
+             budget_cost=budget_cost, concurrency=concurrency, max_error_rate=max_error_rate,
+             wait=wait)
 
 
 @app.command()

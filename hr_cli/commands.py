@@ -12,6 +12,7 @@ from rich.console import Console
 
 from hr_cli.judges import judge_model, load_judge
 from hr_cli.progress import ArmProgress
+from hr_cli.signals import interruptible
 from hr_cli.tables import comparison_table, position_bias_line, summary_table, validation_table
 from hr_core.errors import SpecError
 
@@ -94,8 +95,11 @@ def load_spec_with_overrides(spec: Path, **overrides: Any) -> Any:
 
 
 def run_benchmark(console: Console, spec: Any, *, fresh: bool = False,
-                  max_error_rate: float | None = None) -> Any:
+                  max_error_rate: float | None = None, wait: bool = False) -> Any:
     """Run a ``BenchmarkSpec`` through the Prefect flow with live progress bars.
+
+    Ctrl-C or SIGTERM stops it within seconds, journal flushed (``hr_cli.signals``);
+    ``wait``: wait for another process running the same spec to finish.
 
     Raises:
         ErrorRateExceeded: an arm erred above ``max_error_rate`` (its ``benchmark``
@@ -112,10 +116,10 @@ def run_benchmark(console: Console, spec: Any, *, fresh: bool = False,
     from hr_core.engine.health import ErrorRateExceeded
 
     quiet_prefect_console()
-    with ArmProgress(console) as progress:
+    with interruptible(), ArmProgress(console) as progress:
         try:
             bench = hr_benchmark(spec, fresh=fresh, on_progress=progress,
-                                 max_error_rate=max_error_rate)
+                                 max_error_rate=max_error_rate, wait=wait)
         except ErrorRateExceeded as exc:  # the results are written: show them, then fail
             if exc.benchmark is None:
                 raise
@@ -180,7 +184,8 @@ def _report_of_the_flow(run_dir: Any) -> Path | None:
 def run_spec(console: Console, spec: Path, *, runs: int | None, store: str | Path | None,
              fresh: bool,
              budget_calls: int | None, budget_cost: float | None,
-             concurrency: int | None, max_error_rate: float | None = None) -> None:
+             concurrency: int | None, max_error_rate: float | None = None,
+             wait: bool = False) -> None:
     """``hr run SPEC.yaml``: run, print the summary, write the report, print the paths.
 
     An arm erring above ``max_error_rate``: the same, then ``ErrorRateExceeded``
@@ -193,7 +198,7 @@ def run_spec(console: Console, spec: Path, *, runs: int | None, store: str | Pat
     loaded = load_spec_with_overrides(spec, runs=runs, store=store, concurrency=concurrency,
                                       budget=budget, max_error_rate=max_error_rate)
     try:
-        bench = run_benchmark(console, loaded, fresh=fresh)
+        bench = run_benchmark(console, loaded, fresh=fresh, wait=wait)
     except ErrorRateExceeded as exc:
         if exc.benchmark is not None:
             print_results(console, exc.benchmark)

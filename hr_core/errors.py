@@ -51,7 +51,7 @@ class StoreWriteError(HrError, OSError):
     not be journaled were kept (the fallback journal, read back by the next run).
     """
 
-    exit_status = 3
+    exit_status = 4
 
 
 class RunLockedError(HrError, RuntimeError):
@@ -60,4 +60,4 @@ class RunLockedError(HrError, RuntimeError):
     The message names the holder (host, PID, start time).
     """
 
-    exit_status = 4
+    exit_status = 5

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from hr_core.engine.arms import Arm
 from hr_core.engine.budget import BudgetLedger, SharedLedger
 from hr_core.engine.runner import ChunkContext, run_chunk
 from hr_core.engine.session import BenchmarkSession
+from hr_core.engine.threads import DaemonPool
 from hr_core.reference import Item
 from hr_core.scorers import Scorer
 
@@ -43,8 +43,7 @@ async def run_chunk_remote(arm: Arm, work: Sequence[tuple[Item, int]], scorer: S
                            ledger: BudgetLedger, concurrency: int, index: int,
                            arm_name: str) -> ChunkOutcome:
     """Run one chunk wherever the task runner puts it; returns records and scorer errors."""
-    with ThreadPoolExecutor(max_workers=min(concurrency, 64),
-                            thread_name_prefix="hr-arm") as executor:
+    with DaemonPool(min(concurrency, 64), thread_name_prefix="hr-arm") as executor:
         ctx = ChunkContext(scorer, ledger, executor, concurrency, lambda _record: None)
         try:
             records = await run_chunk(arm, work, ctx)

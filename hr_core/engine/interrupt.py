@@ -12,16 +12,24 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import signal
 import threading
-from typing import Protocol
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
 
-__all__ = ["Interruptible", "clear_stop", "flush_open", "register", "request_stop",
-           "stop_requested", "unregister"]
+__all__ = ["PARK_S", "Interruptible", "clear_stop", "flush_open", "handling_signals",
+           "park", "reassert_handlers", "register", "request_stop", "stop_requested",
+           "unregister"]
 
 _STOP = threading.Event()
 _OPEN: list[Interruptible] = []
 _LOCK = threading.Lock()
+_HANDLERS: dict[int, Any] = {}
+
+PARK_S = 30.0
+"""How long :func:`park` waits for the stopping process to exit before raising."""
 
 
 class Interruptible(Protocol):
@@ -45,6 +53,43 @@ def stop_requested() -> bool:
 def clear_stop() -> None:
     """Forget a stop request (a process that goes on after handling it)."""
     _STOP.clear()
+
+
+@contextlib.contextmanager
+def handling_signals(handler: Callable[[int, Any], Any],
+                     signals: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM)) -> Iterator[None]:
+    """Handle ``signals`` with ``handler`` for the block (main thread only; else a no-op).
+
+    Prefect swaps its own SIGTERM handler in while a flow runs; a benchmark
+    session puts this one back when it opens (:func:`reassert_handlers`).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, handler) for sig in signals}
+    _HANDLERS.update(dict.fromkeys(signals, handler))
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            _HANDLERS.pop(sig, None)
+            signal.signal(sig, old)
+
+
+def reassert_handlers() -> None:
+    """Put back the handlers of :func:`handling_signals` if something replaced them."""
+    if not _HANDLERS or threading.current_thread() is not threading.main_thread():
+        return
+    for sig, handler in list(_HANDLERS.items()):
+        if signal.getsignal(sig) is not handler:
+            signal.signal(sig, handler)
+
+
+async def park() -> None:
+    """After a stop request: write no results (the runs not made would read as done);
+    wait for the signal handler to end the process, then raise ``KeyboardInterrupt``."""
+    await asyncio.sleep(PARK_S)
+    raise KeyboardInterrupt
 
 
 def register(session: Interruptible) -> None:

@@ -21,13 +21,19 @@ import pandas as pd
 from pydantic import ValidationError
 
 from hr_core._checks import path_arg, positive_int
-from hr_core.engine._threads import DaemonPool
 from hr_core.engine.arms import Arm, normalise_arms
 from hr_core.engine.benchmark import Benchmark, runs_frame
 from hr_core.engine.budget import Budget, BudgetLedger
 from hr_core.engine.health import DEFAULT_MAX_ERROR_RATE
-from hr_core.engine.interrupt import register, stop_requested, unregister
+from hr_core.engine.interrupt import (
+    park,
+    reassert_handlers,
+    register,
+    stop_requested,
+    unregister,
+)
 from hr_core.engine.journal import FLUSH_INTERVAL_S, RunKey
+from hr_core.engine.lock import RunLock
 from hr_core.engine.outputs import JOURNAL_FORMAT, load_output, stored_runs
 from hr_core.engine.runner import ChunkContext, run_chunk, score_record, stopped_record
 from hr_core.engine.store import (
@@ -44,6 +50,7 @@ from hr_core.engine.store import (
     run_id_for,
     utc_now,
 )
+from hr_core.engine.threads import DaemonPool
 from hr_core.errors import HrTypeError, RunNotFoundError, ScorerError, SpecError
 from hr_core.identity import fingerprint
 from hr_core.reference import Item, Reference, hr_reference
@@ -276,11 +283,14 @@ class BenchmarkSession:
         [False]
     """
 
-    def __init__(self, plan: BenchmarkPlan, *, flow_run_id: str | None = None) -> None:
+    def __init__(self, plan: BenchmarkPlan, *, flow_run_id: str | None = None,
+                 lock: RunLock | None = None) -> None:
         self.plan = plan
         self.flow_run_id = flow_run_id
         self.store = RunStore(plan.store, plan.name, plan.run_id)
         self.journal = self.store.journal
+        self.lock = lock if lock is not None else self.store.lock
+        self._own_lock = False
         self.started_at = utc_now()
         self.chunks: list[tuple[str, list[tuple[Item, int]]]] = []
         self.done: dict[RunKey, dict[str, Any]] = {}
@@ -296,8 +306,16 @@ class BenchmarkSession:
     # -- opening: resume from the journal, plan the chunks -------------------------------
 
     def open(self) -> None:
-        """Read the journal (or clear it when not resuming), count done runs, make chunks."""
+        """Lock the run folder, read the journal (or clear it when not resuming), count
+        done runs, make chunks.
+
+        Raises:
+            RunLockedError: another process runs the same benchmark into this folder.
+        """
         plan = self.plan
+        if not self.lock.held:
+            self.lock.acquire()
+            self._own_lock = True
         if plan.resume:
             self.store.fetch_journal()
             self.done = {k: r for k, r in self.journal.read().items() if k[0] in plan.arms}
@@ -328,6 +346,7 @@ class BenchmarkSession:
         self._opened = True
         self.store.write_manifest(self.manifest("running"))
         register(self)
+        reassert_handlers()  # Prefect swaps in its SIGTERM handler while a flow runs
 
     def interrupt(self) -> str:
         """The user interrupted (any thread): flush the journal, mark the manifest
@@ -341,13 +360,31 @@ class BenchmarkSession:
         return (f"{len(self.done)} finished run(s) of {self.total * len(self.plan.arms)} are "
                 f"journaled in {self.store.run_dir}; run the same benchmark again to resume")
 
+    def close(self) -> None:
+        """The invocation is over (finished or not): release the run folder's lock."""
+        unregister(self)
+        if self._own_lock:
+            self.lock.release()
+            self._own_lock = False
+
+    async def settle(self) -> None:
+        """After the chunks: stop here if the run was halted, else go on to the results.
+
+        Interrupted (Ctrl-C, SIGTERM): wait for the handler to end the process
+        (:func:`~hr_core.engine.interrupt.park`); the journal could not be written:
+        raise its failure (see :meth:`check_journal`).
+        """
+        if stop_requested():
+            await park()
+        self.check_journal()
+
     def check_journal(self) -> None:
         """Raise the journal's write failure (one message: path, cause, where the finished
         runs are), after writing what it can and a ``failed`` manifest."""
         failure = self.journal.failure()
         if failure is None:
             return
-        unregister(self)
+        self.close()
         if self._executor is not None:
             self._executor.shutdown(wait=False)
         with contextlib.suppress(OSError):
@@ -453,24 +490,27 @@ class BenchmarkSession:
         on_progress = progress_callback(on_progress)
         if not self._opened:
             self.open()
-        started = time.perf_counter()
-        helpers = [asyncio.ensure_future(self.journal.flush_every(FLUSH_INTERVAL_S))]
-        if on_progress is not None:
-            helpers.append(asyncio.ensure_future(self.watch(
-                lambda rows: [on_progress(*row) for row in rows], 0.25)))
         try:
-            await self.rescore()
-            await asyncio.gather(*(self.run_chunk(i) for i in range(len(self.chunks))))
+            started = time.perf_counter()
+            helpers = [asyncio.ensure_future(self.journal.flush_every(FLUSH_INTERVAL_S))]
+            if on_progress is not None:
+                helpers.append(asyncio.ensure_future(self.watch(
+                    lambda rows: [on_progress(*row) for row in rows], 0.25)))
+            try:
+                await self.rescore()
+                await asyncio.gather(*(self.run_chunk(i) for i in range(len(self.chunks))))
+            finally:
+                for helper in helpers:
+                    helper.cancel()
+                self.journal.flush()
+            await self.settle()
+            if on_progress is not None:
+                for row in self.progress(final=True):
+                    on_progress(*row)
+            self.engine_seconds = time.perf_counter() - started
+            return self.finish()
         finally:
-            for helper in helpers:
-                helper.cancel()
-            self.journal.flush()
-        self.check_journal()
-        if on_progress is not None:
-            for row in self.progress(final=True):
-                on_progress(*row)
-        self.engine_seconds = time.perf_counter() - started
-        return self.finish()
+            self.close()
 
     def run_sync(self, on_progress: ProgressFn | None = None) -> Benchmark:
         """:meth:`run` from synchronous code."""
@@ -520,7 +560,6 @@ class BenchmarkSession:
 
         A broken scorer writes a ``failed`` manifest and raises :class:`ScorerError`.
         """
-        unregister(self)
         if self._executor is not None:
             self._executor.shutdown(wait=False)
         errors = self._ctx.scorer_errors if self._ctx is not None else []

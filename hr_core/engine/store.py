@@ -20,6 +20,7 @@ import fsspec
 import pandas as pd
 
 from hr_core.engine.journal import Journal, write_error
+from hr_core.engine.lock import RunLock
 from hr_core.errors import CorruptRunError
 from hr_core.identity import fingerprint
 
@@ -148,6 +149,8 @@ class RunStore:
         self.fs, self._root = fsspec.core.url_to_fs(self.run_dir)
         journal_dir = Path(self._root) if self.local else local_dir(self.run_dir)
         self.journal = Journal(journal_dir / JOURNAL)
+        self.lock = RunLock(journal_dir, label=self.run_dir)
+        """One run of this folder at a time (``run.lock`` beside the journal)."""
 
     @property
     def local(self) -> bool:
