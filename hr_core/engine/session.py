@@ -357,7 +357,7 @@ class BenchmarkSession:
         failure = self.journal.failure()
         if failure is not None:
             return str(failure)
-        return (f"{len(self.done)} finished run(s) of {self.total * len(self.plan.arms)} are "
+        return (f"{len(self.done)} finished run(s) of {self.total} are "
                 f"journaled in {self.store.run_dir}; run the same benchmark again to resume")
 
     def close(self) -> None:
