@@ -124,3 +124,18 @@ def test_in_a_benchmark_judge_failures_are_counted_apart_from_arm_failures(tmp_p
     assert (row["judge_no_consensus"], row["error"], row["wrong"]) == (1, 1, 0)
     runs = bench.runs.set_index("item_id")
     assert runs.loc["it", "outcome"] == "judge:no_consensus"
+
+
+def test_the_judge_scorer_sorts_out_non_answers_as_every_scorer_does() -> None:
+    import numpy as np
+
+    from hr_core import hr_judge_config, hr_scorer_exact
+    from hr_core.results import ArmResult
+
+    scorer = hr_scorer_judge(hr_judge_config("mock-model", "Right?", mode="grade"))
+    exact = hr_scorer_exact()
+    for output in ({"ok": np.False_, "answer": "Paris"}, {"answer": "x", "failure_kind": "refusal"},
+                   ArmResult(ok=False, text="Paris"), None, " ", {"usage": {}}):
+        ours = scorer(None, output, "Paris")
+        assert ours.failure_kind == exact.fn(None, output, "Paris").failure_kind
+        assert ours.correct is False

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from hr_core._text import accepted_texts, output_text
-from hr_core.failures import FAILURE_KINDS
+from hr_core._answers import failed, sort_out
+from hr_core._text import accepted_texts
 from hr_core.judge.config import JudgeConfig, JudgeConfigError
 from hr_core.judge.judging import judge_item
 from hr_core.models.base import ChatModel
@@ -50,12 +49,6 @@ class JudgeScorer(Scorer):
             return None
         status = outcome.removeprefix(JUDGE_OUTCOME_PREFIX)
         return status if status in _FAILED else "ok"
-
-
-def _carried(output: Any, name: str) -> Any:
-    if isinstance(output, Mapping):
-        return output.get(name)
-    return getattr(output, name, None)
 
 
 def hr_scorer_judge(
@@ -106,16 +99,10 @@ def hr_scorer_judge(
         return resolved[0]
 
     async def judge(item: Any, output: Any, label: Any) -> ScoreResult:
-        text = output_text(output)
+        text, kind = sort_out(output)  # the seed's rules 1-3, as every scorer
+        if kind is not None or text is None:
+            return failed(label, text, kind or "parse_failure")
         accepted = accepted_texts(label)
-        labelled = bool(accepted)
-        kind = None if isinstance(output, str) else _carried(output, "failure_kind")
-        if isinstance(kind, str) and kind in FAILURE_KINDS:
-            return ScoreResult(False if labelled else None, text, kind)
-        if not isinstance(output, str) and _carried(output, "ok") is False:
-            return ScoreResult(False if labelled else None, text, "error")
-        if text is None or not text.strip():
-            return ScoreResult(False if labelled else None, None, "parse_failure")
         if not accepted:
             return ScoreResult(None, text, None)
         reference: str | list[str] = accepted[0] if len(accepted) == 1 else list(accepted)
