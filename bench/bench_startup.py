@@ -97,8 +97,10 @@ for name, arm in ARMS.items():
 """
 
 
-def measure(argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> tuple[float, float]:
-    """Wall seconds from spawn to exit and peak RSS (MB) of one process; raises on failure."""
+def measure(argv: list[str], env: dict[str, str], cwd: Path,
+            log: Path) -> tuple[float, float, float]:
+    """Wall seconds from spawn to exit, peak RSS (MB) and CPU seconds (user + system, the
+    process and the children it waited for) of one process; raises on failure."""
     with log.open("ab") as out:
         started = time.perf_counter()
         proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
@@ -108,24 +110,30 @@ def measure(argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> tuple
     if proc.returncode != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
         raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{tail}")
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
-def interleaved(contenders: dict[str, Callable[[], tuple[float, float]]],
-                reps: int) -> dict[str, tuple[float, float, list[float]]]:
-    """Median wall and peak RSS per contender over ``reps`` rotated rounds."""
+Figures = tuple[float, float, float, list[float]]
+
+
+def interleaved(contenders: dict[str, Callable[[], tuple[float, float, float]]],
+                reps: int) -> dict[str, Figures]:
+    """Median wall, peak RSS and CPU per contender over ``reps`` rotated rounds (+ walls)."""
     walls: dict[str, list[float]] = {name: [] for name in contenders}
     rss: dict[str, list[float]] = {name: [] for name in contenders}
+    cpu: dict[str, list[float]] = {name: [] for name in contenders}
     names = list(contenders)
     for rep in range(reps):
         order = names[rep % len(names):] + names[:rep % len(names)]
         for name in order:
-            wall, peak = contenders[name]()
+            wall, peak, seconds = contenders[name]()
             walls[name].append(wall)
             rss[name].append(peak)
-            print(f"  rep {rep + 1}/{reps} {name:<24} {wall:6.2f} s {peak:6.0f} MB", flush=True)
-    return {n: (statistics.median(walls[n]), statistics.median(rss[n]), walls[n])
-            for n in names}
+            cpu[name].append(seconds)
+            print(f"  rep {rep + 1}/{reps} {name:<26} {wall:6.2f} s {peak:6.0f} MB "
+                  f"cpu {seconds:5.2f} s", flush=True)
+    return {n: (statistics.median(walls[n]), statistics.median(rss[n]),
+                statistics.median(cpu[n]), walls[n]) for n in names}
 
 
 def main() -> None:
@@ -153,7 +161,8 @@ def main() -> None:
     temporary_env = dict(base, PREFECT_HOME=str(temporary_home))
     log = work / "bench.log"
 
-    def run(argv: list[str], e: dict[str, str] = env) -> Callable[[], tuple[float, float]]:
+    def run(argv: list[str],
+            e: dict[str, str] = env) -> Callable[[], tuple[float, float, float]]:
         return lambda: measure(argv, e, work, log)
 
     # this process stays small (stdlib only): a child's peak RSS counts its parent's pages
@@ -188,19 +197,22 @@ def main() -> None:
         demo_results = interleaved(demo, args.demo_reps) if args.demo_reps else {}
     finally:
         subprocess.run([HR, "server", "stop"], env=env, check=False, stdout=subprocess.DEVNULL)
-    c_wall, d_wall = results["(c) pydantic-evals"][0], results["(d) plain Python"][0]
+    c, d = results["(c) pydantic-evals"], results["(d) plain Python"]
     print(f"\n10 items x 2 arms, whole process, medians of {args.reps} "
           f"(load average {os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} cores)")
-    print(f"{'contender':<26} {'wall s':>7} {'peak RSS MB':>12} {'/ (c)':>7} {'/ (d)':>7}")
-    for name, (wall, peak, _) in results.items():
-        print(f"{name:<26} {wall:7.2f} {peak:12.0f} {wall / c_wall:7.2f} {wall / d_wall:7.2f}")
+    print(f"{'contender':<26} {'wall s':>7} {'/ (c)':>6} {'/ (d)':>7} {'CPU s':>6} "
+          f"{'/ (c)':>6} {'peak RSS MB':>12}")
+    for name, (wall, peak, seconds, _) in results.items():
+        print(f"{name:<26} {wall:7.2f} {wall / c[0]:6.2f} {wall / d[0]:7.2f} {seconds:6.2f} "
+              f"{seconds / c[2]:6.2f} {peak:12.0f}")
     if demo_results:
-        up, temp = (demo_results[n][0] for n in demo)
-        print(f"\nhr demo, medians of {args.demo_reps}: server up {up:.1f} s, temporary "
-              f"server {temp:.1f} s: {up / temp:.2f} of it (target <= 0.33)")
-    summary = {"reps": args.reps, "results": {n: {"wall_s": w, "peak_rss_mb": r, "walls": ws}
-                                              for n, (w, r, ws) in
-                                              {**results, **demo_results}.items()}}
+        up, temp = (demo_results[n] for n in demo)
+        print(f"\nhr demo, medians of {args.demo_reps}: server up {up[0]:.1f} s (CPU "
+              f"{up[2]:.1f} s), temporary server {temp[0]:.1f} s (CPU {temp[2]:.1f} s, its "
+              f"server included): {up[0] / temp[0]:.2f} of it (target <= 0.33)")
+    summary = {"reps": args.reps, "load_average": os.getloadavg(),
+               "results": {n: {"wall_s": w, "peak_rss_mb": r, "cpu_s": cs, "walls": ws}
+                           for n, (w, r, cs, ws) in {**results, **demo_results}.items()}}
     (work / "bench_startup.json").write_text(json.dumps(summary, indent=2))
     print(f"\nfigures: {work / 'bench_startup.json'}; log: {log}")
     if not args.keep:
