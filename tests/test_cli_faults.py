@@ -264,3 +264,48 @@ def test_hr_run_on_a_store_made_read_only_stops_with_one_message(runs: Runs,
         code, out, err = _finish(runs.start("one.yaml", delay=0.0))
         assert code == 0, err
         assert sorted(set(_journaled(project))) == sorted(f"i{k}" for k in range(N_ITEMS))
+
+
+# -- hostile arms, damaged results ---------------------------------------------------------------
+
+HOSTILE = textwrap.dedent("""
+    import sys
+
+    def exits(payload):
+        if payload["question"] == "q3":
+            sys.exit(3)
+        return payload["question"]
+
+    async def interrupts(payload):
+        if payload["question"] == "q4":
+            raise KeyboardInterrupt
+        return payload["question"]
+""")
+
+
+def test_arms_that_exit_or_raise_keyboard_interrupt_are_error_rows_of_hr_run(
+        runs: Runs, project: Path) -> None:
+    (project / "hostile_arms.py").write_text(HOSTILE)
+    (project / "hostile.yaml").write_text(textwrap.dedent("""
+        name: hostile
+        reference: ref.jsonl
+        arms: {exits: hostile_arms:exits, interrupts: hostile_arms:interrupts}
+        store: store
+    """))
+    code, out, err = _finish(runs.start("hostile.yaml"))
+    assert code == 0, (out, err)
+    import pandas as pd
+
+    run_dir = next((project / "store" / "hostile").glob("*/"))
+    table = pd.read_parquet(run_dir / "runs.parquet")
+    errors = table.dropna(subset=["error"]).set_index("arm")["error"].to_dict()
+    assert errors == {"exits": "SystemExit: 3", "interrupts": "KeyboardInterrupt"}
+    assert (table["correct"] == True).sum() == 2 * N_ITEMS - 2  # noqa: E712
+    # a damaged runs table: one line naming it and the fix, never "internal error"
+    (run_dir / "runs.parquet").write_bytes(b"")
+    done = subprocess.run([HR, "summary", str(run_dir)], capture_output=True, text=True,
+                          timeout=120, env=runs.env(0.0))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [done.stderr.strip()]
+    assert "runs.parquet is corrupt or truncated" in done.stderr
+    assert "run the benchmark again" in done.stderr and "internal error" not in done.stderr

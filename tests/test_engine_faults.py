@@ -311,3 +311,56 @@ def test_an_arms_own_timeout_error_is_its_error_not_ours(tmp_path: Path) -> None
     plan = plan_benchmark({"a": _raises_its_own_timeout}, _items(2), store=str(tmp_path))
     runs = BenchmarkSession(plan).run_sync().runs
     assert runs["error"].tolist() == ["TimeoutError: the model took too long"] * 2
+
+
+# -- 7. small things: keys, imports, counts -------------------------------------------------
+
+
+def test_an_unset_api_key_env_is_an_error_for_openai_and_a_warning_for_compatible(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hr_core import SpecError
+
+    monkeypatch.delenv("HR_TEST_UNSET_KEY", raising=False)
+    arm = {"model": "openai:gpt-4o-mini", "prompt": "{question}",
+           "api_key_env": "HR_TEST_UNSET_KEY"}
+    with pytest.raises(SpecError, match="arm 'gpt': openai:gpt-4o-mini needs an API key: set "
+                                        "the environment variable HR_TEST_UNSET_KEY"):
+        plan_benchmark({"gpt": arm}, _items(1), store=str(tmp_path))
+    local = {"model": "openai-compatible:llama3", "base_url": "http://127.0.0.1:9/v1",
+             "prompt": "{question}", "api_key_env": "HR_TEST_UNSET_KEY"}
+    with pytest.warns(UserWarning, match="api_key_env names HR_TEST_UNSET_KEY, which is not "
+                                         "set; requests go without a key"):
+        plan_benchmark({"local": local}, _items(1), store=str(tmp_path))
+    monkeypatch.setenv("HR_TEST_UNSET_KEY", "sk-test")
+    plan_benchmark({"gpt": arm}, _items(1), store=str(tmp_path))  # set: no complaint
+
+
+def test_an_arm_module_that_raises_at_import_is_one_line_naming_the_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hr_core import SpecError
+
+    (tmp_path / "broken_arms_mod.py").write_text("x = 1 / 0\n")
+    (tmp_path / "exiting_arms_mod.py").write_text("import sys\nsys.exit('no config')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(SpecError, match=r"^import path 'broken_arms_mod:arm': importing "
+                                        r"'broken_arms_mod' raised ZeroDivisionError: "
+                                        r"division by zero$"):
+        plan_benchmark({"a": "broken_arms_mod:arm"}, _items(1), store=str(tmp_path))
+    with pytest.raises(SpecError, match="importing 'exiting_arms_mod' raised SystemExit: "
+                                        "no config"):
+        plan_benchmark({"a": "exiting_arms_mod:arm"}, _items(1), store=str(tmp_path))
+
+
+@pytest.mark.parametrize("field", ["runs", "concurrency", "chunk_size"])
+def test_a_bool_is_not_a_count_in_a_spec(tmp_path: Path, field: str) -> None:
+    from hr_core import SpecError
+    from hr_core.engine.spec import load_spec
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"reference: ref.jsonl\narms: {{a: m:f}}\n{field}: true\n")
+    with pytest.raises(SpecError, match=rf"spec\.yaml, line 3, field '{field}': Input should "
+                                        "be a valid integer"):
+        load_spec(spec)
+    spec.write_text("reference: ref.jsonl\narms: {a: m:f}\nbudget: {max_calls: true}\n")
+    with pytest.raises(SpecError, match="field 'budget.max_calls'"):
+        load_spec(spec)
