@@ -362,5 +362,5 @@ def test_a_bool_is_not_a_count_in_a_spec(tmp_path: Path, field: str) -> None:
                                         "be a valid integer"):
         load_spec(spec)
     spec.write_text("reference: ref.jsonl\narms: {a: m:f}\nbudget: {max_calls: true}\n")
-    with pytest.raises(SpecError, match="field 'budget.max_calls'"):
+    with pytest.raises(SpecError, match=r"field 'budget\.max_calls'"):
         load_spec(spec)
