@@ -88,30 +88,58 @@ def plan_from_spec(spec: BenchmarkSpec | str | os.PathLike[str], *, store: str |
                    name: str | None = None, fresh: bool = False, resume: bool = True,
                    require_valid_judge: JudgePolicy | None = None,
                    judge_store: str | None = None, runs: int | None = None,
-                   max_error_rate: float | None = None) -> BenchmarkPlan:
+                   max_error_rate: float | None = None,
+                   overrides: Mapping[str, Any] | None = None) -> BenchmarkPlan:
     """The plan of a ``BenchmarkSpec`` (or a path to its YAML), judge checked; ``runs`` and
-    ``max_error_rate`` override the spec's."""
+    ``max_error_rate`` override the spec's, and so does each of ``overrides`` (``scorer``,
+    ``budget``, ``concurrency``, ``chunk_size``, ``timeout_s``, ``shared_cache``); the
+    manifest records every override under ``overrides``."""
     if not isinstance(spec, BenchmarkSpec):
         path = Path(spec)
         spec = load_spec(path)
         name = name or spec.name or path.stem
+    given = dict(overrides or {})
     if runs is not None:
-        spec = spec.model_copy(update={"runs": runs})
+        given["runs"] = runs
+    unknown = sorted(set(given) - set(_SPEC_OVERRIDES))
+    if unknown:
+        raise HrTypeError(f"a benchmark spec cannot take {unknown[0]!r} as an override "
+                          f"(overrides: {', '.join(_SPEC_OVERRIDES)})")
     with spec_import_path(spec.base_dir):  # arms and scorer next to the spec import as is
         plan = _plan_spec(spec, store=store, name=name, fresh=fresh, resume=resume,
-                          require_valid_judge=require_valid_judge, judge_store=judge_store)
+                          require_valid_judge=require_valid_judge, judge_store=judge_store,
+                          overrides=given)
+    recorded = {k: v for k, v in given.items() if k != "scorer"}
+    if "scorer" in given:
+        recorded["scorer"] = plan.scorer.spec
+    if isinstance(recorded.get("budget"), Budget):
+        recorded["budget"] = recorded["budget"].model_dump(mode="json")
+    if store is not None and store != spec.store:
+        recorded["store"] = store
+    plan.overrides = recorded
     plan.import_dir = spec.base_dir
     plan.max_error_rate = spec.max_error_rate if max_error_rate is None else max_error_rate
     return plan
 
 
+_SPEC_OVERRIDES = ("runs", "scorer", "budget", "concurrency", "chunk_size", "timeout_s",
+                   "shared_cache")
+
+
 def _plan_spec(spec: BenchmarkSpec, *, store: str | None, name: str | None, fresh: bool,
                resume: bool, require_valid_judge: JudgePolicy | None,
-               judge_store: str | None) -> BenchmarkPlan:
+               judge_store: str | None, overrides: Mapping[str, Any]) -> BenchmarkPlan:
+    def given(key: str, default: Any) -> Any:
+        return overrides.get(key, default)
+
+    scorer = overrides["scorer"] if "scorer" in overrides else spec.build_scorer()
     plan = plan_benchmark(
-        spec.arms, spec.load_reference(), spec.build_scorer(), spec.runs, budget=spec.budget,
-        concurrency=spec.concurrency, store=store or spec.store, name=name or spec.name,
-        resume=resume, fresh=fresh, chunk_size=spec.chunk_size, timeout_s=spec.timeout_s,
+        spec.arms, spec.load_reference(), scorer, given("runs", spec.runs),
+        budget=given("budget", spec.budget), concurrency=given("concurrency", spec.concurrency),
+        store=store or spec.store, name=name or spec.name, resume=resume, fresh=fresh,
+        chunk_size=given("chunk_size", spec.chunk_size),
+        timeout_s=given("timeout_s", spec.timeout_s),
+        shared_cache=given("shared_cache", spec.shared_cache),
     )
     check_judge(plan, require_valid_judge or spec.require_valid_judge,
                 judge_store or spec.judge_store)
@@ -264,17 +292,18 @@ def hr_benchmark(
     arms: Mapping[str, Any] | BenchmarkSpec | str | os.PathLike[str],
     reference: Any = None,
     scorer: Scorer | None = None,
-    runs: int = 1,
+    runs: int | None = None,
     *,
     budget: Budget | Mapping[str, Any] | None = None,
-    concurrency: int = 16,
-    store: str | os.PathLike[str] = "results",
+    concurrency: int | None = None,
+    store: str | os.PathLike[str] | None = None,
     name: str | None = None,
     resume: bool = True,
     fresh: bool = False,
     chunk_size: int | None = None,
     timeout_s: float | None = None,
     wait: bool = False,
+    shared_cache: bool | None = None,
     require_valid_judge: JudgePolicy = "warn",
     judge_store: str | os.PathLike[str] = "judges",
     on_progress: ProgressFn | None = None,
@@ -291,19 +320,23 @@ def hr_benchmark(
     Args:
         arms: name -> callable (sync or async, given the payload), import path
             ``"pkg.module:function"`` or LLM arm; or a ``BenchmarkSpec`` or a path
-            to its YAML (then ``reference``, ``scorer``, ``runs``, ``budget`` and
-            ``concurrency`` come from the spec).
+            to its YAML: the reference comes from the spec (giving one too is an
+            ``HrTypeError``), and ``scorer``, ``runs``, ``budget``, ``concurrency``,
+            ``store``, ``chunk_size``, ``timeout_s`` and ``shared_cache``, when given,
+            override the spec's (recorded in the manifest's ``overrides``).
         reference: a ``Reference`` or anything ``hr_reference`` reads.
         scorer: the scorer (default ``hr_scorer_exact()``).
-        runs: runs per (arm, item).
+        runs: runs per (arm, item) (default 1).
         budget: a ``Budget`` (or its fields as a mapping); runs not done are
             ``budget_stop`` rows and a resume with a larger budget runs them.
-        concurrency: runs in flight per arm.
-        store: a folder or fsspec URL; results go to ``<store>/<name>/<run id>/``.
+        concurrency: runs in flight per arm, sync arms included (default 16).
+        store: a folder or fsspec URL (default ``"results"``); results go to
+            ``<store>/<name>/<run id>/``.
         name: the benchmark's name (default: the spec's name, else ``"benchmark"``).
         resume: continue the run of the same spec from its journal (the default);
             ``False`` starts it over.
-        fresh: a new run id (time-stamped) instead of the spec's, e.g. for schedules.
+        fresh: a new run id (time-stamped) instead of the spec's, e.g. for schedules:
+            it calls every arm and model again (no stored output, no cached reply).
         chunk_size: runs per Prefect task (default 2000).
         timeout_s: seconds each arm call may take (an arm's own wins:
             ``{"arm": fn, "timeout_s": s}`` or an LLM arm's field): a call past it is
@@ -316,6 +349,9 @@ def hr_benchmark(
             ``"warn"``, ``"refuse"`` (raise ``SpecError`` naming differing fields) or
             ``"ignore"``. The status goes into the manifest.
         judge_store: the folder of judge validation records (``hr_judge_validate``).
+        shared_cache: LLM arms' replies are cached per run (a resume replays them, a
+            fresh run calls the models); ``True`` shares the store's
+            ``responses.sqlite`` between runs instead (the manifest says so).
         on_progress: called about four times a second while running, and once at
             the end, for each arm as ``on_progress(arm, done, total, failures,
             errors)``: runs done (journaled earlier ones included) of ``total``,
@@ -346,23 +382,33 @@ def hr_benchmark(
         ... # doctest: +SKIP
         >>> bench.summary()[["arm", "accuracy"]]  # doctest: +SKIP
     """
-    store, judge_store = (path_arg("hr_benchmark", "store", store),
-                          path_arg("hr_benchmark", "judge_store", judge_store))
+    if store is not None:
+        store = path_arg("hr_benchmark", "store", store)
+    judge_store = path_arg("hr_benchmark", "judge_store", judge_store)
     callable_arg("hr_benchmark", "on_progress", on_progress, "(arm, done, total, failures, errors)")
     if task_runner is not None and not isinstance(task_runner, TaskRunner):
         raise HrTypeError(f"hr_benchmark: task_runner must be a Prefect task runner "
                           f"(flows.runners.make_task_runner('dask')), not {task_runner!r}")
     if _is_spec(arms):
-        plan = plan_from_spec(arms, store=None if store == "results" else store,  # type: ignore[arg-type]
-                              name=name, fresh=fresh, resume=resume,
-                              require_valid_judge=require_valid_judge, judge_store=judge_store)
+        if reference is not None:
+            raise HrTypeError("hr_benchmark: a benchmark spec names its own reference set; "
+                              "pass the spec alone (or arms and a reference without a spec)")
+        overrides = {k: v for k, v in (
+            ("scorer", scorer), ("runs", runs), ("budget", budget), ("concurrency", concurrency),
+            ("chunk_size", chunk_size), ("timeout_s", timeout_s),
+            ("shared_cache", shared_cache)) if v is not None}
+        plan = plan_from_spec(arms, store=store, name=name, fresh=fresh,  # type: ignore[arg-type]
+                              resume=resume, require_valid_judge=require_valid_judge,
+                              judge_store=judge_store, overrides=overrides)
     else:
         if reference is None:
             raise HrTypeError("hr_benchmark needs a reference set (or a BenchmarkSpec as arms)")
         plan = plan_benchmark(
-            arms, reference, scorer, runs, budget=budget, concurrency=concurrency,  # type: ignore[arg-type]
-            store=store, name=name, resume=resume, fresh=fresh, chunk_size=chunk_size,
-            timeout_s=timeout_s,
+            arms, reference, scorer, 1 if runs is None else runs, budget=budget,  # type: ignore[arg-type]
+            concurrency=16 if concurrency is None else concurrency,
+            store="results" if store is None else store, name=name, resume=resume,
+            fresh=fresh, chunk_size=chunk_size, timeout_s=timeout_s,
+            shared_cache=bool(shared_cache),
         )
         check_judge(plan, require_valid_judge, judge_store)
     if max_error_rate is not None:

@@ -94,6 +94,8 @@ while it runs, so `mymodule:my_arm` next to the spec works without PYTHONPATH):
   [bold]max_error_rate[/]       share of an arm's runs that may be errors, default 0.5
   [bold]require_valid_judge[/]  warn (default), refuse or ignore
   [bold]judge_store[/]          folder of judge validation records, default judges
+  [bold]shared_cache[/]         true: LLM replies cached for the whole store, so fresh
+                       runs replay them; default false (each run its own cache)
 
 Exit status: 0 done, 2 a mistake in the command or spec (one line names it),
 3 results written but an arm's error rate was above max_error_rate.

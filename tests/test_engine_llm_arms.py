@@ -32,12 +32,28 @@ def test_an_llm_arm_answers_with_usage_and_the_runs_replay_from_the_cache(
         assert (runs["tokens_in"] > 0).all() and (runs["tokens_out"] > 0).all()
         expected = (runs["tokens_in"] * 1.0 + runs["tokens_out"] * 2.0) / 1e6
         assert (runs["cost_usd"] - expected.astype(float)).abs().max() < 1e-12
-        assert (tmp_path / "responses.sqlite").is_file()
+        assert (Path(bench.run_dir) / "responses.sqlite").is_file()  # the run's own cache
         calls = len(openai_server.requests)  # type: ignore[attr-defined]
         assert calls == 4  # the run index is part of the cache key
-        again = plan_benchmark({"llm": arm}, ITEMS, runs=2, store=str(tmp_path), fresh=True)
-        BenchmarkSession(again).run_sync()
+        # a resume of the same run (its journal lost, say) replays the cached replies
+        (Path(bench.run_dir) / "journal.jsonl").unlink()
+        BenchmarkSession(plan_benchmark({"llm": arm}, ITEMS, runs=2,
+                                        store=str(tmp_path))).run_sync()
         assert len(openai_server.requests) == calls  # type: ignore[attr-defined]
+        # before (issue 9): a fresh run was served from the store's cache (4 calls, not 8)
+        again = plan_benchmark({"llm": arm}, ITEMS, runs=2, store=str(tmp_path), fresh=True)
+        fresh = BenchmarkSession(again).run_sync()
+        assert len(openai_server.requests) == 2 * calls  # type: ignore[attr-defined]
+        assert fresh.manifest["response_cache"] == {
+            "path": str(Path(fresh.run_dir) / "responses.sqlite"), "shared": False}
+        # an explicit opt-in shares the store's cache between fresh runs
+        for _ in range(2):
+            shared = plan_benchmark({"llm": arm}, ITEMS, runs=2, store=str(tmp_path),
+                                    fresh=True, shared_cache=True)
+            bench = BenchmarkSession(shared).run_sync()
+        assert len(openai_server.requests) == 3 * calls  # type: ignore[attr-defined]
+        assert bench.manifest["response_cache"] == {
+            "path": str(tmp_path / "responses.sqlite"), "shared": True}
     finally:
         del os.environ["HR_TEST_LLM_KEY"]
 

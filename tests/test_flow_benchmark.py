@@ -126,7 +126,7 @@ def test_a_yaml_spec_path_runs_with_its_settings(prefect_harness: None, tmp_path
 
 BENCHMARK_MISTAKES = {
     "no reference set": ({}, HrTypeError, "needs a reference set"),
-    "store that is not a path": ({"store": None}, HrTypeError, "store must be a folder path"),
+    "store that is not a path": ({"store": 3}, HrTypeError, "store must be a folder path"),
     "judge store that is not a path": ({"judge_store": 3}, HrTypeError, "judge_store"),
     "progress callback that is not a function": ({"on_progress": "bars"}, HrTypeError,
                                                  "on_progress must be a function"),

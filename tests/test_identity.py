@@ -267,3 +267,25 @@ def test_rescore_run_of_a_folder_that_is_no_run_says_so(tmp_path: Path) -> None:
 
     with pytest.raises(hr_core.RunNotFoundError, match=r"no manifest\.json"):
         rescore_run(tmp_path / "results" / "x" / "y", hr_scorer_exact())
+
+
+# --- options given are options used ---------------------------------------------------------
+
+
+def test_concurrency_is_per_arm_for_sync_arms_too(tmp_path: Path) -> None:
+    # before: one pool of `concurrency` threads for all sync arms: two arms at
+    # concurrency 2 had 2 calls in flight together, not 4 (the barrier broke: 8 errors)
+    import threading
+
+    barrier = threading.Barrier(4, timeout=10)
+
+    def make(name: str) -> Any:
+        def arm(payload: dict) -> str:
+            barrier.wait()
+            return "a" + payload["question"][1:]
+        arm.__qualname__ = name
+        return arm
+
+    bench = _run({"one": make("one"), "two": make("two")}, tmp_path, items=ITEMS[:4],
+                 concurrency=2)
+    assert bench.runs["error"].isna().all()

@@ -41,7 +41,7 @@ def test_an_llm_arm_key_is_used_but_written_nowhere(
     assert requests and all(r.headers.get("authorization") == f"Bearer {CANARY}"
                             for r in requests)
     written = [tmp_path, Path(os.environ["PREFECT_HOME"])]
-    assert (tmp_path / "results" / "responses.sqlite").is_file()
+    assert (Path(bench.run_dir) / "responses.sqlite").is_file()
     assert sum(1 for folder in written for p in folder.rglob("*") if p.is_file()) > 5
     hits = [hit for folder in written for hit in _files_with(folder, CANARY.encode())]
     assert hits == []

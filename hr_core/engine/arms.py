@@ -19,8 +19,9 @@ __all__ = ["Arm", "ArmEntry", "LLMArm", "import_object", "normalise_arms", "prom
 class LLMArm(BaseModel):
     """A declarative LLM arm: a model, a prompt template and prices.
 
-    The replies are cached in the benchmark store's ``responses.sqlite`` (local
-    stores), keyed by everything that decides them and the run index.
+    The replies are cached in the run's ``responses.sqlite`` (a resume replays
+    them; a fresh run calls the model), keyed by everything that decides them,
+    the endpoint and the run index.
     The prompt is a ``str.format`` template filled from the payload's fields
     (``{question}``, ``{document}``); a payload that is not a mapping is
     ``{payload}``. Prices are USD per million input/output tokens. The API key is

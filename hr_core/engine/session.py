@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import os
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -120,10 +121,16 @@ class BenchmarkPlan:
     """Each arm's seconds per call (arms without a limit are left out)."""
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
     import_dir: str | None = None  # a spec's folder, on sys.path while it runs
+    overrides: dict[str, Any] = field(default_factory=dict)
+    """Options given to ``hr_benchmark`` beside a spec, which replaced the spec's."""
     fresh: bool = False
     """A fresh run calls every arm: it reuses no stored outputs (nor cached replies)."""
     outputs_from: str | None = None
     """Re-score the outputs of this run id (same store and name) and call no arm."""
+    response_cache: str | None = None
+    """The LLM arms' reply cache (:func:`response_cache_path`); ``None`` without LLM arms."""
+    shared_cache: bool = False
+    """The cache is the store's, shared with other runs (opted in), not the run's own."""
 
     def fingerprints(self) -> dict[str, Any]:
         """Every part's fingerprint (:func:`hr_core.identity.fingerprint`), for the manifest.
@@ -211,12 +218,19 @@ def plan_benchmark(
     fresh: bool = False,
     chunk_size: int | None = None,
     timeout_s: float | None = None,
+    shared_cache: bool = False,
 ) -> BenchmarkPlan:
     """Resolve and check a benchmark's inputs; derive its run id from the spec.
 
     ``timeout_s`` bounds each arm call (an arm's own, ``{"arm": fn, "timeout_s": s}``
     or an LLM arm's field, wins): a call past it is an ``error`` run ("timed out
     after N s"). Like the budget, it is not part of the run id.
+
+    LLM arms' replies are cached in the run's own ``responses.sqlite`` (in the run
+    folder; under ``$HR_JOURNAL_DIR`` for remote stores): a resume of the same run
+    replays them, a fresh run (a new run id, every scheduled run) calls the models.
+    ``shared_cache=True`` opts into the store's ``responses.sqlite``, shared by every
+    run of the store (the manifest's ``response_cache`` says so).
 
     Example:
         >>> plan = plan_benchmark({"echo": str}, [{"id": "q1", "label": "x"}], store="/tmp/r")
@@ -242,11 +256,10 @@ def plan_benchmark(
     store = path_arg("benchmark", "store", store)
     _check_api_keys(normalised)
     timeouts = _timeouts(timeout_s, normalised)
+    if not isinstance(shared_cache, bool):
+        raise HrTypeError(f"shared_cache must be True or False, not {shared_cache!r}")
     for arm in normalised.values():
         arm.concurrency = concurrency
-        if arm.llm is not None:
-            folder = Path(store) if "://" not in str(store) else local_dir(str(store))
-            arm.cache = str(folder / "responses.sqlite")
     judge_hash = None if scorer.judge is None else str(getattr(scorer.judge, "hash",
                                                                 scorer.judge))
     spec = {
@@ -258,14 +271,38 @@ def plan_benchmark(
     own_runs = {n: a.runs for n, a in normalised.items() if a.runs is not None}
     if own_runs:
         spec["arm_runs"] = own_runs
+    name = name or "benchmark"
+    run_id = fresh_run_id() if fresh else run_id_for(spec)
+    cache = None
+    if any(a.llm is not None for a in normalised.values()):
+        cache = response_cache_path(str(store), name, run_id, shared=shared_cache)
+        for arm in normalised.values():
+            arm.cache = cache if arm.llm is not None else None
     return BenchmarkPlan(
         arms=normalised, reference=reference, scorer=scorer, runs=runs, budget=budget,
-        concurrency=concurrency, store=str(store), name=name or "benchmark",
-        run_id=fresh_run_id() if fresh else run_id_for(spec), resume=resume,
+        concurrency=concurrency, store=str(store), name=name, run_id=run_id, resume=resume,
         chunk_size=chunk_size or DEFAULT_CHUNK_SIZE,
         judge=None if judge_hash is None else {"hash": judge_hash, "validation": None},
-        spec=spec, timeout_s=timeouts, fresh=fresh,
+        spec=spec, timeout_s=timeouts, fresh=fresh, response_cache=cache,
+        shared_cache=shared_cache,
     )
+
+
+RESPONSES = "responses.sqlite"
+
+
+def response_cache_path(store: str, name: str, run_id: str, *, shared: bool = False) -> str:
+    """Where LLM arms' replies are cached: the run's own file, or the store's shared one.
+
+    Example:
+        >>> response_cache_path("results", "demo", "abc")
+        'results/demo/abc/responses.sqlite'
+        >>> response_cache_path("results", "demo", "abc", shared=True)
+        'results/responses.sqlite'
+    """
+    where = store.rstrip("/") if shared else f"{store.rstrip('/')}/{name}/{run_id}"
+    folder = Path(where) if "://" not in where else local_dir(where)
+    return str(folder / RESPONSES)
 
 
 HTML_REPORT = "report.html"
@@ -321,6 +358,10 @@ class BenchmarkSession:
             self.done = {k: r for k, r in self.journal.read().items() if k[0] in plan.arms}
         else:
             self.journal.clear()
+            if plan.response_cache is not None and not plan.shared_cache:
+                for suffix in ("", "-wal", "-shm"):  # started over: no replayed replies
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(plan.response_cache + suffix)
         if plan.resume and not plan.fresh and len(self.done) < self.total:
             self._reuse_stored_outputs()
         if plan.outputs_from is not None and not self.done:
@@ -340,7 +381,11 @@ class BenchmarkSession:
             ]
             for start in range(0, len(work), plan.chunk_size):
                 self.chunks.append((name, work[start:start + plan.chunk_size]))
-        self._executor = DaemonPool(min(plan.concurrency, 64), thread_name_prefix="hr-arm")
+        # ``concurrency`` is per arm, sync arms too: threads enough for every sync arm
+        # (made only as calls need them)
+        sync_arms = sum(1 for a in plan.arms.values() if not a.is_async and a.llm is None)
+        self._executor = DaemonPool(plan.concurrency * max(1, sync_arms),
+                                    thread_name_prefix="hr-arm")
         self._ctx = ChunkContext(plan.scorer, self.ledger, self._executor, plan.concurrency,
                                  self._record, self.halted)
         self._opened = True
@@ -537,6 +582,9 @@ class BenchmarkSession:
             "version": __version__, "versions": package_versions(), "git_commit": git_commit(),
             "journal_format": JOURNAL_FORMAT, "reused_outputs": dict(self.reused),
             "fresh": plan.fresh, "rescored_from": plan.outputs_from,
+            "overrides": dict(plan.overrides),
+            "response_cache": None if plan.response_cache is None else {
+                "path": plan.response_cache, "shared": plan.shared_cache},
             "flow_run_id": self.flow_run_id, "started_at": self.started_at,
             "ended_at": None if status == "running" else utc_now(), **extra,
         }

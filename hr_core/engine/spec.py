@@ -89,6 +89,8 @@ class BenchmarkSpec(BaseModel):
     require_valid_judge: Literal["warn", "refuse", "ignore"] = "warn"
     judge_store: str = "judges"
     max_error_rate: float = Field(default=DEFAULT_MAX_ERROR_RATE, ge=0, le=1)
+    shared_cache: bool = Field(default=False, strict=True)
+    """LLM replies from the store's shared ``responses.sqlite`` instead of the run's own."""
     base_dir: str | None = Field(default=None, exclude=True)
     source: str | None = Field(default=None, exclude=True)
 
