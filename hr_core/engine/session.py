@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from hr_core._checks import path_arg, positive_int
 from hr_core.engine.arms import Arm, normalise_arms
-from hr_core.engine.benchmark import Benchmark, runs_frame
+from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.budget import Budget, BudgetLedger
 from hr_core.engine.health import DEFAULT_MAX_ERROR_RATE
 from hr_core.engine.interrupt import (
@@ -36,7 +36,8 @@ from hr_core.engine.interrupt import (
 from hr_core.engine.journal import FLUSH_INTERVAL_S, RunKey
 from hr_core.engine.lock import RunLock
 from hr_core.engine.outputs import JOURNAL_FORMAT, load_output, stored_runs
-from hr_core.engine.runner import ChunkContext, run_chunk, score_record, stopped_record
+from hr_core.engine.rows import RunPositions, compact_journal, journal_records, runs_table
+from hr_core.engine.runner import ChunkContext, run_chunk, score_record
 from hr_core.engine.store import (
     REFERENCE,
     REPORT,
@@ -337,6 +338,7 @@ class BenchmarkSession:
         self.timings: dict[str, float] = {}
         self._opened = False
         self.reused: dict[str, int] = {}
+        self._superseded = 0
         self._ctx: ChunkContext | None = None
         self._executor: DaemonPool | None = None
 
@@ -402,7 +404,8 @@ class BenchmarkSession:
         failure = self.journal.failure()
         if failure is not None:
             return str(failure)
-        return (f"{len(self.done)} finished run(s) of {self.total} are "
+        made = sum(counts[0] for counts in self._progress.values())
+        return (f"{made} finished run(s) of {self.total} are "
                 f"journaled in {self.store.run_dir}; run the same benchmark again to resume")
 
     def close(self) -> None:
@@ -464,7 +467,7 @@ class BenchmarkSession:
             counts[1] += 1
 
     def _record(self, record: dict[str, Any]) -> None:
-        self.done[(record["arm"], record["item_id"], record["run"])] = record
+        # not kept in memory: the runs table is built from the journal (hr_core.engine.rows)
         self.journal.append(record)
         self._count(record)
 
@@ -589,20 +592,6 @@ class BenchmarkSession:
             "ended_at": None if status == "running" else utc_now(), **extra,
         }
 
-    def records(self) -> list[dict[str, Any]]:
-        """Every run's record in order (arms, items, runs); runs not done are ``budget_stop``."""
-        plan = self.plan
-        done = self.done
-        ordered = []
-        for arm in plan.arms:
-            runs = plan.runs_of(arm)
-            for item in plan.reference:
-                for run in range(1, runs + 1):
-                    record = done.get((arm, item.id, run))
-                    ordered.append(record if record is not None else
-                                   stopped_record(arm, item, run))
-        return ordered
-
     def build(self) -> Benchmark:
         """The finished benchmark in memory (runs table, final manifest); writes nothing.
 
@@ -620,7 +609,11 @@ class BenchmarkSession:
                 "without calling the arms"
             )
         started = time.perf_counter()
-        runs = runs_frame(self.records(), judge=self.plan.judge is not None)
+        plan = self.plan
+        positions = RunPositions(list(plan.arms), {a: plan.runs_of(a) for a in plan.arms},
+                                 plan.reference)
+        runs, self._superseded = runs_table(journal_records(self.journal), positions,
+                                            judge=plan.judge is not None)
         self.timings["table_s"] = time.perf_counter() - started
         timings = {k: round(v, 4) for k, v in self.timings.items()}
         manifest = self.manifest("completed", engine_seconds=round(self.engine_seconds, 4),
@@ -644,8 +637,10 @@ class BenchmarkSession:
                          option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY,
                          default=str)
             for i in self.plan.reference))
-        self.store.copy_journal()
         self.store.write_manifest(bench.manifest)
+        if self._superseded or self.journal.fallback.exists():
+            compact_journal(self.journal)  # the results are safely written
+        self.store.copy_journal()
 
     def _html_report(self, bench: Benchmark, summary: pd.DataFrame) -> str:
         """``report.html`` (the markdown artifact names it; ``hr report`` re-makes it with

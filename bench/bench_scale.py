@@ -1,0 +1,112 @@
+"""Scale benchmark: item-runs vs wall time, peak RSS, store size, report size and time.
+
+Each size runs in a fresh process (so peak RSS is that run's): ``hr_benchmark`` with
+3 instant arms (one right on 7 items in 10, one always wrong, one abstaining) on a
+generated reference, runs=1, then ``hr report`` of the stored run. The floor is the
+smallest size (1,000 item-runs) measured in the same invocation: the table gives
+each size's RSS and report time/size as ratios to it.
+
+Targets (issue 14): 1,000,000 item-runs with peak RSS <= 600 MB; report time and
+size flat in the number of items (beyond the item tables' caps).
+
+Run: ``.venv/bin/python bench/bench_scale.py [10000 100000 1000000]``
+(``--quick``: 1,000 and 10,000 only).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ARMS = 3
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _child(item_runs: int, store: str) -> dict[str, float]:
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    sys.path.insert(0, str(ROOT))
+    from flows import hr_benchmark
+    from hr_core import hr_reference
+    from hr_core.report import write_report
+
+    items = item_runs // ARMS
+    reference = hr_reference([{"id": f"i{i}", "question": str(i), "label": f"answer {i}"}
+                              for i in range(items)], item="question")
+    arms = {"mostly_right": _mostly_right, "wrong": _wrong, "abstain": _abstain}
+    started = time.perf_counter()
+    bench = hr_benchmark(arms, reference, store=store, name="scale", concurrency=16)
+    wall = time.perf_counter() - started
+    run_dir = Path(str(bench.run_dir))
+    del bench
+    report_started = time.perf_counter()
+    report = write_report(run_dir, Path(store) / "report.html")
+    report_s = time.perf_counter() - report_started
+    peak = _status("VmHWM")
+    store_bytes = sum(p.stat().st_size for p in run_dir.rglob("*") if p.is_file())
+    return {"item_runs": items * ARMS, "wall_s": wall, "peak_rss_mb": peak,
+            "store_mb": store_bytes / 1e6, "report_kb": Path(report).stat().st_size / 1e3,
+            "report_s": report_s,
+            "journal_kb": sum(p.stat().st_size for p in run_dir.glob("journal*")) / 1e3}
+
+
+def _mostly_right(question: str) -> str:
+    return f"answer {question}" if int(question) % 10 < 7 else "something else"
+
+
+def _wrong(question: str) -> str:
+    return "no idea"
+
+
+def _abstain(question: str) -> str:
+    return "NOT_IN_DOCUMENT"
+
+
+def _status(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["--child"]:
+        print(json.dumps(_child(int(argv[1]), argv[2])))
+        return
+    sizes = [1000] + ([10_000] if "--quick" in argv else
+                      [int(a) for a in argv if a.isdigit()] or [10_000, 100_000, 1_000_000])
+    env = {**os.environ, "PREFECT_HOME": os.environ.get("PREFECT_HOME") or
+           tempfile.mkdtemp(prefix="hr-bench-prefect-")}
+    rows = []
+    for size in sizes:
+        with tempfile.TemporaryDirectory(prefix="hr-bench-scale-") as store:
+            done = subprocess.run([sys.executable, __file__, "--child", str(size), store],
+                                  capture_output=True, text=True, env=env, check=False)
+            if done.returncode != 0:
+                print(done.stdout, done.stderr, file=sys.stderr)
+                raise SystemExit(f"{size} item-runs failed")
+            rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    floor = rows[0]
+    print(f"{'item-runs':>10} {'wall s':>8} {'runs/s':>8} {'peak RSS MB':>11} {'x floor':>7} "
+          f"{'store MB':>8} {'report KB':>9} {'x floor':>7} {'report s':>8} {'x floor':>7} "
+          f"{'journal KB':>10}")
+    for row in rows:
+        print(f"{row['item_runs']:>10,} {row['wall_s']:>8.1f} "
+              f"{row['item_runs'] / row['wall_s']:>8,.0f} {row['peak_rss_mb']:>11.0f} "
+              f"{row['peak_rss_mb'] / floor['peak_rss_mb']:>7.2f} {row['store_mb']:>8.1f} "
+              f"{row['report_kb']:>9.0f} {row['report_kb'] / floor['report_kb']:>7.2f} "
+              f"{row['report_s']:>8.2f} {row['report_s'] / floor['report_s']:>7.2f} "
+              f"{row['journal_kb']:>10.0f}")
+    big = rows[-1]
+    if big["item_runs"] >= 1_000_000:
+        verdict = "meets" if big["peak_rss_mb"] <= 600 else "MISSES"
+        print(f"1M item-runs: peak RSS {big['peak_rss_mb']:.0f} MB {verdict} the 600 MB target")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

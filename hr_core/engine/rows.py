@@ -1,0 +1,190 @@
+"""The runs table of a finished benchmark, built from its journal in batches.
+
+A benchmark of a million runs cannot keep a million record dicts (~1 KB each) in
+memory. The journal already holds every finished run on disk, so the session
+keeps none of them: at the end the journal is read back in batches of
+:data:`BATCH` lines, each batch becomes a small runs table (Arrow-backed text
+columns, ~100 bytes a run), and the batches are put in plan order (arms, items,
+runs) with the runs never made added as ``budget_stop`` rows.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pandas as pd
+
+from hr_core.engine.benchmark import runs_frame
+from hr_core.engine.journal import Journal
+from hr_core.engine.runner import stopped_record
+from hr_core.reference import Reference
+
+__all__ = ["BATCH", "RunPositions", "compact_journal", "journal_records", "runs_table"]
+
+BATCH = 65_536
+"""Journal records turned into one table at a time."""
+
+_POS = "_position"
+
+
+class RunPositions:
+    """Each planned run's place in the runs table: arms in order, then items, then runs.
+
+    Example:
+        >>> from hr_core import hr_reference
+        >>> ref = hr_reference([{"id": "q1", "label": "a"}, {"id": "q2", "label": "b"}])
+        >>> places = RunPositions(["x", "y"], {"x": 1, "y": 2}, ref)
+        >>> places.total, places.of("y", "q2", 2)
+        (6, 5)
+    """
+
+    def __init__(self, arms: Sequence[str], runs: Mapping[str, int], reference: Reference) -> None:
+        self.arms = list(arms)
+        self.runs = [runs[a] for a in self.arms]
+        self.reference = reference
+        self.index = {item.id: i for i, item in enumerate(reference)}
+        n = len(reference)
+        self.offsets = np.cumsum([0] + [n * r for r in self.runs])
+        self._arm = {a: (int(self.offsets[i]), self.runs[i]) for i, a in enumerate(self.arms)}
+        self.total = int(self.offsets[-1])
+
+    def of(self, arm: str, item_id: str, run: int) -> int:
+        """The position of one run, ``-1`` for a run this plan does not have."""
+        place = self._arm.get(arm)
+        index = self.index.get(item_id)
+        if place is None or index is None or not 1 <= run <= place[1]:
+            return -1
+        return place[0] + index * place[1] + run - 1
+
+    def stopped(self, positions: np.ndarray, judge: bool) -> pd.DataFrame:
+        """The ``budget_stop`` rows of runs never made, at ``positions``."""
+        items = self.reference.items
+        records = []
+        for position in positions.tolist():
+            a = int(np.searchsorted(self.offsets, position, side="right")) - 1
+            index, run = divmod(position - int(self.offsets[a]), self.runs[a])
+            records.append(stopped_record(self.arms[a], items[index], run + 1))
+        frame = runs_frame(records, judge=judge)
+        frame[_POS] = positions
+        return frame
+
+
+def _journal_lines(journal: Journal) -> Iterator[tuple[bytes, dict[str, Any]]]:
+    for path in (journal.path, getattr(journal, "fallback", None)):
+        if path is None or not Path(path).exists():
+            continue
+        with open(path, "rb") as handle:
+            for line in handle:
+                if not line.endswith(b"\n"):
+                    continue  # a line cut short by a kill
+                try:
+                    record = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(record, dict):
+                    yield line, record
+
+
+def journal_records(journal: Journal) -> Iterator[dict[str, Any]]:
+    """Every complete record of a journal (its file, then its fallback), in written order.
+
+    Lines cut short by a kill are skipped, as :meth:`Journal.read` skips them; a
+    record whose ``outcome`` was left out because it equals the output gets it back.
+    """
+    for _, record in _journal_lines(journal):
+        if "outcome" not in record:
+            record["outcome"] = record.get("output")
+        yield record
+    yield from getattr(journal, "kept", ())
+
+
+def runs_table(records: Iterable[Mapping[str, Any]], positions: RunPositions, *,
+               judge: bool = False) -> tuple[pd.DataFrame, int]:
+    """The runs table in plan order from records in any order (the latest of a run wins).
+
+    Runs of the plan without a record are ``budget_stop`` rows; records of runs
+    the plan does not have are left out.
+
+    Returns:
+        The table (``Benchmark.runs``) and how many records were superseded by a
+        later record of the same run (a re-scored run, a resume).
+    """
+    parts: list[pd.DataFrame] = []
+    batch: list[Mapping[str, Any]] = []
+    places: list[int] = []
+
+    def flush() -> None:
+        if batch:
+            frame = runs_frame(batch, judge=judge)
+            frame[_POS] = np.asarray(places, dtype=np.int64)
+            parts.append(frame)
+            batch.clear()
+            places.clear()
+
+    seen = 0
+    for record in records:
+        position = positions.of(record["arm"], record["item_id"], record["run"])
+        if position < 0:
+            continue
+        batch.append(record)
+        places.append(position)
+        seen += 1
+        if len(batch) >= BATCH:
+            flush()
+    flush()
+    if parts:
+        made = pd.concat(parts, ignore_index=True)
+        del parts
+        made = made.drop_duplicates(_POS, keep="last")
+    else:
+        made = runs_frame([], judge=judge)
+        made[_POS] = np.asarray([], dtype=np.int64)
+    superseded = seen - len(made)
+    present = np.zeros(positions.total, dtype=bool)
+    present[made[_POS].to_numpy()] = True
+    missing = np.flatnonzero(~present)
+    if len(missing):
+        made = pd.concat([made, positions.stopped(missing, judge)], ignore_index=True)
+    order = np.argsort(made[_POS].to_numpy(), kind="stable")
+    table = made.take(order).drop(columns=_POS).reset_index(drop=True)
+    return table, superseded
+
+
+def compact_journal(journal: Journal) -> bool:
+    """Rewrite a journal with the latest record of each run only (fallback merged in).
+
+    Done once the results are safely written, when there is something to drop
+    (superseded records, a fallback journal); the journal itself stays, since a
+    resume and the re-scoring of stored outputs read it. The lines are copied as
+    written, to a temporary file that is fsync'ed and then moved over the journal.
+
+    Returns:
+        Whether the journal was rewritten.
+    """
+    fallback: Path | None = getattr(journal, "fallback", None)
+    has_fallback = fallback is not None and fallback.exists()
+    latest: dict[tuple[str, str, int], int] = {}
+    count = 0
+    for count, (_, record) in enumerate(_journal_lines(journal), start=1):
+        latest[(record["arm"], record["item_id"], record["run"])] = count
+    if len(latest) == count and not has_fallback:
+        return False
+    keep = set(latest.values())
+    del latest
+    tmp = journal.path.with_name(journal.path.name + ".compact")
+    with open(tmp, "wb") as handle:
+        for number, (line, _) in enumerate(_journal_lines(journal), start=1):
+            if number in keep:
+                handle.write(line)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, journal.path)
+    if fallback is not None and has_fallback:
+        fallback.unlink()
+    return True
+

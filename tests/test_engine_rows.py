@@ -1,0 +1,60 @@
+"""The runs table built from the journal in batches, and the journal's compaction."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from hr_core import hr_reference
+from hr_core.engine import rows
+from hr_core.engine.benchmark import runs_frame
+from hr_core.engine.journal import Journal
+from hr_core.engine.rows import RunPositions, compact_journal, journal_records, runs_table
+
+REF = hr_reference([{"id": f"q{i}", "label": f"a{i}" if i % 3 else None} for i in range(5)])
+
+
+def _record(arm: str, item: str, run: int, output: str) -> dict:
+    return {"arm": arm, "item_id": item, "run": run, "output": output, "correct": True,
+            "outcome": output, "failure_kind": None, "error": None, "latency_s": 0.1,
+            "tokens_in": 1, "tokens_out": 2, "cost_usd": 0.5, "judge_status": None}
+
+
+def test_the_table_is_in_plan_order_latest_record_wins_and_missing_runs_are_budget_stops(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rows, "BATCH", 2)  # several batches
+    places = RunPositions(["b", "a"], {"b": 1, "a": 2}, REF)
+    records = [_record("a", "q4", 2, "old"), _record("b", "q1", 1, "x"),
+               _record("a", "q0", 1, "y"), _record("a", "q4", 2, "new"),
+               _record("zzz", "q0", 1, "not planned"), _record("a", "q9", 1, "no such item")]
+    table, superseded = runs_table(records, places)
+    assert superseded == 1 and len(table) == 5 + 10
+    assert table["arm"].tolist() == ["b"] * 5 + ["a"] * 10
+    assert table["item_id"].tolist()[:5] == ["q0", "q1", "q2", "q3", "q4"]
+    assert table["run"].tolist()[5:9] == [1, 2, 1, 2]
+    made = table[table["failure_kind"].isna()]
+    assert made[["arm", "item_id", "run", "output"]].values.tolist() == [
+        ["b", "q1", 1, "x"], ["a", "q0", 1, "y"], ["a", "q4", 2, "new"]]
+    stops = table[table["failure_kind"] == "budget_stop"]
+    assert len(stops) == 12
+    # unlabelled items (q0, q3) stay unscored; labelled ones are recorded False
+    correct = stops.set_index(["arm", "item_id", "run"])["correct"]
+    assert correct.isna()[("b", "q0", 1)] and not correct[("b", "q2", 1)]
+    expected = runs_frame([_record("b", "q1", 1, "x")])
+    assert list(table.columns) == list(expected.columns)
+    assert dict(table.dtypes) == dict(expected.dtypes)
+
+
+def test_a_journal_is_compacted_to_one_line_per_run_keeping_the_latest(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "journal.jsonl", fallback=tmp_path / "fallback.jsonl")
+    lines = [_record("a", "q1", 1, "first"), _record("a", "q2", 1, "kept"),
+             _record("a", "q1", 1, "second")]
+    journal.path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in lines) + b'{"cut')
+    (tmp_path / "fallback.jsonl").write_bytes(orjson.dumps(_record("a", "q3", 1, "fb")) + b"\n")
+    assert compact_journal(journal) is True
+    assert [(r["item_id"], r["output"]) for r in journal_records(journal)] == [
+        ("q2", "kept"), ("q1", "second"), ("q3", "fb")]
+    assert not (tmp_path / "fallback.jsonl").exists()
+    assert compact_journal(journal) is False  # nothing left to drop
