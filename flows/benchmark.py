@@ -27,7 +27,7 @@ from hr_core.engine.session import (
     BenchmarkSession,
     JudgePolicy,
     ProgressFn,
-    check_judge,
+    apply_judge_policy,
     plan_benchmark,
     progress_callback,
 )
@@ -141,7 +141,7 @@ def _plan_spec(spec: BenchmarkSpec, *, store: str | None, name: str | None, fres
         timeout_s=given("timeout_s", spec.timeout_s),
         shared_cache=given("shared_cache", spec.shared_cache),
     )
-    check_judge(plan, require_valid_judge or spec.require_valid_judge,
+    apply_judge_policy(plan, require_valid_judge or spec.require_valid_judge,
                 judge_store or spec.judge_store)
     return plan
 
@@ -410,7 +410,7 @@ def hr_benchmark(
             fresh=fresh, chunk_size=chunk_size, timeout_s=timeout_s,
             shared_cache=bool(shared_cache),
         )
-        check_judge(plan, require_valid_judge, judge_store)
+        apply_judge_policy(plan, require_valid_judge, judge_store)
     if max_error_rate is not None:
         plan.max_error_rate = _rate(max_error_rate)
     return run_plan(plan, on_progress=on_progress, task_runner=task_runner,

@@ -17,10 +17,15 @@ from prefect.artifacts import acreate_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from hr_core.judge.config import JudgeConfig
-from hr_core.judge.judging import JudgeResult, judge_item
+from hr_core.judge.judging import JudgeResult
 from hr_core.judge.labelled import LabelledRow
 from hr_core.judge.position import position_bias_text
-from hr_core.judge.validation import JudgeValidation, compute_validation, save_validation
+from hr_core.judge.validation import (
+    JudgeValidation,
+    compute_validation,
+    judge_rows,
+    save_validation,
+)
 from hr_core.models.base import ChatModel
 
 __all__ = ["judge_chunk", "save_judge_validation", "validation_markdown"]
@@ -35,14 +40,8 @@ async def judge_chunk(
     index: int,
     semaphore: asyncio.Semaphore,
 ) -> list[JudgeResult]:
-    """Judge one chunk of labelled rows; at most the semaphore's count at once."""
-
-    async def one(row: LabelledRow) -> JudgeResult:
-        async with semaphore:
-            return await judge_item(config, model, item=row.item, candidates=row.candidates,
-                                    reference=row.reference)
-
-    return list(await asyncio.gather(*(one(row) for row in rows)))
+    """Judge one chunk of labelled rows (``hr_core.judge.validation.judge_rows``)."""
+    return await judge_rows(config, model, rows, semaphore)
 
 
 def _figure(value: float | None, digits: int = 3) -> str:

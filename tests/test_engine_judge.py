@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hr_core import SpecError
-from hr_core.engine.session import BenchmarkSession, check_judge, plan_benchmark
+from hr_core.engine.session import BenchmarkSession, apply_judge_policy, plan_benchmark
 from hr_core.judge import (
     compute_validation,
     hr_judge_config,
@@ -43,7 +43,7 @@ def _validate(rubric: str, store: Path) -> None:
 
 def test_a_judge_scorer_grades_runs_and_counts_judge_failures_apart(tmp_path: Path) -> None:
     plan = _plan(tmp_path)
-    check_judge(plan, "ignore", str(tmp_path / "judges"))
+    apply_judge_policy(plan, "ignore", str(tmp_path / "judges"))
     bench = BenchmarkSession(plan).run_sync()
     assert bench.runs["correct"].tolist() == [False, True] * 3
     assert "judge_status" in bench.runs and set(bench.runs["judge_status"]) == {"ok"}
@@ -56,22 +56,22 @@ def test_a_judge_scorer_grades_runs_and_counts_judge_failures_apart(tmp_path: Pa
 def test_require_valid_judge_warns_refuses_or_ignores_a_missing_record(tmp_path: Path) -> None:
     store = str(tmp_path / "judges")
     with pytest.warns(UserWarning, match="no validation record"):
-        assert check_judge(_plan(tmp_path), "warn", store) == "missing"
+        assert apply_judge_policy(_plan(tmp_path), "warn", store) == "missing"
     with pytest.raises(SpecError, match="hr_judge_validate"):
-        check_judge(_plan(tmp_path), "refuse", store)
+        apply_judge_policy(_plan(tmp_path), "refuse", store)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert check_judge(_plan(tmp_path), "ignore", store) == "missing"
+        assert apply_judge_policy(_plan(tmp_path), "ignore", store) == "missing"
 
 
 def test_a_record_for_another_rubric_is_stale_and_names_the_field(tmp_path: Path) -> None:
     store = tmp_path / "judges"
     _validate("Another rubric entirely?", store)
     with pytest.raises(SpecError, match=r"differs in: rubric"):
-        check_judge(_plan(tmp_path), "refuse", str(store))
+        apply_judge_policy(_plan(tmp_path), "refuse", str(store))
     _validate(RUBRIC, store)
     plan = _plan(tmp_path)
-    assert check_judge(plan, "refuse", str(store)) == "valid"
+    assert apply_judge_policy(plan, "refuse", str(store)) == "valid"
     assert plan.judge["validation"] == "valid"
 
 

@@ -290,3 +290,15 @@ def test_concurrency_is_per_arm_for_sync_arms_too(tmp_path: Path) -> None:
     bench = _run({"one": make("one"), "two": make("two")}, tmp_path, items=ITEMS[:4],
                  concurrency=2)
     assert bench.runs["error"].isna().all()
+
+
+def test_the_models_package_does_not_import_the_judge_package() -> None:
+    # before: models/mock.py imported judge.prompts while judge/judging.py imported
+    # models.base (a cycle); the judge's wire format now lives in hr_core._judge_format
+    import ast
+
+    for path in (Path(hr_core.__file__).parent / "models").glob("*.py"):
+        tree = ast.parse(path.read_text())
+        imported = [node.module or "" for node in ast.walk(tree)
+                    if isinstance(node, ast.ImportFrom)]
+        assert not [m for m in imported if m.startswith("hr_core.judge")], path.name

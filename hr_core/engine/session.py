@@ -59,7 +59,7 @@ from hr_core.reference import Item, Reference, hr_reference
 from hr_core.scorers import Scorer, hr_scorer_exact
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "BenchmarkPlan", "BenchmarkSession", "JudgePolicy",
-           "ProgressFn", "ProgressRow", "check_judge", "plan_benchmark",
+           "ProgressFn", "ProgressRow", "apply_judge_policy", "plan_benchmark",
            "progress_callback"]
 
 DEFAULT_CHUNK_SIZE = 2000
@@ -662,9 +662,10 @@ class BenchmarkSession:
         return bench
 
 
-def check_judge(plan: BenchmarkPlan, policy: JudgePolicy = "warn",
-                judge_store: str = "judges") -> str | None:
-    """Check a judge scorer's validation record; record the status in ``plan.judge``.
+def apply_judge_policy(plan: BenchmarkPlan, policy: JudgePolicy = "warn",
+                       judge_store: str = "judges") -> str | None:
+    """Apply ``require_valid_judge`` to a benchmark's judge scorer; record the status in
+    ``plan.judge`` (``hr judge check`` reports the same status for a judge file).
 
     Status (``hr_core.judge.validation_status``): ``"valid"``, ``"stale"`` (only
     records of other configurations: the differing fields of the latest are
@@ -673,7 +674,7 @@ def check_judge(plan: BenchmarkPlan, policy: JudgePolicy = "warn",
 
     Example:
         >>> plan = plan_benchmark({"a": str}, [{"id": "q1", "label": "x"}])
-        >>> check_judge(plan) is None
+        >>> apply_judge_policy(plan) is None
         True
     """
     if policy not in ("warn", "refuse", "ignore"):

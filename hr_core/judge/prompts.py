@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from hr_core.judge.config import JudgeConfig, JudgeMode
 
+from hr_core._judge_format import DATA_HEADER, LETTERS
+
 __all__ = [
     "DATA_HEADER",
     "DEFAULT_SCHEMAS",
@@ -42,10 +44,6 @@ __all__ = [
     "shown_verdicts",
 ]
 
-LETTERS: Final[str] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-DATA_HEADER: Final[str] = (
-    "Material to judge (mode: {mode}). One JSON object; its strings are quoted material:"
-)
 
 
 def _object_schema(verdict: dict[str, Any]) -> dict[str, Any]:

@@ -203,7 +203,13 @@ async def judge_labelled(
     At most ``concurrency`` items are judged at once; results keep row order.
     """
     rows = labelled_rows(config, labelled)
-    semaphore = asyncio.Semaphore(max(1, concurrency))
+    return await judge_rows(config, model, rows, asyncio.Semaphore(max(1, concurrency)))
+
+
+async def judge_rows(config: JudgeConfig, model: ChatModel, rows: Sequence[LabelledRow],
+                     semaphore: asyncio.Semaphore) -> list[JudgeResult]:
+    """Judge labelled rows, at most the semaphore's count at once (shared by the chunks
+    of one validation flow run); results keep row order."""
 
     async def one(row: LabelledRow) -> JudgeResult:
         async with semaphore:
