@@ -302,3 +302,28 @@ def test_the_models_package_does_not_import_the_judge_package() -> None:
         imported = [node.module or "" for node in ast.walk(tree)
                     if isinstance(node, ast.ImportFrom)]
         assert not [m for m in imported if m.startswith("hr_core.judge")], path.name
+
+
+@pytest.mark.parametrize("shape", ["str", "dict", "ArmResult"])
+def test_a_long_output_is_stored_once(tmp_path: Path, shape: str) -> None:
+    # before (issue 13): a 10 MB output was written twice, as output and as its folded
+    # outcome: journal 20.0 MB and runs.parquet 20.0 MB (a mapping: journal 30.0 MB)
+    import random
+    import string
+
+    from hr_core.engine.outputs import OUTCOME_MAX
+
+    rng = random.Random(1)
+    big = "".join(rng.choices(string.ascii_letters + "  ", k=2_000_000))
+    output: Any = {"str": big, "dict": {"answer": big, "n": 1},
+                   "ArmResult": ArmResult(answer=big)}[shape]
+    bench = _run({"big": Counter(answer=output)}, tmp_path, items=ITEMS[:1])
+    run_dir = Path(bench.run_dir)
+    for name in ("journal.jsonl", "runs.parquet"):
+        assert (run_dir / name).stat().st_size < 1.05 * len(big), name
+    assert bench.runs["output"].iloc[0] == big
+    assert len(bench.runs["outcome"].iloc[0]) == OUTCOME_MAX
+    # the stored output still re-scores as the arm returned it
+    rescored = _run({"big": Counter(answer=output)}, tmp_path, items=ITEMS[:1],
+                    scorer=hr_scorer(lambda _i, o, _l: (o == output, None, None), name="same"))
+    assert rescored.runs["correct"].tolist() == [True]

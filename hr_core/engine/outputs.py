@@ -28,16 +28,42 @@ import fsspec
 
 from hr_core.engine.journal import Journal, RunKey
 
-__all__ = ["JOURNAL_FORMAT", "load_output", "store_output", "stored_runs"]
+__all__ = ["JOURNAL_FORMAT", "OUTCOME_MAX", "load_output", "short_outcome", "store_output",
+           "stored_runs"]
 
 JOURNAL_FORMAT = 2
 """Manifests of runs whose journal keeps outputs faithfully say ``"journal_format": 2``."""
 
 _FIELDS = ("answer", "text", "ok", "failure_kind", "error", "usage", "meta")
+_LONG = 256  # an answer field this long, equal to the output's text, is stored once
+
+OUTCOME_MAX = 4096
+"""An outcome longer than this, of an output longer than this, is cut to it (ending in
+"…"): it is the output's text as compared (folded), and the output is stored in full
+once; a 10 MB output would otherwise be written twice."""
 
 
-def store_output(output: Any) -> dict[str, Any] | None:
+def short_outcome(outcome: str | None, output: str | None) -> str | None:
+    """The outcome a record keeps (see :data:`OUTCOME_MAX`).
+
+    Example:
+        >>> len(short_outcome("a" * 10_000, "A" * 10_000))
+        4096
+        >>> short_outcome("paris", "Paris")
+        'paris'
+    """
+    if (outcome is None or len(outcome) <= OUTCOME_MAX or output is None
+            or len(output) <= OUTCOME_MAX):
+        return outcome
+    return outcome[:OUTCOME_MAX - 1] + "…"
+
+
+def store_output(output: Any, text: str | None = None) -> dict[str, Any] | None:
     """The JSON form of an arm's output for its journal record (``None`` for a string).
+
+    ``text`` is the record's ``output`` (the output's text): a long ``answer`` or
+    ``text`` field equal to it is not stored again (``"text_in"`` names the field,
+    :func:`load_output` puts it back).
 
     Example:
         >>> store_output({"answer": 42})
@@ -50,14 +76,22 @@ def store_output(output: Any) -> dict[str, Any] | None:
     from hr_core.results import ArmResult
 
     if isinstance(output, ArmResult):
-        return {"kind": "ArmResult", "value": output.model_dump(mode="json")}
-    if output is None or isinstance(output, str | int | float | bool | Mapping | list | tuple):
-        return {"kind": "json", "value": _data(output)}
-    dump = getattr(output, "model_dump", None)
-    if callable(dump):
-        return {"kind": "json", "value": _data(dump(mode="json"))}
-    fields = {k: _data(getattr(output, k)) for k in _FIELDS if hasattr(output, k)}
-    return {"kind": "object", "class": type(output).__name__, "value": fields}
+        stored = {"kind": "ArmResult", "value": output.model_dump(mode="json")}
+    elif output is None or isinstance(output, str | int | float | bool | Mapping | list | tuple):
+        stored = {"kind": "json", "value": _data(output)}
+    elif callable(getattr(output, "model_dump", None)):
+        stored = {"kind": "json", "value": _data(output.model_dump(mode="json"))}
+    else:
+        fields = {k: _data(getattr(output, k)) for k in _FIELDS if hasattr(output, k)}
+        stored = {"kind": "object", "class": type(output).__name__, "value": fields}
+    value = stored["value"]
+    if text is not None and len(text) > _LONG and isinstance(value, dict):
+        for key in ("answer", "text"):
+            if value.get(key) == text:
+                stored["value"] = {k: v for k, v in value.items() if k != key}
+                stored["text_in"] = key
+                break
+    return stored
 
 
 def load_output(record: Mapping[str, Any]) -> Any:
@@ -71,6 +105,9 @@ def load_output(record: Mapping[str, Any]) -> Any:
     if stored is None:
         return record.get("raw", record.get("output"))  # "raw": journals before format 2
     kind, value = stored.get("kind"), stored.get("value")
+    field = stored.get("text_in")
+    if field is not None and isinstance(value, dict):
+        value = {**value, field: record.get("output")}
     if kind == "ArmResult":
         from hr_core.results import ArmResult
 

@@ -14,7 +14,7 @@ from hr_core._text import is_missing, output_text
 from hr_core.engine.arms import Arm
 from hr_core.engine.budget import BudgetLedger
 from hr_core.engine.context import _CURRENT_RUN, RunContext
-from hr_core.engine.outputs import store_output
+from hr_core.engine.outputs import short_outcome, store_output
 from hr_core.errors import ScorerError
 from hr_core.failures import FAILURE_KINDS
 from hr_core.reference import Item
@@ -125,6 +125,7 @@ async def score_record(record: dict[str, Any], item: Item, output: Any, scorer: 
         errors.append(f"arm {record['arm']!r}, item {item.id!r}, run {record['run']}: {message}")
         return
     record["correct"], record["outcome"], record["failure_kind"] = settled[:3]
+    record["outcome"] = short_outcome(record["outcome"], record.get("output"))
     record["score"] = settled.score
     record["judge_status"] = _judge_status(scorer, result)
     record.pop("scored", None)
@@ -238,7 +239,7 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> dict[str
         record["output"] = output
     else:
         record["output"] = output_text(output)
-        record["arm_output"] = store_output(output)
+        record["arm_output"] = store_output(output, record["output"])
         if output is not None and not isinstance(output, int | float):
             tokens_in, tokens_out, cost = _usage(output)
             record["tokens_in"], record["tokens_out"], record["cost_usd"] = (
