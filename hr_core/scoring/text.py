@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from hr_core._answers import failed, is_not_in_document, sort_out
-from hr_core._text import _label_text, accepted_texts, squad_tokens
+from hr_core._text import _label_text, accepted_texts, plain_digits, squad_tokens
 from hr_core.errors import SpecError
 from hr_core.failures import FailureKind
 from hr_core.results import ScoreResult
@@ -37,33 +37,52 @@ def token_f1(predicted: list[str], gold: list[str]) -> float:
         return 1.0
     if len(gold) == 1:  # one gold token: it is in the prediction or not
         return 2 / (len(predicted) + 1) if gold[0] in predicted else 0.0
-    if len(predicted) == 1:
-        return 2 / (len(gold) + 1) if predicted[0] in gold else 0.0
-    counts: dict[str, int] = {}
-    for token in gold:
-        counts[token] = counts.get(token, 0) + 1
-    same = 0
-    for token in predicted:
-        left = counts.get(token)
-        if left:
-            counts[token] = left - 1
-            same += 1
+    distinct = set(predicted)
+    if len(distinct) == len(predicted):  # each predicted token matches at most once
+        same = len(distinct.intersection(gold))
+    else:
+        counts: dict[str, int] = {}
+        for token in gold:
+            counts[token] = counts.get(token, 0) + 1
+        same = 0
+        for token in predicted:
+            left = counts.get(token)
+            if left:
+                counts[token] = left - 1
+                same += 1
     if same == 0:
         return 0.0
     precision, recall = same / len(predicted), same / len(gold)
     return 2 * precision * recall / (precision + recall)
 
 
-_LABEL_TOKENS: dict[str, list[str]] = {}
+Gold = tuple[list[str], frozenset[str] | None]
+"""A label's tokens, and their set when no token repeats (then the tokens two answers
+share are one set intersection, and F1 = 2 * shared / (len(answer) + len(label)))."""
+
+_LABEL_GOLD: dict[str, Gold] = {}
 
 
-def _label_tokens(label: str) -> list[str]:
-    tokens = _LABEL_TOKENS.get(label)
-    if tokens is None:
-        if len(_LABEL_TOKENS) >= 4096:
-            _LABEL_TOKENS.clear()
-        tokens = _LABEL_TOKENS[label] = squad_tokens(label)
-    return tokens
+def _gold(label: str) -> Gold:
+    """A label's :data:`Gold`, remembered (labels repeat across runs and arms)."""
+    entry = _LABEL_GOLD.get(label)
+    if entry is None:
+        if len(_LABEL_GOLD) >= 4096:
+            _LABEL_GOLD.clear()
+        tokens = squad_tokens(label)
+        distinct = frozenset(tokens)
+        entry = _LABEL_GOLD[label] = (tokens, distinct if len(distinct) == len(tokens)
+                                      else None)
+    return entry
+
+
+def _f1(tokens: list[str], gold: Gold) -> float:
+    tokens_of_label, distinct = gold
+    if tokens_of_label == tokens:
+        return 1.0
+    if distinct is not None and tokens:
+        return 2 * len(distinct.intersection(tokens)) / (len(tokens) + len(tokens_of_label))
+    return token_f1(tokens, tokens_of_label)
 
 
 def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD) -> Scorer:
@@ -81,7 +100,7 @@ def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD) -> Scorer:
         ScoreResult(correct=True, outcome='lower rhine', failure_kind=None, score=0.8)
     """
     limit = option_number("f1", "threshold", threshold, low=0.0, high=1.0, low_open=True)
-    cache = _LABEL_TOKENS
+    cache = _LABEL_GOLD
 
     # Hot path (one call per run): the seed's rules 1-4 as in hr_core._answers, the
     # comparison inlined (tests/test_scoring.py holds it to the family contract).
@@ -98,9 +117,9 @@ def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD) -> Scorer:
         label_type = type(label)
         if label_type is str:
             gold = cache.get(label)
-            if gold is None:
-                gold = _label_tokens(label)
-            best = 1.0 if gold == tokens else token_f1(tokens, gold)
+            best = _f1(tokens, _gold(label) if gold is None else gold)
+        elif (label_type is int or label_type is float) and label == label:
+            best = _f1(tokens, _gold(plain_digits(label)))
         else:
             accepted: Any = (label if label_type is list or label_type is tuple
                              else accepted_texts(label))
@@ -113,14 +132,11 @@ def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD) -> Scorer:
                 if answer is None:
                     continue
                 gold = cache.get(answer)
-                if gold is None:
-                    gold = _label_tokens(answer)
-                if gold == tokens:
-                    best = 1.0
-                    break
-                found_f1 = token_f1(tokens, gold)
+                found_f1 = _f1(tokens, _gold(answer) if gold is None else gold)
                 if found_f1 > best:
                     best = found_f1
+                    if best == 1.0:
+                        break
         if best >= limit:
             return _new(ScoreResult, (True, outcome, None, best))
         if outcome == "notindocument" and is_not_in_document(text):
