@@ -317,7 +317,9 @@ def compare_with_judge(console: Console, bench: Any, names: list[str], config: A
 
     console.print(f"[bold]Comparing[/] {' vs '.join(names)} with a {config.mode} judge "
                   f"on {config.model} ({config.orders} orders) ...")
-    comparison = hr_compare(bench, names, config, **({} if model is None else {"model": model}))
+    with interruptible():  # Ctrl-C: stop Prefect's temporary server, exit at once
+        comparison = hr_compare(bench, names, config,
+                                **({} if model is None else {"model": model}))
     summary = comparison.summary()
     console.print(comparison_table(summary, title=f"{config.mode.capitalize()} comparison"))
     bias = position_bias_line(summary)
@@ -351,8 +353,9 @@ def validate_judge(console: Console, judge: Path, labels: Path, *, store: Path,
 
     model = judge_model(judge)
     extra = {} if model is None else {"model": model}
-    record = record_dict(hr_judge_validate(config, str(labels), store=str(store),
-                                           benchmark=attach, **extra))
+    with interruptible():
+        record = record_dict(hr_judge_validate(config, str(labels), store=str(store),
+                                               benchmark=attach, **extra))
     console.print(validation_table(record))
     console.print(f"[bold]Record:[/] {Path(store) / (str(record.get('hash')) + '.json')}")
     if attach is not None:
