@@ -44,9 +44,10 @@ async def run_chunk_remote(arm: Arm, work: Sequence[tuple[Item, int]], scorer: S
                            arm_name: str) -> ChunkOutcome:
     """Run one chunk wherever the task runner puts it; returns records and scorer errors."""
     with DaemonPool(min(concurrency, 64), thread_name_prefix="hr-arm") as executor:
-        ctx = ChunkContext(scorer, ledger, executor, concurrency, lambda _record: None)
+        records: list[dict[str, Any]] = []
+        ctx = ChunkContext(scorer, ledger, executor, concurrency, records.append)
         try:
-            records = await run_chunk(arm, work, ctx)
+            await run_chunk(arm, work, ctx)
         finally:
             if isinstance(ledger, SharedLedger):
                 ledger.close()

@@ -25,10 +25,11 @@ def _elsewhere(session: BenchmarkSession, index: int) -> tuple[list[dict[str, An
     """Run one chunk as a Dask/Ray worker does: its own context, records handed back."""
     arm, work = session.chunks[index]
     plan = session.plan
+    records: list[dict[str, Any]] = []
     with ThreadPoolExecutor(max_workers=2) as executor:
         ctx = ChunkContext(plan.scorer, BudgetLedger(plan.budget, plan.arms), executor,
-                           plan.concurrency, lambda _record: None)
-        records = asyncio.run(run_chunk(plan.arms[arm], work, ctx))
+                           plan.concurrency, records.append)
+        assert asyncio.run(run_chunk(plan.arms[arm], work, ctx)) == len(records)
     return records, list(ctx.scorer_errors)
 
 

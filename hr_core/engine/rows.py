@@ -26,10 +26,9 @@ from hr_core.reference import Reference
 
 __all__ = ["BATCH", "RunPositions", "compact_journal", "journal_records", "runs_table"]
 
-BATCH = 65_536
+BATCH = 16_384
 """Journal records turned into one table at a time."""
 
-_POS = "_position"
 
 
 class RunPositions:
@@ -69,9 +68,7 @@ class RunPositions:
             a = int(np.searchsorted(self.offsets, position, side="right")) - 1
             index, run = divmod(position - int(self.offsets[a]), self.runs[a])
             records.append(stopped_record(self.arms[a], items[index], run + 1))
-        frame = runs_frame(records, judge=judge)
-        frame[_POS] = positions
-        return frame
+        return runs_frame(records, judge=judge)
 
 
 def _journal_lines(journal: Journal) -> Iterator[tuple[bytes, dict[str, Any]]]:
@@ -108,51 +105,65 @@ def runs_table(records: Iterable[Mapping[str, Any]], positions: RunPositions, *,
     """The runs table in plan order from records in any order (the latest of a run wins).
 
     Runs of the plan without a record are ``budget_stop`` rows; records of runs
-    the plan does not have are left out.
+    the plan does not have are left out. Records become small tables
+    :data:`BATCH` at a time, and the batches are joined and put in order one
+    column at a time, so at most one column is ever held twice.
 
     Returns:
         The table (``Benchmark.runs``) and how many records were superseded by a
         later record of the same run (a re-scored run, a resume).
     """
-    parts: list[pd.DataFrame] = []
+    parts: dict[str, list[pd.Series]] = {}
+    places: list[np.ndarray] = []
     batch: list[Mapping[str, Any]] = []
-    places: list[int] = []
+    batch_places: list[int] = []
+
+    def add(frame: pd.DataFrame, where: np.ndarray) -> None:
+        for column in frame.columns:
+            parts.setdefault(column, []).append(frame[column])
+        places.append(where)
 
     def flush() -> None:
         if batch:
-            frame = runs_frame(batch, judge=judge)
-            frame[_POS] = np.asarray(places, dtype=np.int64)
-            parts.append(frame)
+            add(runs_frame(batch, judge=judge), np.asarray(batch_places, dtype=np.int64))
             batch.clear()
-            places.clear()
+            batch_places.clear()
 
-    seen = 0
     for record in records:
         position = positions.of(record["arm"], record["item_id"], record["run"])
         if position < 0:
             continue
         batch.append(record)
-        places.append(position)
-        seen += 1
+        batch_places.append(position)
         if len(batch) >= BATCH:
             flush()
     flush()
-    if parts:
-        made = pd.concat(parts, ignore_index=True)
-        del parts
-        made = made.drop_duplicates(_POS, keep="last")
-    else:
-        made = runs_frame([], judge=judge)
-        made[_POS] = np.asarray([], dtype=np.int64)
-    superseded = seen - len(made)
+    where = np.concatenate(places) if places else np.zeros(0, dtype=np.int64)
     present = np.zeros(positions.total, dtype=bool)
-    present[made[_POS].to_numpy()] = True
+    present[where] = True
+    superseded = len(where) - int(present.sum())
     missing = np.flatnonzero(~present)
-    if len(missing):
-        made = pd.concat([made, positions.stopped(missing, judge)], ignore_index=True)
-    order = np.argsort(made[_POS].to_numpy(), kind="stable")
-    table = made.take(order).drop(columns=_POS).reset_index(drop=True)
-    return table, superseded
+    del present
+    for start in range(0, len(missing), BATCH):
+        add(positions.stopped(missing[start:start + BATCH], judge), missing[start:start + BATCH])
+    where = np.concatenate(places) if places else where
+    places.clear()
+    if superseded:  # keep the last record of each run
+        last = len(where) - 1 - np.unique(where[::-1], return_index=True)[1]
+        order = last[np.argsort(where[last], kind="stable")]
+    else:
+        order = np.argsort(where, kind="stable")
+    in_order = len(order) == len(where) and bool((order[1:] > order[:-1]).all())
+    del where
+    empty = runs_frame([], judge=judge)
+    columns: dict[str, pd.Series] = {}
+    for column in empty.columns:
+        pieces = parts.pop(column, [])
+        joined = pd.concat(pieces, ignore_index=True) if pieces else empty[column]
+        pieces.clear()
+        columns[column] = (joined if in_order else joined.take(order)).reset_index(drop=True)
+        del joined
+    return pd.DataFrame(columns, copy=False), superseded
 
 
 def compact_journal(journal: Journal) -> bool:

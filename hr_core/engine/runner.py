@@ -265,9 +265,12 @@ def _no_text(output: Any) -> str | None:
             "str, a mapping with 'answer' or 'text', or an ArmResult)")
 
 
-async def run_chunk(arm: Arm, work: Sequence[tuple[Item, int]],
-                    ctx: ChunkContext) -> list[dict[str, Any]]:
-    """Run ``arm`` on each ``(item, run)`` of a chunk; returns the finished records.
+async def run_chunk(arm: Arm, work: Sequence[tuple[Item, int]], ctx: ChunkContext) -> int:
+    """Run ``arm`` on each ``(item, run)`` of a chunk; returns how many runs finished.
+
+    Each finished run's record goes to ``ctx.record`` (the journal) and is not kept
+    here: the chunks of a benchmark all run at once, so records kept until their
+    chunk ends would be every record of the benchmark in memory.
 
     At most ``ctx.concurrency`` runs of an arm are in flight (one semaphore per arm,
     shared by its chunks); each run reserves budget when it gets a slot, and runs
@@ -275,9 +278,9 @@ async def run_chunk(arm: Arm, work: Sequence[tuple[Item, int]],
     ``budget_stop``).
 
     Example:
-        >>> # inside an event loop: records = await run_chunk(arm, [(item, 1)], ctx)
+        >>> # inside an event loop: finished = await run_chunk(arm, [(item, 1)], ctx)
     """
-    records: list[dict[str, Any]] = []
+    finished = 0
     pending = iter(work)
     semaphore = ctx.semaphore(arm.name)
     ledger = ctx.ledger
@@ -285,6 +288,7 @@ async def run_chunk(arm: Arm, work: Sequence[tuple[Item, int]],
     halted = ctx.halted
 
     async def worker() -> None:
+        nonlocal finished
         for count, (item, run) in enumerate(pending, start=1):
             async with semaphore:
                 if halted() or not ledger.reserve(arm.name):
@@ -292,7 +296,7 @@ async def run_chunk(arm: Arm, work: Sequence[tuple[Item, int]],
                 record = await run_one(arm, item, run, ctx)
             if record is None:
                 return
-            records.append(record)
+            finished += 1
             ctx.record(record)
             if count % _YIELD_EVERY == 0:
                 await asyncio.sleep(0)
@@ -302,4 +306,4 @@ async def run_chunk(arm: Arm, work: Sequence[tuple[Item, int]],
         await worker()
     else:
         await asyncio.gather(*(worker() for _ in range(workers)))
-    return records
+    return finished

@@ -517,8 +517,7 @@ class BenchmarkSession:
         """Run chunk ``index``; returns how many runs finished."""
         assert self._ctx is not None
         arm, work = self.chunks[index]
-        records = await run_chunk(self.plan.arms[arm], work, self._ctx)
-        return len(records)
+        return await run_chunk(self.plan.arms[arm], work, self._ctx)
 
     async def watch(self, callback: Callable[[list[ProgressRow]], Any],
                     interval: float) -> None:
