@@ -86,3 +86,16 @@ def test_show_imports_neither_prefect_nor_matplotlib(run_dir: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, timeout=120)
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_show_reads_a_run_in_an_fsspec_store(capsys: pytest.CaptureFixture[str],
+                                             run_dir: Path) -> None:
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    for path in run_dir.iterdir():
+        if path.is_file():
+            fs.pipe(f"/hr-show/fake/0123/{path.name}", path.read_bytes())
+    code, out, err = hr(capsys, "show", "memory://hr-show/fake/0123", "--kind", "error")
+    assert code == 0, err
+    assert "failed run(s) in fake-docqa 0123 (kind error)" in out and "What is answer" in out

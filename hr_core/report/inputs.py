@@ -59,6 +59,8 @@ class ReportInputs:
     comparisons: list[dict[str, Any]] = field(default_factory=list)
     run_dir: str | None = None
     items: Mapping[str, ItemText] = field(default_factory=dict)
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Results the sections share while one report renders (e.g. the paired differences)."""
 
 
 def _json_safe(value: Any) -> Any:

@@ -23,6 +23,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
+import numpy as np
 import pandas as pd
 
 from hr_core.accuracy import runs_made
@@ -165,13 +166,13 @@ def failed_runs(runs: pd.DataFrame, items: Mapping[str, ItemText], *,
     rows = runs.loc[mask]
     order = list(arms) if arms is not None else list(dict.fromkeys(runs["arm"].astype(str)))
     kind_rank = {k: i for i, k in enumerate((*FAILURE_KINDS, "unscored", "correct"))}
-    kinds_text = [k if isinstance(k, str) else "unscored" if pd.isna(c) else "correct"
-                  for k, c in zip(rows["failure_kind"], rows["correct"].astype(object),
-                                  strict=True)]
+    verdicts = np.where(rows["correct"].isna().to_numpy(), "unscored", "correct")
+    kinds_text = rows["failure_kind"].astype(object).where(
+        rows["failure_kind"].notna(), pd.Series(verdicts, index=rows.index)).to_numpy()
     keys = pd.DataFrame({
         "_arm": rows["arm"].astype(str).map({a: i for i, a in enumerate(order)}).fillna(
             len(order)).to_numpy(),
-        "_kind": [kind_rank.get(k, len(kind_rank)) for k in kinds_text],
+        "_kind": pd.Series(kinds_text).map(kind_rank).fillna(len(kind_rank)).to_numpy(),
         "item_id": rows["item_id"].astype(str).to_numpy(), "run": rows["run"].to_numpy(),
         "_row": range(len(rows)),
     }).sort_values(["_arm", "_kind", "item_id", "run"], kind="stable")

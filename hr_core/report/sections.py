@@ -14,10 +14,10 @@ from hr_core.accuracy import coverage_warnings
 from hr_core.failures import FAILURE_KINDS
 from hr_core.judge.position import position_bias_text
 from hr_core.report._format import compact, escape, figure, fmt, pick, table
-from hr_core.report.analysis import outcome_counts, paired_differences
+from hr_core.report.analysis import outcome_counts
 from hr_core.report.inputs import ReportInputs
 from hr_core.report.items import ROWS_PER_GROUP, disagreements, failed_runs, failure_counts
-from hr_core.report.verdict import verdict
+from hr_core.report.verdict import Verdict, verdict
 
 __all__ = [
     "accuracy_section",
@@ -154,9 +154,17 @@ def summary_section(inputs: ReportInputs) -> str:
     )
 
 
+def _verdict(inputs: ReportInputs) -> Verdict:
+    """The run's verdict (with its paired differences), computed once per report."""
+    if "verdict" not in inputs.memo:
+        inputs.memo["verdict"] = verdict(inputs.runs, inputs.summary)
+    result: Verdict = inputs.memo["verdict"]
+    return result
+
+
 def verdict_section(inputs: ReportInputs) -> str:
     """The verdict: best arm, paired differences against it, coverage and error counts."""
-    result = verdict(inputs.runs, inputs.summary)
+    result = _verdict(inputs)
     rows = []
     for r in result.rows:
         is_best = r.arm == result.best
@@ -267,7 +275,7 @@ def differences_section(inputs: ReportInputs) -> str:
     """Paired differences against the best arm: forest plot and table."""
     from hr_core.report import figures
 
-    rows = paired_differences(inputs.runs)
+    rows = _verdict(inputs).paired
     if not rows:
         return '<p class="note">Only one arm: nothing to compare.</p>'
     html_table = table(

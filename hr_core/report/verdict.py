@@ -18,12 +18,12 @@ Example:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from hr_core.report.analysis import paired_differences
+from hr_core.report.analysis import PairedRow, paired_differences
 from hr_core.report.items import arm_order
 from hr_core.stats import TOO_FEW_ITEMS
 
@@ -74,6 +74,8 @@ class Verdict:
 
     best: str | None
     rows: tuple[VerdictRow, ...]
+    paired: list[PairedRow] = field(default_factory=list)
+    """Every other arm's paired difference against the best arm (the report's forest plot)."""
 
     @property
     def order(self) -> list[str]:
@@ -129,7 +131,8 @@ def verdict(runs: pd.DataFrame, summary: pd.DataFrame) -> Verdict:
     by_arm: dict[str, dict[str, Any]] = {
         str(r["arm"]): {str(k): v for k, v in r.items()} for r in summary.to_dict("records")}
     best = order[0] if not pd.isna(by_arm[order[0]].get("accuracy")) else None
-    diffs = {r.arm: r for r in paired_differences(runs, baseline=best)} if best else {}
+    all_paired = paired_differences(runs, baseline=best) if best else []
+    diffs = {r.arm: r for r in all_paired}
     kinds = runs["failure_kind"]
     rows = []
     for arm in order:
@@ -149,4 +152,4 @@ def verdict(runs: pd.DataFrame, summary: pd.DataFrame) -> Verdict:
             n_items=0 if paired is None else paired.n_items,
             paired_verdict="" if paired is None else paired.verdict,
         ))
-    return Verdict(best, tuple(rows))
+    return Verdict(best, tuple(rows), all_paired)
