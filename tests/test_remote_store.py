@@ -159,18 +159,26 @@ def _hr(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     return code, out + err
 
 
-def test_hr_summary_and_report_read_a_run_from_its_url(
+def _half_right(question: str) -> str:
+    return f"a{question}" if int(question) % 2 else "wrong"
+
+
+def test_hr_summary_report_and_show_read_a_run_from_its_url(
     prefect_harness: None, s3: str, capsys: pytest.CaptureFixture[str], tmp_path: Path,
 ) -> None:
-    bench = hr_benchmark({"a": Counted()}, _reference(), store=s3, name="cli")
+    bench = hr_benchmark({"a": Counted(), "half": _half_right}, _reference(), store=s3,
+                         name="cli")
     capsys.readouterr()
     code, out = _hr(capsys, "summary", bench.run_dir)
     assert code == 0, out
-    assert "cli" in out and "100.0%" in out
+    assert "cli" in out and "100.0%" in out and "50.0%" in out
     code, out = _hr(capsys, "report", bench.run_dir)
     assert code == 0, out
     assert "report.html" in _ls(bench.run_dir)
     code, out = _hr(capsys, "report", bench.run_dir, "-o", str(tmp_path / "local.html"))
     assert code == 0 and (tmp_path / "local.html").stat().st_size > 1000
+    code, out = _hr(capsys, "show", bench.run_dir, "--arm", "half")
+    assert code == 0, out
+    assert "q0" in out and "wrong" in out and "q1 " not in out
     code, out = _hr(capsys, "summary", f"{s3}/cli/no-such-run")
     assert code == 2 and "no manifest.json" in out
