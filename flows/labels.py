@@ -8,13 +8,13 @@ tags and resolved parameters once the flow knows them (:func:`label_flow_run`).
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from prefect.context import FlowRunContext
 from prefect.utilities.urls import url_for
+
+from hr_core.identity import fingerprint
 
 __all__ = ["arm_fingerprints", "benchmark_tags", "flow_run_link", "label_flow_run"]
 
@@ -36,8 +36,7 @@ def arm_fingerprints(arms: Mapping[str, Any]) -> dict[str, str]:
     for name, arm in arms.items():
         spec = getattr(arm, "spec", arm)
         spec = spec if isinstance(spec, Mapping) else {"arm": str(spec)}
-        digest = hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()
-                                ).hexdigest()[:12]
+        digest = fingerprint(spec, 12)  # the manifest's arm fingerprint, shortened
         what = spec.get("path") or spec.get("callable") or spec.get("model") or spec.get("kind")
         shown[str(name)] = f"{what} ({digest})" if what else digest
     return shown
