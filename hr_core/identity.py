@@ -107,7 +107,8 @@ def callable_spec(fn: Callable[..., Any], _depth: int = 0) -> dict[str, Any]:
     """A JSON-safe description of a user function: where it is, its source, bound values.
 
     ``callable`` is ``module:qualname``; ``source_sha256`` the first 16 hex digits
-    of the SHA-256 of its source (when Python can read it); ``partial_args`` /
+    of the SHA-256 of its source (when Python can read it; else ``code_sha256``, of
+    its bytecode and constants, e.g. for a function typed into a REPL); ``partial_args`` /
     ``partial_keywords`` the arguments a ``functools.partial`` binds; ``closure``
     the values a closure captured and does not assign itself (so two scorers made
     by one factory with other arguments differ; a counter it updates is not
@@ -132,6 +133,8 @@ def callable_spec(fn: Callable[..., Any], _depth: int = 0) -> dict[str, Any]:
         source = None
     if source is not None:
         spec["source_sha256"] = fingerprint(source, 16)
+    elif getattr(fn, "__code__", None) is not None:  # no source (a REPL): its bytecode
+        spec["code_sha256"] = fingerprint(_code(fn.__code__), 16)
     closure = getattr(fn, "__closure__", None)
     code = getattr(fn, "__code__", None)
     if closure and code is not None:  # values it assigns itself (nonlocal) are state
@@ -157,6 +160,12 @@ def _frozen(obj: Any) -> bool:
         return True
     config = getattr(obj, "model_config", None)
     return isinstance(config, dict) and bool(config.get("frozen"))
+
+
+def _code(code: Any) -> list[Any]:
+    """A code object as data: bytecode, names and constants (nested code included)."""
+    consts = [_code(c) if hasattr(c, "co_code") else canonical(c) for c in code.co_consts]
+    return [code.co_code.hex(), list(code.co_names), consts]
 
 
 def _cell(cell: Any) -> Any:

@@ -327,3 +327,16 @@ def test_a_long_output_is_stored_once(tmp_path: Path, shape: str) -> None:
     rescored = _run({"big": Counter(answer=output)}, tmp_path, items=ITEMS[:1],
                     scorer=hr_scorer(lambda _i, o, _l: (o == output, None, None), name="same"))
     assert rescored.runs["correct"].tolist() == [True]
+
+
+def test_a_function_without_source_is_fingerprinted_by_its_code() -> None:
+    # a function typed into a REPL has no source: its code decides its identity
+    namespace: dict[str, Any] = {}
+    exec("def mine(item, output, label):\n    return (output == label, output, None)",
+         namespace)
+    first = hr_scorer(namespace["mine"], name="mine")
+    exec("def mine(item, output, label):\n    return (output != label, output, None)",
+         namespace)
+    second = hr_scorer(namespace["mine"], name="mine")
+    assert "code_sha256" in first.spec["function"]
+    assert first.fingerprint != second.fingerprint
