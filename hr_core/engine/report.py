@@ -57,6 +57,10 @@ def _cell(value: Any) -> str:
     return " ".join(str(value).split()).replace("|", "\\|").replace("`", "'")
 
 
+def _count(value: Any) -> str:
+    return "–" if value is None or pd.isna(value) else f"{int(value):,}"
+
+
 def _pct(value: Any) -> str:
     return "–" if value is None or pd.isna(value) else f"{float(value):.1%}"
 
@@ -103,12 +107,18 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
                      f"{row.get('correct')} | {row.get('unscored')} | "
                      f"{_fmt(row.get('accuracy'))} | {_fmt(row.get('ci_low'))}–"
                      f"{_fmt(row.get('ci_high'))} | {_fmt(row.get('coverage'))} |")
-    lines += ["", "| arm | " + " | ".join(k.replace("_", " ") for k in FAILURE_KINDS)
-              + " | mean latency (s) | cost (USD) |",
-              "|---" * (3 + len(FAILURE_KINDS)) + "|"]
+    # three narrow tables rather than one wide one: the dashboard's artifact pane cuts
+    # off what does not fit (about eight columns)
+    lines += ["", "| arm | " + " | ".join(k.replace("_", " ") for k in FAILURE_KINDS) + " |",
+              "|---" * (1 + len(FAILURE_KINDS)) + "|"]
     for row in ordered.to_dict("records"):
         kinds = " | ".join(str(row.get(k, 0)) for k in FAILURE_KINDS)
-        lines.append(f"| {_cell(row['arm'])} | {kinds} | {_fmt(row.get('latency_mean_s'))} | "
+        lines.append(f"| {_cell(row['arm'])} | {kinds} |")
+    lines += ["", "| arm | mean latency (s) | tokens in | tokens out | cost (USD) |",
+              "|---|---|---|---|---|"]
+    for row in ordered.to_dict("records"):
+        lines.append(f"| {_cell(row['arm'])} | {_fmt(row.get('latency_mean_s'))} | "
+                     f"{_count(row.get('tokens_in'))} | {_count(row.get('tokens_out'))} | "
                      f"{_fmt(row.get('cost_usd'), 4)} |")
     warnings = coverage_warnings(summary)
     if warnings:
