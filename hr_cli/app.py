@@ -122,12 +122,15 @@ def run(
     wait: Annotated[bool, typer.Option(
         "--wait", help="If another process is running this spec into the same store, wait "
         "for it to finish (then resume) instead of refusing.")] = False,
+    shared_cache: Annotated[bool, typer.Option(
+        "--shared-cache", help="Replay LLM replies cached by any run of the store (default: "
+        "only a resume of the same run replays; a fresh run calls the models).")] = False,
 ) -> None:
     from hr_cli.commands import run_spec
 
     run_spec(console, spec, runs=runs, store=store, fresh=fresh, budget_calls=budget_calls,
              budget_cost=budget_cost, concurrency=concurrency, max_error_rate=max_error_rate,
-             wait=wait)
+             wait=wait, shared_cache=shared_cache)
 
 
 @app.command()

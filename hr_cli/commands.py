@@ -185,7 +185,7 @@ def run_spec(console: Console, spec: Path, *, runs: int | None, store: str | Pat
              fresh: bool,
              budget_calls: int | None, budget_cost: float | None,
              concurrency: int | None, max_error_rate: float | None = None,
-             wait: bool = False) -> None:
+             wait: bool = False, shared_cache: bool = False) -> None:
     """``hr run SPEC.yaml``: run, print the summary, write the report, print the paths.
 
     An arm erring above ``max_error_rate``: the same, then ``ErrorRateExceeded``
@@ -196,7 +196,8 @@ def run_spec(console: Console, spec: Path, *, runs: int | None, store: str | Pat
     budget = {k: v for k, v in (("max_calls", budget_calls), ("max_cost_usd", budget_cost))
               if v is not None}
     loaded = load_spec_with_overrides(spec, runs=runs, store=store, concurrency=concurrency,
-                                      budget=budget, max_error_rate=max_error_rate)
+                                      budget=budget, max_error_rate=max_error_rate,
+                                      shared_cache=True if shared_cache else None)
     try:
         bench = run_benchmark(console, loaded, fresh=fresh, wait=wait)
     except ErrorRateExceeded as exc:

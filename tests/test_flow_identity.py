@@ -101,3 +101,27 @@ def test_a_model_that_drifts_between_scheduled_runs_is_a_regression(
     accuracy = [pd.read_parquet(Path(run["run_dir"]) / "summary.parquet")["accuracy"].iloc[0]
                 for run in (first, second)]
     assert accuracy == [1.0, pytest.approx(10 / 30)]
+
+
+def test_hr_run_shared_cache_opts_into_the_stores_cache(
+        prefect_harness: None, openai_server: Any, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from hr_cli.app import app
+
+    folder = tmp_path / "spec"
+    folder.mkdir()
+    (folder / "ref.jsonl").write_text(json.dumps({"id": "q1", "question": "Q?",
+                                                  "label": "Paris"}) + "\n")
+    (folder / "spec.yaml").write_text(
+        "name: shared\nreference: {path: ref.jsonl, item: question}\narms:\n"
+        f"  llm: {{model: 'openai-compatible:served', base_url: '{openai_server.url}',"
+        " prompt: '{payload}'}\n"
+        f"store: {tmp_path / 'results'}\n")
+    openai_server.reply = lambda body: "Paris"
+    for _ in range(2):
+        done = CliRunner().invoke(app, ["run", str(folder / "spec.yaml"), "--fresh",
+                                        "--shared-cache"])
+        assert done.exit_code == 0, done.output
+    assert len(openai_server.requests) == 1  # the second fresh run replayed the reply
+    assert (tmp_path / "results" / "responses.sqlite").is_file()
