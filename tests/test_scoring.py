@@ -390,7 +390,8 @@ def test_options_by_name_are_the_factorys() -> None:
     ("f2", {}, "no built-in scorer 'f2' (built-in: choice, exact, exact_raw, f1, "),
     ("f1", {"treshold": 1}, "scorer 'f1': unknown option 'treshold' (options: threshold)"),
     ("f1", [1], "scorer 'f1': options must be a mapping"),
-    ("exact_raw", {"normalise": True}, "scorer 'exact_raw' takes no options"),
+    ("exact_raw", {"normalise": True}, "scorer 'exact_raw': unknown option 'normalise' "
+                                       "(options: none)"),
     ("pattern", {}, "scorer 'pattern': "),
 ])
 def test_bad_names_and_options_are_spec_errors(name: str, options: Any, message: str) -> None:
@@ -591,3 +592,23 @@ def test_token_f1_equals_squads_counter_definition(predicted: list[str], gold: l
         precision, recall = common / len(predicted), common / len(gold)
         expected = 2 * precision * recall / (precision + recall)
     assert token_f1(predicted, gold) == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize(("name", "first", "second"), [
+    ("exact", {"normalise": "fold"}, {"normalise": "squad"}),
+    ("f1", {"threshold": 0.5}, {"threshold": 0.8}),
+    ("includes", {}, {"word_bounded": True}),
+    ("pattern", {"pattern": r"(\w+)"}, {"pattern": r"(\d+)"}),
+    ("numeric", {}, {"rel_tol": 0.01}),
+    ("choice", {}, {"letters": "ABCD"}),
+    ("json_field", {}, {"field": "result"}),
+])
+def test_each_family_has_its_own_fingerprint_from_name_and_options(
+        name: str, first: dict[str, Any], second: dict[str, Any]) -> None:
+    one, again, other = (builtin_scorer_named(name, first), builtin_scorer_named(name, first),
+                         builtin_scorer_named(name, second))
+    assert one.spec["name"] == name and "options" in one.spec
+    assert one.fingerprint == again.fingerprint != other.fingerprint
+    others = {builtin_scorer_named(n, {"pattern": "x"} if n == "pattern" else {}).fingerprint
+              for n in SCORERS if n != name}
+    assert one.fingerprint not in others

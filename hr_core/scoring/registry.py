@@ -16,10 +16,8 @@ from hr_core.scoring.text import hr_scorer_f1, hr_scorer_includes, hr_scorer_pat
 __all__ = ["SCORERS", "builtin_scorer_named"]
 
 
-def _exact_raw(**options: Any) -> Scorer:
-    if "normalise" in options:
-        raise SpecError("scorer 'exact_raw' takes no options (it is exact with "
-                        "normalise: false); use {exact: {normalise: ...}} instead")
+def _exact_raw() -> Scorer:
+    """``exact`` with ``normalise: false`` (options go to ``{exact: {normalise: ...}}``)."""
     return hr_scorer_exact(normalise=False)
 
 
@@ -54,10 +52,9 @@ def builtin_scorer_named(name: str, options: Mapping[str, Any] | None = None) ->
     if not isinstance(options, Mapping):
         raise SpecError(f"scorer {name!r}: options must be a mapping of option: value, "
                         f"not {options!r}")
-    known = [p for p in inspect.signature(factory).parameters
-             if p not in ("options",)]
+    known = list(inspect.signature(factory).parameters)
     unknown = [str(k) for k in options if k not in known]
-    if unknown and factory is not _exact_raw:
+    if unknown:
         raise SpecError(f"scorer {name!r}: unknown option {unknown[0]!r} (options: "
                         f"{', '.join(known) or 'none'})")
     try:
