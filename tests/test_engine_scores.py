@@ -108,3 +108,20 @@ def test_the_stored_run_keeps_its_scores(tmp_path: Path) -> None:
     loaded = Benchmark.load(bench.run_dir)
     assert loaded.runs["score"].tolist() == bench.runs["score"].tolist()
     assert loaded.summary()["score_mean"].tolist() == bench.summary()["score_mean"].tolist()
+
+
+def test_the_reports_show_the_score_beside_accuracy_only_when_there_is_one(
+        tmp_path: Path) -> None:
+    from hr_core.engine.report import report_markdown
+    from hr_core.report import ReportInputs, render_report
+
+    for scorer, shown in ((hr_scorer_f1(), True), (hr_scorer_exact(), False)):
+        bench = _run(tmp_path / scorer.name, {"reader": _reader}, scorer)
+        summary = bench.summary()
+        markdown = report_markdown(bench, summary)
+        html = render_report(ReportInputs(bench.manifest, bench.runs, summary))
+        assert ("| arm | score (mean over items) | 95% CI |" in markdown) is shown
+        assert ("score (95% interval)" in html) is shown
+        if shown:
+            mean = summary.iloc[0]["score_mean"]
+            assert f"{mean:.3f}" in markdown or f"{mean:.2f}" in markdown

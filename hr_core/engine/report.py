@@ -107,6 +107,11 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
                      f"{row.get('correct')} | {row.get('unscored')} | "
                      f"{_fmt(row.get('accuracy'))} | {_fmt(row.get('ci_low'))}–"
                      f"{_fmt(row.get('ci_high'))} | {_fmt(row.get('coverage'))} |")
+    if "score_mean" in ordered.columns:  # partial credit (f1): its own narrow table
+        lines += ["", "| arm | score (mean over items) | 95% CI |", "|---|---|---|"]
+        lines += [f"| {_cell(row['arm'])} | {_fmt(row.get('score_mean'))} | "
+                  f"{_fmt(row.get('score_ci_low'))}–{_fmt(row.get('score_ci_high'))} |"
+                  for row in ordered.to_dict("records")]
     # three narrow tables rather than one wide one: the dashboard's artifact pane cuts
     # off what does not fit (about eight columns)
     lines += ["", "| arm | " + " | ".join(k.replace("_", " ") for k in FAILURE_KINDS) + " |",

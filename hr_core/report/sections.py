@@ -129,7 +129,9 @@ def summary_section(inputs: ReportInputs) -> str:
     kinds: list[str] = [k for k in FAILURE_KINDS if k in summary.columns]
     kinds += [str(c) for c in summary.columns
               if str(c).startswith("judge_") and summary[c].fillna(0).astype(float).sum() > 0]
-    headers = ["arm", "runs", "scored", "correct", "accuracy (95% interval)", "coverage",
+    scores = "score_mean" in summary.columns  # partial credit (f1) beside accuracy
+    headers = ["arm", "runs", "scored", "correct", "accuracy (95% interval)",
+               *(["score (95% interval)"] if scores else []), "coverage",
                "unscored", *[k.replace("_", " ") for k in kinds], "mean latency",
                "tokens", "cost"]
     rows = []
@@ -137,9 +139,11 @@ def summary_section(inputs: ReportInputs) -> str:
         accuracy = (f"<b>{fmt(r.get('accuracy'), 'pct')}</b> "
                     f"({fmt(r.get('ci_low'), 'pct')}–{fmt(r.get('ci_high'), 'pct')})")
         tokens = f"{compact(r.get('tokens_in'))} in, {compact(r.get('tokens_out'))} out"
+        score = ([f"{fmt(r.get('score_mean'), 'pct')} ({fmt(r.get('score_ci_low'), 'pct')}–"
+                  f"{fmt(r.get('score_ci_high'), 'pct')})"] if scores else [])
         rows.append([
             f"<b>{escape(r['arm'])}</b>", fmt(r.get("runs")),
-            fmt(r.get("scored")), fmt(r.get("correct")), accuracy,
+            fmt(r.get("scored")), fmt(r.get("correct")), accuracy, *score,
             fmt(r.get("coverage"), "pct"), fmt(r.get("unscored")), *[fmt(r.get(k)) for k in kinds],
             fmt(r.get("latency_mean_s"), "s"), tokens, fmt(r.get("cost_usd"), "usd"),
         ])
