@@ -153,3 +153,30 @@ def test_a_mistake_in_hr_benchmark_arguments_is_an_hr_error_before_prefect_start
         hr_benchmark(**kwargs)
     assert isinstance(raised.value, HrError)
     assert not any(tmp_path.iterdir())
+
+
+def squad_reader(payload: dict[str, Any]) -> str:
+    return {"Q0": "the a0", "Q1": "a1 and more", "Q2": "nothing"}.get(payload["question"], "x")
+
+
+def test_a_yaml_spec_with_f1_and_per_arm_runs_runs_as_a_flow(
+        prefect_harness: None, tmp_path: Path) -> None:
+    (tmp_path / "ref.jsonl").write_text(
+        "\n".join(f'{{"id": "q{i}", "question": "Q{i}", "label": "a{i}"}}' for i in range(3)))
+    spec = tmp_path / "f1.yaml"
+    spec.write_text(
+        "name: f1-demo\nreference: ref.jsonl\nscorer: {f1: {threshold: 0.6}}\nruns: 3\n"
+        "arms:\n  reader: {arm: 'test_flow_benchmark:squad_reader', runs: 1}\n"
+        "  good: test_flow_benchmark:good\n"
+        f"store: {tmp_path / 'results'}\n"
+    )
+    bench = hr_benchmark(spec)
+    assert bench.runs.groupby("arm").size().to_dict() == {"good": 9, "reader": 3}
+    reader = bench.runs[bench.runs["arm"] == "reader"].set_index("item_id")
+    assert reader["score"].tolist() == pytest.approx([1.0, 0.5, 0.0])
+    assert reader["correct"].tolist() == [True, False, False]
+    summary = bench.summary().set_index("arm")
+    assert summary.loc["reader", "score_mean"] == pytest.approx(0.5)
+    assert summary.loc["good", "score_mean"] == 1.0
+    assert bench.manifest["scorer"] == "f1" and bench.manifest["arm_runs"] == {
+        "reader": 1, "good": 3}
