@@ -69,6 +69,8 @@ def _check_stopped_then_resumed(store: Path, first: CountingArm, stopped_at: int
                                 error: StoreWriteError, cause: str) -> None:
     journal_path = next(store.glob("faults/*/journal.jsonl"))
     message = str(error)
+    print(f"store failure ({cause}) after {stopped_at} calls: {len(first.calls)} of {N} "
+          "arms calls made")
     assert f"cannot write {journal_path}: {cause}" in message
     assert "run the benchmark again to resume" in message
     # before: every one of the N runs was called, and the failure came at the end
@@ -101,6 +103,7 @@ def test_a_full_store_stops_new_calls_and_names_the_journal_and_the_cause(
         first = CountingArm()
         with pytest.raises(StoreWriteError) as caught:
             _run(first, store, n=4000)
+        print(f"full store: {len(first.calls)} of 4000 arm calls made")
         assert len(first.calls) < 4000
         journal_path = next(store.glob("faults/*/journal.jsonl"))
         assert f"cannot write {journal_path}: No space left on device" in str(caught.value)
