@@ -256,7 +256,7 @@ async def benchmark_flow(
         with spec_import_path(invocation.plan.import_dir):
             bench = await _run(session, invocation.on_progress, invocation.submit)
     except StoreWriteError as exc:  # an expected stop: a failed flow run, no traceback
-        return Failed(message=str(exc), data=exc)  # type: ignore[return-value]
+        return Failed(message=f"StoreWriteError: {exc}", data=exc)  # type: ignore[return-value]
     finally:
         session.close()
     _check_health(bench, invocation.plan)

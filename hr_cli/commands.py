@@ -47,17 +47,22 @@ def prepare_prefect(verbose: bool = False) -> None:
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
 
 
+_SAID_BY_HR = ("ErrorRateExceeded", "StoreWriteError")
+"""Errors that end a flow run and that ``hr`` prints itself as one line."""
+
+
 class _TerseConsole(logging.Filter):
     """On the terminal only (the dashboard keeps every log): drop the flow's per-arm error
     lines (``hr run`` prints them itself, after the summary) and the traceback of an
-    exceeded ``max_error_rate`` (``hr`` prints it as one line)."""
+    exceeded ``max_error_rate`` or an unwritable store (``hr`` prints it as one line)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if getattr(record, "hr_digest", False):
             return False
         exc = record.exc_info[1] if record.exc_info else None
-        return type(exc).__name__ != "ErrorRateExceeded" and (
-            "ErrorRateExceeded" not in record.getMessage())
+        message = record.getMessage()
+        return type(exc).__name__ not in _SAID_BY_HR and not any(
+            name in message for name in _SAID_BY_HR)
 
 
 def quiet_prefect_console() -> None:
