@@ -146,7 +146,7 @@ def _finish(proc: subprocess.Popen[str], timeout: float = 180) -> tuple[int, str
 
 
 def test_ctrl_c_to_the_process_group_with_a_temporary_server_stops_within_seconds(
-        project: Path, tmp_path: Path) -> None:
+        project: Path, tmp_path: Path, api_url: str) -> None:
     """The issue's case: Prefect's temporary server (a child of hr) gets the Ctrl-C too."""
     runs = Runs(project, api_url=None)
     try:
@@ -171,6 +171,15 @@ def test_ctrl_c_to_the_process_group_with_a_temporary_server_stops_within_second
     assert len(journaled) >= before and len(set(journaled)) == len(journaled)
     manifest = json.loads(next((project / "store" / "one").glob("*/manifest.json")).read_text())
     assert manifest["status"] == "interrupted"
+    called = len(_calls(project))
+    again = Runs(project, api_url)  # resumable: the rest only
+    try:
+        code, _, err = _finish(again.start("one.yaml", delay=0.0))
+    finally:
+        assert again.stop_all() == []
+    assert code == 0, err
+    assert not set(_calls(project)[called:]) & {f"q{i[1:]}" for i in journaled}
+    assert sorted(set(_journaled(project))) == sorted(f"i{k}" for k in range(N_ITEMS))
 
 
 def test_sigterm_flushes_the_journal_exits_143_without_a_traceback_and_resumes(

@@ -110,6 +110,9 @@ class RunLock:
             self.path.write_text(json.dumps(owner), encoding="utf-8")
         self._fd = fd
 
+    def __del__(self) -> None:  # a session dropped without close(): do not leak the fd
+        self.release()
+
     def release(self) -> None:
         """Let the lock go (the file stays, naming the last holder)."""
         fd, self._fd = self._fd, None
