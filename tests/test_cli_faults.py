@@ -14,6 +14,7 @@ import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fault_support import alive, descendants, mounted, remount, stop_pids
@@ -28,6 +29,9 @@ ARMS = textwrap.dedent("""
     def slow(payload):
         with open(os.environ["HR_CALLS"], "a") as log:
             log.write(payload["question"] + "\\n")
+        gate = os.environ.get("HR_GATE")  # items from q10 on wait until this file exists
+        while gate and int(payload["question"][1:]) >= 10 and not os.path.exists(gate):
+            time.sleep(0.02)
         time.sleep(float(os.environ.get("HR_DELAY", "0.05")))
         return payload["question"]
 """)
@@ -78,10 +82,11 @@ class Runs:
             env["PREFECT_API_URL"] = self.api_url
         return env
 
-    def start(self, *args: str, delay: float = 0.05, **extra: str) -> subprocess.Popen[str]:
+    def start(self, *args: str, delay: float = 0.05, stderr: Any = subprocess.PIPE,
+              **extra: str) -> subprocess.Popen[str]:
         proc = subprocess.Popen([HR, "run", *args], cwd=self.project, text=True,
                                 env=self.env(delay, **extra), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
+                                stderr=stderr, start_new_session=True)
         self.procs.append(proc)
         return proc
 
@@ -209,24 +214,31 @@ def test_sigterm_flushes_the_journal_exits_143_without_a_traceback_and_resumes(
 
 def test_a_second_run_of_the_same_spec_refuses_naming_the_holder_or_waits(
         runs: Runs, project: Path) -> None:
-    first = runs.start("one.yaml", delay=0.3)
+    gate = project / "gate"  # the first run holds on at item 10 until the gate opens
+    first = runs.start("one.yaml", delay=0.0, HR_GATE=str(gate))
     _wait_journal(project, first, 2, runs=runs)
     other = runs.start("other.yaml", delay=0.0, HR_CALLS=str(project / "other.log"))
     refused = runs.start("one.yaml")
-    waiting = runs.start("one.yaml", "--wait")
+    waiting_log = project / "waiting.err"
+    with waiting_log.open("w") as handle:
+        waiting = runs.start("one.yaml", "--wait", stderr=handle)
+    deadline = time.monotonic() + 120
+    while "hr: waiting" not in waiting_log.read_text():
+        assert waiting.poll() is None and time.monotonic() < deadline, waiting_log.read_text()
+        time.sleep(0.05)
     code, out, err = _finish(refused)
     assert code == 5, (out, err)
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("hr: error: ")
     assert (f"is being run by PID {first.pid} on {socket.gethostname()} since" in lines[0]
             and "--wait" in lines[0])
-    assert first.poll() is None, "the first run ended before the others were refused"
-    errors = {}
+    assert first.poll() is None
+    gate.touch()
     for proc in (first, waiting, other):
         code, out, err = _finish(proc)
-        assert code == 0, err
-        errors[proc.pid] = err
-    assert "hr: waiting: " in errors[waiting.pid] and f"PID {first.pid}" in errors[waiting.pid]
+        assert code == 0, (out, err, waiting_log.read_text())
+    assert "hr: waiting: store/one/" in waiting_log.read_text()
+    assert f"is being run by PID {first.pid}" in waiting_log.read_text()
     calls = _calls(project)
     print(f"two runs of one spec: {len(calls)} arm calls for {N_ITEMS} runs")
     assert sorted(calls) == sorted(f"q{k}" for k in range(N_ITEMS))  # each run called once
