@@ -83,12 +83,12 @@ while it runs, so `mymodule:my_arm` next to the spec works without PYTHONPATH):
                        {path, id, item, label} to name the columns
   [bold]arms[/]                 name: pkg.module:function, or an LLM arm {model, prompt,
                        system, params, price_in, price_out, base_url, api_key_env},
-                       or {arm: ..., runs: N} for an arm with its own runs
+                       or {arm: ..., runs: N, timeout_s: S} for an arm's own
   [bold]scorer[/]               exact (default), exact_raw, pkg.module:fn, or {judge: {...}}
   [bold]runs[/]                 runs per (arm, item), default 1
   [bold]budget[/]               {max_calls, max_tokens, max_cost_usd, max_seconds, per}
   [bold]concurrency[/]          runs in flight per arm, default 16
-  [bold]timeout_s[/]            seconds per arm call (or {arm: seconds}); none by default
+  [bold]timeout_s[/]            seconds per arm call (past it: an error run); none by default
   [bold]store[/]                results folder or fsspec URL, default results
   [bold]chunk_size[/]           runs per Prefect task, default 2000
   [bold]max_error_rate[/]       share of an arm's runs that may be errors, default 0.5
@@ -98,7 +98,10 @@ while it runs, so `mymodule:my_arm` next to the spec works without PYTHONPATH):
                        runs replay them; default false (each run its own cache)
 
 Exit status: 0 done, 2 a mistake in the command or spec (one line names it),
-3 results written but an arm's error rate was above max_error_rate.
+3 results written but an arm's error rate was above max_error_rate, 4 the store
+could not be written (the run stopped; path, cause and fallback named), 5 another
+process runs this spec into this store (--wait waits), 130/143 Ctrl-C/SIGTERM
+(journal flushed: run again to resume).
 """
 
 
