@@ -25,8 +25,8 @@ from hr_core.accuracy import coverage_warning
 from hr_core.errors import HrError
 
 __all__ = [
-    "DEFAULT_MAX_ERROR_RATE",
     "ArmErrors",
+    "DEFAULT_MAX_ERROR_RATE",
     "ErrorRateExceeded",
     "RunHealth",
     "assess_runs",
