@@ -182,3 +182,27 @@ def test_hr_summary_report_and_show_read_a_run_from_its_url(
     assert "q0" in out and "wrong" in out and "q1 " not in out
     code, out = _hr(capsys, "summary", f"{s3}/cli/no-such-run")
     assert code == 2 and "no manifest.json" in out
+
+
+def test_a_run_on_s3_is_locked_while_another_process_runs_it(
+    prefect_harness: None, s3: str,
+) -> None:
+    from hr_core.engine.session import plan_benchmark
+    from hr_core.engine.store import RunStore
+    from hr_core.errors import RunLockedError
+
+    plan = plan_benchmark({"a": Counted()}, _reference(), store=s3, name="locked")
+    holder = subprocess.Popen(  # another process holds the run's lock (as a run does)
+        [sys.executable, "-c", "import sys, time\n"
+         "from hr_core.engine.store import RunStore\n"
+         "store = RunStore(sys.argv[1], 'locked', sys.argv[2]); store.lock.acquire()\n"
+         "print('held', flush=True); time.sleep(60)", s3, plan.run_id],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(RunLockedError, match="one run of a spec at a time"):
+            hr_benchmark({"a": Counted()}, _reference(), store=s3, name="locked")
+        assert RunStore(s3, "locked", plan.run_id).lock.holder()["pid"] == holder.pid
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
