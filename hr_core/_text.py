@@ -178,6 +178,8 @@ def squad_tokens(text: str) -> list[str]:
     >>> squad_tokens("The  Lower Rhine, 30,000 km!"), squad_tokens("2.50 m")
     (['lower', 'rhine', '30000', 'km'], ['2.5', 'm'])
     """
+    if text.isdigit() and text.isascii():  # a whole number in plain digits (numbers)
+        return [text]
     if "." in text.rstrip(". ") and _SQUAD_DECIMAL.search(text) is not None:
         alone = _SQUAD_DECIMAL.fullmatch(text.strip())
         if alone is not None:  # the whole answer is a decimal number
