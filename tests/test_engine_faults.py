@@ -84,10 +84,18 @@ def _check_stopped_then_resumed(store: Path, first: CountingArm, stopped_at: int
 def test_a_store_made_read_only_mid_run_stops_new_calls_and_keeps_finished_runs(
         tmp_path: Path) -> None:
     with mounted(tmp_path / "store", "16m") as store:
-        first = CountingArm(lambda count: count == 200 and remount(store, "ro"))
+        done: list[int] = []
+
+        def read_only_once_journaled(count: int) -> None:
+            if not done and count >= 200 and any(store.glob("faults/*/journal.jsonl")):
+                remount(store, "ro")
+                done.append(count)
+
+        first = CountingArm(read_only_once_journaled)
         with pytest.raises(StoreWriteError) as caught:
             _run(first, store)
-        _check_stopped_then_resumed(store, first, 200, caught.value, "Read-only file system")
+        _check_stopped_then_resumed(store, first, done[0], caught.value,
+                                    "Read-only file system")
         remount(store, "rw")
         second = CountingArm()
         bench = _run(second, store)
