@@ -10,11 +10,11 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from cli_support import hr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from report_data import fake_run_dir
 
-from hr_cli import main
 from hr_cli.demo import example_path
 from hr_cli.judges import load_judge
 
@@ -22,17 +22,6 @@ PAIRWISE = example_path("pairwise_judge.yaml")
 GRADE = example_path("grade_judge.yaml")
 LABELS = example_path("grade_judge_labels.jsonl")
 REFERENCE = example_path("docqa_reference.jsonl")
-
-
-def hr(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
-    """Run ``hr ARGS`` in this process; returns (exit code, stdout, stderr)."""
-    code = 0
-    try:
-        main([str(a) for a in args])
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

@@ -7,21 +7,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_support import hr
 
-from hr_cli import main
 from hr_cli.demo import example_path
 from hr_core.engine.spec import BenchmarkSpec, load_spec, spec_import_path
 from hr_core.errors import SpecError
-
-
-def hr(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main([str(a) for a in args])
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_run_help_describes_every_spec_field_and_shows_flags_as_flags(

@@ -8,19 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_support import hr
 from report_data import fake_run_dir
-
-from hr_cli import main
-
-
-def hr(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main([str(a) for a in args])
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

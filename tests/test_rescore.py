@@ -9,8 +9,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from cli_support import hr
 
-from hr_cli import main
 from hr_core import Benchmark, SpecError, hr_scorer_f1, rescore_run
 from hr_core.engine.session import BenchmarkSession, plan_benchmark
 
@@ -52,16 +52,6 @@ def _broken(payload: dict[str, Any]) -> str:
 def _run(store: Path, arms: dict[str, Any], scorer: Any = None) -> Benchmark:
     plan = plan_benchmark(arms, ITEMS, scorer, runs=2, store=str(store), name="squad")
     return BenchmarkSession(plan).run_sync()
-
-
-def hr(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main([str(a) for a in args])
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_hr_rescore_calls_no_arm_and_equals_scoring_from_scratch(

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from fault_support import descendants
 
 from hr_core.engine.journal import Journal
 
@@ -90,25 +91,6 @@ def _lines(path: Path | None) -> int:
     return 0 if path is None or not path.exists() else path.read_bytes().count(b"\n")
 
 
-def _descendants(pid: int) -> list[int]:
-    """Every process below ``pid`` (read from /proc before the parent dies)."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    found, frontier = [], [pid]
-    while frontier:
-        current = frontier.pop()
-        children = [p for p, parent in parents.items() if parent == current]
-        found += children
-        frontier += children
-    return found
-
-
 def _kill_when(proc: subprocess.Popen[bytes], store: Path, at_lines: int,
                timeout: float, after_s: float = 0.0) -> tuple[int, list[int]]:
     """SIGKILL ``proc`` ``after_s`` after its journal holds ``at_lines`` runs.
@@ -121,7 +103,7 @@ def _kill_when(proc: subprocess.Popen[bytes], store: Path, at_lines: int,
         assert time.monotonic() < deadline, "the benchmark made no progress"
         time.sleep(0.02)
     time.sleep(after_s)  # between two flushes: the runs since the last one are lost
-    orphans = _descendants(proc.pid)
+    orphans = descendants(proc.pid)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     return _lines(_journal(store)), orphans
@@ -213,7 +195,7 @@ def test_kill_nine_of_the_prefect_flow_then_resume(script: Path, tmp_path: Path)
         assert restart.returncode == 0
     finally:
         if restart.poll() is None:
-            _stop(_descendants(restart.pid))
+            _stop(descendants(restart.pid))
             restart.kill()
     final = pd.read_parquet(next(store.glob("kill/*/runs.parquet")))
     call_lines = [int(x) for x in calls.read_text().split()]
