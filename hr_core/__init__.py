@@ -17,7 +17,9 @@ from hr_core.engine import (
     load_spec,
     rescore_run,
 )
+from hr_core.engine.budget import LedgerUnreachableError
 from hr_core.engine.context import RunContext, current_run
+from hr_core.engine.health import ErrorRateExceeded
 from hr_core.errors import (
     CorruptRunError,
     HrError,
@@ -60,6 +62,7 @@ from hr_core.judge import (
     save_validation,
     validation_status,
 )
+from hr_core.judge.validation import ValidationStoreError
 from hr_core.models import (
     PROVIDERS,
     CachedModel,
@@ -137,6 +140,7 @@ __all__ = [
     "ChatMessage",
     "ChatModel",
     "CorruptRunError",
+    "ErrorRateExceeded",
     "FAILURE_KINDS",
     "FailureKind",
     "HrError",
@@ -154,6 +158,7 @@ __all__ = [
     "LLMArm",
     "LabelledDataError",
     "LabelledRow",
+    "LedgerUnreachableError",
     "MIN_ITEMS",
     "MockModel",
     "ModelCallError",
@@ -188,6 +193,7 @@ __all__ = [
     "UnknownProviderError",
     "Usage",
     "ValidationStatus",
+    "ValidationStoreError",
     "__version__",
     "accuracy_interval",
     "attach_comparison",

@@ -118,3 +118,24 @@ def test_importing_hr_core_imports_no_prefect_and_touches_no_network() -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "LEAKED []" in done.stdout, done.stdout
+
+
+def _public_error_classes() -> list[tuple[str, str]]:
+    from hr_core.errors import HrError
+
+    found = []
+    for name in PUBLIC_MODULES:
+        module = _import(name)
+        for attr, value in vars(module).items():
+            if (isinstance(value, type) and issubclass(value, HrError)
+                    and value.__module__ == name and not attr.startswith("_")):
+                found.append((attr, name))
+    return sorted(found)
+
+
+def test_every_public_error_is_re_exported() -> None:
+    """A user catches hr's errors by name from ``hr_core`` (e.g. ``ErrorRateExceeded``)."""
+    missing = [(n, m) for n, m in _public_error_classes() if n not in hr_core.__all__]
+    assert missing == []
+    for attr, module in _public_error_classes():
+        assert getattr(hr_core, attr) is getattr(_import(module), attr)
