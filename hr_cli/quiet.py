@@ -1,10 +1,14 @@
 """Prefect's offline noise off for hr's own processes, unless the user said otherwise.
 
 Prefect's server sends an anonymous telemetry heartbeat; offline (the demo, CI, a
-laptop on a train) it logs ``Failed to send telemetry`` every ten minutes. hr's
-processes and the servers they start turn it off *by default*: a user who set
+laptop on a train) it logs ``Failed to send telemetry`` every ten minutes. Prefect's
+SDK, on import in a terminal, prints a first-run banner ("Prefect collects anonymous
+usage data ...") and queues usage events; only ``DO_NOT_TRACK`` turns that off.
+hr's processes and the servers they start turn both off *by default*
+(``PREFECT_SERVER_ANALYTICS_ENABLED=false``, ``DO_NOT_TRACK=1``): a user who set
 ``PREFECT_SERVER_ANALYTICS_ENABLED`` in the environment, in the active Prefect
-profile (``prefect config set``) or in ``prefect.toml`` keeps their choice.
+profile (``prefect config set``) or in ``prefect.toml``, or set ``DO_NOT_TRACK``,
+keeps their choice.
 Must run before Prefect is imported (its settings are read once, at import).
 """
 
@@ -14,9 +18,11 @@ import os
 import tomllib
 from pathlib import Path
 
-__all__ = ["ANALYTICS", "quiet_defaults", "user_set"]
+__all__ = ["ANALYTICS", "DO_NOT_TRACK", "quiet_defaults", "user_set"]
 
 ANALYTICS = "PREFECT_SERVER_ANALYTICS_ENABLED"
+DO_NOT_TRACK = "DO_NOT_TRACK"
+"""The client-side opt-out Prefect's SDK analytics read (its usage-data banner and events)."""
 
 
 def _profile_sets(name: str) -> bool:
@@ -53,9 +59,12 @@ def user_set(name: str = ANALYTICS) -> bool:
 
 
 def quiet_defaults(env: dict[str, str] | None = None) -> dict[str, str]:
-    """Set ``PREFECT_SERVER_ANALYTICS_ENABLED=false`` in ``env`` (default: this process's
-    environment) unless the user set it; returns ``env``."""
+    """Set ``PREFECT_SERVER_ANALYTICS_ENABLED=false`` and ``DO_NOT_TRACK=1`` in ``env``
+    (default: this process's environment) unless the user chose analytics (set either);
+    returns ``env``."""
     target = os.environ if env is None else env
     if not user_set(ANALYTICS):
         target.setdefault(ANALYTICS, "false")
+        if DO_NOT_TRACK not in os.environ:
+            target.setdefault(DO_NOT_TRACK, "1")
     return target  # type: ignore[return-value]

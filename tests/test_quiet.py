@@ -37,3 +37,54 @@ def test_analytics_are_off_unless_the_user_set_them(tmp_path: Path, env: dict[st
     if toml is not None:
         (tmp_path / "prefect.toml").write_text(toml)
     assert _analytics(tmp_path, **env) == expected
+
+
+_BANNER = "anonymous usage data"
+
+
+def _in_a_terminal(tmp_path: Path, code: str, **env: str) -> str:
+    """Run ``code`` as a new user would, in a terminal (Prefect shows its usage-data
+    banner only on a TTY, once per PREFECT_HOME): returns what the terminal showed."""
+    import pty
+
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith("PREFECT_") and k not in ("DO_NOT_TRACK", "CI")}
+    clean.update(PREFECT_HOME=str(tmp_path / "home"), **env)
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: never returns
+        os.chdir(tmp_path)
+        os.execve(sys.executable, [sys.executable, "-c", code], clean)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    text = shown.decode(errors="replace")
+    assert os.waitstatus_to_exitcode(status) == 0, text
+    return text
+
+
+@pytest.mark.parametrize("code", [
+    "import flows; print('imported')",                               # hr_benchmark from Python
+    "from hr_cli.commands import prepare_prefect\nprepare_prefect()\n"
+    "import prefect; print('imported')",                             # the hr CLI
+], ids=["flows", "hr-cli"])
+def test_no_usage_data_banner_in_hrs_processes(tmp_path: Path, code: str) -> None:
+    shown = _in_a_terminal(tmp_path, code)
+    assert "imported" in shown
+    assert _BANNER not in shown, shown
+
+
+@pytest.mark.parametrize("env", [
+    {"PREFECT_SERVER_ANALYTICS_ENABLED": "true"}, {"DO_NOT_TRACK": "0"},
+], ids=["analytics-on", "do-not-track-0"])
+def test_a_user_who_chose_telemetry_keeps_prefects_banner(tmp_path: Path,
+                                                          env: dict[str, str]) -> None:
+    shown = _in_a_terminal(tmp_path, "import flows; print('imported')", **env)
+    assert _BANNER in shown, shown
