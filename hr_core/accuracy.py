@@ -10,11 +10,14 @@ check, the reports and the dashboard all use these functions.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 __all__ = [
+    "arms_in_order",
     "coverage_warning",
     "coverage_warnings",
+    "item_accuracies",
     "item_accuracy",
     "item_counts",
     "runs_made",
@@ -67,6 +70,46 @@ def item_accuracy(runs: pd.DataFrame, arm: str) -> pd.Series:
     """
     counts = item_counts(runs, arm)
     return (counts["correct"] / counts["scored"]).astype("float64")
+
+
+def item_accuracies(runs: pd.DataFrame) -> pd.DataFrame:
+    """:func:`item_accuracy` of every arm at once: items (first-seen order) by arms.
+
+    One grouping over the whole table instead of one pass per arm; NaN where an
+    arm has no scored run made of the item.
+
+    Example:
+        >>> runs = pd.DataFrame({"arm": ["a", "a", "b"], "item_id": ["q1", "q1", "q2"],
+        ...                      "correct": pd.array([True, False, True], dtype="boolean"),
+        ...                      "failure_kind": [None, "wrong", None]})
+        >>> item_accuracies(runs).to_dict()
+        {'a': {'q1': 0.5, 'q2': nan}, 'b': {'q1': nan, 'q2': 1.0}}
+    """
+    keep = (runs["correct"].notna() & runs_made(runs)).to_numpy(dtype=bool)
+    arms = arms_in_order(runs)
+    # integer codes and bincount: a groupby on two string keys took 0.6 s at 1M runs
+    arm_codes = pd.Index(arms).get_indexer(pd.Index(runs["arm"]))[keep]
+    item_codes, items = runs["item_id"].astype(str)[keep].factorize()
+    hits = runs["correct"].fillna(False).to_numpy(dtype=bool)[keep]
+    cells = len(items) * len(arms)
+    flat = arm_codes.astype("int64") * len(items) + item_codes
+    scored = np.bincount(flat, minlength=cells).astype("float64")
+    correct = np.bincount(flat, weights=hits, minlength=cells)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shares = np.where(scored > 0, correct / scored, np.nan)
+    return pd.DataFrame(shares.reshape(len(arms), len(items)).T,
+                        index=items, columns=arms)
+
+
+def arms_in_order(runs: pd.DataFrame) -> list[str]:
+    """The arms of a runs table in first-seen order (``pd.unique``: a Python loop over
+    a million rows took a second).
+
+    Example:
+        >>> arms_in_order(pd.DataFrame({"arm": ["b", "a", "b"]}))
+        ['b', 'a']
+    """
+    return list(runs["arm"].unique())
 
 
 def coverage_warning(arm: str, made: int, planned: int) -> str | None:

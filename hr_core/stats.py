@@ -21,6 +21,8 @@ from functools import lru_cache
 from statistics import NormalDist
 from typing import Final, Literal, NamedTuple
 
+import numpy as np
+
 __all__ = [
     "MIN_ITEMS",
     "TOO_FEW_ITEMS",
@@ -309,7 +311,7 @@ def _no_spread_interval(value: float, n: int, level: float) -> tuple[float, floa
 
 
 def paired_difference(
-    a: Sequence[float], b: Sequence[float], level: float = 0.95
+    a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, level: float = 0.95
 ) -> PairedDifference:
     """Paired difference ``mean(a_i - b_i)`` with a small-sample CI, p-value and verdict.
 
@@ -327,23 +329,28 @@ def paired_difference(
         >>> round(got.ci_low, 3), got.ci_high, got.p_value, got.verdict
         (-0.684, 1.0, 0.5, 'too few items to tell')
     """
-    if len(a) != len(b):
-        raise ValueError(f"paired values need equal lengths, got {len(a)} and {len(b)}")
+    x = np.asarray(a, dtype=np.float64).ravel()
+    y = np.asarray(b, dtype=np.float64).ravel()
+    if len(x) != len(y):
+        raise ValueError(f"paired values need equal lengths, got {len(x)} and {len(y)}")
     _check_level(level)
-    pairs = [(float(x), float(y)) for x, y in zip(a, b, strict=True)]
-    diffs = [x - y for x, y in pairs]
+    # vectorised (a 333k-item report took seconds in pure Python): sums are math.fsum's
+    # correctly rounded ones and squares are products, so the result does not depend on
+    # the items' order (tests/test_stats_vectorised.py checks it against the loop)
+    diffs = x - y
     n = len(diffs)
     if n == 0:
         return PairedDifference(_NAN, _NAN, _NAN, _NAN, 0, TOO_FEW_ITEMS)
-    mean = sum(diffs) / n
-    positive = sum(1 for d in diffs if d > 0)
-    negative = sum(1 for d in diffs if d < 0)
+    mean = _sum(diffs) / n
+    positive = int(np.count_nonzero(diffs > 0))
+    negative = int(np.count_nonzero(diffs < 0))
     if n == 1:
         low, high = _no_spread_interval(mean, 1, level)
         return PairedDifference(mean, low, high, _sign_test_p(positive, negative), 1,
                                 TOO_FEW_ITEMS)
-    var = sum((d - mean) ** 2 for d in diffs) / (n - 1)
-    binary = all(v in (0.0, 1.0) for pair in pairs for v in pair)
+    centred = diffs - mean
+    var = _sum(centred * centred) / (n - 1)
+    binary = bool(np.all((x == 0.0) | (x == 1.0)) and np.all((y == 0.0) | (y == 1.0)))
     if var <= 0:
         low, high = _no_spread_interval(mean, n, level)
         p = _sign_test_p(positive, negative)
@@ -354,6 +361,14 @@ def paired_difference(
         p = (_sign_test_p(positive, negative) if binary
              else max(_t_two_sided_p(mean / se, n - 1), _TINY))
     return PairedDifference(mean, low, high, p, n, _verdict(low, high, p, n, level))
+
+
+def _sum(values: np.ndarray) -> float:
+    """The correctly rounded sum (``math.fsum``); a plain one when a value is not finite."""
+    listed = values.tolist()
+    if np.isfinite(values).all():
+        return math.fsum(listed)
+    return float(sum(listed))
 
 
 def _verdict(low: float, high: float, p: float, n: int, level: float) -> Verdict:

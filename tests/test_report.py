@@ -224,3 +224,22 @@ def test_judge_failure_counts_appear_in_the_summary_when_there_are_any() -> None
     table = re.search(r'id="table-summary">(.*?)</table>', page, re.S)
     assert table is not None
     assert "judge no consensus" in table.group(1) and "judge error" not in table.group(1)
+
+
+def test_reference_lines_are_read_whatever_their_shape_and_parsed_when_shown(
+        tmp_path: Path) -> None:
+    """The report reads each item's id from the line's start and parses the rest only for
+    the items a table shows (issue 14: 333k items); other line shapes are parsed whole."""
+    run_dir = fake_run_dir(tmp_path / "run", with_judges=False)
+    (run_dir / "reference.jsonl").write_text(
+        '{"id":"q\\"1","payload":{"question":"Why?"},"label":"because"}\n'
+        "\n"
+        '{"label": "two", "id": "q2", "payload": "What is 2?"}\n'
+        '{"id":7,"payload":"seven","label":7}\n'
+        '{"id":"q9","payload":"broken\n', encoding="utf-8")
+    items = load_report_inputs(run_dir).items
+    assert sorted(items) == ['7', 'q"1', "q2", "q9"]
+    assert (items['q"1'].question, items['q"1'].label) == ("Why?", "because")
+    assert (items["q2"].question, items["7"].label) == ("What is 2?", "7")
+    with pytest.raises(ReportError, match=r"reference\.jsonl, line 5: not a readable JSON"):
+        items["q9"]

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from hr_core.accuracy import coverage_warning
+from hr_core.accuracy import arms_in_order, coverage_warning
 from hr_core.errors import HrError
 
 __all__ = [
@@ -137,7 +137,7 @@ def assess_runs(runs: pd.DataFrame, max_error_rate: float = DEFAULT_MAX_ERROR_RA
         top: how many distinct messages to keep per arm (most frequent first).
         arms: the arms in display order (default: as they appear in ``runs``).
     """
-    order = arms if arms is not None else list(dict.fromkeys(runs["arm"].astype(str)))
+    order = arms if arms is not None else [str(a) for a in arms_in_order(runs)]
     kinds = runs["failure_kind"]
     result = []
     for arm in order:

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from hr_core.accuracy import runs_made
+from hr_core.accuracy import arms_in_order, runs_made
 from hr_core.failures import FAILURE_KINDS
 
 __all__ = [
@@ -164,7 +164,7 @@ def failed_runs(runs: pd.DataFrame, items: Mapping[str, ItemText], *,
     if item is not None:
         mask &= runs["item_id"].astype(str) == str(item)
     rows = runs.loc[mask]
-    order = list(arms) if arms is not None else list(dict.fromkeys(runs["arm"].astype(str)))
+    order = list(arms) if arms is not None else [str(a) for a in arms_in_order(runs)]
     kind_rank = {k: i for i, k in enumerate((*FAILURE_KINDS, "unscored", "correct"))}
     verdicts = np.where(rows["correct"].isna().to_numpy(), "unscored", "correct")
     kinds_text = rows["failure_kind"].astype(object).where(
