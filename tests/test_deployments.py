@@ -83,8 +83,36 @@ def test_deploying_from_another_folder_fails_naming_the_folder_to_run_it_from(
     from deployments.checks import PROJECT_ROOT
 
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(Exception, match=f"run it from {PROJECT_ROOT}"):
+    with pytest.raises(SystemExit, match=f"run it from {PROJECT_ROOT}"):
         asyncio.run(run_step({"deployments.checks.require_project_root": {}}))
     monkeypatch.chdir(PROJECT_ROOT)
     assert asyncio.run(run_step({"deployments.checks.require_project_root": {}})) == {
         "project_root": str(PROJECT_ROOT)}
+
+
+def test_prefect_deploy_from_another_folder_says_where_to_run_it_without_a_traceback(
+        tmp_path: Path) -> None:
+    """The real ``prefect deploy`` (its own temporary server in a fresh PREFECT_HOME),
+    run where a new user might: one clear line naming the folder, a non-zero exit."""
+    import os
+    import subprocess
+    import sys
+
+    prefect = str(Path(sys.executable).with_name("prefect"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(PREFECT_HOME=str(tmp_path / "home"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               DO_NOT_TRACK="1", PREFECT_CLI_WRAP_LINES="false", COLUMNS="250")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([prefect, "--no-prompt", *args], cwd=elsewhere, env=env,
+                              capture_output=True, text=True, timeout=180)
+
+    assert run("work-pool", "create", "hr-process", "--type", "process").returncode == 0
+    done = run("deploy", "--all", "--prefect-file", str(ROOT / "deployments" / "prefect.yaml"))
+    shown = done.stdout + done.stderr
+    assert done.returncode != 0, shown
+    assert f"run it from {ROOT}" in shown, shown
+    assert "Traceback" not in shown and "An exception occurred" not in shown, shown
+    assert "Stopping temporary server" in shown, shown  # the CLI still cleaned up after itself
