@@ -141,3 +141,12 @@ def test_a_bad_scorer_in_a_spec_names_file_line_field_and_option(
         load_spec(path)
     assert str(caught.value).startswith(f"{path}, line 5, field 'scorer': ")
     assert message in str(caught.value)
+
+
+def test_a_misspelt_prompt_field_suggests_the_payload_field_meant() -> None:
+    arm = LLMArm(model="mock:x", prompt="Doc: {document}\nQ: {questoin}")
+    with pytest.raises(SpecError, match=r"needs field 'questoin'.*did you mean `question`\?"):
+        arm.render({"document": "D", "question": "Q"})
+    with pytest.raises(SpecError) as far_off:
+        LLMArm(model="mock:x", prompt="{zzz}").render({"question": "Q"})
+    assert "did you mean" not in str(far_off.value)

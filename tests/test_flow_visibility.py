@@ -155,6 +155,7 @@ def test_hr_run_prints_each_arm_s_errors_and_exits_3(
     assert code == ERROR_RATE_EXCEEDED == 3
     assert "hr: warning: reader: 8 error(s) in 8 run(s) (100%); most frequent:" in out
     assert "8 x  SpecError: LLM arm prompt needs field 'questoin'" in out
+    assert "did you mean `question`?" in out and "did you mean `question`?" in err
     assert "0 wrong/failed  8 errors" in out  # the progress bar counts errors apart
     assert "Report:" in out  # the results and report are written before failing
     assert err.startswith("hr: error: typo: error rate above max_error_rate=0.5 in 1 arm(s): "

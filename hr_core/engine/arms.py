@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
 import string
@@ -56,9 +57,12 @@ class LLMArm(BaseModel):
         try:
             return self.prompt.format_map(fields)
         except KeyError as exc:
+            names = sorted(map(str, fields))
+            close = difflib.get_close_matches(str(exc.args[0]), names, n=1, cutoff=0.6)
+            hint = f"did you mean `{close[0]}`? " if close else ""
             raise SpecError(
                 f"LLM arm prompt needs field {exc.args[0]!r}, which the payload lacks "
-                f"(fields: {', '.join(sorted(map(str, fields)))})"
+                f"({hint}fields: {', '.join(names)})"
             ) from None
 
     def messages(self, payload: Any) -> list[dict[str, str]]:
