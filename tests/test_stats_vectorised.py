@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hr_core.accuracy import item_accuracy
-from hr_core.report.analysis import paired_differences
+from hr_core.report.analysis import OUTCOMES, outcome_counts, paired_differences
 from hr_core.stats import (
     MIN_ITEMS,
     TOO_FEW_ITEMS,
@@ -130,3 +130,32 @@ def test_paired_differences_equal_the_per_arm_loop(seed: int) -> None:
     for row, (_, _, expected) in zip(got, want, strict=True):
         _same((row.diff, row.ci_low, row.ci_high, row.p_value, row.n_items, row.verdict),
               expected)
+
+
+def _strings_outcome_counts(runs: pd.DataFrame) -> pd.DataFrame:
+    """The string-category version ``outcome_counts`` replaced."""
+    arms = list(dict.fromkeys(runs["arm"]))
+    kind = runs["failure_kind"]
+    correct = runs["correct"].astype("boolean")
+    has_kind = (kind.notna() & (kind.astype(object) != "")).to_numpy(dtype=bool)
+    categories = np.where(
+        has_kind, kind.astype(object).to_numpy(),
+        np.where(correct.isna(), "unscored",
+                 np.where(correct.fillna(False).to_numpy(dtype=bool), "correct", "wrong")))
+    counts = (pd.DataFrame({"arm": runs["arm"].to_numpy(), "outcome": categories})
+              .groupby(["arm", "outcome"]).size().unstack(fill_value=0))
+    return counts.reindex(index=arms, columns=list(OUTCOMES), fill_value=0).astype(int)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_outcome_counts_equal_the_string_categories(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = 2000
+    correct = pd.array(rng.random(n) < 0.6, dtype="boolean")
+    correct[rng.random(n) < 0.1] = pd.NA
+    kinds = rng.choice(np.array([None, None, None, "", "wrong", "budget_stop", "not a kind",
+                                 *OUTCOMES[1:3]], dtype=object), n)
+    runs = pd.DataFrame({"arm": rng.choice(["b", "a", "c"], n), "correct": correct,
+                         "failure_kind": kinds})
+    pd.testing.assert_frame_equal(outcome_counts(runs), _strings_outcome_counts(runs),
+                                  check_names=False)

@@ -46,18 +46,18 @@ def outcome_counts(runs: pd.DataFrame) -> pd.DataFrame:
     arms = arms_in_order(runs)
     kind = runs["failure_kind"]
     correct = runs["correct"].astype("boolean")
-    has_kind = (kind.notna() & (kind.astype(object) != "")).to_numpy(dtype=bool)
-    categories = np.where(  # vectorised: a loop over 1M runs took 11 s
-        has_kind, kind.astype(object).to_numpy(),
-        np.where(correct.isna(), "unscored",
-                 np.where(correct.fillna(False).to_numpy(dtype=bool), "correct", "wrong")))
-    counts = (
-        pd.DataFrame({"arm": runs["arm"].to_numpy(), "outcome": categories})
-        .groupby(["arm", "outcome"])
-        .size()
-        .unstack(fill_value=0)
-    )
-    return counts.reindex(index=arms, columns=list(OUTCOMES), fill_value=0).astype(int)
+    no_kind = kind.isna().to_numpy(dtype=bool) | (kind.astype(object) == "").to_numpy(dtype=bool)
+    verdicts = np.where(correct.isna().to_numpy(dtype=bool), OUTCOMES.index("unscored"),
+                        np.where(correct.fillna(False).to_numpy(dtype=bool),
+                                 OUTCOMES.index("correct"), OUTCOMES.index("wrong")))
+    # integer codes and one bincount (vectorised: a loop over 1M runs took 11 s, strings 0.6 s)
+    outcome = np.where(no_kind, verdicts, pd.Index(OUTCOMES).get_indexer(pd.Index(kind)))
+    arm = pd.Index(arms).get_indexer(pd.Index(runs["arm"]))
+    keep = (outcome >= 0) & (arm >= 0)  # kinds that are not outcomes are not counted
+    counts = np.bincount(arm[keep] * len(OUTCOMES) + outcome[keep],
+                         minlength=len(arms) * len(OUTCOMES)).reshape(len(arms), len(OUTCOMES))
+    return pd.DataFrame(counts, index=pd.Index(arms, name="arm"),
+                        columns=pd.Index(list(OUTCOMES), name="outcome")).astype(int)
 
 
 def paired_differences(runs: pd.DataFrame, baseline: str | None = None) -> list[PairedRow]:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from hr_core.report import sections
@@ -152,8 +153,12 @@ def in_arm_order(inputs: ReportInputs) -> ReportInputs:
     rank = {arm: i for i, arm in enumerate(order)}
     summary = inputs.summary.assign(_rank=inputs.summary["arm"].astype(str).map(rank))
     summary = summary.sort_values("_rank", kind="stable").drop(columns="_rank")
-    ranks = inputs.runs["arm"].astype(str).map(rank).fillna(len(order))
-    runs = inputs.runs.iloc[pd.Series(ranks.to_numpy()).argsort(kind="stable").to_numpy()]
+    found = pd.Index(list(rank)).get_indexer(pd.Index(inputs.runs["arm"].astype(str)))
+    ranks = np.where(found < 0, len(order), np.asarray(list(rank.values()))[found]
+                     if len(rank) else 0)
+    runs = inputs.runs  # a 1M-run table is not copied when it is in this order already
+    if len(ranks) > 1 and not bool((ranks[1:] >= ranks[:-1]).all()):
+        runs = runs.iloc[np.argsort(ranks, kind="stable")]
     return replace(inputs, summary=summary.reset_index(drop=True),
                    runs=runs.reset_index(drop=True))
 
