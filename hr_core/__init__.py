@@ -1,8 +1,10 @@
 """hr_core: the pure library of hr (no Prefect, no network at import time)."""
 
 from hr_core.accuracy import (
+    arms_in_order,
     coverage_warning,
     coverage_warnings,
+    item_accuracies,
     item_accuracy,
     item_counts,
     runs_made,
@@ -196,6 +198,7 @@ __all__ = [
     "ValidationStoreError",
     "__version__",
     "accuracy_interval",
+    "arms_in_order",
     "attach_comparison",
     "attach_validation",
     "build_messages",
@@ -223,6 +226,7 @@ __all__ = [
     "hr_scorer_judge",
     "hr_scorer_numeric",
     "hr_scorer_pattern",
+    "item_accuracies",
     "item_accuracy",
     "item_counts",
     "judge_item",
