@@ -27,9 +27,10 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "hr_core" / "examples"
 
 
 def _env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-    env.update(PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false",
-               COLUMNS="200")
+    # no PREFECT_SERVER_ANALYTICS_ENABLED / DO_NOT_TRACK: turning them off is hr's job
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PREFECT_") and k != "DO_NOT_TRACK"}
+    env.update(PREFECT_HOME=str(home), COLUMNS="200")
     return env
 
 
@@ -105,6 +106,13 @@ def test_runs_without_then_with_the_server_are_in_its_dashboard_and_stop_leaves_
 
         second = _hr_run(home, tmp_path, marker)
         assert second.returncode == 0, second.stdout + second.stderr
+        # Prefect's offline telemetry noise is off in the server hr started (issue 10)
+        server_env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        assert b"PREFECT_SERVER_ANALYTICS_ENABLED=false" in server_env
+        assert b"DO_NOT_TRACK=1" in server_env
+        assert "Failed to send telemetry" not in (home / "hr-server.log").read_text()
+        assert "telemetry" not in (first.stdout + first.stderr + second.stdout
+                                   + second.stderr).lower()
         assert "the hr server" in second.stdout
         assert "temporary" not in second.stdout + second.stderr
         # both runs are in the server's database: the dashboard shows the earlier one too
