@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 import re
 import string
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = ["accepted_texts", "fold", "is_missing", "output_text", "plain_digits", "squad_fold",
            "squad_tokens"]
@@ -45,6 +45,30 @@ def _is_bool(value: Any) -> bool:
     return isinstance(value, bool) or type(value).__name__ in ("bool_", "bool")
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+MEMO_SIZE = 4096
+"""Entries a label memo keeps before it starts again (labels repeat across runs and arms)."""
+
+
+def remember(memo: dict[K, V], key: K, make: Callable[[K], V]) -> V:
+    """``make(key)``, kept in ``memo`` (emptied once it holds :data:`MEMO_SIZE` entries).
+
+    Callers look ``key`` up themselves first (``memo.get(key)``: the hot path) and
+    call this on a miss.
+
+    Example:
+        >>> memo: dict[str, int] = {}
+        >>> remember(memo, "abc", len), memo
+        (3, {'abc': 3})
+    """
+    if len(memo) >= MEMO_SIZE:
+        memo.clear()
+    value = memo[key] = make(key)
+    return value
+
+
 def plain_digits(number: Any) -> str:
     """Write a number as plain digits, never in scientific notation.
 
@@ -56,11 +80,7 @@ def plain_digits(number: Any) -> str:
         return str(number)
     if kind is float:  # labels repeat: remember the last few thousand floats
         digits = _FLOAT_DIGITS.get(number)
-        if digits is None:
-            if len(_FLOAT_DIGITS) >= 4096:
-                _FLOAT_DIGITS.clear()
-            digits = _FLOAT_DIGITS[number] = _plain_digits(number)
-        return digits
+        return remember(_FLOAT_DIGITS, number, _plain_digits) if digits is None else digits
     return _plain_digits(number)
 
 

@@ -17,6 +17,7 @@ from hr_core._text import (
     fold,
     is_missing,
     plain_digits,
+    remember,
     squad_fold,
     squad_tokens,
 )
@@ -334,11 +335,7 @@ def hr_scorer_exact(normalise: bool | Normalise = True) -> Scorer:
 def _squad_label(label: str) -> str:
     """A label's SQuAD folding, remembered (labels repeat across runs and arms)."""
     folded = _SQUAD_FOLDED.get(label)
-    if folded is None:
-        if len(_SQUAD_FOLDED) >= 4096:
-            _SQUAD_FOLDED.clear()
-        folded = _SQUAD_FOLDED[label] = squad_fold(label)
-    return folded
+    return remember(_SQUAD_FOLDED, label, squad_fold) if folded is None else folded
 
 
 def _exact_squad(item: Any, output: Any, label: Any) -> ScoreResult:

@@ -6,7 +6,7 @@ import math
 import re
 from typing import Any, Literal
 
-from hr_core._text import plain_digits
+from hr_core._text import plain_digits, remember
 from hr_core.errors import ScorerError, SpecError
 from hr_core.scorers import Scorer
 from hr_core.scoring._family import Verdict, family_scorer, option_number
@@ -71,11 +71,7 @@ def hr_scorer_numeric(abs_tol: float = 0.0, rel_tol: float = 1e-9,
 
     def label_number(text: str) -> float:
         number = labels.get(text)
-        if number is None:
-            if len(labels) >= 4096:
-                labels.clear()
-            number = labels[text] = _label_number(text)
-        return number
+        return remember(labels, text, _label_number) if number is None else number
 
     def compare(item: Any, output: Any, text: str, accepted: tuple[str, ...] | None) -> Verdict:
         numbers = find_numbers(text)

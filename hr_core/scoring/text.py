@@ -6,7 +6,13 @@ import re
 from typing import Any
 
 from hr_core._answers import failed, is_not_in_document, sort_out
-from hr_core._text import _label_text, accepted_texts, plain_digits, squad_tokens
+from hr_core._text import (
+    _label_text,
+    accepted_texts,
+    plain_digits,
+    remember,
+    squad_tokens,
+)
 from hr_core.errors import SpecError
 from hr_core.failures import FailureKind
 from hr_core.results import ScoreResult
@@ -66,14 +72,13 @@ _LABEL_GOLD: dict[str, Gold] = {}
 def _gold(label: str) -> Gold:
     """A label's :data:`Gold`, remembered (labels repeat across runs and arms)."""
     entry = _LABEL_GOLD.get(label)
-    if entry is None:
-        if len(_LABEL_GOLD) >= 4096:
-            _LABEL_GOLD.clear()
-        tokens = squad_tokens(label)
-        distinct = frozenset(tokens)
-        entry = _LABEL_GOLD[label] = (tokens, distinct if len(distinct) == len(tokens)
-                                      else None)
-    return entry
+    return remember(_LABEL_GOLD, label, _make_gold) if entry is None else entry
+
+
+def _make_gold(label: str) -> Gold:
+    tokens = squad_tokens(label)
+    distinct = frozenset(tokens)
+    return tokens, distinct if len(distinct) == len(tokens) else None
 
 
 def _f1(tokens: list[str], gold: Gold) -> float:
@@ -146,6 +151,10 @@ def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD) -> Scorer:
     return builtin_scorer("f1", f1, {"threshold": limit})
 
 
+def _word_pattern(label: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<!\w){re.escape(label)}(?!\w)")
+
+
 def hr_scorer_includes(word_bounded: bool = False, normalise: bool | Normalise = True) -> Scorer:
     """Correct when an accepted label occurs in the answer, named ``"includes"``.
 
@@ -176,9 +185,7 @@ def hr_scorer_includes(word_bounded: bool = False, normalise: bool | Normalise =
             return False
         pattern = bounded.get(label)
         if pattern is None:
-            if len(bounded) >= 4096:
-                bounded.clear()
-            pattern = bounded[label] = re.compile(rf"(?<!\w){re.escape(label)}(?!\w)")
+            pattern = remember(bounded, label, _word_pattern)
         return pattern.search(seen) is not None
 
     def compare(item: Any, output: Any, text: str, accepted: tuple[str, ...] | None) -> Verdict:
