@@ -221,7 +221,7 @@ def test_timeouts_in_a_spec_benchmark_wide_and_per_arm(tmp_path: Path) -> None:
         arms:
           plain: hr_core.examples.demo_arms:keyword_overlap
           own: {arm: hr_core.examples.demo_arms:keyword_overlap, timeout_s: 9}
-          llm: {model: "mock:reader", prompt: "{question}", timeout_s: 4}
+          llm: {model: "mock:reader", prompt: "{n}", timeout_s: 4}
     """))
     loaded = load_spec(spec)
     plan = plan_benchmark(loaded.arms, _items(1), store=str(tmp_path),
@@ -332,13 +332,13 @@ def test_an_unset_api_key_env_is_an_error_for_openai_and_a_warning_for_compatibl
     from hr_core import SpecError
 
     monkeypatch.delenv("HR_TEST_UNSET_KEY", raising=False)
-    arm = {"model": "openai:gpt-4o-mini", "prompt": "{question}",
+    arm = {"model": "openai:gpt-4o-mini", "prompt": "{n}",
            "api_key_env": "HR_TEST_UNSET_KEY"}
     with pytest.raises(SpecError, match="arm 'gpt': openai:gpt-4o-mini needs an API key: set "
                                         "the environment variable HR_TEST_UNSET_KEY"):
         plan_benchmark({"gpt": arm}, _items(1), store=str(tmp_path))
     local = {"model": "openai-compatible:llama3", "base_url": "http://127.0.0.1:9/v1",
-             "prompt": "{question}", "api_key_env": "HR_TEST_UNSET_KEY"}
+             "prompt": "{n}", "api_key_env": "HR_TEST_UNSET_KEY"}
     with pytest.warns(UserWarning, match="api_key_env names HR_TEST_UNSET_KEY, which is not "
                                          "set; requests go without a key"):
         plan_benchmark({"local": local}, _items(1), store=str(tmp_path))

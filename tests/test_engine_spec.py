@@ -150,3 +150,29 @@ def test_a_misspelt_prompt_field_suggests_the_payload_field_meant() -> None:
     with pytest.raises(SpecError) as far_off:
         LLMArm(model="mock:x", prompt="{zzz}").render({"question": "Q"})
     assert "did you mean" not in str(far_off.value)
+
+
+def test_a_misspelt_prompt_field_fails_before_any_call() -> None:
+    items = [{"id": "q1", "document": "D", "question": "Q", "label": "x"},
+             {"id": "q2", "document": "D", "question": "Q", "label": "x"}]
+    typo = {"reader": LLMArm(model="mock:reader", prompt="Doc: {document}\nQ: {questoin}")}
+    with pytest.raises(SpecError) as caught:
+        plan_benchmark(typo, items, store="/tmp/unused")
+    message = str(caught.value)
+    assert message.startswith("arm 'reader': the prompt uses field 'questoin', which no item has")
+    assert "did you mean `question`?" in message and "document, payload, question" in message
+
+
+def test_a_prompt_field_some_items_lack_names_them() -> None:
+    items = [{"id": f"q{i}", "question": "Q", "label": "x", **({"hint": "h"} if i else {})}
+             for i in range(4)]
+    arm = {"hinted": LLMArm(model="mock:echo", prompt="{question} ({hint})")}
+    with pytest.raises(SpecError, match=r"arm 'hinted': the prompt uses field 'hint', which "
+                                        r"1 of 4 items lack \(first: 'q0'\)"):
+        plan_benchmark(arm, items, store="/tmp/unused")
+    # a payload that is not a mapping is {payload}; dotted and indexed fields use their base
+    assert plan_benchmark({"p": LLMArm(model="mock:echo", prompt="{payload}")},
+                          [{"id": "q1", "question": "Q", "label": "x"}], store="/tmp/unused")
+    assert plan_benchmark({"p": LLMArm(model="mock:echo", prompt="{question.real} {question[0]}")},
+                          [{"id": "q1", "question": "Q", "label": "x"}], store="/tmp/unused",
+                          ) is not None

@@ -140,12 +140,13 @@ def test_hr_run_prints_each_arm_s_errors_and_exits_3(
     monkeypatch.chdir(tmp_path)
     lines = example_path("docqa_reference.jsonl").read_text().splitlines()[:8]
     (tmp_path / "ref.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "my_arms.py").write_text(
+        "def reader(payload):\n    return payload['questoin']\n")
     spec = tmp_path / "spec.yaml"
     spec.write_text(
         "name: typo\nreference: ref.jsonl\narms:\n"
         "  keyword: hr_core.examples.demo_arms:keyword_overlap\n"
-        "  reader:\n    model: mock:reader\n"
-        "    prompt: \"Document: {document}\\nQuestion: {questoin}\"\n")
+        "  reader: my_arms:reader\n")
     code = 0
     try:
         main(["run", "spec.yaml", "--store", str(tmp_path / "store")])
@@ -154,8 +155,7 @@ def test_hr_run_prints_each_arm_s_errors_and_exits_3(
     out, err = capsys.readouterr()
     assert code == ERROR_RATE_EXCEEDED == 3
     assert "hr: warning: reader: 8 error(s) in 8 run(s) (100%); most frequent:" in out
-    assert "8 x  SpecError: LLM arm prompt needs field 'questoin'" in out
-    assert "did you mean `question`?" in out and "did you mean `question`?" in err
+    assert "8 x  KeyError: 'questoin'" in out and "KeyError: 'questoin'" in err
     assert "0 wrong/failed  8 errors" in out  # the progress bar counts errors apart
     assert "Report:" in out  # the results and report are written before failing
     assert err.startswith("hr: error: typo: error rate above max_error_rate=0.5 in 1 arm(s): "
@@ -224,3 +224,28 @@ def test_compare_and_judge_validation_runs_name_and_link_their_benchmark_run(
     named = asyncio.run(_runs_named(f"judge-{grade.hash[:12]}-for-linked-{bench.run_id}"))
     assert len(named) == 1 and {"hr", "linked", "judge"} <= set(named[0][1].tags)
     assert named[0][1].parameters["benchmark"]["flow_run_id"] == bench.manifest["flow_run_id"]
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_misspelt_prompt_field_stops_hr_run_before_any_call(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    lines = example_path("docqa_reference.jsonl").read_text().splitlines()[:8]
+    (tmp_path / "ref.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "spec.yaml").write_text(
+        "name: typo\nreference: ref.jsonl\narms:\n"
+        "  keyword: hr_core.examples.demo_arms:keyword_overlap\n"
+        "  reader:\n    model: mock:reader\n"
+        "    prompt: \"Document: {document}\\nQuestion: {questoin}\"\n")
+    code = 0
+    try:
+        main(["run", "spec.yaml", "--store", str(tmp_path / "store")])
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    assert code == 2, out + err
+    assert err.startswith("hr: error: arm 'reader': the prompt uses field 'questoin', "
+                          "which no item has (did you mean `question`?"), err
+    assert "Traceback" not in out + err
+    assert not (tmp_path / "store").exists()  # nothing ran: no run folder, no journal

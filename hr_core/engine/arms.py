@@ -5,8 +5,9 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
+import re
 import string
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from hr_core.errors import SpecError
 from hr_core.identity import callable_spec
 
-__all__ = ["Arm", "ArmEntry", "LLMArm", "import_object", "normalise_arms", "prompt_fields"]
+__all__ = ["Arm", "ArmEntry", "LLMArm", "check_prompt_fields", "import_object", "normalise_arms",
+           "prompt_fields"]
 
 
 class LLMArm(BaseModel):
@@ -57,12 +59,9 @@ class LLMArm(BaseModel):
         try:
             return self.prompt.format_map(fields)
         except KeyError as exc:
-            names = sorted(map(str, fields))
-            close = difflib.get_close_matches(str(exc.args[0]), names, n=1, cutoff=0.6)
-            hint = f"did you mean `{close[0]}`? " if close else ""
             raise SpecError(
                 f"LLM arm prompt needs field {exc.args[0]!r}, which the payload lacks "
-                f"({hint}fields: {', '.join(names)})"
+                f"({_field_hint(str(exc.args[0]), fields)})"
             ) from None
 
     def messages(self, payload: Any) -> list[dict[str, str]]:
@@ -90,6 +89,57 @@ class ArmEntry(BaseModel):
     arm: str | LLMArm
     runs: int | None = Field(default=None, ge=1)
     timeout_s: float | None = Field(default=None, gt=0)
+
+
+def _field_hint(field: str, fields: Iterable[Any]) -> str:
+    """``did you mean `question`? fields: document, payload, question``."""
+    names = sorted(map(str, fields))
+    close = difflib.get_close_matches(field, names, n=1, cutoff=0.6)
+    hint = f"did you mean `{close[0]}`? " if close else ""
+    return f"{hint}fields: {', '.join(names)}"
+
+
+def check_prompt_fields(arms: Mapping[str, Arm], items: Iterable[Any]) -> None:
+    """Every field an LLM arm's prompt uses is in every item's payload, or ``SpecError``.
+
+    Checked before any call, so a misspelt ``{questoin}`` costs no model call: the
+    error names the arm, the field, how many items lack it and the first of them.
+
+    Example:
+        >>> arms = normalise_arms({"r": LLMArm(model="mock:echo", prompt="{questoin}")})
+        >>> check_prompt_fields(arms, [("q1", {"question": "?"}, "x")])
+        Traceback (most recent call last):
+        ...
+        hr_core.errors.SpecError: arm 'r': the prompt uses field 'questoin', which no item has \
+(did you mean `question`? fields: payload, question)
+    """
+    needed: dict[str, set[str]] = {}
+    for name, arm in arms.items():
+        if arm.llm is not None:
+            fields = {re.split(r"[.\[]", f, maxsplit=1)[0]
+                      for f in prompt_fields(arm.llm.prompt)} - {"payload"}
+            fields = {f for f in fields if not f.isdigit()}
+            if fields:
+                needed[name] = fields
+    if not needed:
+        return
+    lacking: dict[tuple[str, str], list[str]] = {}
+    total = 0
+    seen: set[str] = set()
+    for item_id, payload, _ in items:
+        total += 1
+        keys = payload.keys() if isinstance(payload, Mapping) else ()
+        seen.update(map(str, keys))
+        for name, fields in needed.items():
+            for field in fields.difference(keys):
+                lacking.setdefault((name, field), []).append(str(item_id))
+    for (name, field), ids in sorted(lacking.items()):
+        if len(ids) == total:
+            raise SpecError(f"arm {name!r}: the prompt uses field {field!r}, which no item has "
+                            f"({_field_hint(field, seen | {'payload'})})")
+        raise SpecError(f"arm {name!r}: the prompt uses field {field!r}, which {len(ids)} of "
+                        f"{total} items lack (first: {ids[0]!r}); give those items the field or "
+                        "change the prompt")
 
 
 def prompt_fields(template: str) -> list[str]:

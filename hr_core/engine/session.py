@@ -22,7 +22,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from hr_core._checks import path_arg, positive_int
-from hr_core.engine.arms import Arm, normalise_arms
+from hr_core.engine.arms import Arm, check_prompt_fields, normalise_arms
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.budget import Budget, BudgetLedger
 from hr_core.engine.health import DEFAULT_MAX_ERROR_RATE
@@ -256,6 +256,7 @@ def plan_benchmark(
         positive_int("benchmark", "chunk_size", chunk_size)
     store = path_arg("benchmark", "store", store)
     _check_api_keys(normalised)
+    check_prompt_fields(normalised, reference)
     timeouts = _timeouts(timeout_s, normalised)
     if not isinstance(shared_cache, bool):
         raise HrTypeError(f"shared_cache must be True or False, not {shared_cache!r}")
