@@ -120,9 +120,10 @@ def rescore_run(run_dir: str | os.PathLike[str],
         RunNotFoundError: ``run_dir`` is no finished run folder.
         ScorerError: the scorer broke (the new run can be re-scored again).
 
-    Example:
-        >>> # bench = rescore_run("results/demo/0123abcd", hr_scorer_f1())  # doctest: +SKIP
-        >>> # bench = rescore_run("results/demo/0123abcd", {"f1": {"threshold": 0.8}})
+    Example (a stored run; not run as a doctest)::
+
+        bench = rescore_run("results/demo/0123abcd", hr_scorer_f1())
+        bench = rescore_run("results/demo/0123abcd", {"f1": {"threshold": 0.8}})
     """
     session = BenchmarkSession(rescore_plan(run_dir, scorer))
     try:

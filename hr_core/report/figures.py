@@ -270,7 +270,7 @@ def latency_quantiles(runs: pd.DataFrame) -> pd.DataFrame:
 
     Example:
         >>> runs = pd.DataFrame({"arm": ["a"] * 3, "latency_s": [0.1, 0.2, 0.3]})
-        >>> latency_quantiles(runs).loc["a", "q50"]
+        >>> float(latency_quantiles(runs).loc["a", "q50"])
         0.2
     """
     codes, arms = pd.factorize(runs["arm"], sort=False)

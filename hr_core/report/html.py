@@ -170,9 +170,9 @@ def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path | s
     of a remote run goes beside it unless ``out`` names a local file. Returns
     the ``Path`` written, or the URL.
 
-    Example:
-        >>> write_report("results/demo/3f2a9c1e")  # doctest: +SKIP
-        PosixPath('results/demo/3f2a9c1e/report.html')
+    Example (a stored run; not run as a doctest)::
+
+        write_report("results/demo/3f2a9c1e")  # -> PosixPath('results/demo/3f2a9c1e/report.html')
     """
     inputs = load_report_inputs(run_dir)
     text = render_report(inputs)
