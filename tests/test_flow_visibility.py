@@ -133,26 +133,32 @@ def test_a_spec_run_like_a_deployment_is_renamed_tagged_and_given_its_parameters
     assert spec.is_file()
 
 
-@pytest.mark.usefixtures("prefect_harness")
-def test_hr_run_prints_each_arm_s_errors_and_exits_3(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.chdir(tmp_path)
+def _hr_run_typo(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                 reader: str) -> tuple[int, str, str]:
+    """``hr run`` of a spec named typo: 8 document-QA items, a keyword arm and ``reader``."""
     lines = example_path("docqa_reference.jsonl").read_text().splitlines()[:8]
     (tmp_path / "ref.jsonl").write_text("\n".join(lines) + "\n")
-    (tmp_path / "my_arms.py").write_text(
-        "def reader(payload):\n    return payload['questoin']\n")
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(
+    (tmp_path / "spec.yaml").write_text(
         "name: typo\nreference: ref.jsonl\narms:\n"
-        "  keyword: hr_core.examples.demo_arms:keyword_overlap\n"
-        "  reader: my_arms:reader\n")
+        "  keyword: hr_core.examples.demo_arms:keyword_overlap\n" + reader)
     code = 0
     try:
         main(["run", "spec.yaml", "--store", str(tmp_path / "store")])
     except SystemExit as exc:
         code = int(exc.code or 0)
     out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_hr_run_prints_each_arm_s_errors_and_exits_3(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my_arms.py").write_text(
+        "def reader(payload):\n    return payload['questoin']\n")
+    spec = tmp_path / "spec.yaml"
+    code, out, err = _hr_run_typo(tmp_path, capsys, "  reader: my_arms:reader\n")
     assert code == ERROR_RATE_EXCEEDED == 3
     assert "hr: warning: reader: 8 error(s) in 8 run(s) (100%); most frequent:" in out
     assert "8 x  KeyError: 'questoin'" in out and "KeyError: 'questoin'" in err
@@ -231,19 +237,9 @@ def test_a_misspelt_prompt_field_stops_hr_run_before_any_call(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    lines = example_path("docqa_reference.jsonl").read_text().splitlines()[:8]
-    (tmp_path / "ref.jsonl").write_text("\n".join(lines) + "\n")
-    (tmp_path / "spec.yaml").write_text(
-        "name: typo\nreference: ref.jsonl\narms:\n"
-        "  keyword: hr_core.examples.demo_arms:keyword_overlap\n"
+    code, out, err = _hr_run_typo(tmp_path, capsys, (
         "  reader:\n    model: mock:reader\n"
-        "    prompt: \"Document: {document}\\nQuestion: {questoin}\"\n")
-    code = 0
-    try:
-        main(["run", "spec.yaml", "--store", str(tmp_path / "store")])
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
+        "    prompt: \"Document: {document}\\nQuestion: {questoin}\"\n"))
     assert code == 2, out + err
     assert err.startswith("hr: error: arm 'reader': the prompt uses field 'questoin', "
                           "which no item has (did you mean `question`?"), err
