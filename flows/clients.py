@@ -15,6 +15,8 @@ storage. :func:`prefect_clients` enters both client contexts around one flow
 call with clients that share one TLS context, built as Prefect builds it
 (``PREFECT_API_TLS_INSECURE_SKIP_VERIFY``, ``PREFECT_API_SSL_CERT_FILE``, else
 certifi's bundle); the flow engine then uses them instead of making its own.
+With a plain-HTTP API (the hr server, Prefect's temporary server) the bundle
+is not loaded at all (:func:`tls_context`).
 """
 
 from __future__ import annotations
@@ -178,13 +180,28 @@ def _tls_context(skip_verify: bool, cert_file: str | None) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=cert_file)
 
 
-def tls_context() -> ssl.SSLContext:
+@lru_cache(maxsize=1)
+def _unused_tls_context() -> ssl.SSLContext:
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+def tls_context(api_url: str | None = "https://") -> ssl.SSLContext:
     """The TLS context Prefect's clients would build, loaded once per settings.
+
+    For a plain-HTTP API (``api_url`` ``http://...``, or ``None``: Prefect's
+    temporary server, always ``http://127.0.0.1``) no TLS is spoken, and loading
+    the CA bundle costs ~17 ms of CPU per process: the context returned then
+    trusts no certificate and checks host names (Python's defaults for a
+    client), so it would refuse any HTTPS server rather than trust it.
 
     Example:
         >>> tls_context() is tls_context()
         True
+        >>> tls_context("http://127.0.0.1:4200/api").get_ca_certs()
+        []
     """
+    if api_url is None or api_url.startswith("http://"):
+        return _unused_tls_context()
     from prefect.settings import PREFECT_API_SSL_CERT_FILE, PREFECT_API_TLS_INSECURE_SKIP_VERIFY
 
     return _tls_context(bool(PREFECT_API_TLS_INSECURE_SKIP_VERIFY.value()),
@@ -217,8 +234,9 @@ async def prefect_clients() -> AsyncIterator[None]:
 async def _clients() -> AsyncIterator[None]:
     from prefect.client.orchestration import get_client
     from prefect.context import AsyncClientContext, SyncClientContext
+    from prefect.settings import PREFECT_API_URL
 
-    settings = {"verify": tls_context()}
+    settings = {"verify": tls_context(PREFECT_API_URL.value() or None)}
     try:
         # model_construct: contexts holding our clients, registered under Prefect's default
         # (no) httpx settings so that get_client() inside the flow run finds them

@@ -9,6 +9,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from hr_cli.gcpause import import_paused
+
 __all__ = ["app", "console", "judge_app", "server_app"]
 
 def _flags_as_flags() -> None:
@@ -65,6 +67,7 @@ def demo(
         "judges"),
 ) -> None:
     """Run the bundled document-QA demo offline, end to end, and write its report."""
+    import_paused("hr_cli.demo")  # hr_core, pandas: collector paused
     from hr_cli.demo import run_demo
 
     run_demo(console, store=store, judges=judges)
@@ -129,6 +132,7 @@ def run(
         "--shared-cache", help="Replay LLM replies cached by any run of the store (default: "
         "only a resume of the same run replays; a fresh run calls the models).")] = False,
 ) -> None:
+    import_paused("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import run_spec
 
     run_spec(console, spec, runs=runs, store=store, fresh=fresh, budget_calls=budget_calls,
@@ -139,6 +143,7 @@ def run(
 @app.command()
 def summary(run_dir: RunDir) -> None:
     """Print the summary table of a finished run."""
+    import_paused("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import show_summary
 
     show_summary(console, run_dir)
@@ -154,6 +159,7 @@ def rescore(
 ) -> None:
     """Score a finished run's stored outputs with another scorer, calling no arm; the
     result is a new run beside the original (hr summary / hr report work on it)."""
+    import_paused("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import rescore_run_dir
 
     rescore_run_dir(console, run_dir, scorer)
@@ -167,6 +173,7 @@ def report(
                                                 )] = None,
 ) -> None:
     """Write the self-contained HTML report of a finished run."""
+    import_paused("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import make_report
 
     make_report(console, run_dir, output)
@@ -183,6 +190,7 @@ def compare(
         "select; --arms A --arms B and --arms A,B work too).")],
 ) -> None:
     """Compare arms of a finished run with a judge (--arms A B)."""
+    import_paused("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import compare_arms
 
     compare_arms(console, run_dir, judge, [*arms, *ctx.args])
@@ -203,6 +211,7 @@ def show(
 ) -> None:
     """Print a finished run's failed runs (item, question, label, output, error) as a table,
     or with --diff A B the items where two arms disagree."""
+    import_paused("hr_cli.show")  # hr_core, pandas: collector paused
     from hr_cli.show import show_run
 
     show_run(console, run_dir, arm=arm, kind=kind, item=item, diff=diff, limit=limit)
@@ -217,6 +226,7 @@ def judge_validate(
         file_okay=False, help="Also attach the record to this run directory's report.")] = None,
 ) -> None:
     """Judge items people labelled and save the agreement record (JUDGE.yaml LABELS)."""
+    import_paused("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import validate_judge
 
     validate_judge(console, judge, labels, store=store, attach=attach)
@@ -228,6 +238,7 @@ def judge_check(
     store: Annotated[Path, typer.Option(help="Where validation records are.")] = Path("judges"),
 ) -> None:
     """Say whether a judge is validated, or which fields changed since its last record."""
+    import_paused("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import check_judge
 
     check_judge(console, judge, store=store)

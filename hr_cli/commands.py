@@ -135,8 +135,12 @@ def run_benchmark(console: Console, spec: Any, *, fresh: bool = False,
 
 
 def _mark_budget_stops(progress: ArmProgress, bench: Any) -> None:
-    for arm, runs in bench.summary().set_index("arm")["budget_stop"].items():
-        progress.budget_stop(str(arm), int(runs))
+    """Each arm's budget stops (the summary's ``budget_stop``, counted without building it:
+    ``print_results`` builds it once)."""
+    runs = bench.runs
+    stopped = runs.loc[runs["failure_kind"] == "budget_stop", "arm"].value_counts()
+    for arm in bench.arms:
+        progress.budget_stop(str(arm), int(stopped.get(arm, 0)))
 
 
 def print_health(console: Console, bench: Any, max_error_rate: float | None = None) -> None:

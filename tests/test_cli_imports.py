@@ -61,3 +61,33 @@ def test_quick_commands_import_neither_prefect_nor_matplotlib(
     assert json.loads(line[-1].removeprefix("MODULES ")) == [], done.stdout + done.stderr
     if command in ("summary", "show"):
         assert "keyword" in done.stdout, done.stdout + done.stderr  # the command did its work
+
+
+FLOWS_PROBE = """\
+import gc, json, sys
+import flows
+before = sorted(m for m in sys.modules if m.startswith("flows."))
+frozen = gc.get_freeze_count()
+from flows import hr_compare, hr_judge_validate, hr_scheduled_benchmark
+import flows.compare
+print("FLOWS " + json.dumps({"before": before, "frozen": frozen,
+                             "same": flows.compare.hr_compare is hr_compare,
+                             "after": sorted(m for m in sys.modules if m.startswith("flows."))}))
+"""
+
+
+def test_flows_imports_the_other_flows_on_first_use(tmp_path: Path) -> None:
+    """``hr run`` and ``hr_benchmark`` import only the benchmark flow (each flow and task
+    defined costs its parameter schema); the others import when first named."""
+    done = subprocess.run([sys.executable, "-c", FLOWS_PROBE], capture_output=True, text=True,
+                          timeout=120, check=False, cwd=tmp_path,
+                          env={"PATH": "/usr/bin:/bin", "PREFECT_HOME": str(tmp_path / "h"),
+                               "HOME": str(tmp_path)})
+    line = [x for x in done.stdout.splitlines() if x.startswith("FLOWS ")]
+    assert line, done.stdout + done.stderr
+    seen = json.loads(line[-1].removeprefix("FLOWS "))
+    assert not {"flows.compare", "flows.judge_validate", "flows.scheduled"} & set(seen["before"])
+    assert "flows.benchmark" in seen["before"]
+    assert seen["frozen"] > 100_000  # Prefect's objects, built with the collector paused
+    assert seen["same"]
+    assert {"flows.compare", "flows.judge_validate", "flows.scheduled"} <= set(seen["after"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 from typing import Any
 
 from prefect import flow
@@ -21,6 +22,14 @@ async def _probe() -> dict[str, Any]:
 
 def test_the_tls_context_is_loaded_once() -> None:
     assert tls_context() is tls_context()
+
+
+def test_a_plain_http_api_loads_no_ca_bundle() -> None:
+    plain = tls_context("http://127.0.0.1:4200/api")
+    assert plain is tls_context(None)  # Prefect's temporary server: http://127.0.0.1 too
+    assert plain.get_ca_certs() == []  # trusts nothing: any HTTPS use fails, never insecure
+    assert plain.verify_mode == ssl.CERT_REQUIRED and plain.check_hostname
+    assert tls_context("https://api.example.com/api") is tls_context()
 
 
 def test_a_flow_run_inside_uses_the_shared_clients(prefect_harness: None) -> None:
