@@ -192,35 +192,56 @@ def _squad_decimal(number: str) -> str:
     return number.replace(",", "").rstrip("0").rstrip(".") or "0"
 
 
-def squad_tokens(text: str) -> list[str]:
-    """SQuAD's answer tokens: case-folded, punctuation and articles removed, split on space.
-
-    >>> squad_tokens("The  Lower Rhine, 30,000 km!"), squad_tokens("2.50 m")
-    (['lower', 'rhine', '30000', 'km'], ['2.5', 'm'])
-    """
-    if text.isdigit() and text.isascii():  # a whole number in plain digits (numbers)
-        return [text]
-    if "." in text.rstrip(". ") and _SQUAD_DECIMAL.search(text) is not None:
-        alone = _SQUAD_DECIMAL.fullmatch(text.strip())
-        if alone is not None:  # the whole answer is a decimal number
-            return [_squad_decimal(alone.group())]
-        parts = _SQUAD_DECIMAL.split(text.casefold())  # text, decimal, text, ..., text
-        swept = "".join(_squad_decimal(part) if index % 2 else _strip_punctuation(part)
-                        for index, part in enumerate(parts))
-    elif text.isascii():  # one C pass lower-cases and drops punctuation (hot path)
-        swept = text.encode().translate(_ASCII_LOWER, _ASCII_PUNCTUATION).decode()
-    else:
-        swept = _NOT_WORD.sub("", text.casefold())
-    words = swept.split()
-    if "the" in words or "a" in words or "an" in words:
-        return [word for word in words if word != "the" and word != "a" and word != "an"]
-    return words
-
-
 def squad_fold(text: str) -> str:
-    """SQuAD's ``normalize_answer``: :func:`squad_tokens` joined by one space.
+    """SQuAD's ``normalize_answer``: case-folded, punctuation and articles removed, one space.
+
+    Its words are :func:`squad_tokens`. Cheap checks come first, as most answers are one
+    plain word (tests/test_squad_reference.py holds every path to a plain reference).
 
     >>> squad_fold("An Apple a day"), squad_fold("2.50 m"), squad_fold("30,000")
     ('apple day', '2.5 m', '30000')
     """
-    return " ".join(squad_tokens(text))
+    if text.isascii():
+        if text.isalnum():  # one word of ASCII letters and digits: nothing to strip
+            word = text.lower()
+            return "" if word == "the" or word == "a" or word == "an" else word
+        if "." in text and "." in text.rstrip(". ") and _SQUAD_DECIMAL.search(text) is not None:
+            return _squad_decimal_fold(text)
+        # one C pass lower-cases and drops punctuation
+        words = text.encode().translate(_ASCII_LOWER, _ASCII_PUNCTUATION).decode().split()
+    else:
+        if "." in text and "." in text.rstrip(". ") and _SQUAD_DECIMAL.search(text) is not None:
+            return _squad_decimal_fold(text)
+        folded = text.casefold()
+        if folded.isalnum():  # one word of letters and digits (any script)
+            return "" if folded == "the" or folded == "a" or folded == "an" else folded
+        words = folded.split()
+        if not "".join(words).isalnum():  # punctuation, symbols or "_" to remove
+            words = _NOT_WORD.sub("", folded).split()
+    return _without_articles(words)
+
+
+def _without_articles(words: list[str]) -> str:
+    if "the" in words or "a" in words or "an" in words:
+        return " ".join([word for word in words if word != "the" and word != "a" and word != "an"])
+    return " ".join(words)
+
+
+def _squad_decimal_fold(text: str) -> str:
+    """:func:`squad_fold` of a text holding a decimal number (it keeps its point)."""
+    alone = _SQUAD_DECIMAL.fullmatch(text.strip())
+    if alone is not None:  # the whole answer is a decimal number
+        return _squad_decimal(alone.group())
+    parts = _SQUAD_DECIMAL.split(text.casefold())  # text, decimal, text, ..., text
+    swept = "".join(_squad_decimal(part) if index % 2 else _strip_punctuation(part)
+                    for index, part in enumerate(parts))
+    return _without_articles(swept.split())
+
+
+def squad_tokens(text: str) -> list[str]:
+    """SQuAD's answer tokens: :func:`squad_fold` split on its spaces.
+
+    >>> squad_tokens("The  Lower Rhine, 30,000 km!"), squad_tokens("2.50 m")
+    (['lower', 'rhine', '30000', 'km'], ['2.5', 'm'])
+    """
+    return squad_fold(text).split()

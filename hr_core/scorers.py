@@ -19,7 +19,6 @@ from hr_core._text import (
     plain_digits,
     remember,
     squad_fold,
-    squad_tokens,
 )
 from hr_core.errors import ScorerError, SpecError
 from hr_core.failures import FAILURE_KINDS, FailureKind
@@ -348,7 +347,7 @@ def _exact_squad(item: Any, output: Any, label: Any) -> ScoreResult:
             return failed(label, None if text is None else squad_fold(text), kind)
     if not text or text.isspace():
         return failed(label, None, "parse_failure")
-    seen = " ".join(squad_tokens(text))
+    seen = squad_fold(text)
     cache = _SQUAD_FOLDED
     label_type = type(label)
     has_label = True
