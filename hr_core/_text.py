@@ -205,8 +205,13 @@ def squad_fold(text: str) -> str:
         if text.isalnum():  # one word of ASCII letters and digits: nothing to strip
             word = text.lower()
             return "" if word == "the" or word == "a" or word == "an" else word
-        if "." in text and "." in text.rstrip(". ") and _SQUAD_DECIMAL.search(text) is not None:
-            return _squad_decimal_fold(text)
+        if "." in text:
+            number = text.strip()
+            if (number.replace(".", "", 1).isdigit() and number[0] != "."
+                    and number[-1] != "."):  # a decimal number alone, such as "2.50"
+                return number.rstrip("0").rstrip(".")
+            if "." in text.rstrip(". ") and _SQUAD_DECIMAL.search(text) is not None:
+                return _squad_decimal_fold(text)
         # one C pass lower-cases and drops punctuation
         words = text.encode().translate(_ASCII_LOWER, _ASCII_PUNCTUATION).decode().split()
     else:
