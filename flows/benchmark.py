@@ -15,7 +15,7 @@ from prefect.states import Failed
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from flows._invocation import InvocationVar
-from flows.clients import plain_parameters, prefect_clients
+from flows.clients import plain_parameters, prefect_clients, with_run_name
 from flows.labels import arm_fingerprints, benchmark_tags, label_flow_run
 from hr_core._checks import callable_arg, path_arg
 from hr_core.engine.benchmark import Benchmark
@@ -454,10 +454,10 @@ def run_plan(plan: BenchmarkPlan, *, on_progress: ProgressFn | None = None,
              fresh: bool = False, wait: bool = False) -> Any:
     """Start the ``hr-benchmark`` flow run of a resolved plan (named ``<name>-<run id>``,
     tagged ``hr`` and the name, with its real parameters); see :func:`hr_benchmark`."""
-    options: dict[str, Any] = {"flow_run_name": f"{plan.name}-{plan.run_id}"}
-    if task_runner is not None:
-        options["task_runner"] = task_runner
-    named = plain_parameters(benchmark_flow.with_options(**options))
+    run_name = f"{plan.name}-{plan.run_id}"
+    named = plain_parameters(
+        with_run_name(benchmark_flow, run_name) if task_runner is None
+        else benchmark_flow.with_options(flow_run_name=run_name, task_runner=task_runner))
     submit = task_runner is not None and not isinstance(task_runner, ThreadPoolTaskRunner)
     coro = _call(named, _Invocation(plan, on_progress, submit, provider_limits),
                  flow_parameters(plan, spec, fresh), wait)

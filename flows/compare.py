@@ -12,7 +12,7 @@ from typing import Any
 from prefect import flow, tags
 from prefect.runtime import flow_run
 
-from flows.clients import in_prefect, plain_parameters
+from flows.clients import in_prefect, plain_parameters, with_run_name
 from flows.judge_validate import log_belongs_to
 from flows.labels import benchmark_tags
 from hr_core._checks import positive_int
@@ -154,8 +154,8 @@ def hr_compare(
     name = str(bench.manifest.get("name") or "benchmark")
     facts = {"name": name, "run_id": bench.run_id,
              "flow_run_id": bench.manifest.get("flow_run_id"), "run_dir": bench.run_dir}
-    named = plain_parameters(compare_flow.with_options(
-        flow_run_name=f"compare-{'-vs-'.join(arms)}-for-{name}-{bench.run_id}"))
+    named = plain_parameters(with_run_name(
+        compare_flow, f"compare-{'-vs-'.join(arms)}-for-{name}-{bench.run_id}"))
     coro = _call(named, job, {"benchmark": facts, "arms": arms, "judge_hash": judge.hash,
                               "mode": mode, "concurrency": concurrency,
                               "chunk_size": chunk_size}, benchmark_tags(name, "compare"))

@@ -12,7 +12,7 @@ from typing import Any
 from prefect import flow, get_run_logger, tags
 
 from flows._invocation import InvocationVar
-from flows.clients import in_prefect, plain_parameters
+from flows.clients import in_prefect, plain_parameters, with_run_name
 from flows.labels import benchmark_tags, flow_run_link
 from hr_core._checks import path_arg, positive_int
 from hr_core.errors import HrTypeError, SpecError
@@ -178,8 +178,8 @@ def hr_judge_validate(
                                                            concurrency=concurrency)
     facts = benchmark_run_facts(benchmark)
     suffix = f"-for-{facts['name']}-{facts['run_id']}" if facts.get("name") else ""
-    named = plain_parameters(judge_validate_flow.with_options(
-        flow_run_name=f"judge-{config.hash[:12]}{suffix}"))
+    named = plain_parameters(with_run_name(judge_validate_flow,
+                                           f"judge-{config.hash[:12]}{suffix}"))
     coro = _call(named, _Invocation(config, chosen, rows), {
         "config": _config_args(config), "labelled": _labelled_text(labelled), "store": store,
         "concurrency": concurrency, "chunk_size": chunk_size,

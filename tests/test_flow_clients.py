@@ -10,7 +10,7 @@ from prefect import flow
 from prefect.client.orchestration import get_client
 from prefect.context import AsyncClientContext, FlowRunContext, SyncClientContext
 
-from flows.clients import prefect_clients, tls_context
+from flows.clients import prefect_clients, tls_context, with_run_name
 
 
 @flow(name="clients-probe")
@@ -53,3 +53,11 @@ def test_inside_an_existing_client_context_it_adds_none(prefect_harness: None) -
             return AsyncClientContext.get() is outer
 
     assert asyncio.run(main())
+
+
+def test_a_flow_named_for_one_run_is_a_copy_sharing_its_schema() -> None:
+    named = with_run_name(_probe, "probe-run-1")
+    assert named.flow_run_name == "probe-run-1" and _probe.flow_run_name is None
+    assert named.parameters is _probe.parameters  # not rebuilt (with_options rebuilds it)
+    assert named.fn is _probe.fn and named.name == _probe.name
+    assert named.with_options(flow_run_name="x").parameters == named.parameters
