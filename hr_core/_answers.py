@@ -73,8 +73,13 @@ def sort_out(output: Any) -> tuple[str | None, FailureKind | None]:
 
 
 def labelled(label: Any) -> bool:
-    """Whether a label can score a run (not ``None``/NaN, not an empty list)."""
-    return type(label) is str or accepted_texts(label) is not None
+    """Whether a label can score a run (not ``None``/NaN; a list or tuple, even empty, can)."""
+    kind = type(label)
+    if kind is str or kind is list or kind is tuple or kind is int:
+        return True
+    if kind is float:
+        return label == label
+    return accepted_texts(label) is not None
 
 
 def failed(label: Any, outcome: str | None, kind: FailureKind,

@@ -152,7 +152,11 @@ def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD) -> Scorer:
             else:
                 best = _f1(outcome, gold)
         elif (label_type is int or label_type is float) and label == label:
-            best = _f1(outcome, _gold(plain_digits(label)))
+            digits = plain_digits(label)
+            gold = cache.get(digits)
+            if gold is None:
+                gold = _gold(digits)
+            best = 1.0 if outcome == gold[0] else _f1(outcome, gold)
         else:
             accepted: Any = (label if label_type is list or label_type is tuple
                              else accepted_texts(label))
