@@ -205,11 +205,14 @@ def squad_fold(text: str) -> str:
         if text.isalnum():  # one word of ASCII letters and digits: nothing to strip
             word = text.lower()
             return "" if word == "the" or word == "a" or word == "an" else word
-        if "." in text:
-            number = text.strip()
-            if (number.replace(".", "", 1).isdigit() and number[0] != "."
-                    and number[-1] != "."):  # a decimal number alone, such as "2.50"
-                return number.rstrip("0").rstrip(".")
+        word = text.strip()
+        if word.isalnum():  # one such word in white space, such as "  paris\n"
+            word = word.lower()
+            return "" if word == "the" or word == "a" or word == "an" else word
+        if "." in word:
+            if (word.replace(".", "", 1).isdigit() and word[0] != "."
+                    and word[-1] != "."):  # a decimal number alone, such as "2.50"
+                return word.rstrip("0").rstrip(".")
             if "." in text.rstrip(". ") and _SQUAD_DECIMAL.search(text) is not None:
                 return _squad_decimal_fold(text)
         # one C pass lower-cases and drops punctuation
@@ -223,6 +226,9 @@ def squad_fold(text: str) -> str:
         words = folded.split()
         if not "".join(words).isalnum():  # punctuation, symbols or "_" to remove
             words = _NOT_WORD.sub("", folded).split()
+    if len(words) == 1:  # one word, such as "  paris\n" or "Paris."
+        word = words[0]
+        return "" if word == "the" or word == "a" or word == "an" else word
     return _without_articles(words)
 
 
