@@ -356,7 +356,7 @@ def _exact_squad(item: Any, output: Any, label: Any) -> ScoreResult:
         if output.failure_kind is None and output.ok is True:
             text = output.answer
     elif (kind_of is int or kind_of is float) and output == output:
-        text = plain_digits(output)
+        text = str(output) if kind_of is int else plain_digits(output)
     if type(text) is not str or (not (seen := squad_fold(text)) and (not text or text.isspace())):
         text, kind = sort_out(output)
         if kind is not None or text is None:
@@ -370,7 +370,7 @@ def _exact_squad(item: Any, output: Any, label: Any) -> ScoreResult:
         folded = cache.get(label)
         match = seen == (_squad_label(label) if folded is None else folded)
     elif (label_type is int or label_type is float) and label == label:
-        digits = plain_digits(label)
+        digits = str(label) if label_type is int else plain_digits(label)
         folded = cache.get(digits)
         match = seen == (_squad_label(digits) if folded is None else folded)
     elif label_type is list or label_type is tuple:

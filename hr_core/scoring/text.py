@@ -127,7 +127,7 @@ def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD) -> Scorer:
             if output.failure_kind is None and output.ok is True:
                 text = output.answer
         elif (kind_of is int or kind_of is float) and output == output:
-            text = plain_digits(output)
+            text = str(output) if kind_of is int else plain_digits(output)
         if type(text) is not str or (
                 not (outcome := squad_fold(text)) and (not text or text.isspace())):
             found, kind = sort_out(output)
@@ -152,7 +152,7 @@ def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD) -> Scorer:
             else:
                 best = _f1(outcome, gold)
         elif (label_type is int or label_type is float) and label == label:
-            digits = plain_digits(label)
+            digits = str(label) if label_type is int else plain_digits(label)
             gold = cache.get(digits)
             if gold is None:
                 gold = _gold(digits)
