@@ -8,7 +8,10 @@ and print a result table:
 - (b) the same through the Python API: ``hr_benchmark("spec.yaml", fresh=True)``;
 - (c) pydantic-evals: a ``Dataset`` of the 10 cases, an exact-match evaluator,
   ``evaluate_sync`` per function, the report printed;
-- (d) plain Python: a loop calling both functions and counting exact matches.
+- (d) plain Python: a loop calling both functions and counting exact matches;
+- (e) a bare Prefect flow against the same server: one task per function, the
+  runs as a pandas table written to Parquet (what any Prefect flow run in the
+  calling process that stores a table costs: hr's floor).
 
 Each is a new process (interpreter start, imports, work, exit), timed from spawn
 to exit (hr's own modules byte-compiled first, as an installed package is), with
@@ -85,6 +88,40 @@ for name, arm in ARMS.items():
     report.print(include_input=False, include_output=False)
 """
 
+BARE_PREFECT = """\
+import gc
+import json
+
+gc.disable()  # as hr does: the collector paused while Prefect is imported, then frozen
+import pandas as pd
+from prefect import flow, task
+
+gc.enable()
+gc.freeze()
+from startup_arms import ARMS, matches
+
+
+@task
+def run_arm(name, rows):
+    runs = []
+    for r in rows:
+        output = ARMS[name]({"document": r["document"], "question": r["question"]})
+        runs.append({"arm": name, "id": r["id"], "output": output,
+                     "correct": matches(output, r["label"])})
+    return runs
+
+
+@flow(name="bare-startup-10")
+def bare():
+    rows = [json.loads(line) for line in open("ref10.jsonl")]
+    table = pd.DataFrame([run for name in ARMS for run in run_arm(name, rows)])
+    table.to_parquet("bare-runs.parquet")
+    return table
+
+
+print(bare().groupby("arm")["correct"].mean().to_string())
+"""
+
 PLAIN = """\
 import json
 
@@ -158,7 +195,8 @@ def main() -> None:
     lines = (ROOT / "hr_core/examples/docqa_reference.jsonl").read_text().splitlines()[:10]
     (work / "ref10.jsonl").write_text("\n".join(lines) + "\n")
     (work / "spec.yaml").write_text(SPEC)
-    scripts = {"api.py": API, "pydantic_evals_run.py": PYDANTIC_EVALS, "plain.py": PLAIN}
+    scripts = {"api.py": API, "pydantic_evals_run.py": PYDANTIC_EVALS, "plain.py": PLAIN,
+               "bare_prefect.py": BARE_PREFECT}
     for name, text in scripts.items():
         (work / name).write_text(text)
     base = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
@@ -188,6 +226,8 @@ def main() -> None:
             "(b) hr_benchmark (API)": run([PYTHON, "api.py"]),
             "(c) pydantic-evals": run([PYTHON, "pydantic_evals_run.py"]),
             "(d) plain Python": run([PYTHON, "plain.py"]),
+            "(e) bare Prefect flow": run([PYTHON, "bare_prefect.py"],
+                                         dict(env, PREFECT_API_URL=f"{url}/api")),
         }
         print("warm-up (one untimed run each; creates the temporary server's database)")
         for contender in contenders.values():
@@ -206,6 +246,7 @@ def main() -> None:
     finally:
         subprocess.run([HR, "server", "stop"], env=env, check=False, stdout=subprocess.DEVNULL)
     c, d = results["(c) pydantic-evals"], results["(d) plain Python"]
+    names = list(results)
     print(f"\n10 items x 2 arms, whole process, medians of {args.reps} "
           f"(load average {os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} cores)")
     print(f"{'contender':<26} {'wall s':>7} {'/ (c)':>6} {'/ (d)':>7} {'CPU s':>6} "
@@ -213,6 +254,10 @@ def main() -> None:
     for name, (wall, peak, seconds, _) in results.items():
         print(f"{name:<26} {wall:7.2f} {wall / c[0]:6.2f} {wall / d[0]:7.2f} {seconds:6.2f} "
               f"{seconds / c[2]:6.2f} {peak:12.0f}")
+    e = results["(e) bare Prefect flow"]
+    print(f"\nhr above the bare Prefect flow (e): CPU (a) {results[names[0]][2] / e[2]:.2f}x, "
+          f"(b) {results[names[1]][2] / e[2]:.2f}x; (e) alone is {e[0] / c[0]:.2f}x of (c)'s "
+          f"wall and {e[2] / c[2]:.2f}x of its CPU (target for (a), (b): 1.5x)")
     if demo_results:
         up, temp = (demo_results[n] for n in demo)
         print(f"\nhr demo, medians of {args.demo_reps}: server up {up[0]:.1f} s (CPU "
