@@ -89,20 +89,22 @@ for name, arm in ARMS.items():
 """
 
 BARE_PREFECT = """\
+import asyncio
 import gc
 import json
 
 gc.disable()  # as hr does: the collector paused while Prefect is imported, then frozen
 import pandas as pd
 from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
 
 gc.enable()
 gc.freeze()
 from startup_arms import ARMS, matches
 
 
-@task
-def run_arm(name, rows):
+@task(cache_policy=NO_CACHE, persist_result=False)  # as hr's tasks
+async def run_arm(name, rows):
     runs = []
     for r in rows:
         output = ARMS[name]({"document": r["document"], "question": r["question"]})
@@ -111,15 +113,15 @@ def run_arm(name, rows):
     return runs
 
 
-@flow(name="bare-startup-10")
-def bare():
+@flow(name="bare-startup-10", persist_result=False)  # async, as hr's flow
+async def bare():
     rows = [json.loads(line) for line in open("ref10.jsonl")]
-    table = pd.DataFrame([run for name in ARMS for run in run_arm(name, rows)])
+    table = pd.DataFrame([run for name in ARMS for run in await run_arm(name, rows)])
     table.to_parquet("bare-runs.parquet")
     return table
 
 
-print(bare().groupby("arm")["correct"].mean().to_string())
+print(asyncio.run(bare()).groupby("arm")["correct"].mean().to_string())
 """
 
 PLAIN = """\
@@ -226,8 +228,9 @@ def main() -> None:
             "(b) hr_benchmark (API)": run([PYTHON, "api.py"]),
             "(c) pydantic-evals": run([PYTHON, "pydantic_evals_run.py"]),
             "(d) plain Python": run([PYTHON, "plain.py"]),
-            "(e) bare Prefect flow": run([PYTHON, "bare_prefect.py"],
-                                         dict(env, PREFECT_API_URL=f"{url}/api")),
+            # hr's own defaults: the hr server's API, no SDK usage data (hr_cli.quiet)
+            "(e) bare Prefect flow": run([PYTHON, "bare_prefect.py"], dict(
+                env, PREFECT_API_URL=f"{url}/api", DO_NOT_TRACK=env.get("DO_NOT_TRACK", "1"))),
         }
         print("warm-up (one untimed run each; creates the temporary server's database)")
         for contender in contenders.values():
