@@ -218,7 +218,7 @@ def test_f1_equals_the_reference(threshold: float, output: Any, label: Any) -> N
         assert (result.correct, result.failure_kind) == (correct, kind)
         assert result.score == best
         return
-    assert result.score == pytest.approx(float(best), abs=1e-12)
+    assert result.score == float(best)  # the exact F1, rounded once
     assert result.correct is (result.score >= threshold)
     if abs(best - Fraction(threshold)) > Fraction(1, 10**9):  # clear of float rounding
         assert result.correct is (best >= threshold)
@@ -240,3 +240,15 @@ def test_the_reference_is_squads_definition_on_its_own_examples() -> None:
     assert reference_exact_squad("NOT_IN_DOCUMENT", "not_in_document") == (
         True, "notindocument", None)
     assert reference_exact_squad(100000.0, [1e5]) == (True, "100000", None)
+
+
+def test_an_f1_of_exactly_the_threshold_is_correct_whether_or_not_the_label_repeats_a_token(
+) -> None:
+    """7 shared tokens of 8 answered and 20 in the label: F1 = 14/28 = 0.5 on both paths
+    (was 0.4999999999999999, wrong at the default threshold, when the label repeats one)."""
+    answer = " ".join(["x"] + [f"w{i}" for i in range(6)] + ["zz"])
+    repeats = " ".join(["x", "x"] + [f"w{i}" for i in range(18)])
+    distinct = " ".join(["x", "y"] + [f"w{i}" for i in range(18)])
+    for label in (repeats, distinct):
+        result = hr_scorer_f1(threshold=0.5).fn(None, answer, label)
+        assert (result.score, result.correct) == (0.5, True), label
