@@ -11,7 +11,14 @@ RSS and report time/size as ratios to it.
 Targets (issue 14): 1,000,000 item-runs with peak RSS <= 600 MB; report time and
 size flat in the number of items (beyond the item tables' caps).
 
-Run: ``.venv/bin/python bench/bench_scale.py [10000 100000 1000000]``
+By default the Prefect API is the hr server (``hr server start`` in a temporary
+``PREFECT_HOME``, stopped at the end), external to the run's process, as a user
+with ``hr server start`` runs; ``--temporary`` uses Prefect's temporary server
+inside the run's process instead (its RSS then counts the server's code). The
+output says which. Times are wall clock; ``cpu s`` is the child's user + system
+time (``wait4`` rusage), less sensitive to the other jobs on the machine.
+
+Run: ``.venv/bin/python bench/bench_scale.py [--temporary] [10000 100000 1000000]``
 (``--quick``: 1,000 and 10,000 only).
 """
 
@@ -19,11 +26,13 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ARMS = 3
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,8 +46,10 @@ def _child(item_runs: int, store: str) -> dict[str, float]:
     from hr_core import hr_reference
 
     items = item_runs // ARMS
+    imported = _status("VmRSS")
     reference = hr_reference([{"id": f"i{i}", "question": str(i), "label": f"answer {i}"}
                               for i in range(items)], item="question")
+    with_reference = _status("VmRSS")
     arms = {"mostly_right": _mostly_right, "wrong": _wrong, "abstain": _abstain}
     started = time.perf_counter()
     bench = hr_benchmark(arms, reference, store=store, name="scale", concurrency=16)
@@ -49,6 +60,7 @@ def _child(item_runs: int, store: str) -> dict[str, float]:
     store_bytes = sum(p.stat().st_size for p in run_dir.rglob("*") if p.is_file())
     return {"item_runs": items * ARMS, "wall_s": wall, "peak_rss_mb": peak,
             "store_mb": store_bytes / 1e6, "run_dir": str(run_dir),
+            "imports_mb": imported, "reference_mb": with_reference - imported,
             "journal_kb": sum(p.stat().st_size for p in run_dir.glob("journal*")) / 1e3}
 
 
@@ -83,6 +95,33 @@ def _status(field: str) -> float:
     return float("nan")
 
 
+def _measured(command: list[str], env: dict[str, str], what: str) -> dict[str, Any]:
+    """Run a child; its JSON line plus its CPU time (user + system, from rusage)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        print(done.stdout, done.stderr, file=sys.stderr)
+        raise SystemExit(f"{what} failed")
+    row: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    row["cpu_s"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return row
+
+
+def _start_server(env: dict[str, str]) -> str:
+    """``hr server start`` in ``env``'s PREFECT_HOME; its API URL."""
+    hr = str(Path(sys.executable).with_name("hr"))
+    subprocess.run([hr, "server", "start", "--timeout", "300"], check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+    port = json.loads((Path(env["PREFECT_HOME"]) / "hr-server.json").read_text())["port"]
+    return f"http://127.0.0.1:{port}/api"
+
+
+def _stop_server(env: dict[str, str]) -> None:
+    hr = str(Path(sys.executable).with_name("hr"))
+    subprocess.run([hr, "server", "stop"], env=env, stdout=subprocess.DEVNULL, check=False)
+
+
 def main(argv: list[str]) -> None:
     if argv[:1] == ["--child"]:
         print(json.dumps(_child(int(argv[1]), argv[2])))
@@ -94,37 +133,47 @@ def main(argv: list[str]) -> None:
                       [int(a) for a in argv if a.isdigit()] or [10_000, 100_000, 1_000_000])
     env = {**os.environ, "PREFECT_HOME": os.environ.get("PREFECT_HOME") or
            tempfile.mkdtemp(prefix="hr-bench-prefect-")}
+    server = "--temporary" not in argv and "PREFECT_API_URL" not in os.environ
+    if server:
+        env["PREFECT_API_URL"] = _start_server(env)
+        api = f"the hr server (external, {env['PREFECT_API_URL']})"
+    else:
+        api = (os.environ.get("PREFECT_API_URL")
+               or "Prefect's temporary server (in the run's process)")
+    print(f"Prefect API: {api}; load average {os.getloadavg()[0]:.2f}", flush=True)
     rows = []
-    for size in sizes:
-        with tempfile.TemporaryDirectory(prefix="hr-bench-scale-") as store:
-            done = subprocess.run([sys.executable, __file__, "--child", str(size), store],
-                                  capture_output=True, text=True, env=env, check=False)
-            if done.returncode != 0:
-                print(done.stdout, done.stderr, file=sys.stderr)
-                raise SystemExit(f"{size} item-runs failed")
-            row = json.loads(done.stdout.strip().splitlines()[-1])
-            done = subprocess.run([sys.executable, __file__, "--report", row["run_dir"],
-                                   str(Path(store) / "report.html")],
-                                  capture_output=True, text=True, env=env, check=False)
-            if done.returncode != 0:
-                print(done.stdout, done.stderr, file=sys.stderr)
-                raise SystemExit(f"hr report of {size} item-runs failed")
-            rows.append({**row, **json.loads(done.stdout.strip().splitlines()[-1])})
+    try:
+        for size in sizes:
+            with tempfile.TemporaryDirectory(prefix="hr-bench-scale-") as store:
+                row = _measured([sys.executable, __file__, "--child", str(size), store], env,
+                                f"{size} item-runs")
+                report = _measured([sys.executable, __file__, "--report", row["run_dir"],
+                                    str(Path(store) / "report.html")], env,
+                                   f"hr report of {size} item-runs")
+                rows.append({**row, **{k: v for k, v in report.items() if k != "cpu_s"},
+                             "report_cpu_s": report["cpu_s"]})
+    finally:
+        if server:
+            _stop_server(env)
     floor = rows[0]
     print(f"{'item-runs':>10} {'wall s':>8} {'runs/s':>8} {'peak RSS MB':>11} {'x floor':>7} "
           f"{'store MB':>8} {'report KB':>9} {'x floor':>7} {'report s':>8} {'x floor':>7} "
-          f"{'journal KB':>10} {'report peak MB':>14}")
+          f"{'journal KB':>10} {'report peak MB':>14} {'cpu s':>7} {'report cpu s':>12}")
     for row in rows:
         print(f"{row['item_runs']:>10,} {row['wall_s']:>8.1f} "
               f"{row['item_runs'] / row['wall_s']:>8,.0f} {row['peak_rss_mb']:>11.0f} "
               f"{row['peak_rss_mb'] / floor['peak_rss_mb']:>7.2f} {row['store_mb']:>8.1f} "
               f"{row['report_kb']:>9.0f} {row['report_kb'] / floor['report_kb']:>7.2f} "
               f"{row['report_s']:>8.2f} {row['report_s'] / floor['report_s']:>7.2f} "
-              f"{row['journal_kb']:>10.0f} {row['report_peak_mb']:>14.0f}")
+              f"{row['journal_kb']:>10.0f} {row['report_peak_mb']:>14.0f} "
+              f"{row['cpu_s']:>7.1f} {row['report_cpu_s']:>12.2f}")
+    print("RSS after imports / added by the reference (MB): " + ", ".join(
+        f"{r['item_runs']:,}: {r['imports_mb']:.0f} / +{r['reference_mb']:.0f}" for r in rows))
     big = rows[-1]
     if big["item_runs"] >= 1_000_000:
         verdict = "meets" if big["peak_rss_mb"] <= 600 else "MISSES"
-        print(f"1M item-runs: peak RSS {big['peak_rss_mb']:.0f} MB {verdict} the 600 MB target")
+        print(f"1M item-runs: peak RSS {big['peak_rss_mb']:.0f} MB {verdict} the 600 MB target "
+              f"(Prefect API: {api}); load average now {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":
