@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from hr_core import hr_reference
@@ -58,3 +60,64 @@ def test_a_journal_is_compacted_to_one_line_per_run_keeping_the_latest(tmp_path:
         ("q2", "kept"), ("q1", "second"), ("q3", "fb")]
     assert not (tmp_path / "fallback.jsonl").exists()
     assert compact_journal(journal) is False  # nothing left to drop
+
+
+def _mixed_records() -> list[dict]:
+    """Records as journals hold them: judge statuses, columns left out, None tokens,
+    unicode, an ``outcome`` left out (it equals the output), superseded runs."""
+    base = [
+        _record("a", "q0", 1, "Zürich ✓ 東京"),
+        {"arm": "a", "item_id": "q1", "run": 1, "output": "naïve", "correct": False,
+         "failure_kind": "wrong", "latency_s": 0.25, "tokens_in": None, "tokens_out": 7,
+         "judge_status": "no_consensus"},  # no outcome (= output), cost, error or score
+        {"arm": "a", "item_id": "q2", "run": 2, "output": None, "correct": None,
+         "outcome": None, "failure_kind": "error", "error": "ValueError: ☃ bad",
+         "latency_s": None, "tokens_in": None, "tokens_out": None, "cost_usd": None,
+         "judge_status": "error"},
+        {**_record("b", "q3", 1, "x"), "score": 0.5, "judge_status": "parse_failure"},
+        _record("a", "q0", 1, "superseded later"),
+        {"arm": "b", "item_id": "q4", "run": 1},  # only the keys
+    ]
+    return [*base, _record("a", "q0", 1, "Zürich ✓ 東京, again")]
+
+
+@pytest.mark.parametrize("judge", [False, True])
+def test_runs_parquet_streamed_from_the_journal_equals_the_table_built_in_memory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, judge: bool) -> None:
+    monkeypatch.setattr(rows, "BATCH", 3)  # several batches
+    monkeypatch.setattr(rows, "ROW_GROUP", 4)  # and several row groups
+    journal = Journal(tmp_path / "journal.jsonl", fallback=tmp_path / "fallback.jsonl")
+    records = _mixed_records()
+    journal.path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records[:5])
+                             + b"not json\n" + orjson.dumps(_record("zzz", "q0", 1, "unplanned"))
+                             + b"\n" + b'{"arm": "a", "item_id": "q3", "ru')  # cut by a kill
+    (tmp_path / "fallback.jsonl").write_bytes(orjson.dumps(records[5]) + b"\n")
+    journal.kept = [records[6]]  # neither file could take it
+    places = RunPositions(["b", "a"], {"b": 1, "a": 2}, REF)
+
+    expected, superseded = runs_table(journal_records(journal), places, judge=judge)
+    rows_written, streamed_superseded = rows.write_runs(journal, places, tmp_path / "runs.parquet",
+                                                        judge=judge)
+    streamed = pd.read_parquet(tmp_path / "runs.parquet")
+
+    assert (rows_written, streamed_superseded) == (len(expected), superseded) == (15, 2)
+    pd.testing.assert_frame_equal(streamed, expected, check_exact=True)
+    assert dict(streamed.dtypes) == dict(runs_frame([], judge=judge).dtypes)
+    assert streamed.loc[5, "output"] == "Zürich ✓ 東京, again"  # the latest record wins
+    assert streamed.loc[7, "outcome"] == "naïve"  # restored from the output
+    assert pq.ParquetFile(tmp_path / "runs.parquet").metadata.num_row_groups > 1
+    if judge:
+        assert streamed["judge_status"].dropna().tolist() == [
+            "parse_failure", "no_consensus", "error"]
+    # the same file as writing the in-memory table (what the session did before)
+    expected.to_parquet(tmp_path / "whole.parquet", index=False)
+    pd.testing.assert_frame_equal(streamed, pd.read_parquet(tmp_path / "whole.parquet"),
+                                  check_exact=True)
+
+
+def test_an_empty_plan_writes_an_empty_table_with_the_columns(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "journal.jsonl")
+    places = RunPositions([], {}, REF)
+    assert rows.write_runs(journal, places, tmp_path / "runs.parquet") == (0, 0)
+    streamed = pd.read_parquet(tmp_path / "runs.parquet")
+    assert dict(streamed.dtypes) == dict(runs_frame([]).dtypes) and streamed.empty

@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from hr_core.accuracy import coverage_warnings, item_accuracy, item_counts, runs_made
+from hr_core.engine.runs_file import STAT_COLUMNS, RowTexts, RunsFile
 from hr_core.engine.store import REFERENCE, RUNS, RunStore
 from hr_core.errors import RunNotFoundError
 from hr_core.failures import FAILURE_KINDS
@@ -93,6 +94,11 @@ def _nan_to_none(value: float) -> float | None:
 class Benchmark:
     """A finished benchmark: ``.runs``, ``.summary()``, ``.compare(a, b)``, ``.manifest``.
 
+    A stored run (:meth:`load`, and what a benchmark returns) reads ``runs.parquet``
+    lazily: ``.runs`` reads the whole table on first access (then keeps it), while the
+    summary, comparisons and warnings read only the columns they need
+    (:meth:`stat_runs`). ``Benchmark(runs, manifest)`` holds a table in memory.
+
     Example:
         >>> runs = runs_frame([
         ...     {"arm": "a", "item_id": "q1", "run": 1, "correct": True},
@@ -104,12 +110,65 @@ class Benchmark:
         ('a', 0.5, 1)
     """
 
-    def __init__(self, runs: pd.DataFrame, manifest: Mapping[str, Any],
+    def __init__(self, runs: pd.DataFrame | None, manifest: Mapping[str, Any],
                  run_dir: str | None = None) -> None:
-        self.runs = runs
+        self._runs = runs
+        self._file: RunsFile | None = None
+        self._columns: dict[str, pd.Series] = {}
         self.manifest: dict[str, Any] = dict(manifest)
         self.run_dir = run_dir
         self._reference: Reference | None = None
+
+    @classmethod
+    def stored(cls, manifest: Mapping[str, Any], run_dir: str | os.PathLike[str]) -> Benchmark:
+        """A run whose ``runs.parquet`` is in ``run_dir``, read when needed (its footer now:
+        :class:`~hr_core.errors.CorruptRunError` for a truncated file)."""
+        store = RunStore.at(run_dir)
+        bench = cls(None, manifest, run_dir=os.fspath(run_dir))
+        bench._file = RunsFile(lambda: store.fs.open(store.path(RUNS), "rb"),
+                               lambda exc: store.corrupt_error(RUNS, exc))
+        bench._file.names()
+        return bench
+
+    @property
+    def runs(self) -> pd.DataFrame:
+        """One row per (arm, item, run): SPEC section 9 columns (read on first access)."""
+        if self._runs is None:
+            assert self._file is not None
+            self._runs = self._file.read()
+            self._columns.clear()
+        return self._runs
+
+    @runs.setter
+    def runs(self, value: pd.DataFrame) -> None:
+        self._runs = value
+        self._columns.clear()
+
+    def columns(self, names: Iterable[str]) -> pd.DataFrame:
+        """The runs table with only ``names`` (those it has), rows as in ``.runs``; a stored
+        run reads only these columns (and keeps them for the next call)."""
+        if self._runs is not None or self._file is None:
+            runs = self.runs
+            return runs[[c for c in names if c in runs.columns]]
+        wanted = [c for c in names if c in self._file.names()]
+        missing = [c for c in wanted if c not in self._columns]
+        if missing:
+            frame = self._file.read(missing)
+            self._columns.update({c: frame[c] for c in missing})
+            del frame
+        return pd.DataFrame({c: self._columns[c] for c in wanted}, copy=False)
+
+    def stat_runs(self) -> pd.DataFrame:
+        """The runs table without its text columns (``output``, ``outcome``, ``error``):
+        what summaries, comparisons and reports compute from."""
+        return self.columns(STAT_COLUMNS)
+
+    def row_texts(self) -> RowTexts | None:
+        """The text columns of chosen rows of :meth:`stat_runs` (``None``: the table is in
+        memory and has them)."""
+        if self._runs is not None or self._file is None:
+            return None
+        return RowTexts(self._file)
 
     @property
     def reference(self) -> Reference | None:
@@ -145,11 +204,11 @@ class Benchmark:
     @property
     def arms(self) -> list[str]:
         """The arms, in the order they were given."""
-        return [str(a) for a in pd.unique(self.runs["arm"])]
+        return [str(a) for a in pd.unique(self.columns(["arm"])["arm"])]
 
     def __repr__(self) -> str:
         return (f"<Benchmark {self.manifest.get('name')}/{self.run_id} "
-                f"{len(self.arms)} arm(s), {len(self.runs)} run(s), "
+                f"{len(self.arms)} arm(s), {len(self.columns(['arm']))} run(s), "
                 f"{self.manifest.get('status')}>")
 
     @classmethod
@@ -167,17 +226,16 @@ class Benchmark:
                 f"{os.fspath(run_dir)}: no benchmark run here (no manifest.json); give a run "
                 "folder such as results/<name>/<run id>") from None
         try:
-            runs = store.read_frame(RUNS)
+            return cls.stored(manifest, run_dir)
         except FileNotFoundError:
             raise RunNotFoundError(
                 f"{os.fspath(run_dir)}: the run has not finished (no {RUNS}; status "
                 f"{manifest.get('status')!r}); run the benchmark again to resume it") from None
-        return cls(runs, manifest, run_dir=os.fspath(run_dir))
 
     def item_accuracy(self, arm: str) -> pd.Series:
         """Each item's share of correct runs among its scored runs made, for one arm
         (:func:`hr_core.accuracy.item_accuracy`)."""
-        return item_accuracy(self.runs, arm)
+        return item_accuracy(self.stat_runs(), arm)
 
     def coverage_warnings(self) -> list[str]:
         """One warning per arm with runs a budget stopped, naming it and how to finish it."""
@@ -198,7 +256,7 @@ class Benchmark:
         also has :data:`SCORE_COLUMNS`: the mean over items of each item's mean
         score, with an item-clustered 95% CI (see :meth:`item_scores`).
         """
-        runs = self.runs
+        runs = self.stat_runs()
         rows = []
         for arm in self.arms:
             part = runs[runs["arm"] == arm]
@@ -247,11 +305,12 @@ class Benchmark:
     @property
     def has_scores(self) -> bool:
         """Whether any run has a ``score`` (the scorer gives partial credit)."""
-        return "score" in self.runs and bool(self.runs["score"].notna().any())
+        runs = self.columns(["score"])
+        return "score" in runs and bool(runs["score"].notna().any())
 
     def score_interval(self, arm: str) -> Interval:
         """One arm's mean score over items with its item-clustered 95% CI."""
-        runs = self.runs
+        runs = self.stat_runs()
         made = int(((runs["arm"] == arm) & runs["correct"].notna() & runs_made(runs)).sum())
         return clustered_mean_ci(self.item_scores(arm).tolist(), trials=made)
 
@@ -262,7 +321,7 @@ class Benchmark:
         gave none (an arm error, a failed run); runs never made (``budget_stop``)
         and runs without a verdict are left out.
         """
-        runs = self.runs
+        runs = self.stat_runs()
         mask = (runs["arm"] == arm) & runs["correct"].notna() & runs_made(runs)
         rows = runs.loc[mask]
         fallback = rows["correct"].astype("float64")

@@ -18,10 +18,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from hr_core.accuracy import arms_in_order, coverage_warning
+from hr_core.engine.runs_file import RowTexts
 from hr_core.errors import HrError
 
 __all__ = [
@@ -29,6 +32,7 @@ __all__ = [
     "DEFAULT_MAX_ERROR_RATE",
     "ErrorRateExceeded",
     "RunHealth",
+    "assess_benchmark",
     "assess_runs",
     "short_message",
 ]
@@ -128,7 +132,8 @@ class RunHealth:
 
 
 def assess_runs(runs: pd.DataFrame, max_error_rate: float = DEFAULT_MAX_ERROR_RATE,
-                top: int = 3, arms: list[str] | None = None) -> RunHealth:
+                top: int = 3, arms: list[str] | None = None,
+                texts: RowTexts | None = None) -> RunHealth:
     """Count each arm's errors and budget stops; find the arms above ``max_error_rate``.
 
     Args:
@@ -136,6 +141,8 @@ def assess_runs(runs: pd.DataFrame, max_error_rate: float = DEFAULT_MAX_ERROR_RA
         max_error_rate: the share of an arm's runs made (0..1) that may be errors.
         top: how many distinct messages to keep per arm (most frequent first).
         arms: the arms in display order (default: as they appear in ``runs``).
+        texts: reads the ``error`` of the erred runs when ``runs`` lacks the column (a
+            stored table read without its texts).
     """
     order = arms if arms is not None else [str(a) for a in arms_in_order(runs)]
     kinds = runs["failure_kind"]
@@ -144,12 +151,28 @@ def assess_runs(runs: pd.DataFrame, max_error_rate: float = DEFAULT_MAX_ERROR_RA
         mine = runs["arm"] == arm
         stops = int((mine & (kinds == "budget_stop")).sum())
         made = int(mine.sum()) - stops
-        erred = runs.loc[mine & (kinds == "error")]
-        messages = (erred["error"] if "error" in erred.columns else pd.Series(dtype=object))
+        erred = (mine & (kinds == "error")).to_numpy(dtype=bool)
+        if "error" in runs.columns:
+            messages = runs.loc[erred, "error"]
+        elif texts is not None:
+            messages = pd.Series(texts.get(np.flatnonzero(erred), "error"), dtype="str")
+        else:
+            messages = pd.Series(dtype=object)
         shortened = messages.fillna("(no message)").map(short_message)
         counts = shortened.value_counts(sort=True)
-        result.append(ArmErrors(arm, len(erred), made, stops,
+        result.append(ArmErrors(arm, int(erred.sum()), made, stops,
                                 tuple((str(m), int(c)) for m, c in counts.head(top).items())))
     breaches = tuple(a for a in result
                      if a.runs_made and a.errors and a.rate > max_error_rate)
     return RunHealth(tuple(result), float(max_error_rate), breaches)
+
+
+def assess_benchmark(bench: Any, max_error_rate: float = DEFAULT_MAX_ERROR_RATE,
+                     top: int = 3, arms: list[str] | None = None) -> RunHealth:
+    """:func:`assess_runs` of a ``Benchmark``: a stored run's small columns and the error
+    messages of its erred runs only (not every run's texts)."""
+    texts = bench.row_texts() if hasattr(bench, "row_texts") else None
+    runs = (bench.stat_runs() if texts is not None
+            else bench.columns(["arm", "failure_kind", "error"]) if hasattr(bench, "columns")
+            else bench.runs)
+    return assess_runs(runs, max_error_rate, top, arms, texts=texts)

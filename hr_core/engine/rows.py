@@ -2,18 +2,21 @@
 
 A benchmark of a million runs cannot keep a million record dicts (~1 KB each) in
 memory. The journal already holds every finished run on disk, so the session
-keeps none of them: at the end the journal is read back in batches of
-:data:`BATCH` lines, each batch becomes a small runs table (Arrow-backed text
-columns, ~100 bytes a run), and the batches are put in plan order (arms, items,
-runs) with the runs never made added as ``budget_stop`` rows.
+keeps none of them. At the end :func:`write_runs` streams ``runs.parquet`` from
+it: one pass notes where each run's latest line is (16 bytes a line), a second
+reads the lines in plan order (arms, items, runs) :data:`BATCH` at a time, with
+the runs never made as ``budget_stop`` rows, and writes each batch's table
+through a ``pyarrow.parquet.ParquetWriter``: neither every record nor the whole
+table is ever in memory. :func:`runs_table` builds the same table in memory.
 """
 
 from __future__ import annotations
 
 import os
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import orjson
@@ -24,11 +27,14 @@ from hr_core.engine.journal import Journal
 from hr_core.engine.runner import stopped_record
 from hr_core.reference import Reference
 
-__all__ = ["BATCH", "RunPositions", "compact_journal", "journal_records", "runs_table"]
+__all__ = ["BATCH", "ROW_GROUP", "RunPositions", "compact_journal", "journal_records",
+           "runs_table", "write_runs"]
 
 BATCH = 16_384
 """Journal records turned into one table at a time."""
 
+ROW_GROUP = 131_072
+"""Rows of ``runs.parquet`` per row group (batches are gathered up to it before a write)."""
 
 
 class RunPositions:
@@ -62,13 +68,13 @@ class RunPositions:
 
     def stopped(self, positions: np.ndarray, judge: bool) -> pd.DataFrame:
         """The ``budget_stop`` rows of runs never made, at ``positions``."""
-        items = self.reference.items
-        records = []
-        for position in positions.tolist():
-            a = int(np.searchsorted(self.offsets, position, side="right")) - 1
-            index, run = divmod(position - int(self.offsets[a]), self.runs[a])
-            records.append(stopped_record(self.arms[a], items[index], run + 1))
-        return runs_frame(records, judge=judge)
+        return runs_frame([self.stopped_record(p) for p in positions.tolist()], judge=judge)
+
+    def stopped_record(self, position: int) -> dict[str, Any]:
+        """The ``budget_stop`` record of the run at ``position`` (never made)."""
+        a = int(np.searchsorted(self.offsets, position, side="right")) - 1
+        index, run = divmod(position - int(self.offsets[a]), self.runs[a])
+        return stopped_record(self.arms[a], self.reference.items[index], run + 1)
 
 
 def _journal_lines(journal: Journal) -> Iterator[tuple[bytes, dict[str, Any]]]:
@@ -164,6 +170,111 @@ def runs_table(records: Iterable[Mapping[str, Any]], positions: RunPositions, *,
         columns[column] = (joined if in_order else joined.take(order)).reset_index(drop=True)
         del joined
     return pd.DataFrame(columns, copy=False), superseded
+
+
+_KEPT = -1
+"""The source of a record kept in memory (``Journal.kept``), not in a journal file."""
+
+
+def _latest_lines(journal: Journal, positions: RunPositions
+                  ) -> tuple[list[Path], np.ndarray, np.ndarray, np.ndarray, int]:
+    """Where each planned run's latest record is: the files read, and per position its
+    file number (:data:`_KEPT`: ``journal.kept``; ``-2``: no record), offset and length.
+    Also how many records were superseded by a later one of the same run."""
+    files = [p for p in (journal.path, getattr(journal, "fallback", None))
+             if p is not None and Path(p).exists()]
+    where, source, offset, size = array("q"), array("b"), array("q"), array("q")
+    for number, path in enumerate(files):
+        at = 0
+        with open(path, "rb") as handle:
+            for line in handle:
+                length = len(line)
+                if line.endswith(b"\n"):  # else a line cut short by a kill
+                    try:
+                        record = orjson.loads(line)
+                    except orjson.JSONDecodeError:
+                        record = None
+                    if isinstance(record, dict):
+                        place = positions.of(record["arm"], record["item_id"], record["run"])
+                        if place >= 0:
+                            where.append(place)
+                            source.append(number)
+                            offset.append(at)
+                            size.append(length)
+                at += length
+    for index, record in enumerate(getattr(journal, "kept", ())):
+        place = positions.of(record["arm"], record["item_id"], record["run"])
+        if place >= 0:
+            where.append(place)
+            source.append(_KEPT)
+            offset.append(index)
+            size.append(0)
+    places = np.frombuffer(where, dtype=np.int64) if where else np.zeros(0, np.int64)
+    last = len(places) - 1 - np.unique(places[::-1], return_index=True)[1]  # the latest wins
+    superseded = len(places) - len(last)
+    at_source = np.full(positions.total, -2, dtype=np.int8)
+    at_offset = np.zeros(positions.total, dtype=np.int64)
+    at_size = np.zeros(positions.total, dtype=np.int64)
+    if len(last):
+        chosen = places[last]
+        at_source[chosen] = np.frombuffer(source, dtype=np.int8)[last]
+        at_offset[chosen] = np.frombuffer(offset, dtype=np.int64)[last]
+        at_size[chosen] = np.frombuffer(size, dtype=np.int64)[last]
+    return files, at_source, at_offset, at_size, superseded
+
+
+def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, *,
+               judge: bool = False) -> tuple[int, int]:
+    """Stream the runs table in plan order from a journal to Parquet (``runs.parquet``).
+
+    The same table as :func:`runs_table` over :func:`journal_records` (same
+    columns, dtypes and rows once read with ``pandas.read_parquet``), written
+    :data:`BATCH` rows at a time: the latest record of each run, ``budget_stop``
+    rows for the runs never made, records of runs the plan does not have left out.
+    Memory: ~25 bytes per planned run, plus one row group.
+
+    Returns:
+        The rows written and how many records were superseded by a later record of
+        the same run (a re-scored run, a resume).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files, source, offset, size, superseded = _latest_lines(journal, positions)
+    kept = list(getattr(journal, "kept", ()))
+    schema = pa.Schema.from_pandas(runs_frame([], judge=judge), preserve_index=False)
+    handles = [os.open(path, os.O_RDONLY) for path in files]
+    pending: list[pa.Table] = []
+    try:
+        with pq.ParquetWriter(sink, schema) as writer:
+            for start in range(0, positions.total, BATCH):
+                stop = min(start + BATCH, positions.total)
+                records = []
+                for place, number, at, length in zip(
+                        range(start, stop), source[start:stop].tolist(),
+                        offset[start:stop].tolist(), size[start:stop].tolist(), strict=True):
+                    if number >= 0:
+                        record = orjson.loads(os.pread(handles[number], length, at))
+                        if "outcome" not in record:
+                            record["outcome"] = record.get("output")
+                    elif number == _KEPT:
+                        record = kept[at]
+                    else:
+                        record = positions.stopped_record(place)
+                    records.append(record)
+                pending.append(pa.Table.from_pandas(runs_frame(records, judge=judge),
+                                                    schema=schema, preserve_index=False))
+                del records
+                if sum(t.num_rows for t in pending) >= ROW_GROUP:
+                    writer.write_table(pa.concat_tables(pending), row_group_size=ROW_GROUP)
+                    pending.clear()
+            if pending or not positions.total:
+                writer.write_table(pa.concat_tables(pending) if pending else schema.empty_table(),
+                                   row_group_size=ROW_GROUP)
+    finally:
+        for handle in handles:
+            os.close(handle)
+    return positions.total, superseded
 
 
 def compact_journal(journal: Journal) -> bool:

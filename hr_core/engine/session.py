@@ -36,7 +36,7 @@ from hr_core.engine.interrupt import (
 from hr_core.engine.journal import FLUSH_INTERVAL_S, RunKey
 from hr_core.engine.lock import RunLock
 from hr_core.engine.outputs import JOURNAL_FORMAT, load_output, stored_runs
-from hr_core.engine.rows import RunPositions, compact_journal, journal_records, runs_table
+from hr_core.engine.rows import RunPositions, compact_journal, write_runs
 from hr_core.engine.runner import ChunkContext, run_chunk, score_record
 from hr_core.engine.store import (
     REFERENCE,
@@ -593,7 +593,9 @@ class BenchmarkSession:
         }
 
     def build(self) -> Benchmark:
-        """The finished benchmark in memory (runs table, final manifest); writes nothing.
+        """The finished benchmark: writes ``runs.parquet`` (streamed from the journal,
+        :func:`~hr_core.engine.rows.write_runs`), whose table the returned benchmark
+        reads when needed, and holds the final manifest (written by :meth:`write`).
 
         A broken scorer writes a ``failed`` manifest and raises :class:`ScorerError`.
         """
@@ -612,22 +614,26 @@ class BenchmarkSession:
         plan = self.plan
         positions = RunPositions(list(plan.arms), {a: plan.runs_of(a) for a in plan.arms},
                                  plan.reference)
-        runs, self._superseded = runs_table(journal_records(self.journal), positions,
-                                            judge=plan.judge is not None)
+
+        def write(handle: Any) -> None:
+            _, self._superseded = write_runs(self.journal, positions, handle,
+                                             judge=plan.judge is not None)
+
+        self.store.write_file(RUNS, write)
         self.timings["table_s"] = time.perf_counter() - started
         timings = {k: round(v, 4) for k, v in self.timings.items()}
         manifest = self.manifest("completed", engine_seconds=round(self.engine_seconds, 4),
                                  timings=timings)
-        bench = Benchmark(runs, manifest, run_dir=self.store.run_dir)
+        bench = Benchmark.stored(manifest, self.store.run_dir)
         bench._reference = self.plan.reference
         return bench
 
     def write(self, bench: Benchmark, summary: pd.DataFrame, report: str) -> None:
-        """Write ``runs.parquet``, the summary, ``report``, the reference; the manifest last.
+        """Write the summary, ``report``, the reference; the manifest last (``runs.parquet``
+        is written by :meth:`build`).
 
         Safe in a worker thread (it only reads ``bench`` and the plan).
         """
-        self.store.write_frame(RUNS, bench.runs)
         self.store.write_frame(SUMMARY, summary)
         self.store.write_frame(SUMMARY_CSV, summary)
         self.store.write_text(REPORT, report)
@@ -649,8 +655,8 @@ class BenchmarkSession:
         from hr_core.report.items import item_texts
 
         return render_report(ReportInputs(
-            bench.manifest, bench.runs, summary, run_dir=self.store.run_dir,
-            items=item_texts(self.plan.reference)))
+            bench.manifest, bench.stat_runs(), summary, run_dir=self.store.run_dir,
+            items=item_texts(self.plan.reference), texts=bench.row_texts()))
 
     def finish(self) -> Benchmark:
         """Write ``runs.parquet``, the summary, the report and the final manifest."""

@@ -209,6 +209,10 @@ class RunStore:
                 os.unlink(tmp)
             raise write_error(target, exc) from None
 
+    def write_file(self, filename: str, write: Callable[[Any], None]) -> None:
+        """Write a file atomically with ``write(handle)`` (a binary file handle)."""
+        self._write(filename, write)
+
     def write_text(self, filename: str, text: str) -> None:
         """Write a text file (UTF-8) atomically."""
         data = text.encode("utf-8")

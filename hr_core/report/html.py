@@ -156,11 +156,13 @@ def in_arm_order(inputs: ReportInputs) -> ReportInputs:
     found = pd.Index(list(rank)).get_indexer(pd.Index(inputs.runs["arm"].astype(str)))
     ranks = np.where(found < 0, len(order), np.asarray(list(rank.values()))[found]
                      if len(rank) else 0)
-    runs = inputs.runs  # a 1M-run table is not copied when it is in this order already
+    runs, texts = inputs.runs, inputs.texts  # a 1M-run table is not copied when in order
     if len(ranks) > 1 and not bool((ranks[1:] >= ranks[:-1]).all()):
-        runs = runs.iloc[np.argsort(ranks, kind="stable")]
+        by_rank = np.argsort(ranks, kind="stable")
+        runs = runs.iloc[by_rank]
+        texts = None if texts is None else texts.take(by_rank)
     return replace(inputs, summary=summary.reset_index(drop=True),
-                   runs=runs.reset_index(drop=True))
+                   runs=runs.reset_index(drop=True), texts=texts)
 
 
 def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path | str:

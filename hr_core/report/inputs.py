@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from hr_core.engine.runs_file import STAT_COLUMNS, RowTexts, RunsFile
 from hr_core.engine.store import rerun_hint
 from hr_core.errors import HrError
 from hr_core.report.items import ItemText, ItemTexts
@@ -51,6 +52,8 @@ class ReportInputs:
         run_dir: where the run lives, when it came from disk.
         items: each item's question (or payload excerpt) and label, by item id, from the
             run's ``reference.jsonl`` (empty when the run has none: tables show ids only).
+        texts: the text columns (``output``, ``error``) of the rows a table shows, when
+            ``runs`` was read without them (a stored run's ``runs.parquet``).
     """
 
     manifest: Mapping[str, Any]
@@ -60,6 +63,7 @@ class ReportInputs:
     comparisons: list[dict[str, Any]] = field(default_factory=list)
     run_dir: str | None = None
     items: Mapping[str, ItemText] = field(default_factory=dict)
+    texts: RowTexts | None = None
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """Results the sections share while one report renders (e.g. the paired differences)."""
 
@@ -255,7 +259,16 @@ def load_report_inputs(run_dir: str | Path) -> ReportInputs:
     except (OSError, ValueError) as exc:
         raise ReportError(f"{folder.name('manifest.json')} is corrupt or truncated (not valid "
                           f"JSON: {exc}); {rerun_hint()}") from exc
-    runs = _read_frame(folder, "runs")
+    texts = None
+    runs: pd.DataFrame | None
+    if folder.is_file("runs.parquet"):  # the columns the report computes from; texts by row
+        stored = RunsFile(lambda: folder.open("runs.parquet"), lambda exc: ReportError(
+            f"{folder.name('runs.parquet')} is corrupt or truncated "
+            f"({type(exc).__name__}: {exc}); {rerun_hint()}"))
+        runs = stored.read(STAT_COLUMNS)
+        texts = RowTexts(stored)
+    else:
+        runs = _read_frame(folder, "runs")
     if runs is None:
         raise ReportError(f"{folder.text}: no runs.parquet; the run has not finished writing")
     summary = _read_frame(folder, "summary")
@@ -274,4 +287,5 @@ def load_report_inputs(run_dir: str | Path) -> ReportInputs:
         comparisons=_read_json_dir(folder, "comparisons"),
         run_dir=folder.text,
         items=_read_items(folder),
+        texts=texts,
     )

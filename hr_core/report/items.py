@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from hr_core.accuracy import arms_in_order, runs_made
+from hr_core.engine.runs_file import RowTexts
 from hr_core.failures import FAILURE_KINDS
 
 __all__ = [
@@ -138,10 +139,22 @@ def _correct_text(value: Any) -> str:
     return "correct" if bool(value) else "wrong"
 
 
+def _column_at(runs: pd.DataFrame, texts: RowTexts | None, rows: np.ndarray,
+               column: str) -> list[Any] | None:
+    """``column`` at row positions ``rows``: from ``runs``, else read by ``texts`` (a stored
+    table read without its texts); ``None`` when neither has it."""
+    if column in runs.columns:
+        return list(runs[column].iloc[rows])
+    if texts is not None:
+        return texts.get(rows, column)
+    return None
+
+
 def failed_runs(runs: pd.DataFrame, items: Mapping[str, ItemText], *,
                 arm: str | None = None, kind: str | None = None,
                 item: str | None = None, arms: Sequence[str] | None = None,
-                failed_only: bool = True, per_group: int | None = None) -> pd.DataFrame:
+                failed_only: bool = True, per_group: int | None = None,
+                texts: RowTexts | None = None) -> pd.DataFrame:
     """The runs that failed, sorted by arm (in ``arms`` order), failure kind and item.
 
     Columns: ``arm, failure_kind, item_id, run, question, label, output, error``.
@@ -149,6 +162,7 @@ def failed_runs(runs: pd.DataFrame, items: Mapping[str, ItemText], *,
     without a verdict instead). ``failed_only=False`` keeps every run; then
     ``failure_kind`` reads ``correct`` or ``unscored`` for the runs without one.
     ``per_group`` keeps that many rows per (arm, kind) (texts are made for those only).
+    ``texts`` reads ``output`` and ``error`` of the rows kept when ``runs`` lacks them.
     """
     kinds = runs["failure_kind"]
     if kind == "unscored":
@@ -183,21 +197,23 @@ def failed_runs(runs: pd.DataFrame, items: Mapping[str, ItemText], *,
     if per_group is not None:
         keys = keys.groupby(["_arm", "_kind"], sort=False).head(per_group)
     chosen = keys["_row"].to_numpy()
-    picked = runs.iloc[at[chosen]]
+    picked = runs[["arm", "item_id", "run"]].iloc[at[chosen]]
+    outputs = _column_at(runs, texts, at[chosen], "output")
+    errors = _column_at(runs, texts, at[chosen], "error")
     kinds_text = [("unscored" if u else "correct") if n else k for k, n, u in zip(
         rows["failure_kind"].iloc[chosen].astype(object), no_kind[chosen], unscored[chosen],
         strict=True)]
     ids = picked["item_id"].astype(str).tolist()
-    texts = [items.get(i) or ItemText("", "") for i in ids]
+    shown = [items.get(i) or ItemText("", "") for i in ids]
     return pd.DataFrame({
         "arm": picked["arm"].astype(str).to_numpy(),
         "failure_kind": kinds_text,
         "item_id": ids,
         "run": picked["run"].to_numpy(),
-        "question": [t.question for t in texts],
-        "label": [t.label for t in texts],
-        "output": [excerpt(v) for v in picked["output"]] if "output" in picked else "",
-        "error": [excerpt(v) for v in picked["error"]] if "error" in picked else "",
+        "question": [t.question for t in shown],
+        "label": [t.label for t in shown],
+        "output": [excerpt(v) for v in outputs] if outputs is not None else "",
+        "error": [excerpt(v) for v in errors] if errors is not None else "",
     }, columns=list(FAILED_COLUMNS))
 
 
@@ -214,26 +230,31 @@ def failure_counts(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def disagreements(runs: pd.DataFrame, a: str, b: str,
-                  items: Mapping[str, ItemText], limit: int | None = None) -> pd.DataFrame:
+                  items: Mapping[str, ItemText], limit: int | None = None,
+                  texts: RowTexts | None = None) -> pd.DataFrame:
     """Items that arms ``a`` and ``b`` both scored where their share of correct runs differs.
 
     One row per item, side by side: ``item_id, question, label, a_output,
     a_correct, b_output, b_correct`` (the output of each arm's first run; the
     ``*_correct`` columns read ``correct``, ``wrong`` or ``2/3 correct``), the
     items where ``a`` is right first. ``limit`` keeps the first rows only (the
-    ``total`` attribute of the frame's ``attrs`` still counts them all).
+    ``total`` attribute of the frame's ``attrs`` still counts them all). ``texts``
+    reads the outputs of the items shown when ``runs`` lacks them.
     """
-    def per_item(arm: str) -> pd.DataFrame:
-        made = runs_made(runs)  # one accuracy: budget stops are not runs (hr_core.accuracy)
-        rows = runs.loc[(runs["arm"] == arm) & runs["correct"].notna() & made].sort_values(
-            "run", kind="stable")
+    made = runs_made(runs)  # one accuracy: budget stops are not runs (hr_core.accuracy)
+    scored = runs["correct"].notna() & made
+
+    def per_item(arm: str) -> tuple[pd.DataFrame, pd.Series]:
+        at = np.flatnonzero(((runs["arm"] == arm) & scored).to_numpy(dtype=bool))
+        by_run = np.argsort(runs["run"].to_numpy()[at], kind="stable")
+        at = at[by_run]
+        rows = runs[["item_id", "correct"]].iloc[at]
         keys = rows["item_id"].astype(str)
         hits = rows["correct"].astype(bool).groupby(keys, sort=False)
-        outputs = (rows["output"] if "output" in rows else pd.Series(None, index=rows.index))
-        return pd.DataFrame({"share": hits.mean(), "hits": hits.sum(), "n": hits.size(),
-                             "output": outputs.groupby(keys, sort=False).first()})
+        frame = pd.DataFrame({"share": hits.mean(), "hits": hits.sum(), "n": hits.size()})
+        return frame, pd.Series(at, index=keys.to_numpy())
 
-    left, right = per_item(a), per_item(b)
+    (left, left_at), (right, right_at) = per_item(a), per_item(b)
     both = left.join(right, how="inner", lsuffix="_a", rsuffix="_b")
     both = both.loc[both["share_a"] != both["share_b"]]
     both = both.assign(_gap=both["share_b"] - both["share_a"], _id=both.index)
@@ -243,6 +264,20 @@ def disagreements(runs: pd.DataFrame, a: str, b: str,
         both = both.head(limit)
     differ = [str(i) for i in both.index]
 
+    def first_outputs(at: pd.Series) -> list[Any]:
+        """Each shown item's first output that is there, its runs in run order (only the
+        shown items' outputs are read)."""
+        mine = at[at.index.isin(differ)]
+        values = _column_at(runs, texts, mine.to_numpy(), "output")
+        found: dict[str, Any] = {}
+        for key, value in zip(mine.index, values or [None] * len(mine), strict=True):
+            if key not in found and not (value is None or value is pd.NA
+                                         or (isinstance(value, float) and math.isnan(value))):
+                found[key] = value
+        return [found.get(i) for i in differ]
+
+    a_outputs, b_outputs = first_outputs(left_at), first_outputs(right_at)
+
     def verdict(hits: Any, n: Any) -> str:
         return _correct_text(bool(hits)) if int(n) == 1 else f"{int(hits)}/{int(n)} correct"
 
@@ -250,9 +285,9 @@ def disagreements(runs: pd.DataFrame, a: str, b: str,
         "item_id": differ,
         "question": [items.get(i, ItemText("", "")).question for i in differ],
         "label": [items.get(i, ItemText("", "")).label for i in differ],
-        "a_output": [excerpt(v) for v in both["output_a"]],
+        "a_output": [excerpt(v) for v in a_outputs],
         "a_correct": [verdict(h, n) for h, n in zip(both["hits_a"], both["n_a"], strict=True)],
-        "b_output": [excerpt(v) for v in both["output_b"]],
+        "b_output": [excerpt(v) for v in b_outputs],
         "b_correct": [verdict(h, n) for h, n in zip(both["hits_b"], both["n_b"], strict=True)],
     }, columns=list(DIFF_COLUMNS))
     frame.attrs["total"] = total

@@ -222,7 +222,7 @@ def failures_section(inputs: ReportInputs) -> str:
     if counts_all.empty:
         return '<p class="note">No run failed.</p>'
     failed = failed_runs(inputs.runs, inputs.items, arms=list(inputs.summary["arm"]),
-                         per_group=ROWS_PER_GROUP)
+                         per_group=ROWS_PER_GROUP, texts=inputs.texts)
     parts = []
     for index, arm in enumerate(inputs.summary["arm"], start=1):
         mine = failed[failed["arm"] == str(arm)]
@@ -257,7 +257,8 @@ def disagreements_section(inputs: ReportInputs) -> str:
     if len(arms) < 2:
         return '<p class="note">Only one arm: nothing to compare.</p>'
     a, b = arms[0], arms[1]
-    rows = disagreements(inputs.runs, a, b, inputs.items, limit=ROWS_PER_GROUP)
+    rows = disagreements(inputs.runs, a, b, inputs.items, limit=ROWS_PER_GROUP,
+                         texts=inputs.texts)
     total = int(rows.attrs.get("total", len(rows)))
     if rows.empty:
         return (f'<p class="note">{escape(a)} and {escape(b)} agree on every item both '
