@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from operator import itemgetter
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from hr_core.accuracy import coverage_warnings, item_accuracy, item_counts, runs_made
@@ -85,6 +86,16 @@ def runs_frame(records: Iterable[Mapping[str, Any]], *, judge: bool = False) -> 
                 [math.nan if v is None else v for v in values], dtype="float64"
             )
     return pd.DataFrame(data)
+
+
+def _rows_of(runs: pd.DataFrame, arm: str) -> pd.DataFrame:
+    """One arm's rows of a runs table: a slice (not a copy) when they are contiguous, as
+    in a benchmark's table (arms one after another), else a selection."""
+    mask = (runs["arm"] == arm).to_numpy(dtype=bool)
+    at = np.flatnonzero(mask)
+    if len(at) and at[-1] - at[0] + 1 == len(at):
+        return runs.iloc[int(at[0]):int(at[-1]) + 1]
+    return runs[mask]
 
 
 def _nan_to_none(value: float) -> float | None:
@@ -259,7 +270,7 @@ class Benchmark:
         runs = self.stat_runs()
         rows = []
         for arm in self.arms:
-            part = runs[runs["arm"] == arm]
+            part = _rows_of(runs, arm)
             correct = part["correct"]
             made = runs_made(part)
             scored_mask = correct.notna() & made
@@ -323,7 +334,7 @@ class Benchmark:
         """
         runs = self.stat_runs()
         mask = (runs["arm"] == arm) & runs["correct"].notna() & runs_made(runs)
-        rows = runs.loc[mask]
+        rows = runs.loc[mask, [c for c in ("item_id", "correct", "score") if c in runs]]
         fallback = rows["correct"].astype("float64")
         score = (rows["score"].astype("float64").fillna(fallback) if "score" in rows
                  else fallback)

@@ -33,8 +33,9 @@ __all__ = ["BATCH", "ROW_GROUP", "RunPositions", "compact_journal", "journal_rec
 BATCH = 16_384
 """Journal records turned into one table at a time."""
 
-ROW_GROUP = 131_072
-"""Rows of ``runs.parquet`` per row group (batches are gathered up to it before a write)."""
+ROW_GROUP = 32_768
+"""Rows of ``runs.parquet`` per row group (batches are gathered up to it before a write):
+what a table showing a few rows reads of a text column at most."""
 
 
 class RunPositions:
@@ -274,6 +275,7 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
     finally:
         for handle in handles:
             os.close(handle)
+        pa.default_memory_pool().release_unused()
     return positions.total, superseded
 
 

@@ -11,7 +11,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from hr_core.accuracy import arms_in_order, item_accuracies
+from hr_core.accuracy import arms_in_order, item_accuracies, name_codes
 from hr_core.failures import FAILURE_KINDS
 from hr_core.stats import paired_difference
 
@@ -46,13 +46,14 @@ def outcome_counts(runs: pd.DataFrame) -> pd.DataFrame:
     arms = arms_in_order(runs)
     kind = runs["failure_kind"]
     correct = runs["correct"].astype("boolean")
-    no_kind = kind.isna().to_numpy(dtype=bool) | (kind.astype(object) == "").to_numpy(dtype=bool)
+    no_kind = kind.isna().to_numpy(dtype=bool) | (kind == "").to_numpy(dtype=bool,
+                                                                     na_value=False)
     verdicts = np.where(correct.isna().to_numpy(dtype=bool), OUTCOMES.index("unscored"),
                         np.where(correct.fillna(False).to_numpy(dtype=bool),
                                  OUTCOMES.index("correct"), OUTCOMES.index("wrong")))
     # integer codes and one bincount (vectorised: a loop over 1M runs took 11 s, strings 0.6 s)
-    outcome = np.where(no_kind, verdicts, pd.Index(OUTCOMES).get_indexer(pd.Index(kind)))
-    arm = pd.Index(arms).get_indexer(pd.Index(runs["arm"]))
+    outcome = np.where(no_kind, verdicts, name_codes(OUTCOMES, kind))
+    arm = name_codes(arms, runs["arm"])
     keep = (outcome >= 0) & (arm >= 0)  # kinds that are not outcomes are not counted
     counts = np.bincount(arm[keep] * len(OUTCOMES) + outcome[keep],
                          minlength=len(arms) * len(OUTCOMES)).reshape(len(arms), len(OUTCOMES))

@@ -17,8 +17,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
+from hr_core.accuracy import name_codes
 from hr_core.report import sections
 from hr_core.report._format import escape, pick
 from hr_core.report.inputs import ReportInputs, load_report_inputs
@@ -153,7 +153,7 @@ def in_arm_order(inputs: ReportInputs) -> ReportInputs:
     rank = {arm: i for i, arm in enumerate(order)}
     summary = inputs.summary.assign(_rank=inputs.summary["arm"].astype(str).map(rank))
     summary = summary.sort_values("_rank", kind="stable").drop(columns="_rank")
-    found = pd.Index(list(rank)).get_indexer(pd.Index(inputs.runs["arm"].astype(str)))
+    found = name_codes(list(rank), inputs.runs["arm"].astype(str))
     ranks = np.where(found < 0, len(order), np.asarray(list(rank.values()))[found]
                      if len(rank) else 0)
     runs, texts = inputs.runs, inputs.texts  # a 1M-run table is not copied when in order
