@@ -24,6 +24,7 @@ import pandas as pd
 
 from hr_core.engine.benchmark import runs_frame
 from hr_core.engine.journal import Journal
+from hr_core.engine.memory import give_back
 from hr_core.engine.runner import stopped_record
 from hr_core.reference import Reference
 
@@ -275,7 +276,7 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
     finally:
         for handle in handles:
             os.close(handle)
-        pa.default_memory_pool().release_unused()
+        give_back()
     return positions.total, superseded
 
 

@@ -35,6 +35,7 @@ from hr_core.engine.interrupt import (
 )
 from hr_core.engine.journal import FLUSH_INTERVAL_S, RunKey
 from hr_core.engine.lock import RunLock
+from hr_core.engine.memory import give_back
 from hr_core.engine.outputs import JOURNAL_FORMAT, load_output, stored_runs
 from hr_core.engine.rows import RunPositions, compact_journal, write_runs
 from hr_core.engine.runner import ChunkContext, run_chunk, score_record
@@ -638,6 +639,7 @@ class BenchmarkSession:
         self.store.write_frame(SUMMARY_CSV, summary)
         self.store.write_text(REPORT, report)
         self.store.write_text(HTML_REPORT, self._html_report(bench, summary))
+        give_back()
         self.store.write_lines(REFERENCE, (
             orjson.dumps({"id": i.id, "payload": i.payload, "label": i.label},
                          option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY,
@@ -664,7 +666,10 @@ class BenchmarkSession:
 
         bench = self.build()
         summary = bench.summary()
-        self.write(bench, summary, report_markdown(bench, summary))
+        give_back()  # the summary's temporaries, before the report's (1M runs: ~100 MB)
+        report = report_markdown(bench, summary)
+        give_back()
+        self.write(bench, summary, report)
         return bench
 
 
