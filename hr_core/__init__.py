@@ -7,6 +7,7 @@ from hr_core.accuracy import (
     item_accuracies,
     item_accuracy,
     item_counts,
+    name_codes,
     runs_made,
 )
 from hr_core.engine import (
@@ -236,6 +237,7 @@ __all__ = [
     "load_report_inputs",
     "load_spec",
     "load_validation",
+    "name_codes",
     "normal_p_value",
     "paired_difference",
     "parse_reply",

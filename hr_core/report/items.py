@@ -29,6 +29,7 @@ import pandas as pd
 from hr_core.accuracy import arms_in_order, name_codes, runs_made
 from hr_core.engine.runs_file import RowTexts
 from hr_core.failures import FAILURE_KINDS
+from hr_core.reference import Reference
 
 __all__ = [
     "EXCERPT_CHARS",
@@ -109,13 +110,33 @@ class ItemTexts(Mapping[str, ItemText]):
         return len(self._items)
 
 
+class _ReferenceItems(Mapping[str, tuple[Any, Any]]):
+    """``{item id: (payload, label)}`` of a ``Reference``, looked up when asked (a copy of
+    a 333k-item reference's texts was ~40 MB while the report rendered)."""
+
+    def __init__(self, reference: Reference) -> None:
+        self._reference = reference
+
+    def __getitem__(self, item_id: str) -> tuple[Any, Any]:
+        item = self._reference.get(item_id)
+        return item.payload, item.label
+
+    def __iter__(self) -> Iterator[str]:
+        return (item.id for item in self._reference)
+
+    def __len__(self) -> int:
+        return len(self._reference)
+
+
 def item_texts(records: Iterable[Any]) -> ItemTexts:
     """Item texts from reference records (``{"id", "payload", "label"}`` mappings or
-    ``Item`` objects).
+    ``Item`` objects, or a ``Reference``, read when a table shows an item).
 
     The question is the payload's ``question`` (or ``prompt``/``input``/``query``)
     when it has one, else an excerpt of the whole payload.
     """
+    if isinstance(records, Reference):
+        return ItemTexts(_ReferenceItems(records))
     items = {}
     for r in records:
         if isinstance(r, Mapping):
