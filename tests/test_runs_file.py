@@ -4,6 +4,7 @@ the texts of the shown rows only for the report; every figure as from the whole 
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -102,3 +103,15 @@ def test_a_truncated_runs_table_is_named_when_loaded(tmp_path: Path) -> None:
     path.write_bytes(path.read_bytes()[:-100])
     with pytest.raises(CorruptRunError, match=r"runs\.parquet is corrupt or truncated"):
         Benchmark.load(run_dir)
+
+
+def test_a_loaded_run_pickles_and_reads_its_table_again(tmp_path: Path) -> None:
+    runs = _mixed_runs()
+    stored = Benchmark.load(_stored(tmp_path, runs))
+    stored.summary()
+    again = pickle.loads(pickle.dumps(stored))
+    assert again._runs is None and not again._columns
+    pd.testing.assert_frame_equal(again.summary(), stored.summary(), check_exact=True)
+    pd.testing.assert_frame_equal(again.runs, runs, check_exact=True)
+    memory = pickle.loads(pickle.dumps(Benchmark(runs, fake_manifest())))
+    pd.testing.assert_frame_equal(memory.runs, runs, check_exact=True)

@@ -88,6 +88,14 @@ def runs_frame(records: Iterable[Mapping[str, Any]], *, judge: bool = False) -> 
     return pd.DataFrame(data)
 
 
+def _runs_file(run_dir: str | None) -> RunsFile:
+    """``runs.parquet`` of a run folder (local or fsspec), damage named as the store does."""
+    assert run_dir is not None
+    store = RunStore.at(run_dir)
+    return RunsFile(lambda: store.fs.open(store.path(RUNS), "rb"),
+                    lambda exc: store.corrupt_error(RUNS, exc))
+
+
 def _rows_of(runs: pd.DataFrame, arm: str) -> pd.DataFrame:
     """One arm's rows of a runs table: a slice (not a copy) when they are contiguous, as
     in a benchmark's table (arms one after another), else a selection."""
@@ -134,12 +142,23 @@ class Benchmark:
     def stored(cls, manifest: Mapping[str, Any], run_dir: str | os.PathLike[str]) -> Benchmark:
         """A run whose ``runs.parquet`` is in ``run_dir``, read when needed (its footer now:
         :class:`~hr_core.errors.CorruptRunError` for a truncated file)."""
-        store = RunStore.at(run_dir)
         bench = cls(None, manifest, run_dir=os.fspath(run_dir))
-        bench._file = RunsFile(lambda: store.fs.open(store.path(RUNS), "rb"),
-                               lambda exc: store.corrupt_error(RUNS, exc))
+        bench._file = _runs_file(bench.run_dir)
         bench._file.names()
         return bench
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the file handle's functions (nor the columns read): a stored
+        run unpickled reads ``runs.parquet`` again when needed."""
+        state = dict(self.__dict__)
+        state["_file"] = None
+        state["_columns"] = {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self._runs is None and self.run_dir is not None:
+            self._file = _runs_file(self.run_dir)
 
     @property
     def runs(self) -> pd.DataFrame:
