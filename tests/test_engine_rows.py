@@ -13,7 +13,7 @@ from hr_core import hr_reference
 from hr_core.engine import rows
 from hr_core.engine.benchmark import runs_frame
 from hr_core.engine.journal import Journal
-from hr_core.engine.rows import RunPositions, compact_journal, journal_records, runs_table
+from hr_core.engine.rows import RunPositions, compact_journal
 
 REF = hr_reference([{"id": f"q{i}", "label": f"a{i}" if i % 3 else None} for i in range(5)])
 
@@ -24,14 +24,48 @@ def _record(arm: str, item: str, run: int, output: str) -> dict:
             "tokens_in": 1, "tokens_out": 2, "cost_usd": 0.5, "judge_status": None}
 
 
+def _records(journal: Journal) -> list[dict]:
+    """A journal's complete records (its file, then its fallback, then those kept in
+    memory), an ``outcome`` left out restored from the output: what the table holds."""
+    records = []
+    for path in (journal.path, journal.fallback):
+        lines = path.read_bytes().splitlines(keepends=True) if path.exists() else []
+        for line in lines:
+            try:
+                record = orjson.loads(line) if line.endswith(b"\n") else None
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(record, dict):
+                records.append({"outcome": record.get("output"), **record})
+    return [*records, *journal.kept]
+
+
+def _in_memory(records: list[dict], places: RunPositions,
+               judge: bool = False) -> tuple[pd.DataFrame, int]:
+    """The runs table built plainly in memory: the latest record of each planned run in
+    plan order, ``budget_stop`` where none; how many records a later one superseded."""
+    latest: dict[int, dict] = {}
+    superseded = 0
+    for record in records:
+        place = places.of(record["arm"], record["item_id"], record["run"])
+        if place >= 0:
+            superseded += place in latest
+            latest[place] = record
+    table = [latest.get(place) or places.stopped_record(place) for place in range(places.total)]
+    return runs_frame(table, judge=judge), superseded
+
+
 def test_the_table_is_in_plan_order_latest_record_wins_and_missing_runs_are_budget_stops(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rows, "BATCH", 2)  # several batches
     places = RunPositions(["b", "a"], {"b": 1, "a": 2}, REF)
     records = [_record("a", "q4", 2, "old"), _record("b", "q1", 1, "x"),
                _record("a", "q0", 1, "y"), _record("a", "q4", 2, "new"),
                _record("zzz", "q0", 1, "not planned"), _record("a", "q9", 1, "no such item")]
-    table, superseded = runs_table(records, places)
+    journal = Journal(tmp_path / "journal.jsonl", fallback=tmp_path / "fallback.jsonl")
+    journal.path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    _, superseded = rows.write_runs(journal, places, tmp_path / "runs.parquet")
+    table = pd.read_parquet(tmp_path / "runs.parquet")
     assert superseded == 1 and len(table) == 5 + 10
     assert table["arm"].tolist() == ["b"] * 5 + ["a"] * 10
     assert table["item_id"].tolist()[:5] == ["q0", "q1", "q2", "q3", "q4"]
@@ -56,7 +90,7 @@ def test_a_journal_is_compacted_to_one_line_per_run_keeping_the_latest(tmp_path:
     journal.path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in lines) + b'{"cut')
     (tmp_path / "fallback.jsonl").write_bytes(orjson.dumps(_record("a", "q3", 1, "fb")) + b"\n")
     assert compact_journal(journal) is True
-    assert [(r["item_id"], r["output"]) for r in journal_records(journal)] == [
+    assert [(r["item_id"], r["output"]) for r in _records(journal)] == [
         ("q2", "kept"), ("q1", "second"), ("q3", "fb")]
     assert not (tmp_path / "fallback.jsonl").exists()
     assert compact_journal(journal) is False  # nothing left to drop
@@ -95,7 +129,7 @@ def test_runs_parquet_streamed_from_the_journal_equals_the_table_built_in_memory
     journal.kept = [records[6]]  # neither file could take it
     places = RunPositions(["b", "a"], {"b": 1, "a": 2}, REF)
 
-    expected, superseded = runs_table(journal_records(journal), places, judge=judge)
+    expected, superseded = _in_memory(_records(journal), places, judge=judge)
     rows_written, streamed_superseded = rows.write_runs(journal, places, tmp_path / "runs.parquet",
                                                         judge=judge)
     streamed = pd.read_parquet(tmp_path / "runs.parquet")

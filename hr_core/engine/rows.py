@@ -7,20 +7,19 @@ it: one pass notes where each run's latest line is (16 bytes a line), a second
 reads the lines in plan order (arms, items, runs) :data:`BATCH` at a time, with
 the runs never made as ``budget_stop`` rows, and writes each batch's table
 through a ``pyarrow.parquet.ParquetWriter``: neither every record nor the whole
-table is ever in memory. :func:`runs_table` builds the same table in memory.
+table is ever in memory.
 """
 
 from __future__ import annotations
 
 import os
 from array import array
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
 import orjson
-import pandas as pd
 
 from hr_core.engine.benchmark import runs_frame
 from hr_core.engine.journal import Journal
@@ -28,8 +27,7 @@ from hr_core.engine.memory import give_back
 from hr_core.engine.runner import stopped_record
 from hr_core.reference import Reference
 
-__all__ = ["BATCH", "ROW_GROUP", "RunPositions", "compact_journal", "journal_records",
-           "runs_table", "write_runs"]
+__all__ = ["BATCH", "ROW_GROUP", "RunPositions", "compact_journal", "write_runs"]
 
 BATCH = 16_384
 """Journal records turned into one table at a time."""
@@ -68,10 +66,6 @@ class RunPositions:
             return -1
         return place[0] + index * place[1] + run - 1
 
-    def stopped(self, positions: np.ndarray, judge: bool) -> pd.DataFrame:
-        """The ``budget_stop`` rows of runs never made, at ``positions``."""
-        return runs_frame([self.stopped_record(p) for p in positions.tolist()], judge=judge)
-
     def stopped_record(self, position: int) -> dict[str, Any]:
         """The ``budget_stop`` record of the run at ``position`` (never made)."""
         a = int(np.searchsorted(self.offsets, position, side="right")) - 1
@@ -79,99 +73,28 @@ class RunPositions:
         return stopped_record(self.arms[a], self.reference.items[index], run + 1)
 
 
-def _journal_lines(journal: Journal) -> Iterator[tuple[bytes, dict[str, Any]]]:
-    for path in (journal.path, getattr(journal, "fallback", None)):
-        if path is None or not Path(path).exists():
-            continue
+def _journal_files(journal: Journal) -> list[Path]:
+    """The journal's files that exist: its own, then its fallback."""
+    return [Path(p) for p in (journal.path, journal.fallback) if Path(p).exists()]
+
+
+def _journal_lines(journal: Journal) -> Iterator[tuple[int, int, bytes, dict[str, Any]]]:
+    """Every complete record of a journal's files, in written order, with the file's
+    number in :func:`_journal_files` and the line's offset in it. Lines cut short by a
+    kill and lines that are not a JSON object are skipped, as :meth:`Journal.read` skips
+    them."""
+    for number, path in enumerate(_journal_files(journal)):
+        at = 0
         with open(path, "rb") as handle:
             for line in handle:
-                if not line.endswith(b"\n"):
-                    continue  # a line cut short by a kill
-                try:
-                    record = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    continue
-                if isinstance(record, dict):
-                    yield line, record
-
-
-def journal_records(journal: Journal) -> Iterator[dict[str, Any]]:
-    """Every complete record of a journal (its file, then its fallback), in written order.
-
-    Lines cut short by a kill are skipped, as :meth:`Journal.read` skips them; a
-    record whose ``outcome`` was left out because it equals the output gets it back.
-    """
-    for _, record in _journal_lines(journal):
-        if "outcome" not in record:
-            record["outcome"] = record.get("output")
-        yield record
-    yield from getattr(journal, "kept", ())
-
-
-def runs_table(records: Iterable[Mapping[str, Any]], positions: RunPositions, *,
-               judge: bool = False) -> tuple[pd.DataFrame, int]:
-    """The runs table in plan order from records in any order (the latest of a run wins).
-
-    Runs of the plan without a record are ``budget_stop`` rows; records of runs
-    the plan does not have are left out. Records become small tables
-    :data:`BATCH` at a time, and the batches are joined and put in order one
-    column at a time, so at most one column is ever held twice.
-
-    Returns:
-        The table (``Benchmark.runs``) and how many records were superseded by a
-        later record of the same run (a re-scored run, a resume).
-    """
-    parts: dict[str, list[pd.Series]] = {}
-    places: list[np.ndarray] = []
-    batch: list[Mapping[str, Any]] = []
-    batch_places: list[int] = []
-
-    def add(frame: pd.DataFrame, where: np.ndarray) -> None:
-        for column in frame.columns:
-            parts.setdefault(column, []).append(frame[column])
-        places.append(where)
-
-    def flush() -> None:
-        if batch:
-            add(runs_frame(batch, judge=judge), np.asarray(batch_places, dtype=np.int64))
-            batch.clear()
-            batch_places.clear()
-
-    for record in records:
-        position = positions.of(record["arm"], record["item_id"], record["run"])
-        if position < 0:
-            continue
-        batch.append(record)
-        batch_places.append(position)
-        if len(batch) >= BATCH:
-            flush()
-    flush()
-    where = np.concatenate(places) if places else np.zeros(0, dtype=np.int64)
-    present = np.zeros(positions.total, dtype=bool)
-    present[where] = True
-    superseded = len(where) - int(present.sum())
-    missing = np.flatnonzero(~present)
-    del present
-    for start in range(0, len(missing), BATCH):
-        add(positions.stopped(missing[start:start + BATCH], judge), missing[start:start + BATCH])
-    where = np.concatenate(places) if places else where
-    places.clear()
-    if superseded:  # keep the last record of each run
-        last = len(where) - 1 - np.unique(where[::-1], return_index=True)[1]
-        order = last[np.argsort(where[last], kind="stable")]
-    else:
-        order = np.argsort(where, kind="stable")
-    in_order = len(order) == len(where) and bool((order[1:] > order[:-1]).all())
-    del where
-    empty = runs_frame([], judge=judge)
-    columns: dict[str, pd.Series] = {}
-    for column in empty.columns:
-        pieces = parts.pop(column, [])
-        joined = pd.concat(pieces, ignore_index=True) if pieces else empty[column]
-        pieces.clear()
-        columns[column] = (joined if in_order else joined.take(order)).reset_index(drop=True)
-        del joined
-    return pd.DataFrame(columns, copy=False), superseded
+                if line.endswith(b"\n"):  # else a line cut short by a kill
+                    try:
+                        record = orjson.loads(line)
+                    except orjson.JSONDecodeError:
+                        record = None
+                    if isinstance(record, dict):
+                        yield number, at, line, record
+                at += len(line)
 
 
 _KEPT = -1
@@ -183,28 +106,15 @@ def _latest_lines(journal: Journal, positions: RunPositions
     """Where each planned run's latest record is: the files read, and per position its
     file number (:data:`_KEPT`: ``journal.kept``; ``-2``: no record), offset and length.
     Also how many records were superseded by a later one of the same run."""
-    files = [p for p in (journal.path, getattr(journal, "fallback", None))
-             if p is not None and Path(p).exists()]
     where, source, offset, size = array("q"), array("b"), array("q"), array("q")
-    for number, path in enumerate(files):
-        at = 0
-        with open(path, "rb") as handle:
-            for line in handle:
-                length = len(line)
-                if line.endswith(b"\n"):  # else a line cut short by a kill
-                    try:
-                        record = orjson.loads(line)
-                    except orjson.JSONDecodeError:
-                        record = None
-                    if isinstance(record, dict):
-                        place = positions.of(record["arm"], record["item_id"], record["run"])
-                        if place >= 0:
-                            where.append(place)
-                            source.append(number)
-                            offset.append(at)
-                            size.append(length)
-                at += length
-    for index, record in enumerate(getattr(journal, "kept", ())):
+    for number, at, line, record in _journal_lines(journal):
+        place = positions.of(record["arm"], record["item_id"], record["run"])
+        if place >= 0:
+            where.append(place)
+            source.append(number)
+            offset.append(at)
+            size.append(len(line))
+    for index, record in enumerate(journal.kept):
         place = positions.of(record["arm"], record["item_id"], record["run"])
         if place >= 0:
             where.append(place)
@@ -222,15 +132,15 @@ def _latest_lines(journal: Journal, positions: RunPositions
         at_source[chosen] = np.frombuffer(source, dtype=np.int8)[last]
         at_offset[chosen] = np.frombuffer(offset, dtype=np.int64)[last]
         at_size[chosen] = np.frombuffer(size, dtype=np.int64)[last]
-    return files, at_source, at_offset, at_size, superseded
+    return _journal_files(journal), at_source, at_offset, at_size, superseded
 
 
 def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, *,
                judge: bool = False) -> tuple[int, int]:
     """Stream the runs table in plan order from a journal to Parquet (``runs.parquet``).
 
-    The same table as :func:`runs_table` over :func:`journal_records` (same
-    columns, dtypes and rows once read with ``pandas.read_parquet``), written
+    The table of ``Benchmark.runs`` (its columns and dtypes once read with
+    ``pandas.read_parquet``), written
     :data:`BATCH` rows at a time: the latest record of each run, ``budget_stop``
     rows for the runs never made, records of runs the plan does not have left out.
     Memory: ~25 bytes per planned run, plus one row group.
@@ -243,7 +153,7 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
     import pyarrow.parquet as pq
 
     files, source, offset, size, superseded = _latest_lines(journal, positions)
-    kept = list(getattr(journal, "kept", ()))
+    kept = list(journal.kept)
     schema = pa.Schema.from_pandas(runs_frame([], judge=judge), preserve_index=False)
     handles = [os.open(path, os.O_RDONLY) for path in files]
     pending: list[pa.Table] = []
@@ -291,11 +201,11 @@ def compact_journal(journal: Journal) -> bool:
     Returns:
         Whether the journal was rewritten.
     """
-    fallback: Path | None = getattr(journal, "fallback", None)
-    has_fallback = fallback is not None and fallback.exists()
+    fallback = Path(journal.fallback)
+    has_fallback = fallback.exists()
     latest: dict[tuple[str, str, int], int] = {}
     count = 0
-    for count, (_, record) in enumerate(_journal_lines(journal), start=1):
+    for count, (_, _, _, record) in enumerate(_journal_lines(journal), start=1):
         latest[(record["arm"], record["item_id"], record["run"])] = count
     if len(latest) == count and not has_fallback:
         return False
@@ -303,13 +213,13 @@ def compact_journal(journal: Journal) -> bool:
     del latest
     tmp = journal.path.with_name(journal.path.name + ".compact")
     with open(tmp, "wb") as handle:
-        for number, (line, _) in enumerate(_journal_lines(journal), start=1):
+        for number, (_, _, line, _) in enumerate(_journal_lines(journal), start=1):
             if number in keep:
                 handle.write(line)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, journal.path)
-    if fallback is not None and has_fallback:
+    if has_fallback:
         fallback.unlink()
     return True
 
