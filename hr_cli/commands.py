@@ -137,7 +137,7 @@ def run_benchmark(console: Console, spec: Any, *, fresh: bool = False,
 def _mark_budget_stops(progress: ArmProgress, bench: Any) -> None:
     """Each arm's budget stops (the summary's ``budget_stop``, counted without building it:
     ``print_results`` builds it once)."""
-    runs = bench.runs
+    runs = bench.columns(["arm", "failure_kind"])  # a stored run: not its texts
     stopped = runs.loc[runs["failure_kind"] == "budget_stop", "arm"].value_counts()
     for arm in bench.arms:
         progress.budget_stop(str(arm), int(stopped.get(arm, 0)))

@@ -24,7 +24,6 @@ from prefect.client.orchestration import PrefectClient
 from prefect.context import FlowRunContext, TaskRunContext
 
 from hr_core.engine.benchmark import Benchmark
-from hr_core.engine.memory import give_back
 from hr_core.engine.report import report_markdown, summary_records
 from hr_core.engine.session import BenchmarkSession, ProgressRow
 
@@ -80,10 +79,7 @@ async def write_benchmark(session: BenchmarkSession) -> Benchmark:
     artifacts go to the API, so neither waits for the other.
     """
     bench = await asyncio.to_thread(session.build)
-    summary = bench.summary()
-    give_back()  # the summary's temporaries, before the report's (1M runs: ~100 MB)
-    report = report_markdown(bench, summary)
-    give_back()
+    summary, report = session.summarise(bench)
     await asyncio.gather(asyncio.to_thread(session.write, bench, summary, report),
                          publish_benchmark(bench, summary, report))
     return bench

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,9 @@ import pandas as pd
 from hr_core.accuracy import arms_in_order, coverage_warning
 from hr_core.engine.runs_file import RowTexts
 from hr_core.errors import HrError
+
+if TYPE_CHECKING:
+    from hr_core.engine.benchmark import Benchmark
 
 __all__ = [
     "ArmErrors",
@@ -167,12 +170,11 @@ def assess_runs(runs: pd.DataFrame, max_error_rate: float = DEFAULT_MAX_ERROR_RA
     return RunHealth(tuple(result), float(max_error_rate), breaches)
 
 
-def assess_benchmark(bench: Any, max_error_rate: float = DEFAULT_MAX_ERROR_RATE,
+def assess_benchmark(bench: Benchmark, max_error_rate: float = DEFAULT_MAX_ERROR_RATE,
                      top: int = 3, arms: list[str] | None = None) -> RunHealth:
     """:func:`assess_runs` of a ``Benchmark``: a stored run's small columns and the error
     messages of its erred runs only (not every run's texts)."""
-    texts = bench.row_texts() if hasattr(bench, "row_texts") else None
-    runs = (bench.stat_runs() if texts is not None
-            else bench.columns(["arm", "failure_kind", "error"]) if hasattr(bench, "columns")
-            else bench.runs)
+    texts = bench.row_texts()
+    runs = bench.columns(["arm", "failure_kind"] if texts is not None
+                         else ["arm", "failure_kind", "error"])
     return assess_runs(runs, max_error_rate, top, arms, texts=texts)

@@ -660,16 +660,22 @@ class BenchmarkSession:
             bench.manifest, bench.stat_runs(), summary, run_dir=self.store.run_dir,
             items=item_texts(self.plan.reference), texts=bench.row_texts()))
 
-    def finish(self) -> Benchmark:
-        """Write ``runs.parquet``, the summary, the report and the final manifest."""
+    @staticmethod
+    def summarise(bench: Benchmark) -> tuple[pd.DataFrame, str]:
+        """The summary and the markdown report of a built benchmark, computed once; the
+        allocators give back each one's temporaries before the next (1M runs: ~100 MB)."""
         from hr_core.engine.report import report_markdown
 
-        bench = self.build()
         summary = bench.summary()
-        give_back()  # the summary's temporaries, before the report's (1M runs: ~100 MB)
+        give_back()
         report = report_markdown(bench, summary)
         give_back()
-        self.write(bench, summary, report)
+        return summary, report
+
+    def finish(self) -> Benchmark:
+        """Write ``runs.parquet``, the summary, the report and the final manifest."""
+        bench = self.build()
+        self.write(bench, *self.summarise(bench))
         return bench
 
 
