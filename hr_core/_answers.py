@@ -72,6 +72,30 @@ def sort_out(output: Any) -> tuple[str | None, FailureKind | None]:
     return text, None
 
 
+def plain_answer(output: Any) -> Any:
+    """The answer text of an output that passes the seed's rules 1-3 at a glance, else
+    ``None`` (then :func:`sort_out` decides): a str; a dict or ``ArmResult`` without
+    failure kind, with ``ok`` and its ``answer`` (a str or not: the caller checks); a
+    number, in plain digits. Dispatch is on the exact type (the scorers' hot path).
+
+    Example:
+        >>> plain_answer({"answer": "Paris"}), plain_answer({"ok": False}), plain_answer(2.5)
+        ('Paris', None, '2.5')
+    """
+    kind_of = type(output)
+    if kind_of is str:
+        return output
+    if kind_of is dict:
+        if output.get("failure_kind") is None and output.get("ok", True) is True:
+            return output.get("answer")
+    elif kind_of is ArmResult:
+        if output.failure_kind is None and output.ok is True:
+            return output.answer
+    elif (kind_of is int or kind_of is float) and output == output:
+        return str(output) if kind_of is int else plain_digits(output)
+    return None
+
+
 def labelled(label: Any) -> bool:
     """Whether a label can score a run (not ``None``/NaN; a list or tuple, even empty, can)."""
     kind = type(label)

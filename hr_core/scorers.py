@@ -10,7 +10,7 @@ from functools import cached_property
 from numbers import Real
 from typing import Any, Literal, cast, overload
 
-from hr_core._answers import failed, is_not_in_document, sort_out
+from hr_core._answers import failed, is_not_in_document, plain_answer, sort_out
 from hr_core._text import (
     _label_text,
     accepted_texts,
@@ -23,7 +23,7 @@ from hr_core._text import (
 from hr_core.errors import ScorerError, SpecError
 from hr_core.failures import FAILURE_KINDS, FailureKind
 from hr_core.identity import callable_spec, canonical, fingerprint
-from hr_core.results import ArmResult, ScoreResult
+from hr_core.results import ScoreResult
 
 __all__ = ["Scorer", "hr_scorer", "hr_scorer_exact", "settle_score"]
 
@@ -345,18 +345,7 @@ def _exact_squad(item: Any, output: Any, label: Any) -> ScoreResult:
     folds to "", so only an empty folding asks (tests/test_squad_reference.py holds
     this to a plain reference of the rules).
     """
-    kind_of = type(output)
-    text: Any = None
-    if kind_of is str:
-        text = output
-    elif kind_of is dict:
-        if output.get("failure_kind") is None and output.get("ok", True) is True:
-            text = output.get("answer")
-    elif kind_of is ArmResult:
-        if output.failure_kind is None and output.ok is True:
-            text = output.answer
-    elif (kind_of is int or kind_of is float) and output == output:
-        text = str(output) if kind_of is int else plain_digits(output)
+    text = plain_answer(output)
     if type(text) is not str or (not (seen := squad_fold(text)) and (not text or text.isspace())):
         text, kind = sort_out(output)
         if kind is not None or text is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hr_core._answers import failed, is_not_in_document, sort_out
+from hr_core._answers import failed, is_not_in_document, plain_answer, sort_out
 from hr_core._text import (
     _label_text,
     accepted_texts,
@@ -15,7 +15,7 @@ from hr_core._text import (
 )
 from hr_core.errors import SpecError
 from hr_core.failures import FailureKind
-from hr_core.results import ArmResult, ScoreResult
+from hr_core.results import ScoreResult
 from hr_core.scorers import Normalise, Scorer, builtin_scorer, folder, normalise_choice
 from hr_core.scoring._family import Verdict, family_scorer, option_number
 
@@ -117,18 +117,7 @@ def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD) -> Scorer:
     # at a glance (a str; a dict or ArmResult without failure kind, ok and a str answer; a
     # number) skips sort_out; white space only folds to "", so only an empty folding asks.
     def f1(item: Any, output: Any, label: Any) -> ScoreResult:
-        kind_of = type(output)
-        text: Any = None
-        if kind_of is str:
-            text = output
-        elif kind_of is dict:
-            if output.get("failure_kind") is None and output.get("ok", True) is True:
-                text = output.get("answer")
-        elif kind_of is ArmResult:
-            if output.failure_kind is None and output.ok is True:
-                text = output.answer
-        elif (kind_of is int or kind_of is float) and output == output:
-            text = str(output) if kind_of is int else plain_digits(output)
+        text = plain_answer(output)
         if type(text) is not str or (
                 not (outcome := squad_fold(text)) and (not text or text.isspace())):
             found, kind = sort_out(output)
