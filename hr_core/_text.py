@@ -162,6 +162,13 @@ def accepted_texts(label: Any) -> tuple[str, ...] | None:
 
 
 def _label_text(value: Any) -> str | None:
+    """One accepted label value as text (``None`` for a missing one); a str, int or float
+    by its exact type first (the scorers call this for each value of a list label)."""
+    kind = type(value)
+    if kind is str:
+        return value
+    if (kind is int or kind is float) and value == value:
+        return plain_digits(value)
     if isinstance(value, str):
         return value
     if is_missing(value):

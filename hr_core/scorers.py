@@ -365,15 +365,9 @@ def _exact_squad(item: Any, output: Any, label: Any) -> ScoreResult:
     elif label_type is list or label_type is tuple:
         match = False
         for value in label:
-            value_type = type(value)
-            if value_type is str:
-                answer = value
-            elif (value_type is int or value_type is float) and value == value:
-                answer = plain_digits(value)
-            else:
-                answer = _label_text(value)
-                if answer is None:
-                    continue
+            answer = _label_text(value)
+            if answer is None:
+                continue
             folded = cache.get(answer)
             if seen == (_squad_label(answer) if folded is None else folded):
                 match = True

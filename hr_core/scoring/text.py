@@ -155,15 +155,9 @@ def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD) -> Scorer:
                     outcome == "notindocument" and is_not_in_document(text)) else None))
             best = 0.0
             for value in accepted:
-                value_type = type(value)
-                if value_type is str:
-                    answer = value
-                elif (value_type is int or value_type is float) and value == value:
-                    answer = plain_digits(value)
-                else:
-                    answer = _label_text(value)
-                    if answer is None:
-                        continue
+                answer = _label_text(value)
+                if answer is None:
+                    continue
                 gold = cache.get(answer)
                 if gold is None:
                     gold = _gold(answer)
