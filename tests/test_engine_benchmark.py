@@ -117,7 +117,9 @@ def test_a_finished_run_is_stored_readable_by_pandas_and_loads_back(tmp_path: Pa
     assert {p.name for p in run_dir.iterdir()} >= {
         "manifest.json", "runs.parquet", "summary.parquet", "summary.csv", "report.md",
         "journal.jsonl"}
-    pd.testing.assert_frame_equal(pd.read_parquet(run_dir / "runs.parquet"), bench.runs)
+    stored = pd.read_parquet(run_dir / "runs.parquet")
+    assert stored.pop("item_index").tolist() == [0]  # the item's row in reference.jsonl
+    pd.testing.assert_frame_equal(stored, bench.runs)
     loaded = Benchmark.load(run_dir)
     pd.testing.assert_frame_equal(loaded.runs, bench.runs)
     assert loaded.manifest["status"] == "completed"

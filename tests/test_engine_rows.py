@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hr_core import hr_reference
+from hr_core.accuracy import ITEM_INDEX
 from hr_core.engine import rows
 from hr_core.engine.benchmark import runs_frame
 from hr_core.engine.journal import Journal
@@ -66,6 +67,8 @@ def test_the_table_is_in_plan_order_latest_record_wins_and_missing_runs_are_budg
     journal.path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
     _, superseded = rows.write_runs(journal, places, tmp_path / "runs.parquet")
     table = pd.read_parquet(tmp_path / "runs.parquet")
+    # each row's item position in the reference (what summaries count items by)
+    assert table.pop(ITEM_INDEX).tolist() == [0, 1, 2, 3, 4, *[0, 0, 1, 1, 2, 2, 3, 3, 4, 4]]
     assert superseded == 1 and len(table) == 5 + 10
     assert table["arm"].tolist() == ["b"] * 5 + ["a"] * 10
     assert table["item_id"].tolist()[:5] == ["q0", "q1", "q2", "q3", "q4"]
@@ -133,6 +136,8 @@ def test_runs_parquet_streamed_from_the_journal_equals_the_table_built_in_memory
     rows_written, streamed_superseded = rows.write_runs(journal, places, tmp_path / "runs.parquet",
                                                         judge=judge)
     streamed = pd.read_parquet(tmp_path / "runs.parquet")
+    ids = [item.id for item in REF]
+    assert streamed.pop(ITEM_INDEX).tolist() == [ids.index(i) for i in expected["item_id"]]
 
     assert (rows_written, streamed_superseded) == (len(expected), superseded) == (15, 2)
     pd.testing.assert_frame_equal(streamed, expected, check_exact=True)
@@ -154,4 +159,5 @@ def test_an_empty_plan_writes_an_empty_table_with_the_columns(tmp_path: Path) ->
     places = RunPositions([], {}, REF)
     assert rows.write_runs(journal, places, tmp_path / "runs.parquet") == (0, 0)
     streamed = pd.read_parquet(tmp_path / "runs.parquet")
+    assert streamed.pop(ITEM_INDEX).dtype == "int32"
     assert dict(streamed.dtypes) == dict(runs_frame([]).dtypes) and streamed.empty

@@ -11,7 +11,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hr_core.accuracy import coverage_warnings, item_accuracy, item_counts, runs_made
+from hr_core.accuracy import (
+    ITEM_INDEX,
+    coverage_warnings,
+    item_accuracy,
+    item_codes,
+    item_counts,
+    item_total,
+    runs_made,
+)
 from hr_core.engine.runs_file import STAT_COLUMNS, RowTexts, RunsFile
 from hr_core.engine.store import REFERENCE, RUNS, RunStore
 from hr_core.errors import RunNotFoundError
@@ -301,7 +309,7 @@ class Benchmark:
                      else pd.Series(dtype="int64"))
             row: dict[str, Any] = {
                 "arm": arm,
-                "items": int(part["item_id"].nunique()),
+                "items": item_total(part),
                 "runs": len(part),
                 "scored": int(scored_mask.sum()),
                 "correct": int(correct.fillna(False).sum()),
@@ -353,11 +361,14 @@ class Benchmark:
         """
         runs = self.stat_runs()
         mask = (runs["arm"] == arm) & runs["correct"].notna() & runs_made(runs)
-        rows = runs.loc[mask, [c for c in ("item_id", "correct", "score") if c in runs]]
+        rows = runs.loc[mask, [c for c in ("item_id", ITEM_INDEX, "correct", "score")
+                               if c in runs]]
         fallback = rows["correct"].astype("float64")
         score = (rows["score"].astype("float64").fillna(fallback) if "score" in rows
                  else fallback)
-        return score.groupby(rows["item_id"], sort=False).mean().astype("float64")
+        codes, ids = item_codes(rows)  # integer groups: no item id hashed (1M runs)
+        means = score.groupby(codes, sort=False).mean().astype("float64")
+        return pd.Series(means.to_numpy(), index=ids, dtype="float64", name=means.name)
 
     def compare(self, a: str, b: str) -> PairedDifference:
         """Paired difference ``accuracy(a) - accuracy(b)`` over the items both scored.

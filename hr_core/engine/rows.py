@@ -8,10 +8,15 @@ reads the lines in plan order (arms, items, runs) :data:`BATCH` at a time, with
 the runs never made as ``budget_stop`` rows, and writes each batch's table
 through a ``pyarrow.parquet.ParquetWriter``: neither every record nor the whole
 table is ever in memory.
+
+Each row also gets :data:`ITEM_INDEX`, its item's position in the reference (and
+``reference.jsonl``): summaries and reports count per item with it, without hashing
+a million item ids. ``Benchmark.runs`` leaves it out.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
@@ -21,6 +26,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import orjson
 
+from hr_core.accuracy import ITEM_INDEX
 from hr_core.engine.benchmark import runs_frame
 from hr_core.engine.journal import Journal
 from hr_core.engine.memory import give_back
@@ -65,6 +71,20 @@ class RunPositions:
         if place is None or index is None or not 1 <= run <= place[1]:
             return -1
         return place[0] + index * place[1] + run - 1
+
+    def item_indexes(self, start: int, stop: int) -> np.ndarray:
+        """The item position (in the reference) of the runs at positions ``start:stop``.
+
+        Example:
+            >>> from hr_core import hr_reference
+            >>> ref = hr_reference([{"id": "q1", "label": "a"}, {"id": "q2", "label": "b"}])
+            >>> RunPositions(["x", "y"], {"x": 1, "y": 2}, ref).item_indexes(0, 6).tolist()
+            [0, 1, 0, 0, 1, 1]
+        """
+        places = np.arange(start, stop, dtype=np.int64)
+        arm = np.searchsorted(self.offsets, places, side="right") - 1
+        runs = np.asarray(self.runs, dtype=np.int64)
+        return ((places - self.offsets[arm]) // runs[arm]).astype(np.int32)
 
     def stopped_record(self, position: int) -> dict[str, Any]:
         """The ``budget_stop`` record of the run at ``position`` (never made)."""
@@ -140,7 +160,7 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
     """Stream the runs table in plan order from a journal to Parquet (``runs.parquet``).
 
     The table of ``Benchmark.runs`` (its columns and dtypes once read with
-    ``pandas.read_parquet``), written
+    ``pandas.read_parquet``) and :data:`~hr_core.accuracy.ITEM_INDEX`, written
     :data:`BATCH` rows at a time: the latest record of each run, ``budget_stop``
     rows for the runs never made, records of runs the plan does not have left out.
     Memory: ~25 bytes per planned run, plus one row group.
@@ -154,7 +174,8 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
 
     files, source, offset, size, superseded = _latest_lines(journal, positions)
     kept = list(journal.kept)
-    schema = pa.Schema.from_pandas(runs_frame([], judge=judge), preserve_index=False)
+    frame_schema = pa.Schema.from_pandas(runs_frame([], judge=judge), preserve_index=False)
+    schema = frame_schema.append(pa.field(ITEM_INDEX, pa.int32()))
     handles = [os.open(path, os.O_RDONLY) for path in files]
     pending: list[pa.Table] = []
     try:
@@ -174,8 +195,10 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
                     else:
                         record = positions.stopped_record(place)
                     records.append(record)
-                pending.append(pa.Table.from_pandas(runs_frame(records, judge=judge),
-                                                    schema=schema, preserve_index=False))
+                table = pa.Table.from_pandas(runs_frame(records, judge=judge),
+                                             schema=frame_schema, preserve_index=False)
+                pending.append(table.append_column(
+                    ITEM_INDEX, pa.array(positions.item_indexes(start, stop))))
                 del records
                 if sum(t.num_rows for t in pending) >= ROW_GROUP:
                     writer.write_table(pa.concat_tables(pending), row_group_size=ROW_GROUP)
@@ -186,6 +209,8 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
     finally:
         for handle in handles:
             os.close(handle)
+        del pending
+        gc.collect()  # the batches' frames hold each other in cycles: ~25 MB at 1M runs
         give_back()
     return positions.total, superseded
 

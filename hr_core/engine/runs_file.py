@@ -27,14 +27,16 @@ from typing import IO, Any
 import numpy as np
 import pandas as pd
 
+from hr_core.accuracy import ITEM_INDEX
 from hr_core.engine.memory import give_back
 
 __all__ = ["STAT_COLUMNS", "TEXT_COLUMNS", "RowTexts", "RunsFile"]
 
 STAT_COLUMNS = ("arm", "item_id", "run", "correct", "score", "failure_kind", "judge_status",
-                "latency_s", "tokens_in", "tokens_out", "cost_usd")
+                "latency_s", "tokens_in", "tokens_out", "cost_usd", ITEM_INDEX)
 """The columns summaries, comparisons, coverage warnings, the health check and the report
-compute from: every column of ``Benchmark.runs`` but the texts."""
+compute from: every column of ``Benchmark.runs`` but the texts, and the file's
+:data:`~hr_core.accuracy.ITEM_INDEX` (``runs.parquet`` written by hr has it)."""
 
 TEXT_COLUMNS = ("output", "outcome", "error")
 """The text columns, read whole only for ``Benchmark.runs`` (tables read their shown rows)."""
@@ -99,8 +101,9 @@ class RunsFile:
         table's small columns then add ~150 MB of RSS, where reading them together
         added ~220 MB.
         """
-        if columns is None:
-            frame: pd.DataFrame = self._guarded(lambda h: pd.read_parquet(h))
+        if columns is None:  # Benchmark.runs: the table without the file's item index
+            wanted = [c for c in self.names() if c != ITEM_INDEX]
+            frame: pd.DataFrame = self._guarded(lambda h: pd.read_parquet(h, columns=wanted))
             give_back()
             return frame
         parts: dict[str, pd.Series] = {}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import inspect
 import os
 import time
@@ -666,6 +667,8 @@ class BenchmarkSession:
         allocators give back each one's temporaries before the next (1M runs: ~100 MB)."""
         from hr_core.engine.report import report_markdown
 
+        gc.collect()  # the run's cyclic garbage (~25 MB at 1M runs) before the peak
+        give_back()
         summary = bench.summary()
         give_back()
         report = report_markdown(bench, summary)

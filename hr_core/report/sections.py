@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from hr_core.accuracy import coverage_warnings
+from hr_core.accuracy import coverage_warnings, item_total
 from hr_core.failures import FAILURE_KINDS
 from hr_core.judge.position import position_bias_text
 from hr_core.report._format import compact, escape, figure, fmt, pick, table
@@ -101,7 +101,7 @@ def facts_section(inputs: ReportInputs) -> str:
         ("Run id", f"<code>{escape(pick(m, 'run_id') or '–')}</code>"),
         ("Reference hash",
          f"<code>{escape(pick(m, 'reference_hash', 'reference.hash') or '–')}</code>"),
-        ("Items", fmt(pick(m, "n_items", "items") or runs["item_id"].nunique())),
+        ("Items", fmt(pick(m, "n_items", "items") or item_total(runs))),
         ("Runs per item", escape(pick(m, "runs") or (runs["run"].max() if len(runs) else "–"))),
         ("Arms", arm_rows or "–"),
         ("Scorer", escape(pick(m, "scorer", "scorer.name") or "–")),

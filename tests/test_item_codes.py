@@ -1,0 +1,126 @@
+"""Per-item counts by integer codes equal the string groupings they replace.
+
+A stored run's ``runs.parquet`` has ``item_index`` (each row's item position in the
+reference): ``item_codes`` codes items from it instead of hashing the ids. Whatever the
+row order, with or without the column, the codes, counts and failure tables must be
+what ``pd.factorize`` and ``groupby`` on the ids give.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hr_core.accuracy import (
+    ITEM_INDEX,
+    item_accuracies,
+    item_codes,
+    item_counts,
+    item_total,
+    runs_made,
+)
+from hr_core.engine.benchmark import Benchmark, runs_frame
+from hr_core.report.items import failure_counts
+
+KINDS = [None, "wrong", "error", "budget_stop", "refusal"]
+
+
+@st.composite
+def tables(draw: st.DrawFn) -> pd.DataFrame:
+    """A runs table with ``item_index`` consistent with the ids, rows in any order."""
+    n_items = draw(st.integers(1, 6))
+    ids = draw(st.lists(st.text("abq9é", min_size=1, max_size=3), min_size=n_items,
+                        max_size=n_items, unique=True))
+    rows = draw(st.lists(st.tuples(st.sampled_from(["x", "y", "z"]),
+                                   st.integers(0, n_items - 1),
+                                   st.sampled_from([True, False, None]),
+                                   st.sampled_from(KINDS)), min_size=0, max_size=30))
+    return pd.DataFrame({
+        "arm": pd.Series([r[0] for r in rows], dtype="str"),
+        "item_id": pd.Series([ids[r[1]] for r in rows], dtype="str"),
+        "correct": pd.array([r[2] for r in rows], dtype="boolean"),
+        "failure_kind": pd.Series([r[3] for r in rows], dtype="str"),
+        ITEM_INDEX: np.array([r[1] for r in rows], dtype=np.int32),
+    })
+
+
+def _old_item_counts(runs: pd.DataFrame, arm: str) -> pd.DataFrame:
+    """``item_counts`` as it was: a groupby on the ids."""
+    keep = (runs["arm"] == arm) & runs["correct"].notna() & runs_made(runs)
+    rows = runs.loc[keep, ["item_id", "correct"]]
+    grouped = (rows["correct"].astype("int64")
+               .groupby(rows["item_id"].astype(str), sort=False).agg(["sum", "count"]))
+    return grouped.rename(columns={"sum": "correct", "count": "scored"})
+
+
+def _old_failure_counts(runs: pd.DataFrame) -> pd.DataFrame:
+    failed = runs.loc[runs["failure_kind"].notna(), ["arm", "failure_kind"]]
+    return failed.groupby(["arm", "failure_kind"]).size().unstack(fill_value=0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(tables(), st.data())
+def test_item_codes_are_factorize_of_the_ids_whatever_the_row_order(
+        runs: pd.DataFrame, data: st.DataObject) -> None:
+    mask = np.array(data.draw(st.lists(st.booleans(), min_size=len(runs), max_size=len(runs))),
+                    dtype=bool)
+    for table in (runs, runs.drop(columns=ITEM_INDEX)):
+        for rows, ids_of in ((None, runs["item_id"]), (mask, runs["item_id"][mask]),
+                             (np.flatnonzero(mask)[::-1].copy(),
+                              runs["item_id"].iloc[np.flatnonzero(mask)[::-1]])):
+            codes, ids = item_codes(table, rows)
+            expected_codes, expected_ids = pd.factorize(ids_of)
+            assert codes.tolist() == expected_codes.tolist()
+            assert ids.tolist() == list(expected_ids)
+    assert item_total(runs) == runs["item_id"].nunique() == item_total(
+        runs.drop(columns=ITEM_INDEX))
+
+
+@settings(max_examples=200, deadline=None)
+@given(tables())
+def test_item_counts_and_failure_counts_equal_the_string_groupings(runs: pd.DataFrame) -> None:
+    for arm in ("x", "y", "z"):
+        expected = _old_item_counts(runs, arm)
+        for table in (runs, runs.drop(columns=ITEM_INDEX)):
+            got = item_counts(table, arm)
+            assert got.index.tolist() == expected.index.tolist()
+            assert got["correct"].tolist() == expected["correct"].tolist()
+            assert got["scored"].tolist() == expected["scored"].tolist()
+    pd.testing.assert_frame_equal(item_accuracies(runs),
+                                  item_accuracies(runs.drop(columns=ITEM_INDEX)))
+    old, new = _old_failure_counts(runs), failure_counts(runs)
+    assert new.to_dict("index") == old.to_dict("index")
+    assert new.index.tolist() == old.index.tolist()
+    assert new.columns.tolist() == old.columns.tolist()
+
+
+def test_a_stored_runs_summary_and_report_tables_equal_the_in_memory_tables(
+        tmp_path: Path) -> None:
+    """The summary of a stored run (counted by ``item_index``) is the summary of the same
+    table held in memory (counted by the ids), partial scores included."""
+    rng = np.random.default_rng(7)
+    records = []
+    for arm in ("a", "b"):
+        for item in range(40):
+            for run in (1, 2, 3):
+                kind = rng.choice(["", "wrong", "budget_stop", "error"])
+                records.append({"arm": arm, "item_id": f"q{item}", "run": run,
+                                "correct": None if kind == "error" else bool(kind == ""),
+                                "score": float(rng.random()),
+                                "failure_kind": kind or None})
+    table = runs_frame(records)
+    stored = table.assign(**{ITEM_INDEX: np.repeat(np.arange(40, dtype=np.int32), 3).tolist()
+                             * 2})
+    stored.to_parquet(tmp_path / "runs.parquet", index=False)
+    manifest = {"scorer": "f1", "reference_hash": "ab"}
+    on_disk, in_memory = Benchmark.stored(manifest, tmp_path), Benchmark(table, manifest)
+    assert ITEM_INDEX in on_disk.stat_runs()
+    assert ITEM_INDEX not in Benchmark.stored(manifest, tmp_path).runs  # the SPEC table
+    pd.testing.assert_frame_equal(on_disk.summary(), in_memory.summary(), check_exact=True)
+    pd.testing.assert_series_equal(on_disk.item_scores("a"), in_memory.item_scores("a"),
+                                   check_exact=True)
+    assert on_disk.compare("a", "b") == in_memory.compare("a", "b")
