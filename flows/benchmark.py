@@ -162,7 +162,8 @@ async def _run_chunks(session: BenchmarkSession) -> None:
             finished: int = await run_benchmark_chunk(session, index, arm)
             return finished
 
-    await asyncio.gather(*(bounded(index, arm) for index, (arm, _) in enumerate(session.chunks)))
+    await asyncio.gather(*(bounded(index, chunk.arm)
+                           for index, chunk in enumerate(session.chunks)))
 
 
 async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,

@@ -74,9 +74,9 @@ async def run_chunks_submitted(session: BenchmarkSession) -> int:
         shared = ledger = SharedLedger.create(session.ledger,
                                               session.journal.path.with_name(BUDGET_LEDGER))
     futures = [
-        run_chunk_remote.submit(plan.arms[arm], list(work), plan.scorer, ledger,
-                                plan.concurrency, index, arm)
-        for index, (arm, work) in enumerate(session.chunks)
+        run_chunk_remote.submit(plan.arms[chunk.arm], chunk.work(), plan.scorer, ledger,
+                                plan.concurrency, index, chunk.arm)
+        for index, chunk in enumerate(session.chunks)
     ]
 
     async def collect(future: Any) -> int:

@@ -101,7 +101,7 @@ def test_two_runs_of_the_demo_in_separate_processes_are_equal_but_for_latency(
                           capture_output=True, text=True, env=env, timeout=240, check=True)
     run_dir = Path(done.stdout.strip().splitlines()[-1])
     assert run_dir.name != default_run.run_id
-    other = pd.read_parquet(run_dir / "runs.parquet")
+    other = Benchmark.load(run_dir).runs
     assert list(other.columns) == list(default_run.runs.columns)
     pd.testing.assert_frame_equal(other.drop(columns="latency_s"),
                                   default_run.runs.drop(columns="latency_s"))

@@ -23,7 +23,8 @@ def _answer(payload: dict[str, Any]) -> str:
 
 def _elsewhere(session: BenchmarkSession, index: int) -> tuple[list[dict[str, Any]], list[str]]:
     """Run one chunk as a Dask/Ray worker does: its own context, records handed back."""
-    arm, work = session.chunks[index]
+    chunk = session.chunks[index]
+    arm, work = chunk.arm, chunk.work()
     plan = session.plan
     records: list[dict[str, Any]] = []
     with ThreadPoolExecutor(max_workers=2) as executor:
