@@ -22,9 +22,7 @@ __all__ = [
     "coverage_warnings",
     "item_accuracies",
     "item_accuracy",
-    "item_codes",
     "item_counts",
-    "item_total",
     "name_codes",
     "runs_made",
 ]

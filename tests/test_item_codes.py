@@ -24,7 +24,7 @@ from hr_core.accuracy import (
     runs_made,
 )
 from hr_core.engine.benchmark import Benchmark, runs_frame
-from hr_core.report.items import failure_counts
+from hr_core.report.items import disagreements, excerpt, failed_runs, failure_counts
 
 KINDS = [None, "wrong", "error", "budget_stop", "refusal"]
 
@@ -40,10 +40,14 @@ def tables(draw: st.DrawFn) -> pd.DataFrame:
                                    st.sampled_from([True, False, None]),
                                    st.sampled_from(KINDS)), min_size=0, max_size=30))
     return pd.DataFrame({
+        "run": np.array(draw(st.lists(st.integers(1, 3), min_size=len(rows),
+                                      max_size=len(rows))), dtype=np.int64),
         "arm": pd.Series([r[0] for r in rows], dtype="str"),
         "item_id": pd.Series([ids[r[1]] for r in rows], dtype="str"),
         "correct": pd.array([r[2] for r in rows], dtype="boolean"),
         "failure_kind": pd.Series([r[3] for r in rows], dtype="str"),
+        "output": draw(st.lists(st.sampled_from([None, "x", "yy", "zé"]), min_size=len(rows),
+                                max_size=len(rows))),
         ITEM_INDEX: np.array([r[1] for r in rows], dtype=np.int32),
     })
 
@@ -124,3 +128,46 @@ def test_a_stored_runs_summary_and_report_tables_equal_the_in_memory_tables(
     pd.testing.assert_series_equal(on_disk.item_scores("a"), in_memory.item_scores("a"),
                                    check_exact=True)
     assert on_disk.compare("a", "b") == in_memory.compare("a", "b")
+
+
+@settings(max_examples=200, deadline=None)
+@given(tables(), st.integers(1, 4))
+def test_the_capped_failed_runs_are_the_head_of_each_group_of_the_sorted_ones(
+        runs: pd.DataFrame, per_group: int) -> None:
+    """``per_group`` picks by integer keys; without it the rows are sorted by pandas on
+    (arm, kind, item id, run): the capped table is each group's head of that."""
+    for table in (runs, runs.drop(columns=ITEM_INDEX)):
+        everything = failed_runs(table, {})
+        expected = everything.groupby(["arm", "failure_kind"], sort=False).head(per_group)
+        capped = failed_runs(table, {}, per_group=per_group)
+        pd.testing.assert_frame_equal(capped.reset_index(drop=True),
+                                      expected.reset_index(drop=True))
+
+
+def _plain_disagreements(runs: pd.DataFrame, a: str, b: str) -> list[tuple[str, str, str]]:
+    """The items both arms scored whose share of correct runs differs, best arm right
+    first (then by id), with each arm's first output in run order: plain Python."""
+    sides: dict[str, dict[str, list[tuple[int, int, bool, object]]]] = {}
+    for row, r in enumerate(runs.itertuples(index=False)):
+        if r.arm in (a, b) and r.correct is not pd.NA and r.failure_kind != "budget_stop":
+            sides.setdefault(r.item_id, {}).setdefault(r.arm, []).append(
+                (r.run, row, bool(r.correct), r.output))
+    rows = []
+    for item, by_arm in sides.items():
+        if a in by_arm and b in by_arm:
+            share = {arm: sum(c for _, _, c, _ in v) / len(v) for arm, v in by_arm.items()}
+            if share[a] != share[b]:
+                first = {arm: next((o for _, _, _, o in sorted(v, key=lambda t: t[:2])
+                                    if not pd.isna(o)), None) for arm, v in by_arm.items()}
+                rows.append((share[b] - share[a], item, excerpt(first[a]), excerpt(first[b])))
+    return [(item, out_a, out_b) for _, item, out_a, out_b in sorted(rows)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(tables())
+def test_disagreements_equal_a_plain_computation(runs: pd.DataFrame) -> None:
+    expected = _plain_disagreements(runs, "x", "y")
+    for table in (runs, runs.drop(columns=ITEM_INDEX)):
+        got = disagreements(table, "x", "y", {})
+        assert list(zip(got["item_id"], got["a_output"], got["b_output"], strict=True)) == expected
+        assert got.attrs["total"] == len(expected)

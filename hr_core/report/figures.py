@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hr_core.accuracy import arms_in_order, name_codes
 from hr_core.report.analysis import OUTCOMES, PairedRow
 
 __all__ = [
@@ -273,7 +274,8 @@ def latency_quantiles(runs: pd.DataFrame) -> pd.DataFrame:
         >>> float(latency_quantiles(runs).loc["a", "q50"])
         0.2
     """
-    codes, arms = pd.factorize(runs["arm"], sort=False)
+    arms = arms_in_order(runs)
+    codes = name_codes(arms, runs["arm"])  # no hashing of a million arm names
     latency = _numbers(runs, "latency_s")
     known = ~np.isnan(latency)
     names = [f"q{round(q * 100)}" for q in LATENCY_QUANTILES]
@@ -313,7 +315,7 @@ def latency_cost_figure(runs: pd.DataFrame, prefix: str = "fig-latency-cost") ->
     """
     quant = latency_quantiles(runs) * np.array([1] + [1000] * len(LATENCY_QUANTILES))
     arms = [str(a) for a in quant.index]
-    codes = pd.factorize(runs["arm"], sort=False)[0]
+    codes = name_codes(arms, runs["arm"])
     cost = _sums(runs, codes, len(arms), ["cost_usd"])
     tokens = _sums(runs, codes, len(arms), ["tokens_in", "tokens_out"])
     left = _label_width(arms)
