@@ -38,6 +38,9 @@ STAT_COLUMNS = ("arm", "item_id", "run", "correct", "score", "failure_kind", "ju
 compute from: every column of ``Benchmark.runs`` but the texts, and the file's
 :data:`~hr_core.accuracy.ITEM_INDEX` (``runs.parquet`` written by hr has it)."""
 
+CODED_COLUMNS = ("arm", "failure_kind", "judge_status")
+"""Stat columns with a few distinct names, read as categoricals (1 byte a run, not ~16)."""
+
 TEXT_COLUMNS = ("output", "outcome", "error")
 """The text columns, read whole only for ``Benchmark.runs`` (tables read their shown rows)."""
 
@@ -109,6 +112,11 @@ class RunsFile:
         parts: dict[str, pd.Series] = {}
         for column in [c for c in columns if c in self.names()]:
             def one(handle: IO[bytes], name: str = column) -> pd.Series:
+                if name in CODED_COLUMNS:  # a few names: codes, not a string per row
+                    import pyarrow.parquet as pq
+
+                    table = pq.read_table(handle, columns=[name], read_dictionary=[name])
+                    return pd.Series(table.column(0).to_pandas(), name=name)
                 return pd.read_parquet(handle, columns=[name])[name]
 
             parts[column] = self._guarded(one)

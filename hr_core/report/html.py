@@ -157,7 +157,7 @@ def in_arm_order(inputs: ReportInputs) -> ReportInputs:
     rank = {arm: i for i, arm in enumerate(order)}
     summary = inputs.summary.assign(_rank=inputs.summary["arm"].astype(str).map(rank))
     summary = summary.sort_values("_rank", kind="stable").drop(columns="_rank")
-    found = name_codes(list(rank), inputs.runs["arm"].astype(str))
+    found = name_codes(list(rank), inputs.runs["arm"])
     ranks = np.where(found < 0, len(order), np.asarray(list(rank.values()))[found]
                      if len(rank) else 0)
     runs, texts = inputs.runs, inputs.texts  # a 1M-run table is not copied when in order

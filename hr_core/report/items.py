@@ -208,7 +208,7 @@ def failed_runs(runs: pd.DataFrame, items: Mapping[str, ItemText], *,
     kind_names = (*FAILURE_KINDS, "unscored", "correct")
     kind_ranks = np.where(no_kind, np.where(unscored, len(FAILURE_KINDS), len(FAILURE_KINDS) + 1),
                           _rank(pd.Index(kind_names), runs["failure_kind"])[at])
-    arm_ranks = _rank(pd.Index(order), runs["arm"].astype(str))[at]
+    arm_ranks = _rank(pd.Index(order), runs["arm"])[at]
     if per_group is None:
         keys = pd.DataFrame({
             "_arm": arm_ranks, "_kind": kind_ranks,
