@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -171,3 +172,51 @@ def test_disagreements_equal_a_plain_computation(runs: pd.DataFrame) -> None:
         got = disagreements(table, "x", "y", {})
         assert list(zip(got["item_id"], got["a_output"], got["b_output"], strict=True)) == expected
         assert got.attrs["total"] == len(expected)
+
+
+def _stored_run(tmp_path: Path) -> Path:
+    """A real finished run whose report shows items: one arm right on even items only."""
+    from hr_core.engine.session import BenchmarkSession, plan_benchmark
+
+    items = [{"id": f"q{i}", "question": f"Question {i}?", "label": f"a{i}"} for i in range(30)]
+    plan = plan_benchmark({"half": lambda p: "a" + p["question"][9:-1] if
+                           int(p["question"][9:-1]) % 2 == 0 else "no",
+                           "never": lambda p: "no"}, items, store=str(tmp_path), name="t")
+    BenchmarkSession(plan).run_sync()
+    return tmp_path / "t" / plan.run_id
+
+
+def test_the_report_finds_item_texts_by_reference_position_without_an_id_index(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hr_core.report import write_report
+    from hr_core.report.inputs import _LazyItems
+
+    run_dir = _stored_run(tmp_path)
+    made = write_report(run_dir, tmp_path / "a.html").read_text()
+    assert "Question 1?" in made and "Question 28?" in made  # failed runs, disagreements
+
+    def no_index(self: _LazyItems) -> dict[str, int]:
+        raise AssertionError("every id was indexed")
+
+    with monkeypatch.context() as patched:  # the lines at the items' positions suffice
+        patched.setattr(_LazyItems, "_index", no_index)
+        assert write_report(run_dir, tmp_path / "b.html").read_text() == made.replace(
+            "a.html", "b.html")
+
+    # lines in another order (a file not written by hr): each text is found by its id
+    lines = (run_dir / "reference.jsonl").read_text().splitlines(keepends=True)
+    (run_dir / "reference.jsonl").write_text("".join(reversed(lines)))
+    assert write_report(run_dir, tmp_path / "c.html").read_text() == made.replace(
+        "a.html", "c.html")
+
+
+def test_a_damaged_reference_line_is_reported_with_its_file_and_line(tmp_path: Path) -> None:
+    from hr_core.errors import HrError
+    from hr_core.report import write_report
+
+    run_dir = _stored_run(tmp_path)
+    lines = (run_dir / "reference.jsonl").read_text().splitlines(keepends=True)
+    lines[1] = '{"id": "q1", "payload": {"question": "Question 1?"\n'  # cut short
+    (run_dir / "reference.jsonl").write_text("".join(lines))
+    with pytest.raises(HrError, match=r"reference.jsonl, line 2: not a readable JSON record"):
+        write_report(run_dir, tmp_path / "a.html")

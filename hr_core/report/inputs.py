@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from hr_core.engine.runs_file import STAT_COLUMNS, RowTexts, RunsFile
@@ -169,31 +170,100 @@ def _read_frame(folder: _Folder, stem: str) -> pd.DataFrame | None:
 
 
 class _LazyItems(Mapping[str, tuple[Any, Any]]):
-    """``{item id: (payload, label)}`` of ``reference.jsonl``, each line parsed when a table
-    asks for its item: parsing all 333k lines of a 1M-run reference took 1.8 s of the
-    report, which shows a few hundred of them."""
+    """``{item id: (payload, label)}`` of ``reference.jsonl``, each line read and parsed
+    when a table asks for its item. Tables ask by reference position (:meth:`at`: the
+    line's offset, from one pass over the file's newlines), so no index of every id is
+    made; a lookup by id alone indexes the ids once (at 1M runs, indexing the 333k lines
+    was half of ``hr report``'s time, parsing them all 1.8 s)."""
 
-    def __init__(self, name: str, lines: dict[str, tuple[int, str]]) -> None:
-        self._name = name
-        self._lines = lines
+    def __init__(self, folder: _Folder, filename: str) -> None:
+        self._folder = folder
+        self._filename = filename
+        self._name = folder.name(filename)
+        self._starts: np.ndarray | None = None
+        self._lines: dict[str, int] | None = None
+
+    def _error(self, number: int, exc: Exception) -> ReportError:
+        return ReportError(f"{self._name}, line {number}: not a readable JSON record "
+                           f"({exc}); delete the file to make the report without item "
+                           "texts")
+
+    def _line_starts(self) -> np.ndarray:
+        """The offset of each line (a newline search over 1 MB blocks)."""
+        if self._starts is None:
+            starts = [np.zeros(1, dtype=np.int64)]
+            offset = 0
+            with self._folder.open(self._filename, "rb") as handle:
+                while block := handle.read(1 << 20):
+                    ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
+                    starts.append(ends.astype(np.int64) + offset + 1)
+                    offset += len(block)
+            self._starts = np.concatenate(starts)
+        return self._starts
+
+    def _read(self, handle: Any, number: int) -> bytes:
+        """Line ``number`` (0-based; empty past the end)."""
+        starts = self._line_starts()
+        if not 0 <= number < len(starts) - 1:
+            return b""
+        handle.seek(int(starts[number]))
+        return bytes(handle.read(int(starts[number + 1] - starts[number])))
+
+    def _parse(self, line: bytes, number: int) -> Any:
+        if not line.strip():
+            return None
+        try:
+            return json.loads(line)
+        except ValueError as exc:
+            raise self._error(number + 1, exc) from exc
+
+    def at(self, ids: Sequence[str], places: Sequence[int]) -> list[tuple[Any, Any] | None]:
+        """The items ``ids`` at lines ``places``; an item whose line holds another id
+        (a reference file not written by hr) is looked up by id instead."""
+        found: list[tuple[Any, Any] | None] = []
+        with self._folder.open(self._filename, "rb") as handle:
+            for item_id, place in zip(ids, places, strict=True):
+                record = self._parse(self._read(handle, place), place) if place >= 0 else None
+                if isinstance(record, Mapping) and str(record.get("id")) == item_id:
+                    found.append((record.get("payload"), record.get("label")))
+                else:
+                    found.append(self.get(item_id))
+        return found
+
+    def _index(self) -> dict[str, int]:
+        if self._lines is None:
+            lines: dict[str, int] = {}
+            number = -1
+            try:
+                with self._folder.open(self._filename, "r") as handle:
+                    for number, line in enumerate(handle):
+                        if line.startswith(_ID_START):
+                            item_id, end = scanstring(line, len(_ID_START))
+                            if line[end:end + 1] in (",", "}"):
+                                lines[item_id] = number
+                                continue
+                        if line.strip():
+                            record = json.loads(line)
+                            if isinstance(record, Mapping):
+                                lines[str(record.get("id"))] = number
+            except (OSError, ValueError) as exc:
+                raise self._error(number + 1, exc) from exc
+            self._lines = lines
+        return self._lines
 
     def __getitem__(self, item_id: str) -> tuple[Any, Any]:
-        number, line = self._lines[item_id]
-        try:
-            record = json.loads(line)
-        except ValueError as exc:
-            raise ReportError(f"{self._name}, line {number}: not a readable JSON record "
-                              f"({exc}); delete the file to make the report without item "
-                              "texts") from exc
+        number = self._index()[item_id]
+        with self._folder.open(self._filename, "rb") as handle:
+            record = self._parse(self._read(handle, number), number)
         if not isinstance(record, Mapping):
             return None, None
         return record.get("payload"), record.get("label")
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._lines)
+        return iter(self._index())
 
     def __len__(self) -> int:
-        return len(self._lines)
+        return len(self._index())
 
 
 _ID_START = '{"id":"'
@@ -205,26 +275,7 @@ def _read_items(folder: _Folder) -> Mapping[str, ItemText]:
     filename = "reference.jsonl"
     if not folder.is_file(filename):
         return {}
-    lines: dict[str, tuple[int, str]] = {}
-    number = 0
-    try:
-        with folder.open(filename, "r") as handle:
-            for line in handle:
-                number += 1
-                if line.startswith(_ID_START):
-                    item_id, end = scanstring(line, len(_ID_START))
-                    if line[end:end + 1] in (",", "}"):
-                        lines[item_id] = (number, line)
-                        continue
-                if line.strip():
-                    record = json.loads(line)
-                    if isinstance(record, Mapping):
-                        lines[str(record.get("id"))] = (number, line)
-    except (OSError, ValueError) as exc:
-        raise ReportError(f"{folder.name(filename)}, line {number}: not a readable JSON record "
-                          f"({exc}); delete the file to make the report without item texts"
-                          ) from exc
-    return ItemTexts(_LazyItems(folder.name(filename), lines))
+    return ItemTexts(_LazyItems(folder, filename))
 
 
 def _judge_scorer_record(manifest: Mapping[str, Any]) -> dict[str, Any] | None:

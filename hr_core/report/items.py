@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from hr_core.accuracy import arms_in_order, item_codes, name_codes, runs_made
+from hr_core.accuracy import ITEM_INDEX, arms_in_order, item_codes, name_codes, runs_made
 from hr_core.engine.runs_file import RowTexts
 from hr_core.failures import FAILURE_KINDS
 from hr_core.reference import Reference
@@ -109,6 +109,24 @@ class ItemTexts(Mapping[str, ItemText]):
     def __len__(self) -> int:
         return len(self._items)
 
+    def many(self, ids: Sequence[str], places: Sequence[int] | None = None) -> list[ItemText]:
+        """The texts of ``ids`` (empty for an id not there). ``places``: each item's
+        position in the reference (``item_index``), which finds it without an index of
+        every id when the items come from a ``Reference`` or ``reference.jsonl``."""
+        at = getattr(self._items, "at", None)
+        found = (at(ids, places) if at is not None and places is not None
+                 else [self._items.get(i) for i in ids])
+        return [ItemText("", "") if f is None else ItemText(_question(f[0]), excerpt(f[1]))
+                for f in found]
+
+
+def item_places(runs: pd.DataFrame, rows: np.ndarray) -> list[int] | None:
+    """The reference positions (``item_index``) of the items of rows ``rows``, when the
+    table has them."""
+    if ITEM_INDEX not in runs.columns:
+        return None
+    return runs[ITEM_INDEX].to_numpy()[np.asarray(rows, dtype=np.int64)].tolist()
+
 
 class _ReferenceItems(Mapping[str, tuple[Any, Any]]):
     """``{item id: (payload, label)}`` of a ``Reference``, looked up when asked (a copy of
@@ -120,6 +138,18 @@ class _ReferenceItems(Mapping[str, tuple[Any, Any]]):
     def __getitem__(self, item_id: str) -> tuple[Any, Any]:
         item = self._reference.get(item_id)
         return item.payload, item.label
+
+    def at(self, ids: Sequence[str], places: Sequence[int]) -> list[tuple[Any, Any] | None]:
+        """Each item by its position, checked against its id (else looked up by id)."""
+        items = self._reference.items
+        found: list[tuple[Any, Any] | None] = []
+        for item_id, place in zip(ids, places, strict=True):
+            item = items[place] if 0 <= place < len(items) else None
+            if item is None or item.id != item_id:
+                found.append(self.get(item_id))
+            else:
+                found.append((item.payload, item.label))
+        return found
 
     def __iter__(self) -> Iterator[str]:
         return (item.id for item in self._reference)
@@ -226,7 +256,7 @@ def failed_runs(runs: pd.DataFrame, items: Mapping[str, ItemText], *,
         runs["failure_kind"].iloc[at[chosen]].astype(object), no_kind[chosen], unscored[chosen],
         strict=True)]
     ids = picked["item_id"].astype(str).tolist()
-    shown = [items.get(i) or ItemText("", "") for i in ids]
+    shown = _texts(items, ids, item_places(runs, at[chosen]))
     return pd.DataFrame({
         "arm": picked["arm"].astype(str).to_numpy(),
         "failure_kind": kinds_text,
@@ -271,6 +301,14 @@ def _first_per_group(groups: np.ndarray, runs: pd.DataFrame, at: np.ndarray,
             part = key[members]
         chosen.append(members[np.argsort(part)])
     return np.concatenate(chosen) if chosen else np.zeros(0, dtype=np.int64)
+
+
+def _texts(items: Mapping[str, ItemText], ids: list[str],
+           places: list[int] | None) -> list[ItemText]:
+    """The texts of ``ids`` (by reference position when known: :meth:`ItemTexts.many`)."""
+    if isinstance(items, ItemTexts):
+        return items.many(ids, places)
+    return [items.get(i) or ItemText("", "") for i in ids]
 
 
 def _rank(names: pd.Index, values: Any) -> np.ndarray:
@@ -334,6 +372,12 @@ def disagreements(runs: pd.DataFrame, a: str, b: str,
     if limit is not None:
         shown = shown[:limit]
     differ = [str(ids[c]) for c in shown.tolist()]
+    first_row: dict[int, int] = {}  # a row of each shown item, for its reference position
+    for row, code in zip(np.flatnonzero(np.isin(codes, shown)).tolist(),
+                         codes[np.isin(codes, shown)].tolist(), strict=True):
+        first_row.setdefault(code, row)
+    shown_texts = _texts(items, differ,
+                         item_places(runs, at[[first_row[c] for c in shown.tolist()]]))
 
     def first_outputs(k: int) -> list[Any]:
         """Each shown item's first output that is there, its runs in run order (only the
@@ -358,8 +402,8 @@ def disagreements(runs: pd.DataFrame, a: str, b: str,
 
     frame = pd.DataFrame({
         "item_id": differ,
-        "question": [items.get(i, ItemText("", "")).question for i in differ],
-        "label": [items.get(i, ItemText("", "")).label for i in differ],
+        "question": [t.question for t in shown_texts],
+        "label": [t.label for t in shown_texts],
         "a_output": [excerpt(v) for v in a_outputs],
         "a_correct": [verdict(h, n) for h, n in zip(both["hits_a"], both["n_a"], strict=True)],
         "b_output": [excerpt(v) for v in b_outputs],
