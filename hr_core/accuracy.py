@@ -82,7 +82,8 @@ def item_codes(runs: pd.DataFrame, rows: np.ndarray | None = None
     first = np.flatnonzero(new)  # rows where a higher position than any before appears
     present = np.bincount(places)
     if len(first) == np.count_nonzero(present):  # items first seen in reference order
-        lookup = np.cumsum(present > 0, dtype=np.intp) - 1
+        lookup = np.cumsum(present > 0, dtype=np.intp)
+        lookup -= 1
     else:  # any other order: rank the positions by their first row
         _, first = np.unique(places, return_index=True)
         first = np.sort(first)

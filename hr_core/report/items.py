@@ -283,15 +283,20 @@ def _first_per_group(groups: np.ndarray, runs: pd.DataFrame, at: np.ndarray,
     id_rank = np.empty(len(ids), dtype=np.int64)
     id_rank[np.asarray(ids.argsort())] = np.arange(len(ids))
     run = runs["run"].to_numpy(dtype=np.int64)[at]
-    run = run - run.min() if len(run) else run
+    if len(run):
+        run -= run.min()
     width = (int(run.max()) + 1 if len(run) else 1) * max(len(at), 1)
     if len(ids) * width >= 2 ** 62:  # the key would overflow: sort by each part instead
         key = np.empty(len(at), dtype=np.int64)
         key[np.lexsort((np.arange(len(at)), run, id_rank[codes]))] = np.arange(len(at))
     else:
-        key = (id_rank[codes] * (width // max(len(at), 1)) + run) * max(len(at), 1)
+        key = id_rank[codes]  # in place from here: each temporary is ~6 MB at 1M runs
+        del codes, id_rank
+        key *= width // max(len(at), 1)
+        key += run
+        key *= max(len(at), 1)
         key += np.arange(len(at))
-    del codes, run
+    del run
     chosen = []
     for group in np.unique(groups).tolist():
         members = np.flatnonzero(groups == group)
