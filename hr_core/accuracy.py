@@ -55,6 +55,10 @@ def item_codes(runs: pd.DataFrame, rows: np.ndarray | None = None
 
     A table with :data:`ITEM_INDEX` (a stored run's) is coded from it: no item id is
     hashed (at 1M runs, factorizing the ids took ~65 MB and grouping by them ~70 MB).
+    A table hr read from one ``runs.parquet`` (``attrs[ITEM_INDEX]`` names the file) is
+    coded by position alone; in any other table the codes are checked against the ids
+    (one vectorised comparison), and where a position names two ids (runs of two
+    references concatenated) the ids are factorized instead.
 
     Example:
         >>> runs = pd.DataFrame({"item_id": ["q2", "q1", "q2"], "item_index": [1, 0, 1]})
@@ -90,7 +94,19 @@ def item_codes(runs: pd.DataFrame, rows: np.ndarray | None = None
         lookup = np.empty(len(present), dtype=np.intp)
         lookup[places[first]] = np.arange(len(first))
     ids = pd.Index(runs["item_id"].iloc[at[first]].astype(str), name="item_id")
-    return lookup[places], ids
+    codes = lookup[places]
+    del lookup, places
+    # the positions must name the ids: tables of runs on other references (concatenated
+    # runs.parquet files) would otherwise merge different items at the same position
+    if runs.attrs.get(ITEM_INDEX) is not None:  # read from one runs.parquet by hr
+        return codes, ids
+    named, step = runs["item_id"], 1 << 17  # in blocks: two copies of 1M ids were ~25 MB
+    for start in range(0, len(at), step):
+        same = (named.iloc[at[start:start + step]].astype(str).array
+                == ids.array.take(codes[start:start + step]))
+        if not bool(np.asarray(same, dtype=bool).all()):
+            return item_codes(runs.drop(columns=ITEM_INDEX), rows)
+    return codes, ids
 
 
 def item_total(runs: pd.DataFrame) -> int:
@@ -100,9 +116,7 @@ def item_total(runs: pd.DataFrame) -> int:
         >>> item_total(pd.DataFrame({"item_id": ["q2", "q1", "q2"]}))
         2
     """
-    if ITEM_INDEX in runs.columns and not runs[ITEM_INDEX].isna().any():
-        return int(np.count_nonzero(np.bincount(runs[ITEM_INDEX].to_numpy(dtype=np.int64))))
-    return int(runs["item_id"].nunique())
+    return len(item_codes(runs)[1])
 
 
 def item_counts(runs: pd.DataFrame, arm: str) -> pd.DataFrame:

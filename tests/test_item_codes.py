@@ -220,3 +220,41 @@ def test_a_damaged_reference_line_is_reported_with_its_file_and_line(tmp_path: P
     (run_dir / "reference.jsonl").write_text("".join(lines))
     with pytest.raises(HrError, match=r"reference.jsonl, line 2: not a readable JSON record"):
         write_report(run_dir, tmp_path / "a.html")
+
+
+def test_runs_of_two_references_in_one_table_are_not_merged_by_position() -> None:
+    """``item_index`` is a position in one run's reference: two runs.parquet files of
+    different references concatenated hold different items at the same positions."""
+    def run_of(prefix: str, right: bool) -> pd.DataFrame:
+        return pd.DataFrame({
+            "arm": "x", "item_id": [f"{prefix}{i}" for i in range(3)], "run": 1,
+            "correct": pd.array([right] * 3, dtype="boolean"), "failure_kind": None,
+            ITEM_INDEX: np.arange(3, dtype=np.int32)})
+
+    both = pd.concat([run_of("a", True), run_of("b", False)], ignore_index=True)
+    assert item_total(both) == 6
+    counts = item_counts(both, "x")
+    assert counts.index.tolist() == ["a0", "a1", "a2", "b0", "b1", "b2"]
+    assert counts["correct"].tolist() == [1, 1, 1, 0, 0, 0]
+    pd.testing.assert_frame_equal(item_accuracies(both),
+                                  item_accuracies(both.drop(columns=ITEM_INDEX)))
+
+
+def test_stat_tables_of_two_stored_runs_concatenated_are_checked_against_the_ids(
+        tmp_path: Path) -> None:
+    """A table read from one runs.parquet is coded by position alone (its attrs name the
+    file); two such tables concatenated lose that mark and are checked."""
+    from hr_core.engine.runs_file import STAT_COLUMNS, RunsFile
+
+    tables = []
+    for prefix, right in (("a", True), ("b", False)):
+        path = tmp_path / f"{prefix}.parquet"
+        runs_frame([{"arm": "x", "item_id": f"{prefix}{i}", "run": 1, "correct": right}
+                    for i in range(3)]).assign(
+            **{ITEM_INDEX: np.arange(3, dtype=np.int32)}).to_parquet(path, index=False)
+        tables.append(RunsFile.at(str(path)).read(STAT_COLUMNS))
+    assert all(t.attrs.get(ITEM_INDEX) for t in tables)
+    assert tables[0][tables[0]["run"] == 1].attrs == tables[0].attrs  # kept by selections
+    both = pd.concat(tables, ignore_index=True)
+    assert item_total(both) == 6
+    assert item_counts(both, "x")["correct"].tolist() == [1, 1, 1, 0, 0, 0]

@@ -194,7 +194,8 @@ class Benchmark:
             frame = self._file.read(missing)
             self._columns.update({c: frame[c] for c in missing})
             del frame
-        return pd.DataFrame({c: self._columns[c] for c in wanted}, copy=False)
+        return self._file.tagged(pd.DataFrame({c: self._columns[c] for c in wanted},
+                                               copy=False))
 
     def stat_runs(self) -> pd.DataFrame:
         """The runs table without its text columns (``output``, ``outcome``, ``error``):

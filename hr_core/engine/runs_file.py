@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import secrets
 from collections.abc import Callable, Iterable, Sequence
 from typing import IO, Any
 
@@ -59,6 +60,9 @@ class RunsFile:
         self._corrupt = corrupt
         self._names: list[str] | None = None
         self._starts: np.ndarray | None = None
+        self.token = secrets.token_hex(8)
+        """Names this file in the ``attrs`` of the tables read from it (``ITEM_INDEX``: their
+        item positions are those of one reference)."""
 
     @classmethod
     def at(cls, path: str) -> RunsFile:
@@ -123,7 +127,14 @@ class RunsFile:
             give_back()
         if not parts:
             return pd.DataFrame(index=pd.RangeIndex(int(self._rows())))
-        return pd.DataFrame(parts, copy=False)
+        return self.tagged(pd.DataFrame(parts, copy=False))
+
+    def tagged(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` (columns of this file) marked as read from it when it has the item
+        positions (:func:`hr_core.accuracy.item_codes` then needs no check against the ids)."""
+        if ITEM_INDEX in frame.columns:
+            frame.attrs[ITEM_INDEX] = self.token
+        return frame
 
     def _rows(self) -> int:
         self.names()
