@@ -123,6 +123,11 @@ def use_prefect_api(api: PrefectApi | None = None) -> Iterator[PrefectApi]:
         return
     if api.kind == "temporary":
         from prefect.server.api.server import SubprocessASGIServer
+        from prefect.settings import PREFECT_HOME
+
+        from hr_cli.server import check_database
+
+        check_database(Path(PREFECT_HOME.value()).expanduser())
 
         # started here, in one thread: Prefect's lazy start from several threads at once
         # could start two servers on one port and lose track of one (an orphan)

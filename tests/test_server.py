@@ -175,3 +175,42 @@ def _processes_with(marker: str) -> list[int]:
                 if marker.encode() in (entry / "environ").read_bytes():
                     found.append(int(entry.name))
     return found
+
+
+def _prefect_db(home: Path, revision: str) -> Path:
+    """A Prefect SQLite database at schema ``revision`` (what alembic records)."""
+    import sqlite3
+
+    path = home / "prefect.db"
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+        db.execute("INSERT INTO alembic_version VALUES (?)", (revision,))
+        db.commit()
+    return path
+
+
+def test_a_database_of_another_prefect_version_is_named_before_any_server_starts(
+        home: Path, tmp_path: Path) -> None:
+    """Before: `hr server start` failed with the log's alembic traceback, and `hr run` with a
+    temporary server waited 90 s and said `internal error: RuntimeError: Timed out`."""
+    from hr_cli.server import check_database
+
+    versions = (Path(sys.executable).parents[1] / "lib").glob(
+        "python3*/site-packages/prefect/server/database/_migrations/versions/sqlite/*.py")
+    known = sorted(p.name.split("_")[4] for p in versions)[0]
+    check_database(_prefect_db(tmp_path, known).parent)  # a revision this Prefect knows
+    path = _prefect_db(home, "ffffffffffff")
+    with pytest.raises(ServerError, match="made by another Prefect version"):
+        check_database(home)
+
+    started = time.monotonic()
+    done = _hr(home, "server", "start")
+    assert done.returncode != 0
+    assert f"{path} was made by another Prefect version" in done.stderr
+    assert "set PREFECT_HOME to another folder" in done.stderr
+    assert not state_path(home).exists()  # no server was started
+    done = _hr(home, "run", str(_spec(tmp_path)), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert f"{path} was made by another Prefect version" in done.stderr
+    assert "internal error" not in done.stderr
+    assert time.monotonic() - started < 60  # no wait for a server that cannot start
