@@ -47,28 +47,34 @@ def runs_made(runs: pd.DataFrame) -> pd.Series:
     return runs["failure_kind"].ne(NOT_MADE).fillna(True).astype(bool)
 
 
+def _by_position(runs: pd.DataFrame) -> bool:
+    """Whether ``runs`` may be coded by :data:`ITEM_INDEX`: hr read it from one
+    ``runs.parquet`` (``attrs[ITEM_INDEX]`` names the file), so its positions are those of
+    one reference. Any other table (read by hand, two runs concatenated, whose positions
+    may name other items) is coded by its ids."""
+    return ITEM_INDEX in runs.columns and runs.attrs.get(ITEM_INDEX) is not None
+
+
 def item_codes(runs: pd.DataFrame, rows: np.ndarray | None = None
                ) -> tuple[np.ndarray, pd.Index]:
     """Each row's item as a code ``0..n-1`` (items in first-seen order) and the ids of the
     codes: what ``pd.factorize(runs["item_id"])`` gives; of the ``rows`` only when given
     (a boolean mask or positions).
 
-    A table with :data:`ITEM_INDEX` (a stored run's) is coded from it: no item id is
-    hashed (at 1M runs, factorizing the ids took ~65 MB and grouping by them ~70 MB).
-    A table hr read from one ``runs.parquet`` (``attrs[ITEM_INDEX]`` names the file) is
-    coded by position alone; in any other table the codes are checked against the ids
-    (one vectorised comparison), and where a position names two ids (runs of two
-    references concatenated) the ids are factorized instead.
+    A table hr read from one ``runs.parquet`` is coded from its :data:`ITEM_INDEX`: no
+    item id is hashed (at 1M runs, factorizing the ids took ~65 MB and grouping by them
+    ~70 MB). Any other table's ids are factorized.
 
     Example:
         >>> runs = pd.DataFrame({"item_id": ["q2", "q1", "q2"], "item_index": [1, 0, 1]})
+        >>> runs.attrs[ITEM_INDEX] = "one file"  # as RunsFile marks what it reads
         >>> codes, ids = item_codes(runs)
         >>> codes.tolist(), ids.tolist()
         ([0, 1, 0], ['q2', 'q1'])
         >>> item_codes(runs.drop(columns="item_index"))[0].tolist()
         [0, 1, 0]
     """
-    if ITEM_INDEX not in runs.columns or runs[ITEM_INDEX].isna().any():
+    if not _by_position(runs):
         ids_of = runs["item_id"] if rows is None else (
             runs["item_id"][rows] if rows.dtype == bool else runs["item_id"].iloc[rows])
         codes, ids = pd.factorize(ids_of.astype(str))
@@ -94,29 +100,20 @@ def item_codes(runs: pd.DataFrame, rows: np.ndarray | None = None
         lookup = np.empty(len(present), dtype=np.intp)
         lookup[places[first]] = np.arange(len(first))
     ids = pd.Index(runs["item_id"].iloc[at[first]].astype(str), name="item_id")
-    codes = lookup[places]
-    del lookup, places
-    # the positions must name the ids: tables of runs on other references (concatenated
-    # runs.parquet files) would otherwise merge different items at the same position
-    if runs.attrs.get(ITEM_INDEX) is not None:  # read from one runs.parquet by hr
-        return codes, ids
-    named, step = runs["item_id"], 1 << 17  # in blocks: two copies of 1M ids were ~25 MB
-    for start in range(0, len(at), step):
-        same = (named.iloc[at[start:start + step]].astype(str).array
-                == ids.array.take(codes[start:start + step]))
-        if not bool(np.asarray(same, dtype=bool).all()):
-            return item_codes(runs.drop(columns=ITEM_INDEX), rows)
-    return codes, ids
+    return lookup[places], ids
 
 
 def item_total(runs: pd.DataFrame) -> int:
-    """How many distinct items a runs table has (``runs["item_id"].nunique()``).
+    """How many distinct items a runs table has (``runs["item_id"].nunique()``; by
+    :data:`ITEM_INDEX` when :func:`item_codes` would code by it).
 
     Example:
         >>> item_total(pd.DataFrame({"item_id": ["q2", "q1", "q2"]}))
         2
     """
-    return len(item_codes(runs)[1])
+    if _by_position(runs):
+        return int(np.count_nonzero(np.bincount(runs[ITEM_INDEX].to_numpy())))
+    return int(runs["item_id"].nunique())
 
 
 def item_counts(runs: pd.DataFrame, arm: str) -> pd.DataFrame:

@@ -32,7 +32,8 @@ KINDS = [None, "wrong", "error", "budget_stop", "refusal"]
 
 @st.composite
 def tables(draw: st.DrawFn) -> pd.DataFrame:
-    """A runs table with ``item_index`` consistent with the ids, rows in any order."""
+    """A runs table with ``item_index`` consistent with the ids, rows in any order, marked
+    as read from one runs.parquet (so its items are coded by position)."""
     n_items = draw(st.integers(1, 6))
     ids = draw(st.lists(st.text("abq9é", min_size=1, max_size=3), min_size=n_items,
                         max_size=n_items, unique=True))
@@ -40,7 +41,7 @@ def tables(draw: st.DrawFn) -> pd.DataFrame:
                                    st.integers(0, n_items - 1),
                                    st.sampled_from([True, False, None]),
                                    st.sampled_from(KINDS)), min_size=0, max_size=30))
-    return pd.DataFrame({
+    table = pd.DataFrame({
         "run": np.array(draw(st.lists(st.integers(1, 3), min_size=len(rows),
                                       max_size=len(rows))), dtype=np.int64),
         "arm": pd.Series([r[0] for r in rows], dtype="str"),
@@ -51,6 +52,8 @@ def tables(draw: st.DrawFn) -> pd.DataFrame:
                                 max_size=len(rows))),
         ITEM_INDEX: np.array([r[1] for r in rows], dtype=np.int32),
     })
+    table.attrs[ITEM_INDEX] = "one runs.parquet"
+    return table
 
 
 def _old_item_counts(runs: pd.DataFrame, arm: str) -> pd.DataFrame:

@@ -217,17 +217,15 @@ class _LazyItems(Mapping[str, tuple[Any, Any]]):
         except ValueError as exc:
             raise self._error(number + 1, exc) from exc
 
-    def at(self, ids: Sequence[str], places: Sequence[int]) -> list[tuple[Any, Any] | None]:
-        """The items ``ids`` at lines ``places``; an item whose line holds another id
-        (a reference file not written by hr) is looked up by id instead."""
-        found: list[tuple[Any, Any] | None] = []
+    def at(self, places: Sequence[int]) -> list[tuple[str, Any, Any] | None]:
+        """``(id, payload, label)`` of the records on lines ``places`` (``None`` for a line
+        that is not one)."""
+        found: list[tuple[str, Any, Any] | None] = []
         with self._folder.open(self._filename, "rb") as handle:
-            for item_id, place in zip(ids, places, strict=True):
+            for place in places:
                 record = self._parse(self._read(handle, place), place) if place >= 0 else None
-                if isinstance(record, Mapping) and str(record.get("id")) == item_id:
-                    found.append((record.get("payload"), record.get("label")))
-                else:
-                    found.append(self.get(item_id))
+                found.append((str(record.get("id")), record.get("payload"), record.get("label"))
+                             if isinstance(record, Mapping) else None)
         return found
 
     def _index(self) -> dict[str, int]:

@@ -112,15 +112,20 @@ class ItemTexts(Mapping[str, ItemText]):
     def many(self, ids: Sequence[str], places: Sequence[int] | None = None) -> list[ItemText]:
         """The texts of ``ids`` (empty for an id not there). ``places``: each item's
         position in the reference (``item_index``), which finds it without an index of
-        every id when the items come from a ``Reference`` or ``reference.jsonl``."""
+        every id when the items come from a ``Reference`` or ``reference.jsonl`` (their
+        ``at``); an item whose place holds another id is looked up by its id."""
         at = getattr(self._items, "at", None)
-        found = (at(ids, places) if at is not None and places is not None
-                 else [self._items.get(i) for i in ids])
-        return [ItemText("", "") if f is None else ItemText(_question(f[0]), excerpt(f[1]))
-                for f in found]
+        placed = at(places) if at is not None and places is not None else [None] * len(ids)
+        texts = []
+        for item_id, item in zip(ids, placed, strict=True):
+            found = item[1:] if item is not None and item[0] == item_id else (
+                self._items.get(item_id))
+            texts.append(ItemText("", "") if found is None
+                         else ItemText(_question(found[0]), excerpt(found[1])))
+        return texts
 
 
-def item_places(runs: pd.DataFrame, rows: np.ndarray) -> list[int] | None:
+def _item_places(runs: pd.DataFrame, rows: np.ndarray) -> list[int] | None:
     """The reference positions (``item_index``) of the items of rows ``rows``, when the
     table has them."""
     if ITEM_INDEX not in runs.columns:
@@ -139,17 +144,10 @@ class _ReferenceItems(Mapping[str, tuple[Any, Any]]):
         item = self._reference.get(item_id)
         return item.payload, item.label
 
-    def at(self, ids: Sequence[str], places: Sequence[int]) -> list[tuple[Any, Any] | None]:
-        """Each item by its position, checked against its id (else looked up by id)."""
+    def at(self, places: Sequence[int]) -> list[tuple[str, Any, Any] | None]:
+        """``(id, payload, label)`` of the items at ``places`` (``None`` past the end)."""
         items = self._reference.items
-        found: list[tuple[Any, Any] | None] = []
-        for item_id, place in zip(ids, places, strict=True):
-            item = items[place] if 0 <= place < len(items) else None
-            if item is None or item.id != item_id:
-                found.append(self.get(item_id))
-            else:
-                found.append((item.payload, item.label))
-        return found
+        return [tuple(items[p]) if 0 <= p < len(items) else None for p in places]
 
     def __iter__(self) -> Iterator[str]:
         return (item.id for item in self._reference)
@@ -256,7 +254,7 @@ def failed_runs(runs: pd.DataFrame, items: Mapping[str, ItemText], *,
         runs["failure_kind"].iloc[at[chosen]].astype(object), no_kind[chosen], unscored[chosen],
         strict=True)]
     ids = picked["item_id"].astype(str).tolist()
-    shown = _texts(items, ids, item_places(runs, at[chosen]))
+    shown = _texts(items, ids, _item_places(runs, at[chosen]))
     return pd.DataFrame({
         "arm": picked["arm"].astype(str).to_numpy(),
         "failure_kind": kinds_text,
@@ -377,17 +375,17 @@ def disagreements(runs: pd.DataFrame, a: str, b: str,
     if limit is not None:
         shown = shown[:limit]
     differ = [str(ids[c]) for c in shown.tolist()]
+    showing = np.flatnonzero(np.isin(codes, shown))  # the rows of the shown items
     first_row: dict[int, int] = {}  # a row of each shown item, for its reference position
-    for row, code in zip(np.flatnonzero(np.isin(codes, shown)).tolist(),
-                         codes[np.isin(codes, shown)].tolist(), strict=True):
+    for row, code in zip(showing.tolist(), codes[showing].tolist(), strict=True):
         first_row.setdefault(code, row)
     shown_texts = _texts(items, differ,
-                         item_places(runs, at[[first_row[c] for c in shown.tolist()]]))
+                         _item_places(runs, at[[first_row[c] for c in shown.tolist()]]))
 
     def first_outputs(k: int) -> list[Any]:
         """Each shown item's first output that is there, its runs in run order (only the
         shown items' outputs are read)."""
-        mine = np.flatnonzero((side == k) & np.isin(codes, shown))
+        mine = showing[side[showing] == k]
         mine = mine[np.argsort(runs["run"].to_numpy()[at[mine]], kind="stable")]  # run order
         values = _column_at(runs, texts, at[mine], "output")
         found: dict[int, Any] = {}
