@@ -1,15 +1,14 @@
 """The ``hr`` command line (typer + rich). Imports Prefect lazily, through ``flows``.
 
-Exit statuses: 0 done; 1 an internal error, or ``hr judge check`` found no valid
-record; 2 a user mistake (missing file, bad YAML, unknown arm, bad option: one
-line names it); 3 the run finished and its results are written, but an arm's
-share of errors was above ``max_error_rate`` (``hr run``, ``hr demo``); 4 the
-results store could not be written (read-only, full: the run stopped at once, the
-message names the path, the cause and where the finished runs were kept); 5
-another process is running the same benchmark into the same store (the message
-names it; ``hr run --wait`` waits); 130 interrupted by Ctrl-C, 143 by SIGTERM
-(journal flushed: the same command resumes). Set ``HR_DEBUG=1`` to see
-tracebacks instead.
+Exit statuses: 0 done; 1 an internal error, ``hr judge check`` found no valid record, or
+``hr diff`` found an arm significantly worse (a CI gate); 2 a user mistake (missing
+file, bad YAML, unknown arm, bad option: one line names it); 3 the run finished and its
+results are written, but an arm's share of errors was above ``max_error_rate`` (``hr
+run``, ``hr demo``); 4 the results store could not be written (read-only, full: the run
+stopped at once, the message names the path, the cause and where the finished runs were
+kept); 5 another process is running the same benchmark into the same store (the message
+names it; ``hr run --wait`` waits); 130 interrupted by Ctrl-C, 143 by SIGTERM (journal
+flushed: the same command resumes). Set ``HR_DEBUG=1`` to see tracebacks instead.
 """
 
 from __future__ import annotations

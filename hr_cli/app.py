@@ -217,6 +217,36 @@ def show(
     show_run(console, run_dir, arm=arm, kind=kind, item=item, diff=diff, limit=limit)
 
 
+DIFF_HELP = """What changed between two finished runs (RUN_A then, RUN_B now), item by item.
+
+From the manifests: the reference (items added, removed, changed), each arm's
+fingerprint parts (model, endpoint, prompt, params, code), scorer, judge, runs,
+budget and versions. Per arm (matched by name, or --arm OLD=NEW): accuracy then
+and now, the paired difference over the items both scored with its CI, p-value
+and verdict; the items that flipped (flaky ones marked), failure kinds that
+moved, new errors, latency and cost.
+
+Exit status: 0 no arm is significantly worse, 1 an arm is worse (its paired
+difference's CI is below zero: for CI gates), 2 a mistake in the command.
+"""
+
+
+@app.command(help=DIFF_HELP)
+def diff(
+    run_a: Annotated[str, typer.Argument(help="The earlier run folder (or fsspec URL).")],
+    run_b: Annotated[str, typer.Argument(help="The later run folder (or fsspec URL).")],
+    arm: Annotated[list[str] | None, typer.Option(
+        "--arm", help="Pair renamed arms: --arm OLD=NEW (repeatable).")] = None,
+    output: Annotated[str | None, typer.Option(
+        "-o", "--output", help="Also write the diff as a self-contained HTML page.")] = None,
+    limit: Annotated[int, typer.Option(min=0, help="Flipped items shown per arm.")] = 20,
+) -> int:
+    import_paused("hr_cli.diff")  # hr_core, pandas: collector paused
+    from hr_cli.diff import run_diff
+
+    return run_diff(console, run_a, run_b, arm or [], output, limit)
+
+
 @judge_app.command("validate")
 def judge_validate(
     judge: ExistingFile,

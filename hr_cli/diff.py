@@ -1,0 +1,178 @@
+"""``hr diff RUN_A RUN_B``: what changed between two runs, in the terminal (no Prefect import).
+
+Every string from a run (arm names, item texts, outputs, manifest values) is printed
+as a rich ``Text``, never parsed as markup.
+"""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from hr_core.diff import ArmDiff, RunDiff
+
+__all__ = ["arm_pairs", "print_diff", "run_diff"]
+
+
+def arm_pairs(values: list[str]) -> dict[str, str]:
+    """``--arm old=new`` options as ``{old: new}``.
+
+    Example:
+        >>> arm_pairs(["a=b", "c=c"])
+        {'a': 'b', 'c': 'c'}
+    """
+    from hr_core.errors import SpecError
+
+    pairs: dict[str, str] = {}
+    for value in values:
+        old, sep, new = value.partition("=")
+        if not sep or not old or not new:
+            raise SpecError(f"--arm {value!r}: give OLD=NEW (an arm of the first run = an arm "
+                            "of the second)")
+        pairs[old] = new
+    return pairs
+
+
+_WIDE = {"question", "label", "then: output", "now: output", "then", "now", "key", "arm",
+         "verdict"}
+
+
+def _table(title: str, columns: list[str]) -> Table:
+    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD,
+                  header_style="bold", pad_edge=False)
+    for column in columns:
+        wide = column in _WIDE
+        table.add_column(Text(column), overflow="fold", no_wrap=not wide,
+                         max_width=40 if wide else None)
+    return table
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1%}"
+
+
+def _points(value: float | None) -> str:
+    return "–" if value is None else f"{value * 100:+.1f}"
+
+
+def _ci(low: float | None, high: float | None, points: bool = False) -> str:
+    if low is None or high is None:
+        return "–"
+    return (f"[{_points(low)}, {_points(high)}]" if points else f"[{low:.1%}, {high:.1%}]")
+
+
+def _ms(value: float | None) -> str:
+    return "–" if value is None else f"{value * 1000:.1f} ms"
+
+
+def _usd(value: float | None) -> str:
+    return "–" if value is None else f"${value:.4f}"
+
+
+_STYLE = {"worse": "bold red", "better": "bold green"}
+
+
+def _arm_row(arm: ArmDiff) -> list[Text]:
+    p = "–" if arm.p_value is None else f"{arm.p_value:.2g}"
+    flips = (f"{arm.right_to_wrong}/{arm.wrong_to_right} "
+             f"({arm.flaky_right_to_wrong}/{arm.flaky_wrong_to_right})")
+    return [Text(arm.label, style="bold"), Text(_pct(arm.accuracy_a)),
+            Text(_pct(arm.accuracy_b)), Text(str(arm.n_items)), Text(_points(arm.diff)),
+            Text(_ci(arm.ci_low, arm.ci_high, points=True)), Text(p),
+            Text(arm.verdict, style=_STYLE.get(arm.verdict, "")), Text(flips)]
+
+
+def print_diff(console: Console, diff: RunDiff, *, limit: int = 20) -> None:
+    """Print a :class:`~hr_core.diff.RunDiff`: what changed, each arm's verdict, the flips
+    (``limit`` per arm at most), failure-kind transitions, new errors, latency and cost."""
+    console.print(Text.assemble(("hr diff ", "bold"), (diff.id_a or diff.run_a, "bold"),
+                                " → ", (diff.id_b or diff.run_b, "bold")))
+    console.print(Text(f"then: {diff.run_a}\nnow:  {diff.run_b}", style="dim"))
+    ref = diff.reference
+    if ref.same:
+        console.print(Text(f"Reference: the same {ref.items_b} items."))
+    else:
+        line = (f"Reference: {ref.items_a} → {ref.items_b} items, {ref.common} in common; "
+                f"{ref.added} added, {ref.removed} removed, {ref.changed} changed")
+        for what, ids in (("added", ref.added_ids), ("removed", ref.removed_ids),
+                          ("changed", ref.changed_ids)):
+            if ids:
+                line += f"\n  {what}: {', '.join(ids)}" + (" …" if len(ids) >= 20 else "")
+        console.print(Text(line))
+    if diff.changes:
+        table = _table("What differs (manifests)", ["part", "arm", "key", "then", "now"])
+        for c in diff.changes:
+            table.add_row(*(Text(v) for v in (c.part, c.arm or "", c.key, c.before, c.after)))
+        console.print(table)
+    else:
+        console.print(Text("Manifests: no difference in arms, scorer, judge, runs, budget or "
+                           "versions."))
+    level = f"{diff.level:.0%}"
+    table = _table(f"Per arm: accuracy, and now - then over the items both runs scored "
+                   f"(points, {level} CI)", ["arm", "then", "now", "items", "diff", "CI", "p",
+                                             "verdict", "flips r→w/w→r (flaky)"])
+    for arm in diff.arms:
+        table.add_row(*_arm_row(arm))
+    console.print(table)
+    if not diff.arms:
+        console.print(Text("No arm in common: give --arm OLD=NEW to pair arms.", style="yellow"))
+    for arm in diff.arms:
+        _print_arm(console, diff, arm, limit)
+    worse = diff.worse
+    if worse:
+        console.print(Text(f"Worse: {', '.join(worse)} (exit status 1)", style="bold red"))
+
+
+def _print_arm(console: Console, diff: RunDiff, arm: ArmDiff, limit: int) -> None:
+    console.rule(Text(arm.label), align="left")
+    flaky = [f"then {_pct(arm.flaky_a)}" if arm.flaky_a is not None else None,
+             f"now {_pct(arm.flaky_b)}" if arm.flaky_b is not None else None]
+    shown = [f for f in flaky if f]
+    console.print(Text(
+        f"accuracy {_pct(arm.accuracy_a)} {_ci(*arm.ci_a)} → {_pct(arm.accuracy_b)} "
+        f"{_ci(*arm.ci_b)}; parts changed: {', '.join(arm.parts_changed) or 'none'}\n"
+        f"runs per item {arm.runs_a} → {arm.runs_b}; latency {_ms(arm.latency_a)} → "
+        f"{_ms(arm.latency_b)}; cost {_usd(arm.cost_a)} → {_usd(arm.cost_b)}"
+        + (f"; flaky items {', '.join(shown)}" if shown else "")))
+    flips = [f for f in diff.flips if f.arm == arm.label][:limit]
+    total = arm.right_to_wrong + arm.wrong_to_right
+    if flips:
+        table = _table(f"{total} flipped item(s), worst first"
+                       + (f" (showing {len(flips)})" if len(flips) < total else ""),
+                       ["item", "flip", "flaky", "question", "label", "then: output", "then",
+                        "now: output", "now"])
+        for f in flips:
+            table.add_row(Text(f.item_id), Text(f.direction, style="red" if
+                                                f.direction == "right→wrong" else "green"),
+                          Text("flaky" if f.flaky else ""), Text(f.question), Text(f.label),
+                          Text(f.output_a), Text(f"{f.kind_a} ({f.share_a:.0%})"),
+                          Text(f.output_b), Text(f"{f.kind_b} ({f.share_b:.0%})"))
+        console.print(table)
+    else:
+        console.print(Text("No item flipped."))
+    if arm.transitions:
+        table = _table("Failure kinds that moved (items)", ["then", "now", "items"])
+        for t in arm.transitions[:12]:
+            table.add_row(Text(t.before), Text(t.after), Text(str(t.items)))
+        console.print(table)
+    if arm.new_errors:
+        console.print(Text(f"{arm.new_errors} item(s) with new errors:", style="yellow"))
+        for message, count in arm.new_error_messages:
+            console.print(Text(f"  {count}× {message}"))
+
+
+def run_diff(console: Console, run_a: str, run_b: str, arms: list[str], output: str | None,
+             limit: int) -> int:
+    """``hr diff``: compare, print, write the HTML page when asked; the exit status."""
+    from hr_core.diff import diff_runs
+
+    found = diff_runs(run_a, run_b, arms=arm_pairs(arms), flips_per_arm=max(limit, 50))
+    print_diff(console, found, limit=limit)
+    if output is not None:
+        from hr_core.report.diff_html import write_diff_html
+
+        written = write_diff_html(found, output)
+        console.print(Text(f"Wrote {written}"))
+    return found.exit_status

@@ -1,0 +1,154 @@
+"""Per (arm, item) outcomes of one stored run, for ``hr diff`` (:mod:`hr_core.diff`).
+
+One pass over a run's small columns (``Benchmark.stat_runs``) with integer codes and
+``bincount`` (no groupby on item ids: 400k runs of 100k items take ~0.1 s): each cell
+``(arm, item)`` gets its scored runs made, correct runs, error runs, its most frequent
+outcome kind and whether its runs disagree (flaky). Accuracy is the one accuracy of
+:mod:`hr_core.accuracy` (runs a budget stopped are not runs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hr_core.accuracy import arms_in_order, item_codes, name_codes, runs_made
+from hr_core.engine.benchmark import Benchmark
+from hr_core.failures import FAILURE_KINDS
+from hr_core.report.items import _column_at
+
+__all__: list[str] = []  # internal: hr_core.diff uses it
+
+KINDS: tuple[str, ...] = ("correct", "unscored", *FAILURE_KINDS)
+"""Outcome kinds of a run: correct, unscored (no verdict), or its failure kind."""
+
+_CORRECT, _UNSCORED, _WRONG = 0, 1, 2 + FAILURE_KINDS.index("wrong")
+_STOP = 2 + FAILURE_KINDS.index("budget_stop")
+_ERROR = 2 + FAILURE_KINDS.index("error")
+
+
+def flaky_cells(scored: np.ndarray, hits: np.ndarray) -> np.ndarray:
+    """True where an item's scored runs disagree: two or more, some right and some wrong.
+
+    Example:
+        >>> flaky_cells(np.array([3, 3, 1, 2]), np.array([1.0, 3.0, 0.0, 1.0])).tolist()
+        [True, False, False, True]
+    """
+    return (scored >= 2) & (hits > 0) & (hits < scored)
+
+
+class RunOutcomes:
+    """One run's outcomes per (arm, item): arrays shaped ``(arms, items)``.
+
+    Attributes:
+        arms: arm names in run order; ``ids``: item ids (the codes' order).
+        scored, hits, errors: scored runs made, correct ones, error runs.
+        kind: each cell's most frequent outcome kind among its runs made (an index
+            into :data:`KINDS`; ``budget_stop`` when none was made; -1 no run).
+        planned_runs: each arm's most runs of one item.
+    """
+
+    def __init__(self, bench: Benchmark) -> None:
+        self.bench = bench
+        runs = bench.stat_runs()
+        self.table = runs
+        self.arms: list[str] = [str(a) for a in arms_in_order(runs)]
+        arm_codes = name_codes(self.arms, runs["arm"])
+        codes, self.ids = item_codes(runs)
+        n_items, n_arms = len(self.ids), len(self.arms)
+        self.cell = arm_codes.astype(np.int64) * n_items + codes
+        cells = n_arms * n_items
+        made = runs_made(runs).to_numpy(dtype=bool)
+        known = runs["correct"].notna().to_numpy(dtype=bool)
+        right = runs["correct"].to_numpy(dtype=bool, na_value=False)
+        scored = made & known
+        self.scored = np.bincount(self.cell[scored], minlength=cells).reshape(n_arms, n_items)
+        self.hits = np.bincount(self.cell[scored], weights=right[scored],
+                                minlength=cells).reshape(n_arms, n_items)
+        kind = name_codes(list(FAILURE_KINDS), runs["failure_kind"]) + 2
+        none = kind == 1  # no failure kind: correct, unscored, or a plain wrong
+        kind[none & right] = _CORRECT
+        kind[none & ~known] = _UNSCORED
+        kind[none & known & ~right] = _WRONG
+        counts = np.bincount(self.cell * len(KINDS) + kind,
+                             minlength=cells * len(KINDS)).reshape(cells, len(KINDS))
+        self.errors = counts[:, _ERROR].reshape(n_arms, n_items).copy()
+        present = counts.sum(axis=1) > 0
+        stops = counts[:, _STOP].copy()
+        counts[:, _STOP] = 0
+        modal = counts.argmax(axis=1)
+        modal[(counts.sum(axis=1) == 0) & (stops > 0)] = _STOP
+        modal[~present] = -1
+        self.kind = modal.reshape(n_arms, n_items)
+        del counts
+        run_numbers = runs["run"].to_numpy()
+        self.planned_runs = {arm: int(run_numbers[arm_codes == i].max(initial=0))
+                             for i, arm in enumerate(self.arms)}
+        latency = runs["latency_s"].to_numpy(dtype=np.float64, na_value=np.nan)
+        cost = runs["cost_usd"].to_numpy(dtype=np.float64, na_value=np.nan)
+        self.latency: dict[str, float | None] = {}
+        self.cost: dict[str, float | None] = {}
+        for i, arm in enumerate(self.arms):
+            mine = (arm_codes == i) & made
+            lat, usd = latency[mine], cost[mine]
+            lat, usd = lat[~np.isnan(lat)], usd[~np.isnan(usd)]
+            self.latency[arm] = float(lat.mean()) if len(lat) else None
+            self.cost[arm] = float(usd.sum()) if len(usd) else None
+
+    def share(self, arm: int) -> np.ndarray:
+        """Each item's share of correct scored runs for arm index ``arm`` (NaN: none)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.asarray(self.hits[arm] / self.scored[arm], dtype=np.float64)
+
+    def flaky(self, arm: int) -> np.ndarray:
+        """Items whose scored runs disagree, for arm index ``arm``."""
+        return flaky_cells(self.scored[arm], self.hits[arm])
+
+    def first_rows(self, arm: int, items: Sequence[int], *, column: str = "output",
+                   where: np.ndarray | None = None) -> list[Any]:
+        """``column`` of each item's first run (run order) for arm index ``arm``, of the
+        rows ``where`` allows (a boolean mask over the table), ``None`` where it has none.
+        Only the rows of ``items`` are read."""
+        if not len(items):
+            return []
+        wanted = np.asarray(items, dtype=np.int64) + arm * len(self.ids)
+        mask = np.isin(self.cell, wanted)
+        if where is not None:
+            mask &= where
+        rows = np.flatnonzero(mask)
+        rows = rows[np.lexsort((self.table["run"].to_numpy()[rows], self.cell[rows]))]
+        first = rows[np.unique(self.cell[rows], return_index=True)[1]]
+        values = _column_at(self.table, self.bench.row_texts(), first, column) or [None] * len(
+            first)
+        found = dict(zip(self.cell[first].tolist(), values, strict=True))
+        return [found.get(int(c)) for c in wanted.tolist()]
+
+
+def reference_lines(bench: Benchmark) -> tuple[pd.Index, list[bytes]] | None:
+    """The ids of ``reference.jsonl`` and each item's line, or ``None`` without the file."""
+    import orjson
+
+    from hr_core.engine.store import REFERENCE, RunStore
+
+    if bench.run_dir is None:
+        return None
+    store = RunStore.at(bench.run_dir)
+    if not store.exists(REFERENCE):
+        return None
+    lines = [line for line in store.read_bytes(REFERENCE).splitlines() if line.strip()]
+    try:
+        ids = [str(orjson.loads(line)["id"]) for line in lines]
+    except (ValueError, TypeError, KeyError) as exc:
+        raise store.corrupt_error(REFERENCE, exc) from None
+    return pd.Index(ids, name="item_id"), lines
+
+
+def item_content(line: bytes) -> tuple[Any, Any]:
+    """``(payload, label)`` of one ``reference.jsonl`` line."""
+    import orjson
+
+    record = orjson.loads(line)
+    return record.get("payload"), record.get("label")

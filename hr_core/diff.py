@@ -1,0 +1,349 @@
+"""What changed between two runs, item by item: :func:`diff_runs` (``hr diff A B``).
+
+Run ``a`` is *then*, run ``b`` *now*. From the manifests: what differs (reference,
+each arm's fingerprint parts, scorer, judge, runs, budget, versions). Per arm,
+matched by name (or ``arms={"old": "new"}``): accuracy then and now (the one
+accuracy of :mod:`hr_core.accuracy`), the paired difference ``now - then`` over
+the items both runs scored (:func:`hr_core.stats.paired_difference`, the method of
+``Benchmark.compare``) and its verdict; the items that flipped, worst first; how
+failure kinds moved; new errors; latency and cost.
+
+An item is *right* in a run when more than half of its scored runs are correct; it
+*flipped* when it is right in one run and not in the other. With ``runs >= 2`` an
+item is *flaky* for an arm when its scored runs disagree; flips on items flaky in
+either run are counted apart from flips on stable ones (the verdict uses every
+item).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from hr_core._diff_items import KINDS, RunOutcomes, item_content, reference_lines
+from hr_core._diff_manifest import ManifestChange, manifest_changes
+from hr_core.engine.benchmark import Benchmark
+from hr_core.errors import SpecError
+from hr_core.report.items import _question, excerpt
+from hr_core.stats import TOO_FEW_ITEMS, accuracy_interval, paired_difference
+
+__all__ = ["ArmDiff", "DiffVerdict", "Flip", "KindTransition", "ManifestChange",
+           "ReferenceDiff", "RunDiff", "diff_runs"]
+
+DiffVerdict = Literal["better", "worse", "no detectable change", "too few items"]
+"""An arm's verdict: the paired difference ``now - then`` is ``better`` (its CI above 0,
+p below ``1 - level``), ``worse`` (the mirror image), neither, or has fewer than
+``hr_core.stats.MIN_ITEMS`` items in common."""
+
+_VERDICTS: dict[str, DiffVerdict] = {"higher": "better", "lower": "worse",
+                                     "no clear difference": "no detectable change",
+                                     TOO_FEW_ITEMS: "too few items"}
+_SAMPLE_IDS = 20
+
+
+def _num(value: Any) -> float | None:
+    return None if value is None or value != value else float(value)
+
+
+class ReferenceDiff(BaseModel):
+    """The items of the two runs: how many, and which were added, removed or changed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    hash_a: str | None
+    hash_b: str | None
+    items_a: int = Field(ge=0)
+    items_b: int = Field(ge=0)
+    common: int = Field(ge=0)
+    added: int = Field(ge=0)
+    removed: int = Field(ge=0)
+    changed: int = Field(ge=0)
+    added_ids: list[str] = Field(default_factory=list)
+    removed_ids: list[str] = Field(default_factory=list)
+    changed_ids: list[str] = Field(default_factory=list)
+
+    @property
+    def same(self) -> bool:
+        """The same items with the same contents."""
+        return self.hash_a == self.hash_b and not (self.added or self.removed or self.changed)
+
+
+class KindTransition(BaseModel):
+    """Items whose most frequent outcome kind went from ``before`` to ``after``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    before: str
+    after: str
+    items: int = Field(ge=0)
+
+
+class ArmDiff(BaseModel):
+    """One arm then (``arm_a`` in run a) and now (``arm_b`` in run b)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    arm_a: str
+    arm_b: str
+    accuracy_a: float | None
+    ci_a: tuple[float | None, float | None]
+    accuracy_b: float | None
+    ci_b: tuple[float | None, float | None]
+    n_items: int = Field(ge=0, description="items both runs scored (the paired items)")
+    diff: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    verdict: DiffVerdict
+    parts_changed: list[str] = Field(default_factory=list)
+    right_to_wrong: int = 0
+    wrong_to_right: int = 0
+    flaky_right_to_wrong: int = 0
+    flaky_wrong_to_right: int = 0
+    runs_a: int = 0
+    runs_b: int = 0
+    flaky_a: float | None = Field(None, description="share of items flaky then (runs >= 2)")
+    flaky_b: float | None = None
+    transitions: list[KindTransition] = Field(default_factory=list)
+    new_errors: int = 0
+    new_error_messages: list[tuple[str, int]] = Field(default_factory=list)
+    latency_a: float | None = None
+    latency_b: float | None = None
+    cost_a: float | None = None
+    cost_b: float | None = None
+
+    @property
+    def label(self) -> str:
+        """The arm's name, or ``old → new`` when it was renamed."""
+        return self.arm_a if self.arm_a == self.arm_b else f"{self.arm_a} → {self.arm_b}"
+
+
+class Flip(BaseModel):
+    """An item right in one run and not in the other, side by side."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    arm: str
+    item_id: str
+    direction: Literal["right→wrong", "wrong→right"]
+    share_a: float
+    share_b: float
+    flaky: bool
+    question: str
+    label: str
+    output_a: str
+    output_b: str
+    kind_a: str
+    kind_b: str
+
+
+class RunDiff(BaseModel):
+    """Everything :func:`diff_runs` found; ``worse`` names the arms that got worse."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    run_a: str
+    run_b: str
+    id_a: str | None
+    id_b: str | None
+    level: float
+    changes: list[ManifestChange]
+    reference: ReferenceDiff
+    arms: list[ArmDiff]
+    flips: list[Flip]
+    flips_per_arm: int
+
+    @property
+    def worse(self) -> list[str]:
+        """The arms whose verdict is ``worse``."""
+        return [a.label for a in self.arms if a.verdict == "worse"]
+
+    @property
+    def exit_status(self) -> int:
+        """``hr diff``'s exit status: 1 when any arm is significantly worse, else 0."""
+        return 1 if self.worse else 0
+
+
+def _pairs(arms_a: list[str], arms_b: list[str],
+           explicit: Mapping[str, str] | None) -> list[tuple[str, str]]:
+    pairs: list[tuple[str, str]] = []
+    for old, new in (explicit or {}).items():
+        if old not in arms_a:
+            raise SpecError(f"--arm {old}={new}: no arm {old!r} in the first run "
+                            f"(arms: {', '.join(arms_a)})")
+        if new not in arms_b:
+            raise SpecError(f"--arm {old}={new}: no arm {new!r} in the second run "
+                            f"(arms: {', '.join(arms_b)})")
+        pairs.append((old, new))
+    used_a, used_b = {p[0] for p in pairs}, {p[1] for p in pairs}
+    pairs.extend((a, a) for a in arms_a if a in arms_b and a not in used_a and a not in used_b)
+    return pairs
+
+
+def _load(run: str | os.PathLike[str] | Benchmark) -> Benchmark:
+    return run if isinstance(run, Benchmark) else Benchmark.load(run)
+
+
+def _reference_diff(a: Benchmark, b: Benchmark, ids_a: pd.Index, ids_b: pd.Index
+                    ) -> tuple[ReferenceDiff, dict[str, bytes]]:
+    """The reference change, and the lines of run b's items (then a's) for the texts."""
+    lines_a, lines_b = reference_lines(a), reference_lines(b)
+    if lines_a is not None:
+        ids_a = lines_a[0]
+    if lines_b is not None:
+        ids_b = lines_b[0]
+    where = ids_b.get_indexer(ids_a)
+    common = where >= 0
+    changed: list[str] = []
+    if lines_a is not None and lines_b is not None:
+        for i in np.flatnonzero(common).tolist():
+            line_a, line_b = lines_a[1][i], lines_b[1][int(where[i])]
+            if line_a != line_b and item_content(line_a) != item_content(line_b):
+                changed.append(str(ids_a[i]))
+    removed = ids_a[~common]
+    added = ids_b[ids_a.get_indexer(ids_b) < 0]
+    texts: dict[str, bytes] = {}
+    for found in (lines_a, lines_b):  # b's text wins for an item in both
+        if found is not None:
+            texts.update(zip(found[0], found[1], strict=True))
+    return ReferenceDiff(
+        hash_a=a.manifest.get("reference_hash"), hash_b=b.manifest.get("reference_hash"),
+        items_a=len(ids_a), items_b=len(ids_b), common=int(common.sum()),
+        added=len(added), removed=len(removed), changed=len(changed),
+        added_ids=[str(i) for i in added[:_SAMPLE_IDS]],
+        removed_ids=[str(i) for i in removed[:_SAMPLE_IDS]],
+        changed_ids=changed[:_SAMPLE_IDS],
+    ), texts
+
+
+def _interval(out: RunOutcomes, arm: int) -> tuple[float | None, float | None, float | None]:
+    keep = out.scored[arm] > 0
+    found = accuracy_interval(out.hits[arm][keep].tolist(), out.scored[arm][keep].tolist())
+    return _num(found.estimate), _num(found.low), _num(found.high)
+
+
+def _flaky_share(out: RunOutcomes, arm: int, runs: int) -> float | None:
+    items = int((out.scored[arm] > 0).sum())
+    return None if runs < 2 or not items else float(out.flaky(arm).sum() / items)
+
+
+def _text(value: Any) -> str:
+    return excerpt(value)
+
+
+def diff_runs(
+    a: str | os.PathLike[str] | Benchmark,
+    b: str | os.PathLike[str] | Benchmark,
+    *,
+    arms: Mapping[str, str] | None = None,
+    level: float = 0.95,
+    flips_per_arm: int = 50,
+) -> RunDiff:
+    """Compare run ``a`` (then) with run ``b`` (now): see the module's docstring.
+
+    Args:
+        a, b: run folders (local or fsspec URLs) or loaded benchmarks.
+        arms: ``{arm in a: arm in b}`` for renamed arms; the others match by name.
+        level: confidence level of the intervals.
+        flips_per_arm: the flipped items kept per arm (the counts count them all).
+
+    Raises:
+        RunNotFoundError: a folder holds no finished run.
+        SpecError: an arm of ``arms`` is not in its run.
+    """
+    bench_a, bench_b = _load(a), _load(b)
+    out_a, out_b = RunOutcomes(bench_a), RunOutcomes(bench_b)
+    pairs = _pairs(out_a.arms, out_b.arms, arms)
+    reference, lines = _reference_diff(bench_a, bench_b, out_a.ids, out_b.ids)
+    where = out_b.ids.get_indexer(out_a.ids)
+    ca = np.flatnonzero(where >= 0)
+    cb = where[ca]
+    changes = manifest_changes(bench_a.manifest, bench_b.manifest, pairs)
+    arm_diffs: list[ArmDiff] = []
+    flips: list[Flip] = []
+    for name_a, name_b in pairs:
+        ia, ib = out_a.arms.index(name_a), out_b.arms.index(name_b)
+        label = name_a if name_a == name_b else f"{name_a} → {name_b}"
+        share_a, share_b = out_a.share(ia)[ca], out_b.share(ib)[cb]
+        both = ~np.isnan(share_a) & ~np.isnan(share_b)
+        paired = paired_difference(share_b[both], share_a[both], level)
+        right_a, right_b = share_a > 0.5, share_b > 0.5
+        flaky = out_a.flaky(ia)[ca] | out_b.flaky(ib)[cb]
+        down = both & right_a & ~right_b
+        up = both & ~right_a & right_b
+        kind_a, kind_b = out_a.kind[ia][ca], out_b.kind[ib][cb]
+        moved = (kind_a >= 0) & (kind_b >= 0) & (kind_a != kind_b)
+        k = len(KINDS)
+        moves = np.bincount(kind_a[moved] * k + kind_b[moved], minlength=k * k)
+        transitions = sorted(
+            (KindTransition(before=KINDS[i // k], after=KINDS[i % k], items=int(n))
+             for i, n in enumerate(moves.tolist()) if n),
+            key=lambda t: (-t.items, t.before, t.after))
+        new_error = (out_b.errors[ib][cb] > 0) & (out_a.errors[ia][ca] == 0)
+        messages = Counter(
+            _text(m) for m in out_b.first_rows(
+                ib, cb[new_error][:1000].tolist(), column="error",
+                where=(out_b.table["failure_kind"] == "error").to_numpy(dtype=bool)))
+        acc_a, low_a, high_a = _interval(out_a, ia)
+        acc_b, low_b, high_b = _interval(out_b, ib)
+        runs_a, runs_b = out_a.planned_runs[name_a], out_b.planned_runs[name_b]
+        arm_diffs.append(ArmDiff(
+            arm_a=name_a, arm_b=name_b, accuracy_a=acc_a, ci_a=(low_a, high_a),
+            accuracy_b=acc_b, ci_b=(low_b, high_b), n_items=paired.n_items,
+            diff=_num(paired.diff), ci_low=_num(paired.ci_low), ci_high=_num(paired.ci_high),
+            p_value=_num(paired.p_value), verdict=_VERDICTS[paired.verdict],
+            parts_changed=sorted({c.part for c in changes if c.arm == label}),
+            right_to_wrong=int(down.sum()), wrong_to_right=int(up.sum()),
+            flaky_right_to_wrong=int((down & flaky).sum()),
+            flaky_wrong_to_right=int((up & flaky).sum()),
+            runs_a=runs_a, runs_b=runs_b,
+            flaky_a=_flaky_share(out_a, ia, runs_a), flaky_b=_flaky_share(out_b, ib, runs_b),
+            transitions=transitions, new_errors=int(new_error.sum()),
+            new_error_messages=messages.most_common(5),
+            latency_a=out_a.latency[name_a], latency_b=out_b.latency[name_b],
+            cost_a=out_a.cost[name_a], cost_b=out_b.cost[name_b],
+        ))
+        flips.extend(_flips(out_a, out_b, ia, ib, label, ca, cb, down, up, flaky, lines,
+                            flips_per_arm))
+    return RunDiff(
+        run_a=str(bench_a.run_dir or bench_a.run_id), run_b=str(bench_b.run_dir or
+                                                                 bench_b.run_id),
+        id_a=bench_a.run_id, id_b=bench_b.run_id, level=level, changes=changes,
+        reference=reference, arms=arm_diffs, flips=flips, flips_per_arm=flips_per_arm)
+
+
+def _flips(out_a: RunOutcomes, out_b: RunOutcomes, ia: int, ib: int, label: str,
+           ca: np.ndarray, cb: np.ndarray, down: np.ndarray, up: np.ndarray,
+           flaky: np.ndarray, lines: Mapping[str, bytes], limit: int) -> list[Flip]:
+    """The first ``limit`` flips of one arm, worst first: right→wrong by the largest drop,
+    stable items before flaky ones, then wrong→right by the largest gain."""
+    share_a, share_b = out_a.share(ia)[ca], out_b.share(ib)[cb]
+    gap = share_b - share_a
+    at = np.flatnonzero(down | up)
+    worst = np.where(up, -gap, gap)  # the largest drop (then gain) first
+    order = at[np.lexsort((at, flaky[at], worst[at], up[at]))][:limit]
+    if not len(order):
+        return []
+    outputs_a = out_a.first_rows(ia, ca[order].tolist())
+    outputs_b = out_b.first_rows(ib, cb[order].tolist())
+    kinds_a, kinds_b = out_a.kind[ia][ca[order]], out_b.kind[ib][cb[order]]
+    found = []
+    for n, i in enumerate(order.tolist()):
+        item_id = str(out_b.ids[int(cb[i])])
+        line = lines.get(item_id)
+        payload, label_value = item_content(line) if line is not None else (item_id, None)
+        found.append(Flip(
+            arm=label, item_id=item_id, direction="wrong→right" if up[i] else "right→wrong",
+            share_a=float(share_a[i]), share_b=float(share_b[i]), flaky=bool(flaky[i]),
+            question=_question(payload), label=excerpt(label_value),
+            output_a=_text(outputs_a[n]), output_b=_text(outputs_b[n]),
+            kind_a=KINDS[int(kinds_a[n])] if kinds_a[n] >= 0 else "–",
+            kind_b=KINDS[int(kinds_b[n])] if kinds_b[n] >= 0 else "–",
+        ))
+    return found

@@ -1,0 +1,180 @@
+"""``diff_runs`` / ``hr diff``: two stored runs compared item by item."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_support import hr
+
+from hr_core import Benchmark, diff_runs
+from hr_core.engine.session import BenchmarkSession, plan_benchmark
+from hr_core.engine.spec import scorer_from
+
+ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}", "kind": "even" if i % 2 == 0
+          else "odd"} for i in range(30)]
+
+
+def _n(payload: dict[str, Any]) -> int:
+    return int(payload["question"][1:])
+
+
+def all_right(payload: dict[str, Any]) -> str:
+    return f"a{_n(payload)}"
+
+
+def first_twenty(payload: dict[str, Any]) -> str:
+    return f"a{_n(payload)}" if _n(payload) < 20 else "nope"
+
+
+def first_five(payload: dict[str, Any]) -> str:
+    return f"a{_n(payload)}" if _n(payload) < 5 else "[bold red]nope[/]"
+
+
+def erring(payload: dict[str, Any]) -> str:
+    if _n(payload) >= 25:
+        raise RuntimeError(f"boom on {payload['question']}")
+    return f"a{_n(payload)}"
+
+
+def odd_runs_right(payload: dict[str, Any]) -> str:
+    """Right on every run of items below 10; on items 10-19 right on odd runs only."""
+    from hr_core import current_run
+
+    run = current_run()
+    number = run.run if run is not None else 1
+    n = _n(payload)
+    return f"a{n}" if n < 10 or (n < 20 and number % 2 == 1) else "nope"
+
+
+def _run(store: Path, arms: dict[str, Any], items: list[dict[str, Any]] = ITEMS,
+         **options: Any) -> Benchmark:
+    plan = plan_benchmark(arms, items, store=str(store), concurrency=4, fresh=True, **options)
+    return BenchmarkSession(plan).run_sync()
+
+
+def test_the_paired_figures_equal_benchmark_compare_on_one_run(tmp_path: Path) -> None:
+    bench = _run(tmp_path, {"x": all_right, "y": first_five})
+    found = diff_runs(bench.run_dir, bench.run_dir, arms={"x": "y"})
+    assert [(a.arm_a, a.arm_b) for a in found.arms] == [("x", "y")]
+    arm = found.arms[0]
+    expected = bench.compare("y", "x")
+    assert (arm.diff, arm.ci_low, arm.ci_high, arm.p_value, arm.n_items) == (
+        expected.diff, expected.ci_low, expected.ci_high, expected.p_value, expected.n_items)
+    assert arm.verdict == "worse" and found.exit_status == 1
+    assert arm.right_to_wrong == 25 and arm.wrong_to_right == 0
+    summary = bench.summary().set_index("arm")
+    assert arm.accuracy_a == summary.loc["x", "accuracy"]
+    assert arm.accuracy_b == summary.loc["y", "accuracy"]
+    assert arm.ci_b == (summary.loc["y", "ci_low"], summary.loc["y", "ci_high"])
+    flip = found.flips[0]
+    assert (flip.direction, flip.kind_a, flip.kind_b) == ("right→wrong", "correct", "wrong")
+    assert flip.question.startswith("Q") and flip.label == f"a{flip.item_id[1:]}"
+    assert flip.output_a == flip.label and flip.output_b == "[bold red]nope[/]"
+    assert [t.model_dump() for t in arm.transitions] == [
+        {"before": "correct", "after": "wrong", "items": 25}]
+
+
+def test_a_run_against_itself_has_no_change(tmp_path: Path) -> None:
+    bench = _run(tmp_path, {"x": first_twenty})
+    found = diff_runs(bench.run_dir, bench.run_dir)
+    assert found.reference.same and found.changes == []
+    assert found.arms[0].verdict == "no detectable change" and found.arms[0].diff == 0
+    assert found.flips == [] and found.exit_status == 0
+
+
+def test_runs_on_other_references_pair_the_common_items_and_name_the_changes(
+        tmp_path: Path) -> None:
+    before = _run(tmp_path / "a", {"x": first_twenty}, ITEMS[:20])
+    later = [dict(item) for item in ITEMS[5:25]]
+    later[1]["label"] = "changed"  # q6
+    after = _run(tmp_path / "b", {"x": first_twenty}, later)
+    found = diff_runs(before.run_dir, after.run_dir)
+    ref = found.reference
+    assert (ref.items_a, ref.items_b, ref.common) == (20, 20, 15)
+    assert (ref.added, ref.removed, ref.changed) == (5, 5, 1)
+    assert ref.removed_ids == [f"q{i}" for i in range(5)]
+    assert ref.added_ids == [f"q{i}" for i in range(20, 25)]
+    assert ref.changed_ids == ["q6"]
+    assert {(c.part, c.key) for c in found.changes} == {("reference", "reference_hash")}
+    arm = found.arms[0]
+    assert arm.n_items == 15  # the common items only
+    assert arm.right_to_wrong == 1  # q6: its label changed
+    assert found.flips[0].item_id == "q6" and found.flips[0].label == "changed"
+
+
+def test_a_changed_prompt_is_named_as_the_prompt_part_of_the_arm(tmp_path: Path) -> None:
+    items = [{"id": f"q{i}", "question": f"a{i}", "label": f"a{i}"} for i in range(12)]
+    before = _run(tmp_path / "a", {"echo": {"model": "mock:echo", "prompt": "{question}"}},
+                  items)
+    after = _run(tmp_path / "b", {"echo": {"model": "mock:echo",
+                                           "prompt": "Answer: {question}"}}, items)
+    found = diff_runs(before.run_dir, after.run_dir)
+    prompt = [c for c in found.changes if c.arm == "echo"]
+    assert [(c.part, c.key, c.before, c.after) for c in prompt] == [
+        ("prompt", "prompt", "{question}", "Answer: {question}")]
+    arm = found.arms[0]
+    assert arm.parts_changed == ["prompt"]
+    assert arm.verdict == "worse" and arm.right_to_wrong == 12
+    assert found.flips[0].output_b.startswith("Answer: a")
+
+
+def test_a_changed_scorer_is_named(tmp_path: Path) -> None:
+    before = _run(tmp_path / "a", {"x": first_twenty})
+    after = _run(tmp_path / "b", {"x": first_twenty}, scorer=scorer_from("includes"))
+    found = diff_runs(before.run_dir, after.run_dir)
+    scorer = {c.key: (c.before, c.after) for c in found.changes if c.part == "scorer"}
+    assert scorer["scorer"] == ("exact", "includes")
+    assert "scorer_fingerprint" in scorer
+    assert found.arms[0].parts_changed == []
+
+
+def test_runs_1_against_runs_3_marks_flaky_items_and_counts_their_flips_apart(
+        tmp_path: Path) -> None:
+    before = _run(tmp_path / "a", {"x": all_right}, runs=1)
+    after = _run(tmp_path / "b", {"x": odd_runs_right}, runs=3)
+    found = diff_runs(before.run_dir, after.run_dir)
+    arm = found.arms[0]
+    assert (arm.runs_a, arm.runs_b) == (1, 3)
+    assert arm.flaky_a is None  # one run per item: nothing can disagree
+    assert arm.flaky_b == pytest.approx(10 / 30)  # items 10-19: 2 of 3 runs right
+    assert arm.right_to_wrong == 10  # items 20-29, stable
+    assert arm.flaky_right_to_wrong == 0  # items 10-19 stay right (2 of 3)
+    assert {c.key for c in found.changes} >= {"runs"}
+    stable = [f for f in found.flips if not f.flaky]
+    assert len(stable) == 10 and stable[0].share_b == 0.0
+
+
+def test_new_errors_are_counted_with_their_messages(tmp_path: Path) -> None:
+    before = _run(tmp_path / "a", {"x": all_right})
+    after = _run(tmp_path / "b", {"x": erring})
+    arm = diff_runs(before.run_dir, after.run_dir).arms[0]
+    assert arm.new_errors == 5
+    assert sum(n for _, n in arm.new_error_messages) == 5
+    assert all("boom on Q" in m for m, _ in arm.new_error_messages)
+    assert [(t.before, t.after, t.items) for t in arm.transitions] == [("correct", "error", 5)]
+
+
+def test_hr_diff_prints_the_table_and_exits_1_when_an_arm_is_worse(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = _run(tmp_path / "a", {"x": all_right})
+    after = _run(tmp_path / "b", {"x": first_five})
+    code, out, err = hr(capsys, "diff", before.run_dir, after.run_dir, "--limit", "3")
+    assert code == 1, err
+    assert "worse" in out and "Worse: x (exit status 1)" in out
+    assert "[bold red]nope[/]" in out  # data is printed as text, never as markup
+    assert "showing 3" in out
+    code, out, err = hr(capsys, "diff", after.run_dir, before.run_dir)
+    assert code == 0, err
+    assert "better" in out
+
+
+def test_hr_diff_names_a_bad_arm_pair_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench = _run(tmp_path, {"x": all_right})
+    code, _, err = hr(capsys, "diff", bench.run_dir, bench.run_dir, "--arm", "x=nope")
+    assert code == 2
+    assert "no arm 'nope' in the second run" in err and len(err.strip().splitlines()) == 1
+    code, _, err = hr(capsys, "diff", bench.run_dir, bench.run_dir, "--arm", "x")
+    assert code == 2 and "give OLD=NEW" in err
