@@ -28,8 +28,9 @@ class LLMArm(BaseModel):
     The prompt is a ``str.format`` template filled from the payload's fields
     (``{question}``, ``{document}``); a payload that is not a mapping is
     ``{payload}``. Prices are USD per million input/output tokens. The API key is
-    read from the environment variable ``api_key_env`` when the arm runs; it is
-    never part of the spec, the results or the hash.
+    read from the environment variable ``api_key_env`` when the arm runs
+    (``openai:`` default ``OPENAI_API_KEY``; ``openai-compatible:`` sends none unless
+    ``api_key_env`` names one); it is never part of the spec, the results or the hash.
 
     Example:
         >>> arm = LLMArm(model="mock:echo", prompt="Q: {question}")

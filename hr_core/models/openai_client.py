@@ -7,9 +7,13 @@ factor in [0.5, 1]), waiting at least the server's ``Retry-After`` /
 ``retry-after-ms``. Structured output is asked for with ``response_format``
 ``json_schema``; a server that rejects it (HTTP 400/422) gets the schema as a
 JSON instruction in the system message instead, for the rest of the model's
-life. The API key is held privately: it is never in ``repr``/``str``, error
-messages, logs, records or cache keys (when read from an environment
-variable, only the variable's name is kept).
+life. Keys go only where declared: ``openai:`` reads ``OPENAI_API_KEY`` (or the
+variable ``api_key_env`` names), ``openai-compatible:`` reads no key unless
+``api_key_env`` names one, and sends no ``Authorization`` header without one (nor
+the ``OpenAI-Organization``/``OpenAI-Project`` the SDK would take from
+``OPENAI_ORG_ID``/``OPENAI_PROJECT_ID``). The API key is held privately: it is
+never in ``repr``/``str``, error messages, logs, records or cache keys (when
+read from an environment variable, only the variable's name is kept).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from typing import Any
 from hr_core.models.base import ChatMessage, ModelCallError, ModelConfigError, ModelReply
 from hr_core.results import Usage
 
-__all__ = ["OpenAIChatModel", "Price", "check_api_key", "find_price"]
+__all__ = ["OpenAIChatModel", "Price", "check_api_key", "find_price", "key_variable"]
 
 Sleep = Callable[[float], Awaitable[Any]]
 
@@ -39,15 +43,16 @@ def check_api_key(provider: str, name: str, api_key_env: str | None,
     """Say when the API key variable is not set, before any request is sent.
 
     ``openai:`` needs a key: :class:`ModelConfigError` naming the variable.
-    ``openai-compatible:`` servers may need none, so a named variable that is unset
-    is a warning (the request would otherwise go out as ``Bearer no-key`` silently).
+    ``openai-compatible:`` reads no key unless ``api_key_env`` names a variable;
+    a named variable that is unset is a warning (requests then go without an
+    ``Authorization`` header, silently otherwise).
 
     Example:
         >>> check_api_key("openai-compatible", "llama3", None)  # no variable named: fine
     """
     if api_key:
         return
-    variable = api_key_env or ("OPENAI_API_KEY" if provider == "openai" else None)
+    variable = key_variable(provider, api_key_env)
     if variable is None or os.environ.get(variable):
         return
     if provider == "openai":
@@ -147,6 +152,10 @@ class _LoopState:
     semaphore: asyncio.Semaphore
 
 
+_NO_KEY = "hr-no-key-declared"
+"""The SDK needs some api_key to build a client; with no key declared this one is
+given and never sent (the request omits its Authorization header)."""
+
 _RETRY_STATUSES = frozenset({408, 409, 429})
 
 
@@ -158,8 +167,9 @@ class OpenAIChatModel:
         provider: ``"openai"`` or ``"openai-compatible"``.
         base_url: the server's ``/v1`` URL (required for openai-compatible).
         api_key: the key itself (kept private), else ...
-        api_key_env: ... the environment variable holding it (default
-            ``OPENAI_API_KEY``; openai-compatible servers may need none).
+        api_key_env: ... the environment variable holding it (``openai``:
+            default ``OPENAI_API_KEY``; ``openai-compatible``: no default, no key
+            is sent unless a variable is named).
         prices: USD per million tokens (see :func:`find_price`).
         timeout: seconds per attempt.
         max_retries: retries after the first attempt.
@@ -216,7 +226,7 @@ class OpenAIChatModel:
         self.params = dict(params or {})
         self._sleep: Sleep = sleep or asyncio.sleep
         self._key = _Secret(api_key) if api_key else None
-        self._key_env = api_key_env or ("OPENAI_API_KEY" if api_key is None else None)
+        self._key_env = None if api_key else key_variable(provider, api_key_env)
         check_api_key(provider, name, api_key_env, api_key)
         self.structured_output = True
         self.stats = {"calls": 0, "attempts": 0, "retries": 0, "failed": 0, "fallbacks": 0}
@@ -238,10 +248,12 @@ class OpenAIChatModel:
         raise TypeError(f"{self!r} is not pickled (it may hold an API key); resolve it again")
 
     def _api_key(self) -> str:
+        """The declared key ("" when none is declared or its variable is unset)."""
         if self._key is not None:
             return self._key.reveal()
-        value = os.environ.get(self._key_env or "")
-        return value or "no-key"
+        if self._key_env is None:
+            return ""
+        return os.environ.get(self._key_env) or ""
 
     def _redact(self, text: str) -> str:
         key = self._api_key()
@@ -253,8 +265,10 @@ class OpenAIChatModel:
         if state is None:
             from openai import AsyncOpenAI
 
-            client = AsyncOpenAI(api_key=self._api_key(), base_url=self.base_url,
-                                 timeout=self.timeout, max_retries=0)
+            # no key declared: a placeholder the SDK insists on, never sent (the
+            # Authorization header is omitted from every request: _omitted_headers)
+            client = AsyncOpenAI(api_key=self._api_key() or _NO_KEY,
+                                 base_url=self.base_url, timeout=self.timeout, max_retries=0)
             state = _LoopState(client, asyncio.Semaphore(self.concurrency))
             self._loops[loop] = state
         return state
@@ -289,6 +303,9 @@ class OpenAIChatModel:
         import openai
 
         base: dict[str, Any] = {**self.params, **(params or {}), "model": self.name}
+        omit = _omitted_headers(self.provider, has_key=client.api_key != _NO_KEY)
+        if omit:
+            base["extra_headers"] = omit
         attempt = 0
         while True:
             attempt += 1
@@ -349,6 +366,40 @@ class OpenAIChatModel:
             usage_out = getattr(usage, "completion_tokens", None)
         cost = None if self.price is None else self.price.cost(usage_in, usage_out)
         return text or "", Usage(tokens_in=usage_in, tokens_out=usage_out, cost_usd=cost)
+
+
+def key_variable(provider: str, api_key_env: str | None) -> str | None:
+    """The one environment variable a provider reads its key from, or ``None``.
+
+    ``openai:`` reads ``OPENAI_API_KEY`` unless ``api_key_env`` names another;
+    ``openai-compatible:`` reads none unless ``api_key_env`` names one: a key goes
+    only to the endpoint it was declared for.
+
+    Example:
+        >>> key_variable("openai", None), key_variable("openai-compatible", None)
+        ('OPENAI_API_KEY', None)
+    """
+    if api_key_env:
+        return api_key_env
+    return "OPENAI_API_KEY" if provider == "openai" else None
+
+
+def _omitted_headers(provider: str, *, has_key: bool) -> dict[str, Any]:
+    """Headers the SDK would fill from the environment that must not go out.
+
+    Without a declared key there is no ``Authorization`` header at all (not even a
+    placeholder); a server that is not OpenAI's gets no ``OpenAI-Organization`` /
+    ``OpenAI-Project`` from ``OPENAI_ORG_ID`` / ``OPENAI_PROJECT_ID``.
+    """
+    import openai
+
+    omit: dict[str, Any] = {}
+    if not has_key:
+        omit["Authorization"] = openai.Omit()
+    if provider != "openai":
+        omit["OpenAI-Organization"] = openai.Omit()
+        omit["OpenAI-Project"] = openai.Omit()
+    return omit
 
 
 def _strict(schema: Mapping[str, Any]) -> bool:

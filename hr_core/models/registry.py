@@ -36,7 +36,8 @@ def resolve_model(
         base_url: the server URL (``openai-compatible`` needs it; ``openai``
             defaults to the SDK's, or ``OPENAI_BASE_URL``).
         api_key: the key itself; else ``api_key_env`` names the environment
-            variable (default ``OPENAI_API_KEY``).
+            variable (``openai``: default ``OPENAI_API_KEY``; ``openai-compatible``:
+            none, no key is sent unless a variable is named).
         prices: USD per million tokens, e.g. ``{"gpt-4o-mini": {"input": 0.15,
             "output": 0.6}}``.
         cache: a :class:`ResponseCache` or a path to its SQLite file.
