@@ -64,3 +64,45 @@ def test_the_periodic_flusher_writes_while_running(tmp_path: Path) -> None:
         return len(Journal(journal.path).read())
 
     assert asyncio.run(scenario()) == 1
+
+
+def test_a_finished_last_line_without_its_newline_stays_a_finished_run(tmp_path: Path) -> None:
+    # before (issue 21): Journal.read counted the last line done, _repair cut it off and
+    # write_runs skipped it: the finished run became budget_stop (coverage 67%, no budget
+    # set) and the warning said to raise a budget; after: one rule, it is a finished run
+    from hr_core.engine.session import BenchmarkSession, plan_benchmark
+
+    items = [{"id": f"q{i}", "label": f"a{i}"} for i in range(3)]
+
+    def plan() -> object:
+        return plan_benchmark({"echo": lambda payload: "a0"}, items, store=str(tmp_path))
+
+    first = BenchmarkSession(plan()).run_sync()
+    path = Path(first.run_dir) / "journal.jsonl"
+    data = path.read_bytes()
+    assert data.count(b"\n") == 3 and data.endswith(b"\n")
+    path.write_bytes(data[:-1])  # the final newline lost (a kill between write and newline)
+    again = BenchmarkSession(plan()).run_sync()
+    kinds = again.runs["failure_kind"].fillna("").tolist()
+    assert kinds == first.runs["failure_kind"].fillna("").tolist() == ["", "wrong", "wrong"]
+    assert again.coverage_warnings() == []
+    assert again.summary()["coverage"].tolist() == [1.0]
+    assert len(Journal(path).read()) == 3
+    assert path.read_bytes().endswith(b"\n")
+
+
+def test_every_reader_drops_a_torn_last_line_and_keeps_a_whole_one(tmp_path: Path) -> None:
+    from hr_core.engine.rows import _journal_lines
+
+    whole = b'{"arm":"a","item_id":"q1","run":1}\n{"arm":"a","item_id":"q2","run":1}'
+    torn = b'{"arm":"a","item_id":"q1","run":1}\n{"arm":"a","item_id":"q2","ru'
+    for data, keys in ((whole, [("a", "q1", 1), ("a", "q2", 1)]), (torn, [("a", "q1", 1)])):
+        path = tmp_path / "journal.jsonl"
+        path.write_bytes(data)
+        journal = Journal(path, fallback=tmp_path / "none.jsonl")
+        assert list(journal.read()) == keys
+        assert [(r["arm"], r["item_id"], r["run"]) for *_, r in _journal_lines(journal)] == keys
+        journal.append(_record("a", "q3", 1))
+        journal.flush()
+        assert list(Journal(path, fallback=tmp_path / "none.jsonl").read()) == [
+            *keys, ("a", "q3", 1)]

@@ -6,15 +6,17 @@ import asyncio
 import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
 from hr_core.errors import CorruptRunError, StoreWriteError
 from hr_core.identity import fingerprint
 
-__all__ = ["FLUSH_INTERVAL_S", "Journal", "RunKey", "fallback_path", "write_error"]
+__all__ = ["FLUSH_INTERVAL_S", "Journal", "RunKey", "fallback_path", "journal_lines", "parse_line",
+           "write_error"]
 
 FLUSH_INTERVAL_S = 0.5
 """Seconds between flushes while a benchmark runs (the SPEC asks for at most ~1 s)."""
@@ -122,22 +124,8 @@ class Journal:
                 path.unlink()
 
     def _read_into(self, records: dict[RunKey, dict[str, Any]], path: Path) -> None:
-        data = path.read_bytes()
-        for line in data.split(b"\n"):
-            if not line:
-                continue
-            try:
-                record = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue  # a line cut short by a kill
-            if not isinstance(record, dict):
-                raise _not_a_record(path, data, line)
-            arm, item_id, run = record.get("arm"), record.get("item_id"), record.get("run")
-            if not (isinstance(arm, str) and isinstance(item_id, str) and type(run) is int):
-                raise _not_a_record(path, data, line)
-            if "outcome" not in record:  # written once: it was the output
-                record["outcome"] = record.get("output")
-            records[(arm, item_id, run)] = record
+        for _, _, record in journal_lines(path):
+            records[(record["arm"], record["item_id"], record["run"])] = record
 
     def append(self, record: dict[str, Any]) -> None:
         """Queue one record (not copied: do not change it); durable after the next :meth:`flush`."""
@@ -145,21 +133,24 @@ class Journal:
             self._buffer.append(record)
 
     def _repair(self) -> None:
-        """Cut a partial last line left by a killed writer; take in a fallback journal."""
+        """End a journal's last line: add the newline a whole record lacks, cut a torn
+        line left by a killed writer (:func:`journal_lines`' rule); take in a fallback
+        journal."""
         if not self.path.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
         else:
             with self.path.open("rb+") as handle:
-                size = handle.seek(0, os.SEEK_END)
-                if size > 0:
-                    handle.seek(size - 1)
-                    if handle.read(1) != b"\n":
-                        handle.seek(0)
-                        data = handle.read()
-                        handle.truncate(data.rfind(b"\n") + 1)
+                end, newline = _records_end(handle)
+                handle.truncate(end)
+                if newline:
+                    handle.seek(end)
+                    handle.write(b"\n")
         if self.fallback.exists():  # left by a run whose store could not be written
-            data = self.fallback.read_bytes()
-            _append(self.path, data[:data.rfind(b"\n") + 1])
+            with self.fallback.open("rb") as handle:
+                end, newline = _records_end(handle)
+                handle.seek(0)
+                data = handle.read(end)
+            _append(self.path, data + b"\n" if newline else data)
             self.fallback.unlink()
         self._repaired = True
 
@@ -225,8 +216,86 @@ class Journal:
                 await asyncio.to_thread(self.flush)
 
 
-def _not_a_record(path: Path, data: bytes, line: bytes) -> CorruptRunError:
-    number = data[:data.index(line)].count(b"\n") + 1
+def journal_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes, dict[str, Any]]]:
+    """Every record of one journal file in written order: ``(offset, line, record)``.
+
+    The one rule for a journal's lines, used by every reader (resume, the runs
+    table, compaction, re-scoring) and by the writer's repair: a line is a record
+    when it parses as a JSON object with ``arm``, ``item_id`` and ``run``; the last
+    line may lack its newline (a kill between a record and its newline) and is a
+    record all the same when it parses, a torn line (cut short by a kill, skipped)
+    when it does not. A line that parses but is no run record is a
+    :class:`~hr_core.errors.CorruptRunError` naming the file and line. An
+    ``outcome`` written once (it was the output) is put back.
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "journal.jsonl"
+        >>> line = b'{"arm":"a","item_id":"q%d","run":1}'
+        >>> _ = path.write_bytes(line % 1 + b"\\n" + line % 2)  # the last newline lost
+        >>> [(at, r["item_id"]) for at, _, r in journal_lines(path)]
+        [(0, 'q1'), (35, 'q2')]
+    """
+    at = 0
+    with open(path, "rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            record = parse_line(line, path, number)
+            if record is not None:
+                yield at, line, record
+            at += len(line)
+
+
+def parse_line(line: bytes, path: str | os.PathLike[str], number: int) -> dict[str, Any] | None:
+    """One journal line's record; ``None`` for a blank or torn line (see :func:`journal_lines`).
+
+    Raises:
+        CorruptRunError: the line parses but is no run record.
+    """
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None  # blank, or cut short by a kill
+    if not isinstance(record, dict):
+        raise _not_a_record(path, number, line)
+    arm, item_id, run = record.get("arm"), record.get("item_id"), record.get("run")
+    if not (isinstance(arm, str) and isinstance(item_id, str) and type(run) is int):
+        raise _not_a_record(path, number, line)
+    if "outcome" not in record:  # written once: it was the output
+        record["outcome"] = record.get("output")
+    return record
+
+
+def _records_end(handle: BinaryIO) -> tuple[int, bool]:
+    """Where a journal file's records end, by :func:`journal_lines`' rule for its last
+    line, and whether that end lacks its newline: ``(size, False)`` for a file ending in a
+    newline, ``(size, True)`` for a whole last record without it, ``(start of the last
+    line, False)`` for a torn one."""
+    size = handle.seek(0, os.SEEK_END)
+    if size == 0:
+        return 0, False
+    handle.seek(size - 1)
+    if handle.read(1) == b"\n":
+        return size, False
+    start = size
+    while True:  # back to the last line's start
+        start = max(0, start - _TAIL)
+        handle.seek(start)
+        tail = handle.read(size - start)
+        if start == 0 or b"\n" in tail:
+            break
+    begin = tail.rfind(b"\n") + 1
+    try:
+        orjson.loads(tail[begin:])
+    except orjson.JSONDecodeError:
+        return start + begin, False  # torn: cut it off
+    return size, True  # a whole record without its newline: kept
+
+
+_TAIL = 1 << 16
+
+
+def _not_a_record(path: str | os.PathLike[str], number: int, line: bytes) -> CorruptRunError:
+    line = line.rstrip(b"\n")
     shown = line[:80].decode("utf-8", "replace") + ("..." if len(line) > 80 else "")
     return CorruptRunError(
         f"{path}, line {number}: not a run record ({shown}); delete that line (its run is "

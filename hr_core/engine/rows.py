@@ -23,11 +23,10 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
-import orjson
 
 from hr_core.accuracy import ITEM_INDEX
 from hr_core.engine.benchmark import runs_frame
-from hr_core.engine.journal import Journal
+from hr_core.engine.journal import Journal, journal_lines, parse_line
 from hr_core.engine.memory import give_back
 from hr_core.engine.runner import stopped_record
 from hr_core.reference import Reference
@@ -98,22 +97,11 @@ def _journal_files(journal: Journal) -> list[Path]:
 
 
 def _journal_lines(journal: Journal) -> Iterator[tuple[int, int, bytes, dict[str, Any]]]:
-    """Every complete record of a journal's files, in written order, with the file's
-    number in :func:`_journal_files` and the line's offset in it. Lines cut short by a
-    kill and lines that are not a JSON object are skipped, as :meth:`Journal.read` skips
-    them."""
+    """Every record of a journal's files in written order (:func:`journal_lines`' rule),
+    with the file's number in :func:`_journal_files` and the line's offset in it."""
     for number, path in enumerate(_journal_files(journal)):
-        at = 0
-        with open(path, "rb") as handle:
-            for line in handle:
-                if line.endswith(b"\n"):  # else a line cut short by a kill
-                    try:
-                        record = orjson.loads(line)
-                    except orjson.JSONDecodeError:
-                        record = None
-                    if isinstance(record, dict):
-                        yield number, at, line, record
-                at += len(line)
+        for at, line, record in journal_lines(path):
+            yield number, at, line, record
 
 
 _KEPT = -1
@@ -186,9 +174,8 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
                         range(start, stop), source[start:stop].tolist(),
                         offset[start:stop].tolist(), size[start:stop].tolist(), strict=True):
                     if number >= 0:
-                        record = orjson.loads(os.pread(handles[number], length, at))
-                        if "outcome" not in record:
-                            record["outcome"] = record.get("output")
+                        record = parse_line(os.pread(handles[number], length, at),
+                                            files[number], 0) or {}
                     elif number == _KEPT:
                         record = kept[at]
                     else:
@@ -237,7 +224,7 @@ def compact_journal(journal: Journal) -> bool:
     with open(tmp, "wb") as handle:
         for number, (_, _, line, _) in enumerate(_journal_lines(journal), start=1):
             if number in keep:
-                handle.write(line)
+                handle.write(line if line.endswith(b"\n") else line + b"\n")
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, journal.path)
