@@ -39,3 +39,15 @@ def openai_server() -> Iterator[object]:
 
     with FakeOpenAIServer() as server:
         yield server
+
+
+@pytest.fixture()
+def anthropic_server() -> Iterator[object]:
+    """A real Anthropic Messages API server on 127.0.0.1 (tests/anthropic_server.py)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from anthropic_server import FakeAnthropicServer
+
+    with FakeAnthropicServer() as server:
+        yield server

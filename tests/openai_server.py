@@ -66,6 +66,9 @@ def mock_reply(body: dict[str, Any]) -> str:
 class FakeOpenAIServer:
     """The server; start with ``with FakeOpenAIServer() as server: server.url``."""
 
+    handler_class: type[BaseHTTPRequestHandler]
+    """The request handler (a subclass serves another API's wire format)."""
+
     def __init__(self, reply: Callable[[dict[str, Any]], Any] | None = None) -> None:
         self.reply = reply or mock_reply
         self.reject_response_format = False
@@ -93,7 +96,7 @@ class FakeOpenAIServer:
         return f"http://{host}:{port}/v1"
 
     def start(self) -> FakeOpenAIServer:
-        handler = type("Handler", (_Handler,), {"server_state": self})
+        handler = type("Handler", (self.handler_class,), {"server_state": self})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever,
@@ -203,3 +206,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
         self.wfile.flush()
+
+
+FakeOpenAIServer.handler_class = _Handler

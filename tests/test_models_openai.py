@@ -184,7 +184,7 @@ def test_openai_without_a_key_says_which_variable(monkeypatch: pytest.MonkeyPatc
 @pytest.mark.parametrize(
     ("model", "error", "message"),
     [
-        ("anthropic:claude", UnknownProviderError, "unknown provider 'anthropic'"),
+        ("claude:sonnet", UnknownProviderError, "unknown provider 'claude'"),
         ("gpt-4o", UnknownProviderError, "names no provider"),
         ("openai-compatible:llama", ModelConfigError, "needs base_url"),
     ],

@@ -345,11 +345,8 @@ class OpenAIChatModel:
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait before retry number ``attempt`` (1-based)."""
-        backoff = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt - 1))
-        backoff *= random.uniform(0.5, 1.0)
-        if retry_after is None:
-            return backoff
-        return max(min(retry_after, self.retry_after_max_s), backoff)
+        return _backoff(attempt, retry_after, self.backoff_base_s, self.backoff_max_s,
+                        self.retry_after_max_s)
 
     def _read(self, completion: Any) -> tuple[str, Usage]:
         try:
@@ -436,6 +433,16 @@ def _retryable(exc: BaseException) -> bool:
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in _RETRY_STATUSES or exc.status_code >= 500
     return False
+
+
+def _backoff(attempt: int, retry_after: float | None, base_s: float, max_s: float,
+             retry_after_max_s: float) -> float:
+    """Exponential backoff with jitter, at least ``retry_after`` (capped): the wait of
+    every provider's client before retry number ``attempt``."""
+    backoff = min(max_s, base_s * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+    if retry_after is None:
+        return backoff
+    return max(min(retry_after, retry_after_max_s), backoff)
 
 
 def _retry_after(exc: BaseException) -> float | None:

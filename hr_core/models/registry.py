@@ -12,7 +12,7 @@ from hr_core.models.mock import MockModel
 
 __all__ = ["PROVIDERS", "resolve_model"]
 
-PROVIDERS: Final[tuple[str, ...]] = ("mock", "openai", "openai-compatible")
+PROVIDERS: Final[tuple[str, ...]] = ("mock", "openai", "openai-compatible", "anthropic")
 
 
 def resolve_model(
@@ -27,17 +27,19 @@ def resolve_model(
     max_retries: int = 4,
     concurrency: int = 16,
 ) -> ChatModel:
-    """Resolve ``"mock-model"``, ``"mock:NAME"``, ``"openai:NAME"`` or
-    ``"openai-compatible:NAME"`` to a chat model.
+    """Resolve ``"mock-model"``, ``"mock:NAME"``, ``"openai:NAME"``,
+    ``"openai-compatible:NAME"`` or ``"anthropic:NAME"`` to a chat model.
 
     Args:
         model: the model string (a :class:`ChatModel` is returned as it is,
             wrapped in the cache when one is given).
         base_url: the server URL (``openai-compatible`` needs it; ``openai``
-            defaults to the SDK's, or ``OPENAI_BASE_URL``).
+            defaults to the SDK's, or ``OPENAI_BASE_URL``; ``anthropic`` to
+            ``ANTHROPIC_BASE_URL``, else Anthropic's).
         api_key: the key itself; else ``api_key_env`` names the environment
             variable (``openai``: default ``OPENAI_API_KEY``; ``openai-compatible``:
-            none, no key is sent unless a variable is named).
+            none, no key is sent unless a variable is named;
+            ``anthropic``: ``ANTHROPIC_API_KEY``).
         prices: USD per million tokens, e.g. ``{"gpt-4o-mini": {"input": 0.15,
             "output": 0.6}}``.
         cache: a :class:`ResponseCache` or a path to its SQLite file.
@@ -75,6 +77,14 @@ def resolve_model(
                 name, provider=provider, base_url=base_url, api_key=api_key,
                 api_key_env=api_key_env, prices=prices, timeout=timeout,
                 max_retries=max_retries, concurrency=concurrency,
+            )
+        elif provider == "anthropic":
+            from hr_core.models.anthropic_client import AnthropicChatModel
+
+            resolved = AnthropicChatModel(
+                name, base_url=base_url, api_key=api_key, api_key_env=api_key_env,
+                prices=prices, timeout=timeout, max_retries=max_retries,
+                concurrency=concurrency,
             )
         else:
             raise UnknownProviderError(

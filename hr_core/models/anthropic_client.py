@@ -1,0 +1,405 @@
+"""``anthropic:MODEL`` through the official ``anthropic`` SDK (the Messages API).
+
+System messages become the top-level ``system`` parameter (the Messages API takes
+no ``system`` role in ``messages``). ``max_tokens`` is required by the API: hr
+sends :data:`DEFAULT_MAX_TOKENS` unless the params give ``max_tokens`` (or
+OpenAI's ``max_completion_tokens``); OpenAI's ``stop`` becomes ``stop_sequences``,
+and OpenAI-only parameters (``seed``, ``n``, ``frequency_penalty``, ...) are a
+:class:`ModelConfigError` naming them rather than a silent drop. A schema is
+sent as ``output_config.format`` (``json_schema``).
+
+``stop_reason`` is kept on the reply in the vocabulary of OpenAI's
+``finish_reason`` (:func:`finish_reason`): ``end_turn``/``stop_sequence`` are
+``"stop"``, ``max_tokens`` is ``"length"`` (truncated), ``refusal`` is
+``"refusal"``. Tokens in are ``input_tokens`` plus
+``cache_creation_input_tokens`` plus ``cache_read_input_tokens`` (Anthropic's
+``input_tokens`` counts only the uncached part); the cache counts are kept
+beside them.
+
+Retries (the SDK's own are off): 429 ``rate_limit_error``, 529
+``overloaded_error``, 5xx, 408/409, timeouts and connection errors, waiting at
+least ``retry-after`` or, without it, until the
+``anthropic-ratelimit-*-reset`` time of an exhausted limit. Not retried: a 429
+whose ``error.details.error_code`` is ``enforced_spend_limit_reached`` (a spend
+limit does not clear by waiting), 400 ``invalid_request_error``, 401
+``authentication_error``, 403, 404. The key is read from ``api_key_env``
+(default ``ANTHROPIC_API_KEY``) only and sent only to ``base_url`` as
+``x-api-key``; it is never in ``repr``, messages, records or cache keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, cast
+
+from hr_core.models.base import ChatMessage, ModelCallError, ModelConfigError, ModelReply
+from hr_core.models.openai_client import (
+    Price,
+    Sleep,
+    _backoff,
+    _retry_after,
+    _Secret,
+    find_price,
+)
+from hr_core.results import Usage
+
+__all__ = ["DEFAULT_MAX_TOKENS", "AnthropicChatModel", "finish_reason"]
+
+DEFAULT_MAX_TOKENS: Final[int] = 4096
+"""``max_tokens`` sent when the params give none: the largest every current Claude
+model accepts (Claude 3 Haiku's output limit)."""
+
+DEFAULT_BASE_URL: Final[str] = "https://api.anthropic.com"
+
+_FINISH: Final[dict[str, str]] = {
+    "end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
+    "model_context_window_exceeded": "length", "refusal": "refusal",
+    "tool_use": "tool_calls", "pause_turn": "pause_turn",
+}
+_OPENAI_ONLY: Final[frozenset[str]] = frozenset({
+    "seed", "n", "frequency_penalty", "presence_penalty", "logprobs", "top_logprobs",
+    "logit_bias", "response_format", "user",
+})
+_RETRY_STATUSES: Final[frozenset[int]] = frozenset({408, 409, 429})
+_HARD_QUOTA_CODES: Final[frozenset[str]] = frozenset({"enforced_spend_limit_reached"})
+
+
+def finish_reason(stop_reason: str | None) -> str | None:
+    """Anthropic's ``stop_reason`` in the vocabulary of OpenAI's ``finish_reason``.
+
+    Example:
+        >>> finish_reason("end_turn"), finish_reason("max_tokens"), finish_reason("refusal")
+        ('stop', 'length', 'refusal')
+    """
+    if stop_reason is None:
+        return None
+    return _FINISH.get(stop_reason, stop_reason)
+
+
+class _Malformed(Exception):
+    """The server answered 2xx with a body that is not a message."""
+
+
+@dataclass
+class _LoopState:
+    client: Any
+    semaphore: asyncio.Semaphore
+
+
+class AnthropicChatModel:
+    """A Claude model through the Messages API.
+
+    Args:
+        name: the model, e.g. ``"claude-sonnet-4-5"``.
+        base_url: the API's URL (default ``ANTHROPIC_BASE_URL``, else
+            ``https://api.anthropic.com``); the SDK appends ``/v1/messages``.
+        api_key: the key itself (kept private), else ...
+        api_key_env: ... the environment variable holding it (default
+            ``ANTHROPIC_API_KEY``; no other variable is read).
+        prices: USD per million tokens (see :func:`find_price`); cache reads and
+            writes are priced as input tokens unless ``cached_input`` is given.
+        timeout, max_retries, concurrency: seconds per attempt, retries after the
+            first attempt, calls in flight at once (per event loop).
+        max_tokens: ``max_tokens`` when the params give none.
+        params: default request parameters.
+
+    Example:
+        >>> AnthropicChatModel("claude-haiku-4-5", base_url="http://127.0.0.1:9/",
+        ...                    api_key="sk-ant-secret")
+        AnthropicChatModel('anthropic:claude-haiku-4-5', base_url='http://127.0.0.1:9')
+    """
+
+    provider = "anthropic"
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_key_env: str | None = None,
+        prices: Mapping[str, Any] | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        concurrency: int = 16,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        backoff_base_s: float = 0.5,
+        backoff_max_s: float = 30.0,
+        retry_after_max_s: float = 120.0,
+        sleep: Sleep | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise ModelConfigError("anthropic: the model name must be a non-empty string")
+        if concurrency < 1 or max_retries < 0 or timeout <= 0 or max_tokens < 1:
+            raise ModelConfigError(f"anthropic:{name}: need concurrency >= 1, max_retries >= 0,"
+                                   " timeout > 0 and max_tokens >= 1")
+        self.name = name
+        self.base_url = (base_url or os.environ.get("ANTHROPIC_BASE_URL")
+                         or DEFAULT_BASE_URL).rstrip("/")
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.concurrency = int(concurrency)
+        self.max_tokens = int(max_tokens)
+        self.backoff_base_s = backoff_base_s
+        self.backoff_max_s = backoff_max_s
+        self.retry_after_max_s = retry_after_max_s
+        self.price, self.cached_input_per_million = _split_prices(prices, name)
+        self.params = dict(params or {})
+        _check_params(name, self.params)
+        self._sleep: Sleep = sleep or asyncio.sleep
+        self._key_env = api_key_env or "ANTHROPIC_API_KEY"
+        if api_key:
+            self._key = _Secret(api_key)
+        else:
+            value = os.environ.get(self._key_env)
+            if not value:
+                raise ModelConfigError(
+                    f"anthropic:{name} needs an API key: set the environment variable "
+                    f"{self._key_env} (it is not set) or name another with api_key_env")
+            self._key = _Secret(value)
+        self.stats = {"calls": 0, "attempts": 0, "retries": 0, "failed": 0}
+        self.rate_limits: dict[str, str] = {}
+        """The last ``anthropic-ratelimit-*`` headers the server sent."""
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
+            weakref.WeakKeyDictionary())
+
+    @property
+    def spec(self) -> str:
+        return f"{self.provider}:{self.name}"
+
+    def __repr__(self) -> str:
+        return f"AnthropicChatModel({self.spec!r}, base_url={self.base_url!r})"
+
+    __str__ = __repr__
+
+    def __getstate__(self) -> Any:
+        raise TypeError(f"{self!r} is not pickled (it holds an API key); resolve it again")
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number ``attempt`` (1-based), as openai's client."""
+        return _backoff(attempt, retry_after, self.backoff_base_s, self.backoff_max_s,
+                        self.retry_after_max_s)
+
+    def _redact(self, text: str) -> str:
+        key = self._key.reveal()
+        return text.replace(key, "***") if len(key) >= 4 else text
+
+    def _state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        state = self._loops.get(loop)
+        if state is None:
+            from anthropic import AsyncAnthropic, Omit
+
+            key = self._key.reveal()
+            # the API's documented x-api-key header, whatever the SDK version would send
+            # (2.x sends an API key as a Bearer token); an explicit key also keeps the SDK
+            # from reading credentials of its own (ANTHROPIC_AUTH_TOKEN, profiles)
+            client = AsyncAnthropic(api_key=key, base_url=self.base_url, timeout=self.timeout,
+                                    max_retries=0, default_headers=cast(Any, {
+                                        "X-Api-Key": key, "Authorization": Omit()}))
+            state = _LoopState(client, asyncio.Semaphore(self.concurrency))
+            self._loops[loop] = state
+        return state
+
+    async def aclose(self) -> None:
+        """Close the HTTP client of the running event loop (it is re-created on demand)."""
+        state = self._loops.pop(asyncio.get_running_loop(), None)
+        if state is not None:
+            await state.client.close()
+
+    def request(self, messages: Sequence[ChatMessage], schema: Mapping[str, Any] | None,
+                params: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The Messages API request body for chat messages (no secret in it)."""
+        merged = {**self.params, **(params or {})}
+        _check_params(self.name, merged)
+        if "max_completion_tokens" in merged:
+            merged.setdefault("max_tokens", merged.pop("max_completion_tokens"))
+        if "stop" in merged:
+            stop = merged.pop("stop")
+            merged["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
+        system = [str(m.get("content", "")) for m in messages if m.get("role") == "system"]
+        turns = [{"role": str(m.get("role")), "content": str(m.get("content", ""))}
+                 for m in messages if m.get("role") != "system"]
+        body: dict[str, Any] = {"model": self.name, "max_tokens": self.max_tokens,
+                                **merged, "messages": turns}
+        if system:
+            body["system"] = "\n\n".join(system)
+        if schema is not None:
+            config = dict(body.get("output_config") or {})
+            config["format"] = {"type": "json_schema", "schema": dict(schema)}
+            body["output_config"] = config
+        return body
+
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        schema: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+        run: int = 1,
+    ) -> ModelReply:
+        """One message, retried as the module docstring says."""
+        body = self.request(messages, schema, params)
+        state = self._state()
+        self.stats["calls"] += 1
+        async with state.semaphore:
+            try:
+                return await self._call(state.client, body)
+            except ModelCallError:
+                self.stats["failed"] += 1
+                raise
+
+    async def _call(self, client: Any, body: dict[str, Any]) -> ModelReply:
+        attempt = 0
+        while True:
+            attempt += 1
+            self.stats["attempts"] += 1
+            started = time.perf_counter()
+            try:
+                raw = await client.messages.with_raw_response.create(
+                    model=body["model"], max_tokens=body["max_tokens"],
+                    messages=body["messages"], extra_body=_optional(body))
+                self._keep_limits(raw.headers)
+                reply = self._read(await raw.parse())
+            except Exception as exc:
+                wait = self._wait_for(exc)
+                if wait is None:
+                    raise ModelCallError(self._redact(
+                        f"{self.spec}: call failed: {_describe(exc)}")) from None
+                if attempt > self.max_retries:
+                    raise ModelCallError(self._redact(
+                        f"{self.spec}: gave up after {attempt} attempt(s) "
+                        f"(max_retries={self.max_retries}); last error: {_describe(exc)}"
+                    )) from None
+                self.stats["retries"] += 1
+                await self._sleep(self.delay(attempt, wait if wait > 0 else None))
+                continue
+            return ModelReply(reply[0], reply[1], cached=False,
+                              latency_s=time.perf_counter() - started)
+
+    def _keep_limits(self, headers: Any) -> None:
+        self.rate_limits = {k.lower(): v for k, v in headers.items()
+                            if k.lower().startswith("anthropic-ratelimit-")}
+
+    def _wait_for(self, exc: BaseException) -> float | None:
+        """Seconds the server asks to wait (0: none said) for a retryable error, else None."""
+        import anthropic
+
+        if isinstance(exc, _Malformed | ValueError | anthropic.APIConnectionError |
+                      anthropic.APIResponseValidationError):
+            return 0.0
+        if not isinstance(exc, anthropic.APIStatusError):
+            return None
+        status = exc.status_code
+        if not (status in _RETRY_STATUSES or status >= 500):
+            return None
+        if _error_field(exc, "details", "error_code") in _HARD_QUOTA_CODES:
+            return None
+        self._keep_limits(exc.response.headers)
+        told = _retry_after(exc)
+        if told is not None:
+            return told
+        return _reset_wait(exc.response.headers) or 0.0
+
+    def _read(self, message: Any) -> tuple[str, Usage]:
+        try:
+            blocks = message.content
+            parts = [b.text for b in blocks if getattr(b, "type", None) == "text"]
+        except (AttributeError, TypeError):
+            raise _Malformed("the reply has no content blocks") from None
+        usage = getattr(message, "usage", None)
+        fresh = getattr(usage, "input_tokens", None)
+        written = getattr(usage, "cache_creation_input_tokens", None) or 0
+        read = getattr(usage, "cache_read_input_tokens", None) or 0
+        tokens_out = getattr(usage, "output_tokens", None)
+        tokens_in = None if fresh is None else fresh + written + read
+        return "".join(parts), Usage(tokens_in=tokens_in, tokens_out=tokens_out,
+                                     cost_usd=self._cost(fresh, written + read, tokens_out))
+
+    def _cost(self, fresh: int | None, cached: int, tokens_out: int | None) -> float | None:
+        if self.price is None or (fresh is None and tokens_out is None):
+            return None
+        cached_rate = self.cached_input_per_million
+        if cached_rate is None:
+            return self.price.cost((fresh or 0) + cached, tokens_out)
+        return (self.price.cost(fresh or 0, tokens_out) or 0.0) + cached * cached_rate / 1e6
+
+
+def _split_prices(prices: Any, name: str) -> tuple[Price | None, float | None]:
+    """This model's input/output price and its ``cached_input`` price (USD/M), if any."""
+    if not isinstance(prices, Mapping):
+        return find_price(prices, "anthropic", name), None
+    own = "input" in prices or "output" in prices
+    entry = prices if own else prices.get(f"anthropic:{name}", prices.get(name))
+    if not isinstance(entry, Mapping) or "cached_input" not in entry:
+        return find_price(prices, "anthropic", name), None
+    cached = entry["cached_input"]
+    if not isinstance(cached, int | float) or isinstance(cached, bool) or cached < 0:
+        raise ModelConfigError(f"price for anthropic:{name}: cached_input must be a "
+                               f"non-negative number (USD/M), not {cached!r}")
+    plain = {k: v for k, v in entry.items() if k != "cached_input"}
+    return find_price(plain, "anthropic", name), float(cached)
+
+
+def _optional(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The body's fields besides the three every SDK version takes as arguments: sent
+    as they are (an SDK's signature may lack some the API accepts)."""
+    return {k: v for k, v in body.items() if k not in ("model", "max_tokens", "messages")}
+
+
+def _check_params(name: str, params: Mapping[str, Any]) -> None:
+    unsupported = sorted(set(params) & _OPENAI_ONLY)
+    if unsupported:
+        raise ModelConfigError(
+            f"anthropic:{name}: parameter {unsupported[0]!r} is OpenAI's; the Messages API "
+            "has none such (remove it from params, or use temperature, top_p, top_k, "
+            "max_tokens, stop)")
+
+
+def _error_field(exc: Any, *path: str) -> Any:
+    value = getattr(exc, "body", None)
+    for key in ("error", *path):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _reset_wait(headers: Any) -> float | None:
+    """Seconds until the latest reset of an exhausted ``anthropic-ratelimit-*`` limit."""
+    waits = []
+    for kind in ("requests", "tokens", "input-tokens", "output-tokens"):
+        if headers.get(f"anthropic-ratelimit-{kind}-remaining") != "0":
+            continue
+        reset = headers.get(f"anthropic-ratelimit-{kind}-reset")
+        try:
+            when = dt.datetime.fromisoformat(str(reset).replace("Z", "+00:00"))
+        except ValueError:
+            continue
+        waits.append(max(0.0, when.timestamp() - time.time()))
+    return max(waits) if waits else None
+
+
+def _describe(exc: BaseException) -> str:
+    import anthropic
+
+    if isinstance(exc, anthropic.APITimeoutError):
+        return "timed out"
+    if isinstance(exc, anthropic.APIStatusError):
+        kind = _error_field(exc, "type")
+        message = _error_field(exc, "message") or exc.message
+        code = _error_field(exc, "details", "error_code")
+        what = f"HTTP {exc.status_code}" + (f" {kind}" if kind else "")
+        return what + (f" ({code})" if code else "") + f": {str(message)[:300]}"
+    if isinstance(exc, anthropic.APIConnectionError):
+        cause = exc.__cause__
+        return f"connection error ({type(cause).__name__ if cause else 'unknown'})"
+    return f"{type(exc).__name__}: {str(exc)[:300]}"
+

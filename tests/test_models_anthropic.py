@@ -1,0 +1,205 @@
+"""``anthropic:`` through the official SDK against a real Messages API server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+from collections.abc import Iterator
+
+import pytest
+from anthropic_server import FakeAnthropicServer, Fault
+
+from hr_core.judge.config import hr_judge_config
+from hr_core.judge.judging import judge_item
+from hr_core.models.anthropic_client import DEFAULT_MAX_TOKENS, AnthropicChatModel
+from hr_core.models.base import ModelCallError, ModelConfigError
+from hr_core.models.registry import PROVIDERS, resolve_model
+
+KEY = "sk-ant-test-SECRET-77a1"
+MSGS = [{"role": "system", "content": "Answer from the document."},
+        {"role": "user", "content": "Document: Paris is the capital of France.\n"
+         "Question: What is the capital of France?"}]
+
+
+class Delays:
+    """Records the waits the client asks for (no real sleeping)."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+@pytest.fixture()
+def server() -> Iterator[FakeAnthropicServer]:
+    with FakeAnthropicServer(api_key=KEY) as running:
+        yield running
+
+
+def _model(server: FakeAnthropicServer, **kwargs) -> AnthropicChatModel:
+    args = {"base_url": server.url, "api_key": KEY, "max_retries": 3, "timeout": 5.0,
+            "sleep": Delays(), **kwargs}
+    return AnthropicChatModel("claude-test", **args)
+
+
+def _complete(model, messages=MSGS, **kwargs):
+    async def call():
+        try:
+            return await model.complete(messages, **kwargs)
+        finally:
+            await model.aclose()
+
+    return asyncio.run(call())
+
+
+def test_message_text_usage_cache_tokens_and_cost(server: FakeAnthropicServer) -> None:
+    server.cache_tokens = (5, 20)  # written to / read from Anthropic's prompt cache
+    prices = {"claude-test": {"input": 3.0, "output": 15.0, "cached_input": 0.3}}
+    reply = _complete(_model(server, prices=prices))
+    assert reply.text == "Paris" and not reply.cached and reply.latency_s > 0
+    fresh = len(" ".join(m["content"] for m in MSGS).split())  # the server counts words
+    assert reply.usage.tokens_in == fresh + 5 + 20 and reply.usage.tokens_out == 1
+    assert reply.usage.cost_usd == pytest.approx((fresh * 3.0 + 25 * 0.3 + 1 * 15.0) / 1e6)
+    request = server.requests[0]
+    assert request.path == "/v1/messages"
+    assert request.headers["x-api-key"] == KEY and "authorization" not in request.headers
+    assert request.headers["anthropic-version"]
+    assert request.body["system"] == "Answer from the document."
+    assert [m["role"] for m in request.body["messages"]] == ["user"]
+    assert request.body["max_tokens"] == DEFAULT_MAX_TOKENS
+
+
+def test_cache_tokens_priced_as_input_without_a_cached_price(
+        server: FakeAnthropicServer) -> None:
+    server.cache_tokens = (0, 10)
+    reply = _complete(_model(server, prices={"input": 1.0, "output": 2.0}))
+    assert reply.usage.cost_usd == pytest.approx(
+        (reply.usage.tokens_in * 1.0 + reply.usage.tokens_out * 2.0) / 1e6)
+
+
+def test_openai_params_are_translated_or_refused(server: FakeAnthropicServer) -> None:
+    model = _model(server)
+    _complete(model, params={"max_completion_tokens": 50, "stop": "END", "temperature": 0})
+    body = server.requests[0].body
+    assert body["max_tokens"] == 50 and body["stop_sequences"] == ["END"]
+    assert body["temperature"] == 0 and "stop" not in body
+    with pytest.raises(ModelConfigError, match="parameter 'seed' is OpenAI's"):
+        _complete(model, params={"seed": 1})
+    assert len(server.requests) == 1  # refused before sending
+
+
+def test_reply_longer_than_max_tokens_is_cut_by_the_server(server: FakeAnthropicServer) -> None:
+    server.reply = lambda body: "one two three four five"
+    reply = _complete(_model(server), params={"max_tokens": 2})
+    assert reply.text == "one two" and reply.usage.tokens_out == 2
+
+
+def test_refusal_stop_reason_gives_no_text(server: FakeAnthropicServer) -> None:
+    server.inject("refusal")
+    reply = _complete(_model(server))
+    assert reply.text == ""
+
+
+def test_structured_output_goes_in_output_config(server: FakeAnthropicServer) -> None:
+    cfg = hr_judge_config("anthropic:claude-test", "Right?", mode="grade")
+    model = _model(server)
+    result = asyncio.run(judge_item(cfg, model, item="q", candidates=["Paris"],
+                                    reference="Paris"))
+    assert (result.status, result.verdict) == ("ok", "pass")
+    fmt = server.requests[0].body["output_config"]["format"]
+    assert fmt == {"type": "json_schema", "schema": cfg.schema}
+
+
+def test_429_waits_retry_after_then_succeeds(server: FakeAnthropicServer) -> None:
+    server.inject(Fault("429", retry_after="7"))
+    model = _model(server)
+    reply = _complete(model)
+    assert reply.text == "Paris" and len(server.requests) == 2
+    assert model._sleep.waits[0] >= 7  # type: ignore[attr-defined]
+    assert model.rate_limits["anthropic-ratelimit-requests-limit"] == "1000"
+
+
+def test_429_without_retry_after_waits_for_the_exhausted_limits_reset(
+        server: FakeAnthropicServer) -> None:
+    server.inject(Fault("429"), Fault("429"))  # remaining 0, reset in 1-2 s; no retry-after
+    model = _model(server, backoff_base_s=0.001)
+    _complete(model)
+    waits = model._sleep.waits  # type: ignore[attr-defined]
+    assert len(waits) == 2 and all(0.9 < w <= 2.5 for w in waits), waits
+
+
+@pytest.mark.parametrize("kind, error_type", [("529", "overloaded_error"),
+                                               ("500", "api_error")])
+def test_overloaded_and_server_errors_are_retried(server: FakeAnthropicServer, kind: str,
+                                                  error_type: str) -> None:
+    server.inject(kind, kind)
+    assert _complete(_model(server)).text == "Paris" and len(server.requests) == 3
+    server.inject(*[kind] * 4)
+    with pytest.raises(ModelCallError, match=rf"gave up after 4 attempt\(s\).*HTTP {kind} "
+                                             rf"{error_type}"):
+        _complete(_model(server))
+
+
+def test_spend_limit_429_is_not_retried(server: FakeAnthropicServer) -> None:
+    server.inject("spend_limit")
+    with pytest.raises(ModelCallError, match="HTTP 429 rate_limit_error "
+                                             r"\(enforced_spend_limit_reached\)"):
+        _complete(_model(server))
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("kind, error_type", [("400", "invalid_request_error"),
+                                               ("401", "authentication_error")])
+def test_client_errors_are_not_retried(server: FakeAnthropicServer, kind: str,
+                                       error_type: str) -> None:
+    server.inject(kind)
+    with pytest.raises(ModelCallError, match=f"call failed: HTTP {kind} {error_type}"):
+        _complete(_model(server))
+    assert len(server.requests) == 1
+
+
+def test_malformed_body_is_retried(server: FakeAnthropicServer) -> None:
+    server.inject("malformed")
+    assert _complete(_model(server)).text == "Paris" and len(server.requests) == 2
+
+
+def test_the_key_comes_only_from_its_declared_variable(
+        server: FakeAnthropicServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    for variable in ("OPENAI_API_KEY", "ANTHROPIC_AUTH_TOKEN", "AZURE_OPENAI_API_KEY"):
+        monkeypatch.setenv(variable, f"canary-{variable}")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    model = resolve_model("anthropic:claude-test", base_url=server.url)
+    _complete(model)
+    monkeypatch.setenv("HR_CLAUDE_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "canary-ANTHROPIC_API_KEY")
+    _complete(resolve_model("anthropic:claude-test", base_url=server.url,
+                            api_key_env="HR_CLAUDE_KEY"))
+    for request in server.requests:
+        assert request.headers["x-api-key"] == KEY
+        assert "authorization" not in request.headers
+        assert "canary" not in repr(request.headers)
+
+
+def test_a_missing_key_says_which_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-other")
+    with pytest.raises(ModelConfigError, match="set the environment variable ANTHROPIC_API_KEY"):
+        resolve_model("anthropic:claude-test")
+
+
+def test_the_key_is_never_shown(server: FakeAnthropicServer) -> None:
+    server.api_key = "another"
+    model = _model(server)
+    with pytest.raises(ModelCallError) as info:
+        _complete(model)
+    assert KEY not in str(info.value) and KEY not in repr(model)
+    with pytest.raises(TypeError, match="not pickled"):
+        pickle.dumps(model)
+
+
+def test_anthropic_is_a_provider() -> None:
+    assert "anthropic" in PROVIDERS
+    model = resolve_model("anthropic:claude-x", base_url="http://127.0.0.1:9/", api_key="k")
+    assert isinstance(model, AnthropicChatModel) and model.spec == "anthropic:claude-x"
+    assert model.base_url == "http://127.0.0.1:9"
