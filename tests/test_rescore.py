@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from cli_support import hr
 
-from hr_core import Benchmark, SpecError, hr_scorer_f1, rescore_run
+from hr_core import Benchmark, CorruptRunError, SpecError, hr_scorer_f1, rescore_run
 from hr_core.engine.session import BenchmarkSession, plan_benchmark
 
 ITEMS = [
@@ -160,3 +160,34 @@ def test_the_manifest_records_the_new_scorers_definition(tmp_path: Path) -> None
     assert manifest["rescored_from"] == original.run_id
     assert manifest["scorer"] == "f1"
     assert json.dumps(manifest).count('"threshold": 0.8') >= 1
+
+
+def test_an_edited_reference_is_refused_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # before (issue 21): the manifest's hash overwrote the recomputed one, so an edited
+    # reference.jsonl was re-scored under the original identity (exit 0, a new run);
+    # after: one line naming the file and what to do, exit 2, no run written
+    original = _run(tmp_path / "results", {"reader": Reader()})
+    path = Path(original.run_dir) / "reference.jsonl"
+    assert rescore_run(original.run_dir, "f1").run_dir  # the untouched reference is fine
+    runs_before = sorted(p.name for p in path.parent.parent.iterdir())
+    path.write_text(path.read_text().replace("Denver Broncos", "Carolina Panthers"))
+    code, _, err = hr(capsys, "rescore", original.run_dir, "--scorer", "exact")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "reference.jsonl" in err and "differs from the reference the run was made on" in err
+    assert sorted(p.name for p in path.parent.parent.iterdir()) == runs_before
+    with pytest.raises(CorruptRunError, match="restore it"):
+        rescore_run(original.run_dir, hr_scorer_f1())
+
+
+def test_a_run_without_the_files_hash_is_checked_by_its_items(tmp_path: Path) -> None:
+    original = _run(tmp_path / "results", {"reader": Reader()})
+    manifest_path = Path(original.run_dir) / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest.pop("reference_sha256", None)  # a run written before the file's hash was kept
+    manifest_path.write_text(json.dumps(manifest))
+    assert rescore_run(original.run_dir, "exact").run_dir
+    path = Path(original.run_dir) / "reference.jsonl"
+    path.write_text(path.read_text().replace("Denver Broncos", "Carolina Panthers"))
+    with pytest.raises(CorruptRunError, match="differs from the reference"):
+        rescore_run(original.run_dir, "exact")

@@ -12,6 +12,7 @@ manifest names the original in ``rescored_from``. Runs the original never made
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -31,6 +32,13 @@ __all__ = ["rescore_plan", "rescore_run"]
 
 
 def _reference(store: RunStore, manifest: dict[str, Any]) -> Reference:
+    """The run's stored reference, checked against the manifest's hash of it: the file's
+    SHA-256 (``reference_sha256``), else, for runs written before it was kept, the
+    fingerprint of its items (``reference_hash``).
+
+    Raises:
+        CorruptRunError: the file is missing lines, or differs from what the run was made on.
+    """
     try:
         data = store.read_bytes(REFERENCE)
     except FileNotFoundError:
@@ -49,9 +57,16 @@ def _reference(store: RunStore, manifest: dict[str, Any]) -> Reference:
                 f"{store.path(REFERENCE)}, line {number}: not a reference item; run the "
                 "benchmark again to rewrite it") from None
     reference = Reference(items, source=store.path(REFERENCE))
-    stored_hash = manifest.get("reference_hash")
-    if isinstance(stored_hash, str) and stored_hash:
-        reference._hash = stored_hash  # the run's own identity of what it ran on
+    file_hash = manifest.get("reference_sha256")
+    if isinstance(file_hash, str) and file_hash:
+        same = hashlib.sha256(data).hexdigest() == file_hash
+    else:
+        same = reference.hash == manifest.get("reference_hash")
+    if not same:
+        raise CorruptRunError(
+            f"{store.path(REFERENCE)} differs from the reference the run was made on (its "
+            f"hash in {MANIFEST}): restore it, or run the benchmark on the edited reference "
+            "(a new run) to score against it")
     return reference
 
 

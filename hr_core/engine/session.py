@@ -686,7 +686,7 @@ class BenchmarkSession:
         self.store.write_text(REPORT, report)
         self.store.write_text(HTML_REPORT, self._html_report(bench, summary))
         give_back()
-        self.store.write_lines(REFERENCE, (
+        bench.manifest["reference_sha256"] = self.store.write_lines(REFERENCE, (  # rescore checks
             orjson.dumps({"id": i.id, "payload": i.payload, "label": i.label},
                          option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY,
                          default=str)

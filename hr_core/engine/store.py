@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import platform
@@ -222,9 +223,18 @@ class RunStore:
         """Write a file atomically."""
         self._write(filename, lambda handle: handle.write(data))
 
-    def write_lines(self, filename: str, lines: Iterable[bytes]) -> None:
-        """Write lines one by one (each ``bytes`` already ends with a newline), atomically."""
-        self._write(filename, lambda handle: handle.writelines(lines))
+    def write_lines(self, filename: str, lines: Iterable[bytes]) -> str:
+        """Write lines one by one (each ``bytes`` already ends with a newline), atomically;
+        returns the SHA-256 (hex) of what was written."""
+        digest = hashlib.sha256()
+
+        def write(handle: Any) -> None:
+            for line in lines:
+                digest.update(line)
+                handle.write(line)
+
+        self._write(filename, write)
+        return digest.hexdigest()
 
     def read_bytes(self, filename: str) -> bytes:
         with self.fs.open(self.path(filename), "rb") as handle:
