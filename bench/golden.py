@@ -142,7 +142,7 @@ def check(seed_dir: Path, out: Path) -> None:
 
 
 _VARYING = [  # what differs between two invocations of the same code
-    (r"\d+(\.\d+)? runs/s", "<rate>"),
+    (r" *\d+(\.\d+)? runs/s", " <rate>"),
     (r"(&quot;|\")(\w+_s|engine_seconds)(&quot;|\"): [\d.e-]+", r"\1\2\3: <dur>"),
     (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<uuid>"),
 ]
