@@ -92,6 +92,8 @@ from hr_core.models import (
     cache_key,
     resolve_model,
 )
+from hr_core.multiplicity import holm
+from hr_core.planning import detectable_difference, plan_sample_size
 from hr_core.reference import Item, Reference, hr_reference
 from hr_core.regression import (
     ArmChange,
@@ -123,6 +125,7 @@ from hr_core.scoring import (
     hr_scorer_numeric,
     hr_scorer_pattern,
 )
+from hr_core.sequential import PairedSequence, SequentialDecision
 from hr_core.stats import (
     MIN_ITEMS,
     TOO_FEW_ITEMS,
@@ -186,6 +189,7 @@ __all__ = [
     "OrderVerdict",
     "PROVIDERS",
     "PairedDifference",
+    "PairedSequence",
     "ParsedReply",
     "PreviousRun",
     "REPORT_SECTIONS",
@@ -207,6 +211,7 @@ __all__ = [
     "Scorer",
     "ScorerError",
     "ScriptedModel",
+    "SequentialDecision",
     "SpecError",
     "StoreWriteError",
     "TOO_FEW_ITEMS",
@@ -230,9 +235,11 @@ __all__ = [
     "coverage_warning",
     "coverage_warnings",
     "current_run",
+    "detectable_difference",
     "diff_runs",
     "find_previous_run",
     "fingerprint",
+    "holm",
     "hr_judge_config",
     "hr_judge_valid",
     "hr_reference",
@@ -259,6 +266,7 @@ __all__ = [
     "normal_p_value",
     "paired_difference",
     "parse_reply",
+    "plan_sample_size",
     "read_labelled",
     "render_report",
     "rescore_run",

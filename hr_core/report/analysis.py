@@ -15,7 +15,8 @@ from hr_core.accuracy import arms_in_order, item_accuracies, name_codes
 from hr_core.failures import FAILURE_KINDS
 from hr_core.stats import paired_difference
 
-__all__ = ["OUTCOMES", "PairedRow", "outcome_counts", "paired_differences"]
+__all__ = ["OUTCOMES", "PairStatistics", "PairedRow", "outcome_counts", "pair_statistics",
+           "paired_differences"]
 
 OUTCOMES: tuple[str, ...] = ("correct", *FAILURE_KINDS, "unscored")
 """The categories every run falls in, in the order the report stacks them."""
@@ -92,6 +93,42 @@ def paired_differences(runs: pd.DataFrame, baseline: str | None = None) -> list[
                               _num(result.ci_high), _num(result.p_value), int(result.n_items),
                               result.verdict))
     return rows
+
+
+class PairStatistics(NamedTuple):
+    """A pair of arms over the items both scored: the paired test's p-value, the item
+    count and the discordance ``mean((a_i - b_i)^2)`` (McNemar's ``p10 + p01``)."""
+
+    p_value: float
+    n_items: int
+    discordance: float
+
+
+def pair_statistics(runs: pd.DataFrame, level: float = 0.95
+                    ) -> dict[tuple[str, str], PairStatistics]:
+    """Every pair of arms ``(a, b)``, ``a`` before ``b`` in
+    :func:`hr_core.accuracy.arms_in_order`: the family the verdict's Holm correction is
+    over, and what the planner needs (:mod:`hr_core.planning`).
+
+    Example:
+        >>> runs = pd.DataFrame({"arm": ["a", "b", "c"], "item_id": "q1",
+        ...     "correct": pd.array([True, False, True], dtype="boolean"), "failure_kind": None})
+        >>> sorted(pair_statistics(runs))
+        [('a', 'b'), ('a', 'c'), ('b', 'c')]
+    """
+    arms = arms_in_order(runs)
+    table = item_accuracies(runs)
+    values = {arm: table[arm].to_numpy(dtype="float64") for arm in arms}
+    out: dict[tuple[str, str], PairStatistics] = {}
+    for i, a in enumerate(arms):
+        for b in arms[i + 1:]:
+            common = ~np.isnan(values[a]) & ~np.isnan(values[b])
+            x, y = values[a][common], values[b][common]
+            d = x - y
+            out[(a, b)] = PairStatistics(_num(paired_difference(x, y, level).p_value),
+                                         int(d.size),
+                                         float(np.mean(d * d)) if d.size else math.nan)
+    return out
 
 
 def _num(value: float) -> float:

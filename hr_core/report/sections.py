@@ -180,18 +180,25 @@ def verdict_section(inputs: ReportInputs) -> str:
                                  f"{_points(r.diff)}</span>"),
             "–" if is_best else f"{_points(r.diff_low)} to {_points(r.diff_high)}",
             "–" if is_best else fmt(r.p_value),
+            "–" if is_best else fmt(r.p_holm),
             "–" if is_best else fmt(r.n_items),
+            "–" if is_best else _points(r.detectable).lstrip("+"),
             fmt(r.coverage, "pct"),
             f'<span class="bad">{fmt(r.errors)}</span>' if r.errors else "0",
             fmt(r.budget_stops),
         ])
     return (f'<p class="verdict">{escape(result.headline())}</p>'
             + table(["arm", "accuracy (95% interval)", "vs best (points)",
-                     "95% interval (points)", "p-value", "items paired", "coverage", "errors",
-                     "budget stops"], rows, table_id="table-verdict")
+                     "95% interval (points)", "p-value", "p (Holm)", "items paired",
+                     "detectable (points)", "coverage", "errors", "budget stops"], rows,
+                    table_id="table-verdict")
             + '<p class="note">Differences are paired over the items both arms scored '
-              "(accuracy of the arm minus the best arm's, in percentage points). Coverage is "
-              "the share of planned runs that were made (a budget stops the rest).</p>")
+              "(accuracy of the arm minus the best arm's, in percentage points). "
+              f"Significance: {escape(result.correction)}. Detectable: the smallest "
+              "difference these items detect with 80% power at level 0.95 (a difference "
+              "below it can hide behind &quot;no clear difference&quot;; see hr plan). "
+              "Coverage is the share of planned runs that were made (a budget stops the "
+              "rest).</p>")
 
 
 def _points(value: float) -> str:

@@ -1,6 +1,10 @@
 """The verdict of a run, first in every report: the best arm and how far each other arm is
 from it (paired difference, 95% interval, p-value), with coverage and error counts.
 
+"Significantly worse" holds the family-wise error rate at 5% across the arms: a
+difference counts only when its p-value, Holm-corrected over every pair of arms
+(:func:`hr_core.multiplicity.holm`), is below 0.05 (and its interval excludes 0).
+
 One definition for the HTML report and the markdown artifact.
 
 Example:
@@ -23,9 +27,11 @@ from typing import Any
 
 import pandas as pd
 
-from hr_core.report.analysis import PairedRow, paired_differences
+from hr_core.multiplicity import holm
+from hr_core.planning import detectable_difference
+from hr_core.report.analysis import PairedRow, pair_statistics, paired_differences
 from hr_core.report.items import arm_order
-from hr_core.stats import TOO_FEW_ITEMS
+from hr_core.stats import MIN_ITEMS, TOO_FEW_ITEMS
 
 __all__ = ["Verdict", "VerdictRow", "verdict"]
 
@@ -47,11 +53,17 @@ class VerdictRow:
     p_value: float = math.nan
     n_items: int = 0
     paired_verdict: str = ""
+    p_holm: float = math.nan
+    """``p_value`` Holm-corrected over every pair of arms (the family the verdict claims)."""
+    detectable: float = math.nan
+    """The smallest difference these paired items detect at 80% power and level 0.95
+    (:func:`hr_core.planning.detectable_difference`): "no clear difference" is not
+    "no difference" when this is large."""
 
     @property
     def significant(self) -> bool:
-        """The paired difference's verdict (``hr_core.stats.paired_difference``) is
-        higher or lower: 95% interval excluding zero, p < 0.05, enough items."""
+        """The corrected verdict is higher or lower: 95% interval excluding zero,
+        Holm-corrected p < 0.05, enough items."""
         return self.paired_verdict in ("higher", "lower")
 
     @property
@@ -76,6 +88,16 @@ class Verdict:
     rows: tuple[VerdictRow, ...]
     paired: list[PairedRow] = field(default_factory=list)
     """Every other arm's paired difference against the best arm (the report's forest plot)."""
+    pairs: int = 0
+    """How many pairs of arms the Holm correction is over."""
+
+    @property
+    def correction(self) -> str:
+        """The multiple-comparison correction, in words (shown beside the verdict)."""
+        if self.pairs <= 1:
+            return "one comparison: no correction needed"
+        return (f"p-values Holm-corrected over all {self.pairs} pairs of arms "
+                "(family-wise error at most 5%)")
 
     @property
     def order(self) -> list[str]:
@@ -97,8 +119,10 @@ class Verdict:
         close = [r for r in self.rows[1:] if not r.significant and not r.too_few_items]
         few = [r for r in self.rows[1:] if r.too_few_items]
         if worse:
+            corrected = "Holm-corrected " if self.pairs > 1 else ""
             text += " Significantly worse: " + ", ".join(
-                f"{r.arm} ({_points(r.diff)} points, p={r.p_value:.2g})" for r in worse) + "."
+                f"{r.arm} ({_points(r.diff)} points, {corrected}p={r.p_holm:.2g})"
+                for r in worse) + "."
         if close:
             text += (" Not distinguishable from it on these items: "
                      + ", ".join(r.arm for r in close) + ".")
@@ -132,7 +156,10 @@ def verdict(runs: pd.DataFrame, summary: pd.DataFrame) -> Verdict:
         str(r["arm"]): {str(k): v for k, v in r.items()} for r in summary.to_dict("records")}
     best = order[0] if not pd.isna(by_arm[order[0]].get("accuracy")) else None
     all_paired = paired_differences(runs, baseline=best) if best else []
+    family = pair_statistics(runs) if best else {}
+    corrected = dict(zip(family, holm([s.p_value for s in family.values()]), strict=True))
     diffs = {r.arm: r for r in all_paired}
+    top = best or ""
     kinds = runs["failure_kind"]
     rows = []
     for arm in order:
@@ -150,6 +177,25 @@ def verdict(runs: pd.DataFrame, summary: pd.DataFrame) -> Verdict:
             diff_high=nan if paired is None else paired.ci_high,
             p_value=nan if paired is None else paired.p_value,
             n_items=0 if paired is None else paired.n_items,
-            paired_verdict="" if paired is None else paired.verdict,
+            paired_verdict="" if paired is None else _corrected(paired, p_holm := corrected.get(
+                (arm, top), corrected.get((top, arm), nan))),
+            p_holm=nan if paired is None else p_holm,
+            detectable=_detectable(family.get((arm, top)) or family.get((top, arm))),
         ))
-    return Verdict(best, tuple(rows), all_paired)
+    return Verdict(best, tuple(rows), all_paired, pairs=len(family))
+
+
+def _detectable(pair: Any) -> float:
+    if pair is None or pair.n_items < MIN_ITEMS or math.isnan(pair.discordance):
+        return math.nan
+    # arms that never disagree: plan as if one item in n did (the planner needs spread)
+    return detectable_difference(pair.n_items, max(pair.discordance, 1.0 / pair.n_items))
+
+
+def _corrected(paired: PairedRow, p_holm: float, alpha: float = 0.05) -> str:
+    """The paired verdict with the Holm-corrected p-value in place of the raw one."""
+    if paired.n_items < MIN_ITEMS or paired.verdict == TOO_FEW_ITEMS:
+        return TOO_FEW_ITEMS
+    if paired.verdict in ("higher", "lower") and p_holm < alpha:
+        return paired.verdict
+    return "no clear difference"

@@ -1,0 +1,71 @@
+"""Holm's correction and the sample-size planner."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from hr_core.multiplicity import holm
+from hr_core.planning import detectable_difference, paired_power, plan_sample_size
+
+
+def test_holm_matches_r_p_adjust() -> None:
+    # R: p.adjust(c(0.01, 0.02, 0.03, 0.04, 0.05), "holm")
+    assert holm([0.01, 0.02, 0.03, 0.04, 0.05]) == pytest.approx([0.05, 0.08, 0.09, 0.09, 0.09])
+    # R: p.adjust(c(0.04, 0.001, 0.5), "holm") -> 0.080 0.003 0.500
+    assert holm([0.04, 0.001, 0.5]) == pytest.approx([0.08, 0.003, 0.5])
+
+
+def test_holm_leaves_nan_out_of_the_family() -> None:
+    got = holm([0.02, math.nan, 0.03])
+    assert got[0] == pytest.approx(0.04) and math.isnan(got[1]) and got[2] == pytest.approx(0.04)
+
+
+def test_planner_formula_and_its_inverse() -> None:
+    # (1.959964 + 0.841621)^2 * (0.25 - 0.05^2) / 0.05^2 = 777.05 -> 778
+    assert plan_sample_size(0.05, discordance=0.25) == 778
+    assert detectable_difference(778, discordance=0.25) == pytest.approx(0.05, abs=2e-4)
+    assert paired_power(778, 0.05, 0.25) == pytest.approx(0.8, abs=0.005)
+
+
+def test_planner_refuses_impossible_rates() -> None:
+    with pytest.raises(ValueError, match="discordance of at least"):
+        plan_sample_size(0.3, discordance=0.05)
+    with pytest.raises(ValueError, match="cannot be detected"):
+        plan_sample_size(0.0, discordance=0.2)
+
+
+def _runs(correct_by_arm: dict[str, list[bool]]):
+    import pandas as pd
+
+    rows = [{"arm": arm, "item_id": f"q{i}", "run": 1, "correct": ok,
+             "failure_kind": None if ok else "wrong", "error": None}
+            for arm, values in correct_by_arm.items() for i, ok in enumerate(values)]
+    runs = pd.DataFrame(rows)
+    runs["correct"] = runs["correct"].astype("boolean")
+    return runs
+
+
+def test_the_verdict_holds_significantly_worse_to_holms_correction() -> None:
+    """b loses 6 of 40 items to a: sign-test p = 0.031 alone ("lower"), but Holm over
+    the 3 pairs of 3 arms gives 0.094: no significant claim."""
+    import pandas as pd
+
+    from hr_core.report.verdict import verdict
+
+    a = [True] * 40
+    b = [False] * 6 + [True] * 34
+    runs = _runs({"a": a, "b": b, "c": a})
+    summary = pd.DataFrame({"arm": ["a", "c", "b"], "accuracy": [1.0, 1.0, 34 / 40],
+                            "ci_low": [0.9, 0.9, 0.7], "ci_high": [1.0, 1.0, 0.95],
+                            "runs": [40, 40, 40]})
+    got = verdict(runs, summary)
+    row = {r.arm: r for r in got.rows}["b"]
+    assert row.p_value == pytest.approx(2 * 0.5 ** 6)
+    assert row.p_holm == pytest.approx(3 * 2 * 0.5 ** 6)
+    assert row.paired_verdict == "no clear difference" and not row.significant
+    assert got.pairs == 3 and "Holm" in got.correction
+    two = verdict(_runs({"a": a, "b": b}), summary[summary.arm != "c"])
+    assert {r.arm: r for r in two.rows}["b"].significant  # one pair: nothing to correct
+    assert "Significantly worse: b" in two.headline()
