@@ -123,7 +123,7 @@ def plan_from_spec(spec: BenchmarkSpec | str | os.PathLike[str], *, store: str |
 
 
 _SPEC_OVERRIDES = ("runs", "scorer", "budget", "concurrency", "chunk_size", "timeout_s",
-                   "shared_cache")
+                   "shared_cache", "stop")
 
 
 def _plan_spec(spec: BenchmarkSpec, *, store: str | None, name: str | None, fresh: bool,
@@ -140,6 +140,7 @@ def _plan_spec(spec: BenchmarkSpec, *, store: str | None, name: str | None, fres
         chunk_size=given("chunk_size", spec.chunk_size),
         timeout_s=given("timeout_s", spec.timeout_s),
         shared_cache=given("shared_cache", spec.shared_cache),
+        stop=given("stop", spec.stop),
     )
     apply_judge_policy(plan, require_valid_judge or spec.require_valid_judge,
                 judge_store or spec.judge_store)
@@ -162,8 +163,10 @@ async def _run_chunks(session: BenchmarkSession) -> None:
             finished: int = await run_benchmark_chunk(session, index, arm)
             return finished
 
-    await asyncio.gather(*(bounded(index, chunk.arm)
-                           for index, chunk in enumerate(session.chunks)))
+    for number, indexes in enumerate(session.rounds):  # one round without a stop rule
+        await asyncio.gather(*(bounded(index, session.chunks[index].arm) for index in indexes))
+        if session.halted() or session.end_round(number):
+            break
 
 
 async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,
@@ -327,6 +330,7 @@ def hr_benchmark(
     task_runner: TaskRunner[Any] | None = None,
     provider_limits: Sequence[ProviderLimit] = (),
     max_error_rate: float | None = None,
+    stop: Mapping[str, Any] | bool | None = None,
 ) -> Any:
     """Run every arm on every item ``runs`` times, score, and store the results.
 
@@ -389,6 +393,12 @@ def hr_benchmark(
             :class:`~hr_core.engine.health.ErrorRateExceeded` is raised, naming the
             arms and their top error (its ``benchmark`` holds the results); ``1``
             never fails.
+        stop: sequential mode (``{"when": "clear", "margin": 0.02, "level": 0.95,
+            "min_items": 30, "batch": 20, "seed": 0}``, or ``True`` for these): items
+            in a random order fixed by ``seed``, every arm on the same batch, and the
+            run stops once an anytime-valid confidence sequence decides the leader's
+            comparison with every other arm (``hr_core.engine.stopping``). The runs
+            not made are no rows (not failures); a run without ``stop`` makes them.
 
     Raises:
         ErrorRateExceeded: an arm erred above ``max_error_rate`` (see above).
@@ -413,7 +423,7 @@ def hr_benchmark(
         overrides = {k: v for k, v in (
             ("scorer", scorer), ("runs", runs), ("budget", budget), ("concurrency", concurrency),
             ("chunk_size", chunk_size), ("timeout_s", timeout_s),
-            ("shared_cache", shared_cache)) if v is not None}
+            ("shared_cache", shared_cache), ("stop", stop)) if v is not None}
         plan = plan_from_spec(arms, store=store, name=name, fresh=fresh,  # type: ignore[arg-type]
                               resume=resume, require_valid_judge=require_valid_judge,
                               judge_store=judge_store, overrides=overrides)
@@ -425,7 +435,7 @@ def hr_benchmark(
             concurrency=16 if concurrency is None else concurrency,
             store="results" if store is None else store, name=name, resume=resume,
             fresh=fresh, chunk_size=chunk_size, timeout_s=timeout_s,
-            shared_cache=bool(shared_cache),
+            shared_cache=bool(shared_cache), stop=stop,
         )
         apply_judge_policy(plan, require_valid_judge, judge_store)
     if max_error_rate is not None:
@@ -460,6 +470,9 @@ def run_plan(plan: BenchmarkPlan, *, on_progress: ProgressFn | None = None,
         with_run_name(benchmark_flow, run_name) if task_runner is None
         else benchmark_flow.with_options(flow_run_name=run_name, task_runner=task_runner))
     submit = task_runner is not None and not isinstance(task_runner, ThreadPoolTaskRunner)
+    if submit and plan.stop is not None:
+        raise SpecError("stop (sequential mode) runs its batches in the flow's own process; "
+                        "run it without a Dask or Ray task runner")
     coro = _call(named, _Invocation(plan, on_progress, submit, provider_limits),
                  flow_parameters(plan, spec, fresh), wait)
     try:

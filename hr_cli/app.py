@@ -99,6 +99,9 @@ while it runs, so `mymodule:my_arm` next to the spec works without PYTHONPATH):
   [bold]judge_store[/]          folder of judge validation records, default judges
   [bold]shared_cache[/]         true: LLM replies cached for the whole store, so fresh
                        runs replay them; default false (each run its own cache)
+  [bold]stop[/]                 {when: clear, margin, level, min_items, batch, seed}: items
+                       in a random order, batch by batch, stopping once the verdict is
+                       clear (anytime-valid); a run without it makes the rest
 
 Exit status: 0 done, 2 a mistake in the command or spec (one line names it),
 3 results written but an arm's error rate was above max_error_rate, 4 the store
@@ -131,13 +134,37 @@ def run(
     shared_cache: Annotated[bool, typer.Option(
         "--shared-cache", help="Replay LLM replies cached by any run of the store (default: "
         "only a resume of the same run replays; a fresh run calls the models).")] = False,
+    stop_when_clear: Annotated[bool, typer.Option(
+        "--stop-when-clear", help="Sequential mode: run the items batch by batch in a random "
+        "order and stop once every comparison with the leading arm is decided (the spec's "
+        "stop: settings, else margin 0.02, level 0.95, min 30 items, batches of 20).")] = False,
 ) -> None:
     import_paused("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import run_spec
 
     run_spec(console, spec, runs=runs, store=store, fresh=fresh, budget_calls=budget_calls,
              budget_cost=budget_cost, concurrency=concurrency, max_error_rate=max_error_rate,
-             wait=wait, shared_cache=shared_cache)
+             wait=wait, shared_cache=shared_cache, stop_when_clear=stop_when_clear)
+
+
+@app.command()
+def plan(
+    run_dir: RunDir,
+    difference: Annotated[float, typer.Option(
+        min=0.001, max=1.0, help="The difference to detect, as a share (0.05 = 5 points).")
+                          ] = 0.05,
+    power: Annotated[float, typer.Option(min=0.5, max=0.999, help="The chance to detect it.")
+                     ] = 0.8,
+    level: Annotated[float, typer.Option(min=0.5, max=0.999, help="The confidence level.")
+                     ] = 0.95,
+) -> None:
+    """How many items a paired comparison needs, from a finished run (or a pilot): for each
+    arm against the best, the smallest difference these items detect and the items needed
+    to detect --difference (McNemar's discordant rates, normal approximation)."""
+    import_paused("hr_cli.plan")  # hr_core, pandas: collector paused
+    from hr_cli.plan import plan_run
+
+    plan_run(console, run_dir, difference=difference, power=power, level=level)
 
 
 @app.command()

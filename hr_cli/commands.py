@@ -163,6 +163,11 @@ def print_health(console: Console, bench: Any, max_error_rate: float | None = No
         made, planned = arm.runs_made, arm.runs_made + arm.budget_stops
         console.print(f"hr: warning: {coverage_warning(arm.arm, made, planned)}",
                       style="yellow", markup=False)
+    from hr_core.engine.stopping import sequential_note
+
+    note = sequential_note(bench.manifest)
+    if note is not None:
+        console.print(f"hr: note: {note}", style="yellow", markup=False)
 
 
 def print_results(console: Console, bench: Any) -> str | Path:
@@ -194,7 +199,8 @@ def run_spec(console: Console, spec: Path, *, runs: int | None, store: str | Pat
              fresh: bool,
              budget_calls: int | None, budget_cost: float | None,
              concurrency: int | None, max_error_rate: float | None = None,
-             wait: bool = False, shared_cache: bool = False) -> None:
+             wait: bool = False, shared_cache: bool = False,
+             stop_when_clear: bool = False) -> None:
     """``hr run SPEC.yaml``: run, print the summary, write the report, print the paths.
 
     An arm erring above ``max_error_rate``: the same, then ``ErrorRateExceeded``
@@ -207,6 +213,10 @@ def run_spec(console: Console, spec: Path, *, runs: int | None, store: str | Pat
     loaded = load_spec_with_overrides(spec, runs=runs, store=store, concurrency=concurrency,
                                       budget=budget, max_error_rate=max_error_rate,
                                       shared_cache=True if shared_cache else None)
+    if stop_when_clear and loaded.stop is None:
+        from hr_core.engine.stopping import StopRule
+
+        loaded = loaded.model_copy(update={"stop": StopRule()})
     try:
         bench = run_benchmark(console, loaded, fresh=fresh, wait=wait)
     except ErrorRateExceeded as exc:

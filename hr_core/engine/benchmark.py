@@ -277,8 +277,13 @@ class Benchmark:
         return item_accuracy(self.stat_runs(), arm)
 
     def coverage_warnings(self) -> list[str]:
-        """One warning per arm with runs a budget stopped, naming it and how to finish it."""
-        return coverage_warnings(self.summary())
+        """One warning per arm with runs a budget stopped, naming it and how to finish it;
+        first, for a sequential run that stopped early, why and how to make the rest."""
+        from hr_core.engine.stopping import sequential_note
+
+        found = coverage_warnings(self.summary())
+        note = sequential_note(self.manifest)
+        return found if note is None else [note, *found]
 
     def summary(self) -> pd.DataFrame:
         """One row per arm: counts, accuracy with its 95% CI, coverage, failures, usage.
@@ -286,7 +291,9 @@ class Benchmark:
         Accuracy is over the runs made (:mod:`hr_core.accuracy`): the mean over
         items of each item's share of correct runs among its scored runs; runs a
         budget stopped are left out of ``scored``, ``unscored`` and the accuracy,
-        and ``coverage`` is the share of the planned ``runs`` that were made. The
+        and ``coverage`` is the share of the planned ``runs`` that were made (a
+        sequential run that stopped when its verdict was clear made fewer: the
+        manifest's ``sequential`` block says how many and why). The
         CI is Clopper-Pearson's when each item has one scored run and
         item-clustered otherwise (``docs/statistics.md``). Each failure kind
         column counts every run with that kind; ``judge_*`` count judge failures.
@@ -297,6 +304,8 @@ class Benchmark:
         """
         runs = self.stat_runs()
         rows = []
+        # sequential mode: the runs of undrawn items are no rows; "runs" stays the runs planned
+        planned = (self.manifest.get("sequential") or {}).get("planned") or {}
         for arm in self.arms:
             part = _rows_of(runs, arm)
             correct = part["correct"]
@@ -311,13 +320,14 @@ class Benchmark:
             row: dict[str, Any] = {
                 "arm": arm,
                 "items": item_total(part),
-                "runs": len(part),
+                "runs": int(planned.get(arm, len(part))),
                 "scored": int(scored_mask.sum()),
                 "correct": int(correct.fillna(False).sum()),
                 "accuracy": _nan_to_none(interval.estimate),
                 "ci_low": _nan_to_none(interval.low),
                 "ci_high": _nan_to_none(interval.high),
-                "coverage": float(made.mean()) if len(part) else None,
+                "coverage": (float(made.sum()) / int(planned.get(arm, len(part)))
+                             if len(part) else None),
                 "unscored": int((correct.isna() & made).sum()),
             }
             for kind in FAILURE_KINDS:

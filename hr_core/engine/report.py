@@ -127,7 +127,12 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
         lines.append(f"| {_cell(row['arm'])} | {_fmt(row.get('latency_mean_s'))} | "
                      f"{_count(row.get('tokens_in'))} | {_count(row.get('tokens_out'))} | "
                      f"{_fmt(row.get('cost_usd'), 4)} |")
+    from hr_core.engine.stopping import sequential_note
+
     warnings = coverage_warnings(summary)
+    note = sequential_note(m)
+    if note is not None:
+        warnings.insert(0, note)
     if warnings:
         lines += ["", *(f"> **Warning:** {w}" for w in warnings)]
     lines += ["", "Accuracy is over the runs made (runs a budget stopped are left out; "

@@ -143,14 +143,16 @@ def _latest_lines(journal: Journal, positions: RunPositions
 
 
 def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, *,
-               judge: bool = False) -> tuple[int, int]:
+               judge: bool = False, left_out: np.ndarray | None = None) -> tuple[int, int]:
     """Stream the runs table in plan order from a journal to Parquet (``runs.parquet``).
 
     The table of ``Benchmark.runs`` (its columns and dtypes once read with
     ``pandas.read_parquet``) and :data:`~hr_core.accuracy.ITEM_INDEX`, written
     :data:`BATCH` rows at a time: the latest record of each run, ``budget_stop``
     rows for the runs never made, records of runs the plan does not have left out.
-    Memory: ~25 bytes per planned run, plus one row group.
+    ``left_out`` (a flag per reference item): the items a sequential run never drew,
+    whose runs never made are no rows at all (not failures). Memory: ~25 bytes per
+    planned run, plus one row group.
 
     Returns:
         The rows written and how many records were superseded by a later record of
@@ -165,11 +167,14 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
     schema = frame_schema.append(pa.field(ITEM_INDEX, pa.int32()))
     handles = [os.open(path, os.O_RDONLY) for path in files]
     pending: list[pa.Table] = []
+    written = 0
     try:
         with pq.ParquetWriter(sink, schema) as writer:
             for start in range(0, positions.total, BATCH):
                 stop = min(start + BATCH, positions.total)
                 records = []
+                items_here = positions.item_indexes(start, stop)
+                rows_here = np.ones(stop - start, dtype=bool)
                 for place, number, at, length in zip(
                         range(start, stop), source[start:stop].tolist(),
                         offset[start:stop].tolist(), size[start:stop].tolist(), strict=True):
@@ -178,13 +183,17 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
                                             files[number], 0) or {}
                     elif number == _KEPT:
                         record = kept[at]
+                    elif left_out is not None and left_out[items_here[place - start]]:
+                        rows_here[place - start] = False
+                        continue
                     else:
                         record = positions.stopped_record(place)
                     records.append(record)
+                written += len(records)
                 table = pa.Table.from_pandas(runs_frame(records, judge=judge),
                                              schema=frame_schema, preserve_index=False)
                 pending.append(table.append_column(
-                    ITEM_INDEX, pa.array(positions.item_indexes(start, stop))))
+                    ITEM_INDEX, pa.array(items_here[rows_here])))
                 del records
                 if sum(t.num_rows for t in pending) >= ROW_GROUP:
                     writer.write_table(pa.concat_tables(pending), row_group_size=ROW_GROUP)
@@ -196,7 +205,7 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
         for handle in handles:
             os.close(handle)
         give_back()
-    return positions.total, superseded
+    return written, superseded
 
 
 def compact_journal(journal: Journal) -> bool:

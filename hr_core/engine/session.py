@@ -41,6 +41,7 @@ from hr_core.engine.memory import give_back
 from hr_core.engine.outputs import JOURNAL_FORMAT, load_output, stored_runs
 from hr_core.engine.rows import RunPositions, compact_journal, write_runs
 from hr_core.engine.runner import ChunkContext, run_chunk, score_record
+from hr_core.engine.stopping import SequentialMonitor, StopRule, stop_rule
 from hr_core.engine.store import (
     REFERENCE,
     REPORT,
@@ -167,6 +168,9 @@ class BenchmarkPlan:
     """The LLM arms' reply cache (:func:`response_cache_path`); ``None`` without LLM arms."""
     shared_cache: bool = False
     """The cache is the store's, shared with other runs (opted in), not the run's own."""
+    stop: StopRule | None = None
+    """Sequential mode (:mod:`hr_core.engine.stopping`): stop once the verdict is clear.
+    Like the budget, not part of the run id: a run without it finishes the same run."""
 
     def fingerprints(self) -> dict[str, Any]:
         """Every part's fingerprint (:func:`hr_core.identity.fingerprint`), for the manifest.
@@ -255,6 +259,7 @@ def plan_benchmark(
     chunk_size: int | None = None,
     timeout_s: float | None = None,
     shared_cache: bool = False,
+    stop: StopRule | Mapping[str, Any] | bool | None = None,
 ) -> BenchmarkPlan:
     """Resolve and check a benchmark's inputs; derive its run id from the spec.
 
@@ -321,7 +326,7 @@ def plan_benchmark(
         chunk_size=chunk_size or DEFAULT_CHUNK_SIZE,
         judge=None if judge_hash is None else {"hash": judge_hash, "validation": None},
         spec=spec, timeout_s=timeouts, fresh=fresh, response_cache=cache,
-        shared_cache=shared_cache,
+        shared_cache=shared_cache, stop=stop_rule(stop),
     )
 
 
@@ -377,6 +382,11 @@ class BenchmarkSession:
         self._superseded = 0
         self._ctx: ChunkContext | None = None
         self._executor: DaemonPool | None = None
+        self.rounds: list[list[int]] = []
+        """Chunk indices run together before the stop rule is asked (one round without it)."""
+        self.monitor: SequentialMonitor | None = None
+        self._round_items: list[np.ndarray] = []
+        self._positions: dict[str, int] = {}
 
     # -- opening: resume from the journal, plan the chunks -------------------------------
 
@@ -407,16 +417,18 @@ class BenchmarkSession:
                 f"{plan.store}/{plan.name}/{plan.outputs_from}: no journaled runs of these "
                 "arms to re-score (is it a finished run folder with its journal.jsonl?)")
         self.ledger = BudgetLedger(plan.budget, plan.arms)
+        if plan.stop is not None and plan.outputs_from is None:
+            self.monitor = SequentialMonitor(plan.stop, plan.arms, len(plan.reference))
+            self._positions = {item.id: i for i, item in enumerate(plan.reference)}
         for (arm, _, _), record in self.done.items():
             self.ledger.count_done(arm, record.get("tokens_in"), record.get("tokens_out"),
                                    record.get("cost_usd"))
             self._count(record)
-        for name in plan.arms if plan.outputs_from is None else ():
-            items, runs = self._pending(name)
-            for start in range(0, len(items), plan.chunk_size):
-                stop = start + plan.chunk_size
-                self.chunks.append(Chunk(name, plan.reference, items[start:stop],
-                                         runs[start:stop]))
+            self._monitor(record)
+        if self.monitor is None:
+            self._plan_chunks()
+        else:
+            self._plan_rounds(self.monitor)
         # ``concurrency`` is per arm, sync arms too: threads enough for every sync arm
         # (made only as calls need them)
         sync_arms = sum(1 for a in plan.arms.values() if not a.is_async and a.llm is None)
@@ -428,6 +440,63 @@ class BenchmarkSession:
         self.store.write_manifest(self.manifest("running"))
         register(self)
         reassert_handlers()  # Prefect swaps in its SIGTERM handler while a flow runs
+
+    def _plan_chunks(self) -> None:
+        """Each arm's pending runs in chunks of ``chunk_size``, all in one round."""
+        plan = self.plan
+        for name in plan.arms if plan.outputs_from is None else ():
+            items, runs = self._pending(name)
+            for start in range(0, len(items), plan.chunk_size):
+                stop = start + plan.chunk_size
+                self.chunks.append(Chunk(name, plan.reference, items[start:stop],
+                                         runs[start:stop]))
+        self.rounds = [list(range(len(self.chunks)))]
+
+    def _plan_rounds(self, monitor: SequentialMonitor) -> None:
+        """Sequential mode: one round per batch of drawn items, a chunk per arm in each."""
+        self._round_items = monitor.rounds()
+        round_of = np.empty(len(self.plan.reference), dtype=np.int64)
+        for number, items in enumerate(self._round_items):
+            round_of[items] = number
+        self.rounds = [[] for _ in self._round_items]
+        for name in self.plan.arms:
+            items, runs = self._pending(name)
+            which = round_of[items]
+            order = np.argsort(which, kind="stable")
+            items, runs, which = items[order], runs[order], which[order]
+            bounds = np.searchsorted(which, np.arange(len(self._round_items) + 1))
+            for number in range(len(self._round_items)):
+                start, stop = int(bounds[number]), int(bounds[number + 1])
+                if stop > start:
+                    self.rounds[number].append(len(self.chunks))
+                    self.chunks.append(Chunk(name, self.plan.reference, items[start:stop],
+                                             runs[start:stop]))
+
+    def _monitor(self, record: dict[str, Any]) -> None:
+        if self.monitor is not None:
+            position = self._positions.get(record["item_id"])
+            if position is not None and record.get("failure_kind") != "budget_stop":
+                self.monitor.record(record["arm"], position, record.get("correct"))
+
+    def end_round(self, number: int) -> bool:
+        """Round ``number``'s chunks have run: True when the run should stop here (the
+        stop rule's verdict is clear). Without a stop rule, never."""
+        monitor = self.monitor
+        if monitor is None:
+            return False
+        monitor.close_round(self._round_items[number])
+        if number + 1 < len(self.rounds) and monitor.clear():
+            monitor.stopped = True
+        return monitor.stopped
+
+    def _left_out(self) -> np.ndarray | None:
+        """The items a clear verdict left undrawn (their runs are not rows), or ``None``."""
+        monitor = self.monitor
+        if monitor is None or not monitor.stopped:
+            return None
+        left = np.ones(len(self.plan.reference), dtype=bool)
+        left[monitor.order[:monitor.items_used]] = False
+        return left
 
     def _pending(self, arm: str) -> tuple[np.ndarray, np.ndarray]:
         """The runs of ``arm`` not done yet: item positions and run numbers, items in
@@ -518,6 +587,7 @@ class BenchmarkSession:
         # not kept in memory: the runs table is built from the journal (hr_core.engine.rows)
         self.journal.append(record)
         self._count(record)
+        self._monitor(record)
 
     def halted(self) -> bool:
         """Whether no new call may start: the journal cannot be written, or the user
@@ -593,7 +663,10 @@ class BenchmarkSession:
                     lambda rows: [on_progress(*row) for row in rows], 0.25)))
             try:
                 await self.rescore()
-                await asyncio.gather(*(self.run_chunk(i) for i in range(len(self.chunks))))
+                for number, chunks in enumerate(self.rounds):
+                    await asyncio.gather(*(self.run_chunk(i) for i in chunks))
+                    if self.halted() or self.end_round(number):
+                        break
             finally:
                 for helper in helpers:
                     helper.cancel()
@@ -636,7 +709,11 @@ class BenchmarkSession:
             "response_cache": None if plan.response_cache is None else {
                 "path": plan.response_cache, "shared": plan.shared_cache},
             "flow_run_id": self.flow_run_id, "started_at": self.started_at,
-            "ended_at": None if status == "running" else utc_now(), **extra,
+            "ended_at": None if status == "running" else utc_now(),
+            **({} if self.monitor is None else {"sequential": dict(
+                self.monitor.summary(self.monitor.stopped),
+                planned={a: len(plan.reference) * plan.runs_of(a) for a in plan.arms})}),
+            **extra,
         }
 
     def build(self) -> Benchmark:
@@ -664,7 +741,8 @@ class BenchmarkSession:
 
         def write(handle: Any) -> None:
             _, self._superseded = write_runs(self.journal, positions, handle,
-                                             judge=plan.judge is not None)
+                                             judge=plan.judge is not None,
+                                             left_out=self._left_out())
 
         self.store.write_file(RUNS, write)
         self.timings["table_s"] = time.perf_counter() - started

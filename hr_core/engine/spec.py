@@ -23,6 +23,7 @@ from hr_core._yaml import line_of, read_yaml_mapping
 from hr_core.engine.arms import ArmEntry, LLMArm, import_object
 from hr_core.engine.budget import Budget
 from hr_core.engine.health import DEFAULT_MAX_ERROR_RATE
+from hr_core.engine.stopping import StopRule
 from hr_core.errors import SpecError
 from hr_core.reference import Reference, hr_reference
 from hr_core.scorers import Scorer, hr_scorer
@@ -91,6 +92,9 @@ class BenchmarkSpec(BaseModel):
     max_error_rate: float = Field(default=DEFAULT_MAX_ERROR_RATE, ge=0, le=1)
     shared_cache: bool = Field(default=False, strict=True)
     """LLM replies from the store's shared ``responses.sqlite`` instead of the run's own."""
+    stop: StopRule | None = None
+    """Sequential mode (``stop: {when: clear, margin: 0.02}``): stop once the verdict is
+    clear (:mod:`hr_core.engine.stopping`); not part of the run id."""
     base_dir: str | None = Field(default=None, exclude=True)
     source: str | None = Field(default=None, exclude=True)
 

@@ -187,7 +187,11 @@ def verdict_section(inputs: ReportInputs) -> str:
             f'<span class="bad">{fmt(r.errors)}</span>' if r.errors else "0",
             fmt(r.budget_stops),
         ])
-    return (f'<p class="verdict">{escape(result.headline())}</p>'
+    from hr_core.engine.stopping import sequential_note
+
+    note = sequential_note(inputs.manifest)
+    stopped = "" if note is None else f'<p class="note warning">{escape(note)}</p>'
+    return (f'<p class="verdict">{escape(result.headline())}</p>' + stopped
             + table(["arm", "accuracy (95% interval)", "vs best (points)",
                      "95% interval (points)", "p-value", "p (Holm)", "items paired",
                      "detectable (points)", "coverage", "errors", "budget stops"], rows,
