@@ -1,5 +1,5 @@
-"""Native providers end to end: a YAML spec's LLM arm on ``anthropic:`` through hr_benchmark,
-against a real Messages API server on 127.0.0.1."""
+"""Native providers end to end: a YAML spec's LLM arms on ``anthropic:`` and
+``azure-openai:`` through hr_benchmark, each against a real server of its wire format."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from azure_server import FakeAzureServer
 
 from flows import hr_benchmark
 
@@ -15,41 +16,46 @@ ITEMS = [{"id": "q1", "document": DOC, "question": "Who designed the bridge?",
           "label": "Helen Marsh"},
          {"id": "q2", "document": DOC, "question": "What colour is the moon?",
           "label": "grey"}]
-KEY = "sk-ant-e2e-SECRET-5d2e"
+CLAUDE_KEY = "sk-ant-e2e-SECRET-5d2e"
+AZURE_KEY = "azure-e2e-SECRET-8f7a"
 
 
-def _spec(tmp_path: Path, arm: str) -> Path:
-    (tmp_path / "ref.jsonl").write_text("\n".join(json.dumps(i) for i in ITEMS))
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(f"name: providers\nreference: ref.jsonl\nruns: 1\n"
-                    f"store: {tmp_path / 'results'}\narms:\n  claude:\n{arm}")
-    return spec
-
-
-def test_a_yaml_llm_arm_runs_on_anthropic(prefect_harness: None, tmp_path: Path,
-                                          anthropic_server, monkeypatch: pytest.MonkeyPatch,
-                                          ) -> None:
-    anthropic_server.api_key = KEY
-    monkeypatch.setenv("HR_TEST_CLAUDE_KEY", KEY)
+def test_yaml_llm_arms_run_on_anthropic_and_azure(prefect_harness: None, tmp_path: Path,
+                                                  anthropic_server,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    anthropic_server.api_key = CLAUDE_KEY
+    monkeypatch.setenv("HR_TEST_CLAUDE_KEY", CLAUDE_KEY)
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", AZURE_KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "canary-not-declared")
-    spec = _spec(tmp_path, (
-        "    model: anthropic:claude-test\n"
-        f"    base_url: {anthropic_server.url}\n"
-        "    api_key_env: HR_TEST_CLAUDE_KEY\n"
-        "    system: Answer from the document only.\n"
-        "    prompt: \"Context: {document}\\nQuestion: {question}\"\n"
-        "    params: {max_tokens: 64, temperature: 0}\n"
-        "    price_in: 3.0\n    price_out: 15.0\n"))
-    bench = hr_benchmark(spec)
-    runs = bench.runs.sort_values("item_id")
-    assert runs["output"].tolist()[0] == "Helen Marsh"
-    assert runs["correct"].tolist() == [True, False]
-    assert runs["failure_kind"].tolist()[1] == "not_in_document"
-    assert (runs["tokens_in"] > 0).all() and (runs["cost_usd"] > 0).all()
+    (tmp_path / "ref.jsonl").write_text("\n".join(json.dumps(i) for i in ITEMS))
+    prompt = "    prompt: \"Context: {document}\\nQuestion: {question}\"\n"
+    with FakeAzureServer(deployments={"gpt4o-prod"}, api_key=AZURE_KEY) as azure:
+        spec = tmp_path / "spec.yaml"
+        spec.write_text(
+            f"name: providers\nreference: ref.jsonl\nruns: 1\n"
+            f"store: {tmp_path / 'results'}\narms:\n"
+            "  claude:\n    model: anthropic:claude-test\n"
+            f"    base_url: {anthropic_server.url}\n    api_key_env: HR_TEST_CLAUDE_KEY\n"
+            "    system: Answer from the document only.\n" + prompt +
+            "    params: {max_tokens: 64, temperature: 0}\n"
+            "    price_in: 3.0\n    price_out: 15.0\n"
+            "  azure:\n    model: azure-openai:gpt4o-prod\n"
+            f"    base_url: {azure.url}\n" + prompt +
+            "    params: {temperature: 0}\n")
+        bench = hr_benchmark(spec)
+        assert len(azure.requests) == 2
+        assert {r.headers["api-key"] for r in azure.requests} == {AZURE_KEY}
+        assert all("/openai/deployments/gpt4o-prod/" in r.path for r in azure.requests)
+    runs = bench.runs.sort_values(["arm", "item_id"])
+    assert runs["correct"].tolist() == [True, False, True, False]
+    assert runs["failure_kind"].tolist()[1::2] == ["not_in_document"] * 2
+    assert (runs["tokens_in"] > 0).all()
+    assert (runs[runs["arm"] == "claude"]["cost_usd"] > 0).all()
     bodies = [r.body for r in anthropic_server.requests]
     assert len(bodies) == 2 and all(b["max_tokens"] == 64 for b in bodies)
     assert all(b["system"] == "Answer from the document only." for b in bodies)
-    assert {r.headers["x-api-key"] for r in anthropic_server.requests} == {KEY}
+    assert {r.headers["x-api-key"] for r in anthropic_server.requests} == {CLAUDE_KEY}
     for path in Path(bench.run_dir).rglob("*"):
         if path.is_file():
-            assert KEY.encode() not in path.read_bytes(), path
+            data = path.read_bytes()
+            assert CLAUDE_KEY.encode() not in data and AZURE_KEY.encode() not in data, path

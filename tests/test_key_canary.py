@@ -10,10 +10,15 @@ canary. A key may arrive only at the endpoint it was declared for:
 - no ``OpenAI-Organization``/``OpenAI-Project`` from the environment goes to a
   server that is not OpenAI's.
 
-To add a provider (e.g. ``anthropic:`` with ``x-api-key``, ``azure-openai:`` with
-``api-key``): start its wire-format server, give it a :class:`Case` with the
-model it should receive requests from and the ``{header: variable}`` it should
-see; :func:`arrived` already reads ``authorization``, ``x-api-key`` and ``api-key``.
+- ``anthropic:`` reads ``ANTHROPIC_API_KEY`` (sent as ``x-api-key``), never
+  ``ANTHROPIC_AUTH_TOKEN``;
+- ``azure-openai:`` reads ``AZURE_OPENAI_API_KEY`` (sent as ``api-key``), never
+  ``AZURE_OPENAI_AD_TOKEN`` (an Entra token is given explicitly).
+
+To add a provider: start its wire-format server (:attr:`Case.server`), give it a
+:class:`Case` with the model it should receive requests from and the
+``{header: variable}`` it should see; :func:`arrived` reads ``authorization``,
+``x-api-key`` and ``api-key``.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from anthropic_server import FakeAnthropicServer
+from azure_server import FakeAzureServer
 from openai_server import FakeOpenAIServer
 
 from hr_core.engine.arms import normalise_arms
@@ -32,7 +39,9 @@ from hr_core.engine.arms import normalise_arms
 CANARIES: dict[str, str] = {
     "OPENAI_API_KEY": "sk-canary-openai-0c1d2e3f4a5b",
     "ANTHROPIC_API_KEY": "sk-ant-canary-anthropic-6a7b8c9d",
+    "ANTHROPIC_AUTH_TOKEN": "canary-anthropic-token-2b3c4d5e",
     "AZURE_OPENAI_API_KEY": "canary-azure-1f2e3d4c5b6a",
+    "AZURE_OPENAI_AD_TOKEN": "canary-azure-ad-token-7c8d9e0f",
     "OPENAI_ADMIN_KEY": "sk-admin-canary-9e8d7c6b5a",
     "HR_CANARY_CUSTOM_KEY": "canary-custom-5d4c3b2a1f0e",
 }
@@ -86,6 +95,8 @@ class Case:
     name: str
     build: Callable[[str], Any]
     expect: dict[str, str]
+    server: Callable[[], Any] = FakeOpenAIServer
+    """The wire format the endpoint speaks (a server class)."""
 
 
 @pytest.fixture()
@@ -132,6 +143,28 @@ def _cases(tmp: Path) -> list[Case]:
                                            "api_key_env: HR_CANARY_CUSTOM_KEY\n"
                                            "mode: grade\nrubric: Same?\n"),
              {"authorization": "HR_CANARY_CUSTOM_KEY"}),
+        Case("arm anthropic:, default variable",
+             lambda url: _arm_model({"model": "anthropic:claude", "base_url": url}),
+             {"x-api-key": "ANTHROPIC_API_KEY"}, FakeAnthropicServer),
+        Case("arm anthropic:, api_key_env custom",
+             lambda url: _arm_model({"model": "anthropic:claude", "base_url": url,
+                                     "api_key_env": "HR_CANARY_CUSTOM_KEY"}),
+             {"x-api-key": "HR_CANARY_CUSTOM_KEY"}, FakeAnthropicServer),
+        Case("judge file anthropic:, default variable",
+             lambda url: _judge_file_model(tmp, f"model: anthropic:j\nbase_url: {url}\n"
+                                           "mode: grade\nrubric: Same?\n"),
+             {"x-api-key": "ANTHROPIC_API_KEY"}, FakeAnthropicServer),
+        Case("arm azure-openai:, default variable",
+             lambda url: _arm_model({"model": "azure-openai:dep", "base_url": url}),
+             {"api-key": "AZURE_OPENAI_API_KEY"}, FakeAzureServer),
+        Case("arm azure-openai:, api_key_env custom",
+             lambda url: _arm_model({"model": "azure-openai:dep", "base_url": url,
+                                     "api_key_env": "HR_CANARY_CUSTOM_KEY"}),
+             {"api-key": "HR_CANARY_CUSTOM_KEY"}, FakeAzureServer),
+        Case("judge file azure-openai:, default variable",
+             lambda url: _judge_file_model(tmp, f"model: azure-openai:j\nbase_url: {url}\n"
+                                           "mode: grade\nrubric: Same?\n"),
+             {"api-key": "AZURE_OPENAI_API_KEY"}, FakeAzureServer),
     ]
 
 
@@ -148,7 +181,7 @@ def _call(model: Any) -> str:
 
 def test_each_key_arrives_only_where_it_was_declared(canaries: None, tmp_path: Path) -> None:
     cases = _cases(tmp_path)
-    servers = [FakeOpenAIServer().start() for _ in cases]
+    servers = [case.server().start() for case in cases]
     try:
         for case, server in zip(cases, servers, strict=True):
             assert _call(case.build(server.url)) == "Paris", case.name

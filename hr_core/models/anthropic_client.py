@@ -341,10 +341,12 @@ def _split_prices(prices: Any, name: str) -> tuple[Price | None, float | None]:
     if not isinstance(entry, Mapping) or "cached_input" not in entry:
         return find_price(prices, "anthropic", name), None
     cached = entry["cached_input"]
+    plain = {k: v for k, v in entry.items() if k != "cached_input"}
+    if cached is None:
+        return find_price(plain, "anthropic", name), None
     if not isinstance(cached, int | float) or isinstance(cached, bool) or cached < 0:
         raise ModelConfigError(f"price for anthropic:{name}: cached_input must be a "
                                f"non-negative number (USD/M), not {cached!r}")
-    plain = {k: v for k, v in entry.items() if k != "cached_input"}
     return find_price(plain, "anthropic", name), float(cached)
 
 

@@ -263,15 +263,19 @@ class OpenAIChatModel:
         loop = asyncio.get_running_loop()
         state = self._loops.get(loop)
         if state is None:
-            from openai import AsyncOpenAI
-
-            # no key declared: a placeholder the SDK insists on, never sent (the
-            # Authorization header is omitted from every request: _omitted_headers)
-            client = AsyncOpenAI(api_key=self._api_key() or _NO_KEY,
-                                 base_url=self.base_url, timeout=self.timeout, max_retries=0)
+            client = self._new_client()
             state = _LoopState(client, asyncio.Semaphore(self.concurrency))
             self._loops[loop] = state
         return state
+
+    def _new_client(self) -> Any:
+        """The SDK client of one event loop (the Azure provider builds its own)."""
+        from openai import AsyncOpenAI
+
+        # no key declared: a placeholder the SDK insists on, never sent (the
+        # Authorization header is omitted from every request: _omitted_headers)
+        return AsyncOpenAI(api_key=self._api_key() or _NO_KEY,
+                           base_url=self.base_url, timeout=self.timeout, max_retries=0)
 
     async def aclose(self) -> None:
         """Close the HTTP client of the running event loop (it is re-created on demand)."""

@@ -12,7 +12,8 @@ from hr_core.models.mock import MockModel
 
 __all__ = ["PROVIDERS", "resolve_model"]
 
-PROVIDERS: Final[tuple[str, ...]] = ("mock", "openai", "openai-compatible", "anthropic")
+PROVIDERS: Final[tuple[str, ...]] = ("mock", "openai", "openai-compatible", "anthropic",
+                                      "azure-openai")
 
 
 def resolve_model(
@@ -28,18 +29,21 @@ def resolve_model(
     concurrency: int = 16,
 ) -> ChatModel:
     """Resolve ``"mock-model"``, ``"mock:NAME"``, ``"openai:NAME"``,
-    ``"openai-compatible:NAME"`` or ``"anthropic:NAME"`` to a chat model.
+    ``"openai-compatible:NAME"``, ``"anthropic:NAME"`` or
+    ``"azure-openai:DEPLOYMENT"`` to a chat model.
 
     Args:
         model: the model string (a :class:`ChatModel` is returned as it is,
             wrapped in the cache when one is given).
         base_url: the server URL (``openai-compatible`` needs it; ``openai``
             defaults to the SDK's, or ``OPENAI_BASE_URL``; ``anthropic`` to
-            ``ANTHROPIC_BASE_URL``, else Anthropic's).
+            ``ANTHROPIC_BASE_URL``, else Anthropic's; ``azure-openai``: the
+            resource endpoint, else ``AZURE_OPENAI_ENDPOINT``).
         api_key: the key itself; else ``api_key_env`` names the environment
             variable (``openai``: default ``OPENAI_API_KEY``; ``openai-compatible``:
             none, no key is sent unless a variable is named;
-            ``anthropic``: ``ANTHROPIC_API_KEY``).
+            ``anthropic``: ``ANTHROPIC_API_KEY``; ``azure-openai``:
+            ``AZURE_OPENAI_API_KEY``).
         prices: USD per million tokens, e.g. ``{"gpt-4o-mini": {"input": 0.15,
             "output": 0.6}}``.
         cache: a :class:`ResponseCache` or a path to its SQLite file.
@@ -82,6 +86,14 @@ def resolve_model(
             from hr_core.models.anthropic_client import AnthropicChatModel
 
             resolved = AnthropicChatModel(
+                name, base_url=base_url, api_key=api_key, api_key_env=api_key_env,
+                prices=prices, timeout=timeout, max_retries=max_retries,
+                concurrency=concurrency,
+            )
+        elif provider == "azure-openai":
+            from hr_core.models.azure_client import AzureOpenAIChatModel
+
+            resolved = AzureOpenAIChatModel(
                 name, base_url=base_url, api_key=api_key, api_key_env=api_key_env,
                 prices=prices, timeout=timeout, max_retries=max_retries,
                 concurrency=concurrency,

@@ -1,0 +1,187 @@
+"""``azure-openai:`` through the openai SDK's Azure client against a real Azure-format server."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterator
+
+import pytest
+from azure_server import FakeAzureServer, Fault
+
+from hr_core.models.azure_client import DEFAULT_API_VERSION, AzureOpenAIChatModel
+from hr_core.models.base import ModelCallError, ModelConfigError
+from hr_core.models.registry import PROVIDERS, resolve_model
+
+KEY = "azure-test-SECRET-93b1"
+TOKEN = "eyJ0eXAiOiJKV1Qi.entra-test-token"
+MSGS = [{"role": "user", "content": "Document: Paris is the capital of France.\n"
+         "Question: What is the capital of France?"}]
+
+
+class Delays:
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+@pytest.fixture()
+def server() -> Iterator[FakeAzureServer]:
+    with FakeAzureServer(deployments={"gpt4o-prod"}, api_key=KEY, token=TOKEN) as running:
+        yield running
+
+
+def _model(server: FakeAzureServer, deployment: str = "gpt4o-prod",
+           **kwargs) -> AzureOpenAIChatModel:
+    if not any(k in kwargs for k in ("azure_ad_token_provider", "token_command",
+                                     "api_key_env")):
+        kwargs.setdefault("api_key", KEY)
+    args = {"base_url": server.url, "max_retries": 2, "timeout": 5.0, "sleep": Delays(),
+            **kwargs}
+    return AzureOpenAIChatModel(deployment, **args)
+
+
+def _complete(model, messages=MSGS, **kwargs):
+    async def call():
+        try:
+            return await model.complete(messages, **kwargs)
+        finally:
+            await model.aclose()
+
+    return asyncio.run(call())
+
+
+def _credentials(server: FakeAzureServer) -> list[dict[str, str]]:
+    return [{k: v for k, v in r.headers.items() if k in ("api-key", "authorization")}
+            for r in server.requests]
+
+
+def test_a_key_goes_as_the_api_key_header_to_the_deployment(server: FakeAzureServer) -> None:
+    model = _model(server, prices={"input": 2.5, "output": 10.0})
+    reply = _complete(model, params={"temperature": 0})
+    assert reply.text == "Paris" and reply.usage.tokens_out == 1
+    assert reply.usage.cost_usd == pytest.approx((reply.usage.tokens_in * 2.5 + 10.0) / 1e6)
+    request = server.requests[0]
+    assert request.path == (f"/openai/deployments/gpt4o-prod/chat/completions"
+                            f"?api-version={DEFAULT_API_VERSION}")
+    assert _credentials(server) == [{"api-key": KEY}]
+    assert request.body["temperature"] == 0
+    assert model.spec == "azure-openai:gpt4o-prod" and KEY not in repr(model)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_an_entra_token_provider_sends_a_bearer_token(server: FakeAzureServer,
+                                                      asynchronous: bool) -> None:
+    calls: list[int] = []
+
+    def fetch() -> str:
+        calls.append(1)
+        return TOKEN
+
+    async def afetch() -> str:
+        return fetch()
+
+    model = _model(server, azure_ad_token_provider=afetch if asynchronous else fetch)
+    assert _complete(model).text == "Paris" and calls
+    assert _credentials(server) == [{"authorization": f"Bearer {TOKEN}"}]
+
+
+def test_a_token_command_gives_the_token_once_per_ttl(server: FakeAzureServer) -> None:
+    command = [sys.executable, "-c", f"print({TOKEN!r})"]
+    model = _model(server, token_command=command, token_ttl_s=3600)
+
+    async def twice():
+        try:
+            return [await model.complete(MSGS), await model.complete(MSGS)]
+        finally:
+            await model.aclose()
+
+    assert [r.text for r in asyncio.run(twice())] == ["Paris", "Paris"]
+    assert _credentials(server) == [{"authorization": f"Bearer {TOKEN}"}] * 2
+
+
+def test_a_failing_token_command_says_why_without_its_output(server: FakeAzureServer) -> None:
+    command = [sys.executable, "-c",
+               "import sys; print('partial-secret'); sys.exit('az: please run az login')"]
+    with pytest.raises(ModelCallError, match=r"exited with status 1 .*please run az login") \
+            as info:
+        _complete(_model(server, token_command=command))
+    assert "partial-secret" not in str(info.value) and not server.requests
+
+
+def test_429_waits_retry_after_then_succeeds(server: FakeAzureServer) -> None:
+    server.inject(Fault("429", retry_after="3"))
+    model = _model(server)
+    assert _complete(model).text == "Paris" and len(server.requests) == 2
+    assert model._sleep.waits[0] >= 3  # type: ignore[attr-defined]
+
+
+def test_server_errors_are_retried(server: FakeAzureServer) -> None:
+    server.inject("503")
+    assert _complete(_model(server)).text == "Paris" and len(server.requests) == 2
+
+
+@pytest.mark.parametrize("how, message", [
+    ({"deployment": "no-such"}, "HTTP 404.*deployment for this resource does not exist"),
+    ({"api_key": "wrong-key"}, "Access denied"),
+])
+def test_a_missing_deployment_or_a_wrong_key_is_not_retried(
+        server: FakeAzureServer, how: dict, message: str) -> None:
+    with pytest.raises(ModelCallError, match=message) as info:
+        _complete(_model(server, **how))
+    assert len(server.requests) == 1 and "wrong-key" not in str(info.value)
+
+
+def test_content_filtered_reply_has_no_text(server: FakeAzureServer) -> None:
+    server.inject("content_filter")
+    assert _complete(_model(server)).text == ""
+
+
+def test_api_version_comes_from_the_argument_or_openai_api_version(
+        server: FakeAzureServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_VERSION", "2025-01-01-preview")
+    _complete(_model(server))
+    _complete(_model(server, api_version="2024-06-01"))
+    assert [r.path.rsplit("=", 1)[1] for r in server.requests] == ["2025-01-01-preview",
+                                                                     "2024-06-01"]
+    # the endpoint hr records (and caches by) names deployment and version
+    assert _model(server).base_url != _model(server, api_version="2024-06-01").base_url
+
+
+def test_the_key_comes_only_from_its_declared_variable(
+        server: FakeAzureServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "canary-openai")
+    monkeypatch.setenv("AZURE_OPENAI_AD_TOKEN", "canary-ad-token")
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
+    _complete(resolve_model("azure-openai:gpt4o-prod", base_url=server.url))
+    monkeypatch.setenv("HR_AZURE_KEY", KEY)
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "canary-azure")
+    _complete(resolve_model("azure-openai:gpt4o-prod", base_url=server.url,
+                            api_key_env="HR_AZURE_KEY"))
+    assert _credentials(server) == [{"api-key": KEY}] * 2
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({}, "needs the resource endpoint"),
+    ({"base_url": "https://r.openai.azure.com/openai"}, "resource endpoint only"),
+    ({"base_url": "https://r.openai.azure.com", "api_key": "k", "token_command": "az x"},
+     "give one credential, not api_key and token_command"),
+    ({"base_url": "https://r.openai.azure.com"}, "set the environment variable "
+     "AZURE_OPENAI_API_KEY"),
+])
+def test_configuration_mistakes_say_what_to_do(monkeypatch: pytest.MonkeyPatch,
+                                               kwargs: dict, message: str) -> None:
+    monkeypatch.delenv("AZURE_OPENAI_ENDPOINT", raising=False)
+    monkeypatch.delenv("AZURE_OPENAI_API_KEY", raising=False)
+    with pytest.raises(ModelConfigError, match=message):
+        AzureOpenAIChatModel("dep", **kwargs)
+
+
+def test_azure_openai_is_a_provider() -> None:
+    assert "azure-openai" in PROVIDERS
+    model = resolve_model("azure-openai:dep", base_url="https://r.openai.azure.com/",
+                          api_key="k")
+    assert isinstance(model, AzureOpenAIChatModel) and model.endpoint == \
+        "https://r.openai.azure.com"
