@@ -27,7 +27,11 @@ ERROR_RATE_EXCEEDED = 3
 
 
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    """The message on one line, at most 400 characters, control characters shown
+    visibly (data in a message never drives the terminal)."""
+    from hr_core._safe import visible
+
+    text = visible(" ".join(str(exc).split()), newlines=False) or type(exc).__name__
     return text if len(text) <= 400 else text[:397] + "..."
 
 
@@ -45,7 +49,10 @@ def _show_warnings_as_lines(console: Any) -> None:
 
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
              file: Any = None, line: str | None = None) -> None:
-        console.print(f"hr: warning: {message}", style="yellow", markup=False)
+        from hr_core._safe import visible
+
+        console.print(f"hr: warning: {visible(message, newlines=False)}", style="yellow",
+                      markup=False)
 
     warnings.showwarning = show
 

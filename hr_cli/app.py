@@ -35,7 +35,8 @@ def _flags_as_flags() -> None:
 _flags_as_flags()
 
 # piped output (CI logs, `make demo | tee`) gets a readable width instead of 80 columns
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+console = Console(highlight=False, emoji=False,  # data such as ":smile:" stays as written
+                  width=None if sys.stdout.isatty() else 140)
 
 app = typer.Typer(
     name="hr",

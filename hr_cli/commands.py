@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from hr_cli.judges import judge_model, load_judge
+from hr_cli.literal import line, lit
 from hr_cli.progress import ArmProgress
 from hr_cli.signals import interruptible
 from hr_cli.tables import comparison_table, position_bias_line, summary_table, validation_table
@@ -110,14 +111,14 @@ def run_benchmark(console: Console, spec: Any, *, fresh: bool = False,
         ErrorRateExceeded: an arm erred above ``max_error_rate`` (its ``benchmark``
             holds the written results).
     """
-    console.print(f"[bold]Running[/] {spec.name or 'benchmark'}: {len(spec.arms)} arm(s), "
+    console.print(f"[bold]Running[/] {lit(spec.name or 'benchmark')}: {len(spec.arms)} arm(s), "
                   f"{spec.runs} run(s) per item ...")
     prepare_prefect()
     from flows import hr_benchmark
     from flows.clients import announce_api
 
     announce_api(lambda note, kind: console.print(
-        note, style="yellow" if kind == "temporary" else "dim", markup=False))
+        line(note), style="yellow" if kind == "temporary" else "dim", markup=False))
     from hr_core.engine.health import ErrorRateExceeded
 
     quiet_prefect_console()
@@ -153,15 +154,16 @@ def print_health(console: Console, bench: Any, max_error_rate: float | None = No
     for arm in health.with_errors:
         rate = "" if arm.runs_made == 0 else f" ({arm.rate:.0%})"
         style = "bold red" if arm in health.breaches else "red"
-        console.print(f"hr: warning: {arm.arm}: {arm.errors} error(s) in {arm.runs_made} "
-                      f"run(s){rate}; most frequent:", style=style, markup=False)
+        console.print(f"hr: warning: {line(arm.arm)}: {arm.errors} error(s) in "
+                      f"{arm.runs_made} run(s){rate}; most frequent:", style=style,
+                      markup=False)
         for message, count in arm.top:
-            console.print(f"    {count:>5} x  {message}", style=style, markup=False)
+            console.print(f"    {count:>5} x  {line(message)}", style=style, markup=False)
     from hr_core.accuracy import coverage_warning
 
     for arm in health.budget_stopped:
         made, planned = arm.runs_made, arm.runs_made + arm.budget_stops
-        console.print(f"hr: warning: {coverage_warning(arm.arm, made, planned)}",
+        console.print(f"hr: warning: {line(coverage_warning(arm.arm, made, planned))}",
                       style="yellow", markup=False)
     from hr_core.engine.stopping import sequential_note
 
@@ -179,8 +181,8 @@ def print_results(console: Console, bench: Any) -> str | Path:
     print_health(console, bench)
     run_dir = bench.run_dir
     report = _report_of_the_flow(run_dir) or write_report(run_dir)
-    console.print(f"[bold]Results:[/] {run_dir}")
-    console.print(f"[bold]Report:[/]  {report}")
+    console.print(f"[bold]Results:[/] {lit(run_dir)}")
+    console.print(f"[bold]Report:[/]  {lit(report)}")
     return report
 
 
@@ -246,9 +248,9 @@ def show_summary(console: Console, run_dir: str | Path) -> None:
     """``hr summary RUN_DIR``."""
     bench = load_benchmark(run_dir)
     manifest = bench.manifest
-    console.print(f"[bold]{manifest.get('name')}[/] run {manifest.get('run_id')} "
-                  f"({manifest.get('status')}), reference {str(bench.reference_hash)[:12]}, "
-                  f"scorer {bench.scorer}")
+    console.print(f"[bold]{lit(manifest.get('name'))}[/] run {lit(manifest.get('run_id'))} "
+                  f"({lit(manifest.get('status'))}), reference "
+                  f"{lit(str(bench.reference_hash)[:12])}, scorer {lit(bench.scorer)}")
     console.print(summary_table(bench.summary()))
     print_health(console, bench)
 
@@ -281,8 +283,8 @@ def rescore_run_dir(console: Console, run_dir: str | Path, scorer: str) -> str |
     with spec_import_path(os.getcwd()):
         bench = rescore_run(os.fspath(run_dir), parse_scorer_option(scorer))
     manifest = bench.manifest
-    console.print(f"Re-scored run {manifest.get('rescored_from')} with scorer "
-                  f"{bench.scorer}: no arm called, new run {manifest.get('run_id')}.")
+    console.print(f"Re-scored run {lit(manifest.get('rescored_from'))} with scorer "
+                  f"{lit(bench.scorer)}: no arm called, new run {lit(manifest.get('run_id'))}.")
     return print_results(console, bench)
 
 
@@ -291,7 +293,7 @@ def make_report(console: Console, run_dir: str | Path, output: Path | None) -> s
     from hr_core.report import write_report
 
     path = write_report(os.fspath(run_dir), output)
-    console.print(f"[bold]Report:[/] {path}")
+    console.print(f"[bold]Report:[/] {lit(path)}")
     return path
 
 
@@ -335,8 +337,8 @@ def compare_with_judge(console: Console, bench: Any, names: list[str], config: A
     from flows import hr_compare
     from hr_core.report import attach_comparison
 
-    console.print(f"[bold]Comparing[/] {' vs '.join(names)} with a {config.mode} judge "
-                  f"on {config.model} ({config.orders} orders) ...")
+    console.print(f"[bold]Comparing[/] {lit(' vs '.join(names))} with a {config.mode} judge "
+                  f"on {lit(config.model)} ({config.orders} orders) ...")
     with interruptible():  # Ctrl-C: stop Prefect's temporary server, exit at once
         comparison = hr_compare(bench, names, config,
                                 **({} if model is None else {"model": model}))
@@ -344,7 +346,7 @@ def compare_with_judge(console: Console, bench: Any, names: list[str], config: A
     console.print(comparison_table(summary, title=f"{config.mode.capitalize()} comparison"))
     bias = position_bias_line(summary)
     if bias:
-        console.print(bias, markup=False)
+        console.print(line(bias), markup=False)
     if bench.run_dir is not None:
         attach_comparison(bench.run_dir, {**config.to_dict(), "hash": config.hash}, summary)
         if refresh:
@@ -357,7 +359,7 @@ def refresh_report(console: Console, run_dir: Path) -> None:
     if (run_dir / "report.html").exists():
         from hr_core.report import write_report
 
-        console.print(f"[bold]Report updated:[/] {write_report(run_dir)}")
+        console.print(f"[bold]Report updated:[/] {lit(write_report(run_dir))}")
 
 
 def validate_judge(console: Console, judge: Path, labels: Path, *, store: Path,
@@ -367,7 +369,7 @@ def validate_judge(console: Console, judge: Path, labels: Path, *, store: Path,
     if attach is not None and not (attach / "manifest.json").is_file():
         raise SpecError(f"--attach {attach}: not a run directory (no manifest.json)")
     console.print(f"[bold]Validating[/] the {config.mode} judge {config.hash[:12]} on "
-                  f"{config.model} against {labels} ...")
+                  f"{lit(config.model)} against {lit(labels)} ...")
     prepare_prefect()
     from flows import hr_judge_validate
 
@@ -377,7 +379,7 @@ def validate_judge(console: Console, judge: Path, labels: Path, *, store: Path,
         record = record_dict(hr_judge_validate(config, str(labels), store=str(store),
                                                benchmark=attach, **extra))
     console.print(validation_table(record))
-    console.print(f"[bold]Record:[/] {Path(store) / (str(record.get('hash')) + '.json')}")
+    console.print(f"[bold]Record:[/] {lit(Path(store) / (str(record.get('hash')) + '.json'))}")
     if attach is not None:
         from hr_core.report import attach_validation
 
@@ -404,10 +406,11 @@ def check_judge(console: Console, judge: Path, *, store: Path) -> bool:
                       f"(recorded {record.created_at:%Y-%m-%d %H:%M} UTC)")
         return True
     if status.status == "missing" or record is None:
-        console.print(f"[red]not validated[/]: no record in {store}/ for judge "
-                      f"{config.hash[:12]}; run `hr judge validate {judge} LABELS`")
+        console.print(f"[red]not validated[/]: no record in {lit(store)}/ for judge "
+                      f"{config.hash[:12]}; run `hr judge validate {lit(judge)} LABELS`")
         raise SystemExit(1)
     console.print(f"[red]not validated[/]: judge {config.hash[:12]} differs from the last "
-                  f"validated {record.config.get('mode')} judge {record.hash[:12]} in: "
-                  f"{', '.join(status.differences)}; run `hr judge validate {judge} LABELS`")
+                  f"validated {lit(record.config.get('mode'))} judge {lit(record.hash[:12])} "
+                  f"in: {lit(', '.join(status.differences))}; run `hr judge validate "
+                  f"{lit(judge)} LABELS`")
     raise SystemExit(1)

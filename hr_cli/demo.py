@@ -47,12 +47,13 @@ def run_demo(console: Console, *, store: Path, judges: Path) -> Path:
         run_benchmark,
     )
     from hr_cli.judges import load_judge
+    from hr_cli.literal import lit
     from hr_cli.tables import summary_table, validation_table
     from hr_core.report import attach_validation, write_report
 
     console.print(Rule("[bold]hr demo[/]: document QA, four offline arms"))
     spec = load_spec_with_overrides(example_path("demo.yaml"), store=store)
-    console.print(f"Spec: {example_path('demo.yaml')}")
+    console.print(f"Spec: {lit(example_path('demo.yaml'))}")
     bench = run_benchmark(console, spec, fresh=True)
     console.print(summary_table(bench.summary(), title="Summary: docqa-demo"))
     print_health(console, bench)
@@ -69,12 +70,12 @@ def run_demo(console: Console, *, store: Path, judges: Path) -> Path:
     attach_validation(run_dir, record)
 
     best = two_best(bench.summary())
-    console.print(Rule(f"[bold]Pairwise comparison[/]: {best[0]} vs {best[1]}"))
+    console.print(Rule(f"[bold]Pairwise comparison[/]: {lit(best[0])} vs {lit(best[1])}"))
     pairwise = load_judge(example_path("pairwise_judge.yaml"))
     compare_with_judge(console, bench, best, pairwise, refresh=False)  # written below, once
 
     report = Path(write_report(run_dir))  # the demo store is a local folder
     console.print(Rule("[bold]Done[/]"))
-    console.print(f"[bold]Results:[/] {run_dir}")
-    console.print(f"[bold]Report:[/]  {report}   (open it in a browser; it loads nothing)")
+    console.print(f"[bold]Results:[/] {lit(run_dir)}")
+    console.print(f"[bold]Report:[/]  {lit(report)}   (open it in a browser; it loads nothing)")
     return report

@@ -18,6 +18,8 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from hr_cli.literal import line
+
 __all__ = ["ArmProgress"]
 
 
@@ -62,7 +64,7 @@ class ArmProgress:
 
     def __init__(self, console: Console) -> None:
         self._progress = Progress(
-            TextColumn("[bold]{task.description:<18}"),
+            TextColumn("{task.description:<18}", style="bold", markup=False),  # data
             BarColumn(bar_width=32),
             MofNCompleteColumn(),
             _RateColumn(),
@@ -90,7 +92,7 @@ class ArmProgress:
         with self._lock:
             task = self._tasks.get(arm)
             if task is None:
-                task = self._progress.add_task(arm, total=total, failures=failures,
+                task = self._progress.add_task(line(arm), total=total, failures=failures,
                                                errors=errors)
                 self._tasks[arm] = task
             self._progress.update(task, completed=done, total=total, failures=failures,

@@ -9,6 +9,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from hr_cli.literal import cell
 from hr_core.errors import SpecError
 
 __all__ = ["show_run"]
@@ -34,15 +35,16 @@ def _check(name: str, value: str | None, known: list[str]) -> None:
 
 
 def _table(title: str, columns: list[str], rows: list[list[str]]) -> Table:
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, header_style="bold",
-                  show_lines=False, pad_edge=False)
+    """A table of data: its title, headers and cells are text, never markup."""
+    table = Table(title=cell(title), title_justify="left", box=box.SIMPLE_HEAD,
+                  header_style="bold", show_lines=False, pad_edge=False)
     for column in columns:
         narrow = column in ("arm", "kind", "item", "run")
-        table.add_column(column, no_wrap=narrow, overflow="fold",
+        table.add_column(cell(column), no_wrap=narrow, overflow="fold",
                          max_width=None if narrow else 48, style="bold" if column == "arm"
                          else "")
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*map(cell, row))
     return table
 
 

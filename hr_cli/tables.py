@@ -1,4 +1,7 @@
-"""Rich tables for the terminal: the summary, paired differences, comparisons, validations."""
+"""Rich tables for the terminal: the summary, paired differences, comparisons, validations.
+
+Every cell and title is data shown as text (:func:`hr_cli.literal.cell`), never markup.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,8 @@ from typing import Any
 
 from rich import box
 from rich.table import Table
+
+from hr_cli.literal import cell
 
 __all__ = ["comparison_table", "position_bias_line", "summary_table", "validation_table"]
 
@@ -41,7 +46,7 @@ def summary_table(summary: Any, title: str = "Summary") -> Table:
         >>> table.row_count
         1
     """
-    table = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD,
+    table = Table(title=cell(title), title_justify="left", header_style="bold", box=box.SIMPLE_HEAD,
                   pad_edge=False, collapse_padding=True)
     table.add_column("arm", style="bold", no_wrap=True)
     table.add_column("runs", justify="right")
@@ -63,7 +68,7 @@ def summary_table(summary: Any, title: str = "Summary") -> Table:
         score = ([f"{_pct(row.get('score_mean'))} ({_pct(row.get('score_ci_low'))}–"
                   f"{_pct(row.get('score_ci_high'))})"] if scores else [])
         table.add_row(
-            str(row["arm"]), _num(row.get("runs")),
+            cell(row["arm"]), _num(row.get("runs")),
             f"{_pct(row.get('accuracy'))} ({_pct(row.get('ci_low'))}–{_pct(row.get('ci_high'))})",
             *score, _pct(row.get("coverage")), *[_num(row.get(k)) for k in kinds],
             _num(row.get("unscored")),
@@ -76,13 +81,13 @@ def summary_table(summary: Any, title: str = "Summary") -> Table:
 def comparison_table(summary: Any, title: str = "Comparison") -> Table:
     """A comparison's summary: pairwise wins, ties and win rate, or select shares, with CIs
     (the judge's position bias: :func:`position_bias_line`)."""
-    table = Table(title=title, title_justify="left", header_style="bold")
+    table = Table(title=cell(title), title_justify="left", header_style="bold")
     if "arm" in summary.columns:  # select: each arm's share of being chosen
         for name in ("arm", "n", "chosen", "share", "95% CI", "consistency", "no verdict"):
             table.add_column(name, justify="left" if name == "arm" else "right")
         for row in summary.to_dict("records"):
             table.add_row(
-                str(row.get("arm")), _num(row.get("n")), _num(row.get("chosen")),
+                cell(row.get("arm")), _num(row.get("n")), _num(row.get("chosen")),
                 _pct(row.get("share")), f"{_pct(row.get('ci_low'))}–{_pct(row.get('ci_high'))}",
                 _pct(row.get("consistency")), _num(row.get("no_verdict")),
             )
@@ -92,7 +97,7 @@ def comparison_table(summary: Any, title: str = "Comparison") -> Table:
         table.add_column(name, justify="left" if name in ("a", "b") else "right")
     for row in summary.to_dict("records"):
         table.add_row(
-            str(row.get("a")), str(row.get("b")), _num(row.get("n")), _num(row.get("a_wins")),
+            cell(row.get("a")), cell(row.get("b")), _num(row.get("n")), _num(row.get("a_wins")),
             _num(row.get("b_wins")), _num(row.get("ties")), _pct(row.get("win_rate")),
             f"{_pct(row.get('ci_low'))}–{_pct(row.get('ci_high'))}",
             _pct(row.get("consistency")), _num(row.get("no_verdict")),
@@ -112,13 +117,13 @@ def position_bias_line(summary: Any) -> str | None:
 
 def validation_table(record: Mapping[str, Any], title: str = "Judge validation") -> Table:
     """A judge validation record: agreement, kappa, consistency and failure counts."""
-    table = Table(title=title, title_justify="left", show_header=False)
+    table = Table(title=cell(title), title_justify="left", show_header=False)
     table.add_column("field", style="bold")
     table.add_column("value")
     ci = record.get("agreement_ci") or (None, None)
     if isinstance(ci, Mapping):
         ci = (ci.get("low"), ci.get("high"))
-    table.add_row("hash", str(record.get("hash", ""))[:12])
+    table.add_row("hash", cell(str(record.get("hash", ""))[:12]))
     table.add_row("items (n)", _num(record.get("n")))
     table.add_row("agreement", f"{_pct(record.get('agreement'))} "
                                f"(95% CI {_pct(ci[0])}–{_pct(ci[1])})")
@@ -127,7 +132,7 @@ def validation_table(record: Mapping[str, Any], title: str = "Judge validation")
     if record.get("position_bias"):
         from hr_core.judge.position import position_bias_text
 
-        table.add_row("position bias", position_bias_text(record["position_bias"]))
+        table.add_row("position bias", cell(position_bias_text(record["position_bias"])))
     table.add_row("no consensus / parse failures / errors",
                   f"{_num(record.get('no_consensus'))} / {_num(record.get('parse_failures'))}"
                   f" / {_num(record.get('errors'))}")

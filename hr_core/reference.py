@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -125,6 +126,8 @@ def hr_reference(
         )
     items: list[Item] = []
     first_row: dict[str, int] = {}
+    emptied: list[int] = []  # rows whose label [] or NaN became "no label"
+    json_nan = source.lower().endswith(".jsonl")  # JSON says "no label" with null
     for index, record in enumerate(records):
         item_id = _item_id(record.get(id), index)
         if item_id in first_row:
@@ -133,7 +136,10 @@ def hr_reference(
                 f"(first at {where(first_row[item_id])}; ids must be unique)"
             )
         first_row[item_id] = index
-        value = _label(record.get(label), json_cells, f"{source}, {where(index)}", label)
+        raw = record.get(label)
+        value = _label(raw, json_cells, f"{source}, {where(index)}", label)
+        if value is None and raw is not None and _emptied(raw, json_nan):
+            emptied.append(index)
         if item is None:
             payload: Any = {
                 k: _plain(v) for k, v in record.items() if k != id and k != label
@@ -141,7 +147,24 @@ def hr_reference(
         else:
             payload = _plain(record.get(item))
         items.append(Item(item_id, payload, value))
+    if emptied:
+        _warn_emptied(source, label, [where(i) for i in emptied[:3]], len(emptied))
     return Reference(items, source)
+
+
+def _emptied(raw: Any, json_nan: bool) -> bool:
+    """Whether a label cell that reads as "no label" was written as something else: an
+    empty list (or one of missing values only), or NaN in JSON (where ``null`` says it)."""
+    if isinstance(raw, float):
+        return json_nan and math.isnan(raw)
+    return isinstance(raw, list | tuple) or type(raw).__name__ == "ndarray"
+
+
+def _warn_emptied(source: str, field: str, first: list[str], count: int) -> None:
+    warnings.warn(
+        f"{source}: {count} item(s) have a {field!r} of [] or NaN ({', '.join(first)}"
+        f"{', ...' if count > len(first) else ''}), read as no label (like null): they are "
+        "unscored; give the accepted answers, or null for no label", stacklevel=3)
 
 
 def _read(data: Any) -> tuple[str, list[dict[str, Any]], Any, JsonCells]:

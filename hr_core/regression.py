@@ -18,6 +18,7 @@ import fsspec
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from hr_core._safe import markdown_text
 from hr_core.accuracy import item_accuracy
 from hr_core.identity import fingerprint
 from hr_core.stats import MIN_ITEMS, TOO_FEW_ITEMS, paired_difference
@@ -88,7 +89,7 @@ class RegressionReport(BaseModel):
             >>> RegressionReport(threshold=0.05, level=0.95, arms=[]).to_markdown().splitlines()[0]
             '# Regression check: no regression'
         """
-        names = ", ".join(a.arm for a in self.regressions)
+        names = markdown_text(", ".join(a.arm for a in self.regressions))
         head = f"regression in {names}" if names else "no regression"
         lines = [
             f"# Regression check: {head}",
@@ -104,7 +105,7 @@ class RegressionReport(BaseModel):
         for a in self.arms:
             ci = "" if a.ci_low is None else f"[{_fmt(a.ci_low)}, {_fmt(a.ci_high)}]"
             lines.append(
-                f"| {a.arm} | {_STATUS_TEXT.get(a.status, a.status)} | {a.n_items} "
+                f"| {markdown_text(a.arm)} | {_STATUS_TEXT.get(a.status, a.status)} | {a.n_items} "
                 f"| {_fmt(a.previous_accuracy)} | {_fmt(a.accuracy)} | {_fmt(a.diff)} | {ci} |"
             )
         return "\n".join(lines) + "\n"

@@ -23,6 +23,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.client.orchestration import PrefectClient
 from prefect.context import FlowRunContext, TaskRunContext
 
+from hr_core._safe import markdown_text
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.report import report_markdown, summary_records
 from hr_core.engine.session import BenchmarkSession, ProgressRow
@@ -95,11 +96,11 @@ async def publish_benchmark(bench: Benchmark, summary: pd.DataFrame | None = Non
     await asyncio.gather(
         TableArtifact(
             key=artifact_key(name, "summary"), table=summary_records(summary),
-            description=f"Per-arm summary of benchmark {name} ({bench.run_id})",
+            description=f"Per-arm summary of benchmark {markdown_text(name)} ({bench.run_id})",
         ).acreate(client),
         MarkdownArtifact(
             key=artifact_key(name, "report"), markdown=report,
-            description=f"Report of benchmark {name} ({bench.run_id})",
+            description=f"Report of benchmark {markdown_text(name)} ({bench.run_id})",
         ).acreate(client),
     )
 
@@ -133,7 +134,7 @@ class ProgressPublisher:
         if percent == self.last:
             return
         self.last = percent
-        text = "; ".join(progress_text(*row) for row in rows)
+        text = markdown_text("; ".join(progress_text(*row) for row in rows))
         client = _run_client()
         if self.id is None:
             created = await ProgressArtifact(

@@ -9,6 +9,7 @@ from prefect import task
 from prefect.artifacts import MarkdownArtifact, TableArtifact
 from prefect.cache_policies import NO_CACHE
 
+from hr_core._safe import markdown_text
 from hr_core.engine.compare import Comparison, ComparisonRow, judge_rows
 from hr_core.engine.report import markdown_table, summary_records
 from tasks.benchmark import _run_client, artifact_key
@@ -32,8 +33,10 @@ async def publish_comparison(comparison: Comparison, name: str) -> None:
     summary = comparison.summary()
     await TableArtifact(key=artifact_key(name, "comparison"), table=summary_records(summary),
                         description=f"{comparison.mode} comparison of "
-                                    f"{', '.join(comparison.arms)}").acreate(client)
-    lines = [f"# {comparison.mode.capitalize()} comparison: {' vs '.join(comparison.arms)}", "",
+                                    f"{markdown_text(', '.join(comparison.arms))}"
+                        ).acreate(client)
+    arms = markdown_text(" vs ".join(comparison.arms))
+    lines = [f"# {comparison.mode.capitalize()} comparison: {arms}", "",
              f"- judge `{str(comparison.manifest.get('judge_hash'))[:12]}`, "
              f"{len(comparison.pairs)} judgement(s), {comparison.skipped} left out "
              "(an arm had no output)", "", markdown_table(summary)]

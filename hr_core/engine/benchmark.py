@@ -21,7 +21,7 @@ from hr_core.accuracy import (
     runs_made,
 )
 from hr_core.engine.runs_file import STAT_COLUMNS, RowTexts, RunsFile
-from hr_core.engine.store import REFERENCE, RUNS, RunStore
+from hr_core.engine.store import REFERENCE, RUNS, RunStore, unfinished_hint
 from hr_core.errors import RunNotFoundError
 from hr_core.failures import FAILURE_KINDS
 from hr_core.reference import Item, Reference
@@ -269,7 +269,7 @@ class Benchmark:
         except FileNotFoundError:
             raise RunNotFoundError(
                 f"{os.fspath(run_dir)}: the run has not finished (no {RUNS}; status "
-                f"{manifest.get('status')!r}); run the benchmark again to resume it") from None
+                f"{manifest.get('status')!r}); {unfinished_hint(store)}") from None
 
     def item_accuracy(self, arm: str) -> pd.Series:
         """Each item's share of correct runs among its scored runs made, for one arm

@@ -63,12 +63,37 @@ class RunLock:
             return {}
         return data if isinstance(data, dict) else {}
 
-    def _describe(self) -> str:
+    def running(self) -> str | None:
+        """``"PID 123 on host since ..."`` when a process holds the lock now, else ``None``.
+
+        A probe that never creates the file; it takes a shared lock for an instant (a run
+        starting in that instant is refused as if this were a run: it can retry).
+        """
+        if self._fd is not None:
+            return self._holder_text()
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return self._holder_text()
+        except OSError:
+            return None
+        finally:
+            os.close(fd)  # closing releases a lock it took
+        return None
+
+    def _holder_text(self) -> str:
         holder = self.holder()
         if not holder:
-            return f"{self.label} is being run by another process"
-        return (f"{self.label} is being run by PID {holder.get('pid')} on "
-                f"{holder.get('host')} since {holder.get('started_at')}")
+            return "another process"
+        return (f"PID {holder.get('pid')} on {holder.get('host')} since "
+                f"{holder.get('started_at')}")
+
+    def _describe(self) -> str:
+        return f"{self.label} is being run by {self._holder_text()}"
 
     def acquire(self, wait: bool = False, on_wait: Callable[[str], Any] | None = None) -> None:
         """Take the lock; :class:`RunLockedError` naming the holder when another has it.

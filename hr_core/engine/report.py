@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from hr_core._safe import markdown_text, visible
 from hr_core.accuracy import coverage_warnings
 from hr_core.failures import FAILURE_KINDS
 
@@ -21,7 +22,7 @@ def _fmt(value: Any, digits: int = 3) -> str:
         return "–"
     if isinstance(value, float):
         return f"{value:.{digits}f}"
-    return str(value)
+    return markdown_text(value)
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
@@ -33,7 +34,7 @@ def markdown_table(frame: pd.DataFrame) -> str:
         |---|---|
         | a | 0.500 |
     """
-    header = "| " + " | ".join(map(str, frame.columns)) + " |"
+    header = "| " + " | ".join(map(markdown_text, frame.columns)) + " |"
     rule = "|---" * len(frame.columns) + "|"
     rows = ["| " + " | ".join(_fmt(v) for v in row) + " |"
             for row in frame.itertuples(index=False)]
@@ -52,9 +53,14 @@ def summary_records(summary: pd.DataFrame) -> list[dict[str, Any]]:
     return records
 
 
-def _cell(value: Any) -> str:
-    """Text for a markdown table cell or list item: one line, ``|`` and backticks escaped."""
-    return " ".join(str(value).split()).replace("|", "\\|").replace("`", "'")
+_cell = markdown_text
+"""Text for a markdown table cell, heading or list item: shown as itself, on one line."""
+
+
+def _code(value: Any) -> str:
+    """Text for a code span (`` `...` ``, where nothing is markup; never in a table):
+    one line, control characters visible, a backtick (which would end the span) as ``'``."""
+    return " ".join(visible(value).split()).replace("`", "'")
 
 
 def _count(value: Any) -> str:
@@ -86,7 +92,7 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
     summary = bench.summary() if summary is None else summary
     m = bench.manifest
     result = verdict(bench.stat_runs(), summary)
-    lines = [f"# Benchmark {_cell(m.get('name'))} ({m.get('run_id')})", "",
+    lines = [f"# Benchmark {_cell(m.get('name'))} ({_cell(m.get('run_id'))})", "",
              f"**Verdict.** {_cell(result.headline())}", "",
              f"Significance: {_cell(result.correction)}.", "",
              "| arm | accuracy (95% CI) | vs best, points (95% CI) | p (Holm) | coverage "
@@ -134,7 +140,7 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
     if note is not None:
         warnings.insert(0, note)
     if warnings:
-        lines += ["", *(f"> **Warning:** {w}" for w in warnings)]
+        lines += ["", *(f"> **Warning:** {_cell(w)}" for w in warnings)]
     lines += ["", "Accuracy is over the runs made (runs a budget stopped are left out; "
               "coverage = runs made / runs planned); intervals as in docs/statistics.md."]
     limit = float(m.get("max_error_rate") or DEFAULT_MAX_ERROR_RATE)
@@ -146,21 +152,23 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
         flag = " **above max_error_rate**" if arm in health.breaches else ""
         lines.append(f"- **{_cell(arm.arm)}**: {arm.errors} error(s) in {arm.runs_made} "
                      f"run(s) ({arm.rate:.0%}){flag}")
-        lines += [f"  - {count}x `{_cell(message)}`" for message, count in arm.top]
+        lines += [f"  - {count}x `{_code(message)}`" for message, count in arm.top]
     for arm in health.budget_stopped:
         lines.append(f"- **{_cell(arm.arm)}**: budget stop: {arm.budget_stops} run(s) never "
                      "started")
-    where = f"{bench.run_dir}" if bench.run_dir else "the run folder"
+    where = _code(bench.run_dir) if bench.run_dir else "the run folder"
     lines += ["", "## Single items", "",
               f"HTML report (verdict, every arm's failed items, disagreements): "
               f"`{where}/report.html`", "",
               f"In a terminal: `hr show {where}` (`--arm A`, `--kind error`, `--item ID`, "
               "`--diff A B`).", "", "## Run", "",
-              f"- reference `{str(m.get('reference_hash'))[:12]}` ({m.get('n_items')} items), "
-              f"runs per item: {m.get('runs')}, scorer: `{_cell(m.get('scorer'))}`",
-              f"- status: {m.get('status')}, started {m.get('started_at')}, "
-              f"ended {m.get('ended_at')}"]
+              f"- reference `{_code(str(m.get('reference_hash'))[:12])}` "
+              f"({_cell(m.get('n_items'))} items), runs per item: {_cell(m.get('runs'))}, "
+              f"scorer: `{_code(m.get('scorer'))}`",
+              f"- status: {_cell(m.get('status'))}, started {_cell(m.get('started_at'))}, "
+              f"ended {_cell(m.get('ended_at'))}"]
     judge = m.get("judge")
     if judge:
-        lines.append(f"- judge `{str(judge.get('hash'))[:12]}`: {judge.get('validation')}")
+        lines.append(f"- judge `{_code(str(judge.get('hash'))[:12])}`: "
+                     f"{_cell(judge.get('validation'))}")
     return "\n".join(lines) + "\n"

@@ -23,7 +23,14 @@ from hr_core.engine.arms import Arm
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.session import DEFAULT_CHUNK_SIZE, BenchmarkPlan, BenchmarkSession
 from hr_core.engine.spec import scorer_from
-from hr_core.engine.store import MANIFEST, REFERENCE, RUNS, RunStore, run_id_for
+from hr_core.engine.store import (
+    MANIFEST,
+    REFERENCE,
+    RUNS,
+    RunStore,
+    run_id_for,
+    unfinished_hint,
+)
 from hr_core.errors import CorruptRunError, HrTypeError, RunNotFoundError
 from hr_core.reference import Item, Reference
 from hr_core.scorers import Scorer
@@ -44,7 +51,7 @@ def _reference(store: RunStore, manifest: dict[str, Any]) -> Reference:
     except FileNotFoundError:
         raise RunNotFoundError(
             f"{store.run_dir}: no {REFERENCE} (written when a run finishes); finish the run "
-            "first (run the benchmark again to resume it)") from None
+            f"first: {unfinished_hint(store)}") from None
     items = []
     for number, line in enumerate(data.splitlines(), start=1):
         if not line.strip():

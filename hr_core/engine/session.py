@@ -24,6 +24,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from hr_core._checks import path_arg, positive_int
+from hr_core._safe import safe_segment
 from hr_core.engine.arms import Arm, check_prompt_fields, normalise_arms
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.budget import Budget, BudgetLedger
@@ -244,6 +245,30 @@ def _check_api_keys(arms: Mapping[str, Arm]) -> None:
                 raise SpecError(f"arm {name!r}: {exc}") from None
 
 
+MAX_PLANNED_RUNS = 10_000_000
+"""The most (arm, item, run) runs one benchmark may plan: its flow process holds every
+run's small columns (~0.45 KB a run, ~4.6 GB at this bound; docs/operations.md section 9).
+Split a larger benchmark into several specs."""
+
+
+def check_plan_size(items: int, runs: Mapping[str, int]) -> int:
+    """The runs a plan makes (items x each arm's runs), or :class:`SpecError` above
+    :data:`MAX_PLANNED_RUNS`, naming the number and the limit.
+
+    Example:
+        >>> check_plan_size(4, {"a": 3, "b": 1})
+        16
+    """
+    total = items * sum(runs.values())
+    if total > MAX_PLANNED_RUNS:
+        per_arm = ", ".join(f"{n}: {r:,}" for n, r in list(runs.items())[:3])
+        raise SpecError(
+            f"the plan has {total:,} runs ({items:,} item(s) x runs per arm, {per_arm}"
+            f"{', ...' if len(runs) > 3 else ''}), more than the {MAX_PLANNED_RUNS:,} one "
+            "benchmark may make; lower `runs` or split the arms or items into several specs")
+    return total
+
+
 def plan_benchmark(
     arms: Mapping[str, Any],
     reference: Any,
@@ -294,7 +319,10 @@ def plan_benchmark(
         budget = _budget(budget)
     if chunk_size is not None:
         positive_int("benchmark", "chunk_size", chunk_size)
+    check_plan_size(len(reference), {n: runs if a.runs is None else a.runs
+                                     for n, a in normalised.items()})
     store = path_arg("benchmark", "store", store)
+    name = safe_segment(name or "benchmark", "name")
     _check_api_keys(normalised)
     check_prompt_fields(normalised, reference)
     timeouts = _timeouts(timeout_s, normalised)
@@ -313,7 +341,6 @@ def plan_benchmark(
     own_runs = {n: a.runs for n, a in normalised.items() if a.runs is not None}
     if own_runs:
         spec["arm_runs"] = own_runs
-    name = name or "benchmark"
     run_id = fresh_run_id() if fresh else run_id_for(spec)
     cache = None
     if any(a.llm is not None for a in normalised.values()):
@@ -401,6 +428,7 @@ class BenchmarkSession:
         if not self.lock.held:
             self.lock.acquire()
             self._own_lock = True
+        self.store.remove_stale_temporaries()  # a kill while writing left them
         if plan.resume:
             self.store.fetch_journal()
             self.done = {k: r for k, r in self.journal.read().items() if k[0] in plan.arms}

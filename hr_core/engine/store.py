@@ -20,6 +20,7 @@ from typing import Any
 import fsspec
 import pandas as pd
 
+from hr_core._safe import inside
 from hr_core.engine.journal import Journal, write_error
 from hr_core.engine.lock import RunLock
 from hr_core.errors import CorruptRunError
@@ -105,6 +106,29 @@ def _is_local(url: str) -> bool:
     return "://" not in url or url.startswith("file://")
 
 
+def _alive(pid: int) -> bool:
+    """Whether a process with this PID runs on this machine (ours counts)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):  # gone, or no PID at all
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def unfinished_hint(store: RunStore) -> str:
+    """What to do about a run that has not finished: wait for the process running it
+    (named from its lock), or run the benchmark again to resume it."""
+    holder = store.lock.running()
+    if holder is not None:
+        return (f"it is running now ({holder}): wait for it to finish (`hr run --wait "
+                "SPEC.yaml` waits, then resumes), or stop that process")
+    return "run the benchmark again to resume it"
+
+
 def rerun_hint() -> str:
     """The fix for damaged or missing results: the journal rebuilds them."""
     return ("run the benchmark again (`hr run SPEC.yaml`, or the same hr_benchmark call): "
@@ -146,7 +170,8 @@ class RunStore:
         self.store = os.fspath(store)
         self.name = name
         self.run_id = run_id
-        self.run_dir = f"{self.store.rstrip('/')}/{name}/{run_id}"
+        self.run_dir = inside(self.store, f"{self.store.rstrip('/')}/{name}/{run_id}",
+                              "run folder")
         self.fs, self._root = fsspec.core.url_to_fs(self.run_dir)
         journal_dir = Path(self._root) if self.local else local_dir(self.run_dir)
         self.journal = Journal(journal_dir / JOURNAL)
@@ -209,6 +234,23 @@ class RunStore:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise write_error(target, exc) from None
+
+    def remove_stale_temporaries(self) -> list[str]:
+        """Remove the ``<file>.<pid>.tmp`` left in a local run folder by a process killed
+        while writing (its PID no longer runs); returns their names. Call it holding the
+        run's lock: no live process of this run is writing then."""
+        if not self.local:
+            return []
+        removed = []
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(self._root):
+                stem, _, pid = entry.name.removesuffix(".tmp").rpartition(".")
+                if (entry.name.endswith(".tmp") and stem and pid.isdigit()
+                        and not _alive(int(pid)) and entry.is_file(follow_symlinks=False)):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(entry.path)
+                        removed.append(entry.name)
+        return removed
 
     def write_file(self, filename: str, write: Callable[[Any], None]) -> None:
         """Write a file atomically with ``write(handle)`` (a binary file handle)."""

@@ -20,6 +20,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hr_core._safe import safe_segment
 from hr_core.errors import HrError
 from hr_core.judge.config import CONFIG_FIELDS, JudgeConfig, config_hash
 from hr_core.judge.judging import JudgeResult, judge_item
@@ -250,8 +251,8 @@ class ValidationStoreError(HrError, ValueError):
 def save_validation(record: JudgeValidation, store: str | os.PathLike[str] = "judges") -> Path:
     """Write ``<store>/<hash>.json`` atomically and return its path."""
     folder = Path(store)
+    target = folder / f"{safe_segment(record.hash, 'judge hash')}.json"
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"{record.hash}.json"
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(record.model_dump_json(indent=2))
@@ -276,8 +277,9 @@ def load_validation(
         True
     """
     key = config_or_hash.hash if isinstance(config_or_hash, JudgeConfig) else config_or_hash
-    if not isinstance(key, str) or not key or "/" in key or "\\" in key or key.startswith("."):
+    if not isinstance(key, str) or not key or key.startswith("."):
         raise ValueError(f"a config hash is a hex string, not {key!r}")
+    safe_segment(key, "judge hash")
     path = Path(store) / f"{key}.json"
     return _read(path) if path.is_file() else None
 
