@@ -59,3 +59,23 @@ def test_yaml_llm_arms_run_on_anthropic_and_azure(prefect_harness: None, tmp_pat
         if path.is_file():
             data = path.read_bytes()
             assert CLAUDE_KEY.encode() not in data and AZURE_KEY.encode() not in data, path
+
+
+def test_the_readme_example_of_native_providers_builds_both_models(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import yaml
+
+    from hr_core.engine.arms import normalise_arms
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    start = text.index("```yaml\narms:\n  claude:")
+    block = text[start + len("```yaml\n"):]
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k1")
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "k2")
+    arms = normalise_arms(yaml.safe_load(block[: block.index("```")])["arms"])
+    claude, azure = arms["claude"].model(), arms["azure"].model()
+    assert (claude.spec, azure.spec) == ("anthropic:claude-sonnet-4-5", "azure-openai:gpt4o-prod")
+    assert azure.base_url.startswith("https://my-resource.openai.azure.com/openai/deployments/")
+    body = claude.request(arms["claude"].llm.messages({"document": "d", "question": "q"}),
+                          None, arms["claude"].llm.params)
+    assert body["system"] == "Answer from the document only." and body["max_tokens"] == 256
