@@ -183,5 +183,5 @@ def test_azure_openai_is_a_provider() -> None:
     assert "azure-openai" in PROVIDERS
     model = resolve_model("azure-openai:dep", base_url="https://r.openai.azure.com/",
                           api_key="k")
-    assert isinstance(model, AzureOpenAIChatModel) and model.endpoint == \
+    assert isinstance(model, AzureOpenAIChatModel) and model.azure_endpoint == \
         "https://r.openai.azure.com"

@@ -140,7 +140,7 @@ class AzureOpenAIChatModel(OpenAIChatModel):
                 f"azure-openai:{deployment}: base_url is the resource endpoint only "
                 f"(e.g. 'https://my-resource.openai.azure.com'), not {endpoint!r}: the "
                 "deployment comes from the model string")
-        self.endpoint = endpoint
+        self.azure_endpoint = endpoint
         self.api_version = api_version or os.environ.get("OPENAI_API_VERSION") \
             or DEFAULT_API_VERSION
         ways = [w for w, given in (("api_key", api_key), ("api_key_env", api_key_env),
@@ -168,7 +168,7 @@ class AzureOpenAIChatModel(OpenAIChatModel):
         return self.name
 
     def __repr__(self) -> str:
-        return (f"AzureOpenAIChatModel({self.spec!r}, endpoint={self.endpoint!r}, "
+        return (f"AzureOpenAIChatModel({self.spec!r}, endpoint={self.azure_endpoint!r}, "
                 f"api_version={self.api_version!r})")
 
     __str__ = __repr__
@@ -186,7 +186,7 @@ class AzureOpenAIChatModel(OpenAIChatModel):
         credential: dict[str, Any] = (
             {"azure_ad_token_provider": self._token_provider} if self._token_provider
             else {"api_key": self._api_key()})
-        return AsyncAzureOpenAI(azure_endpoint=self.endpoint, azure_deployment=self.name,
+        return AsyncAzureOpenAI(azure_endpoint=self.azure_endpoint, azure_deployment=self.name,
                                 api_version=self.api_version, timeout=self.timeout,
                                 max_retries=0, **credential)
 
