@@ -19,6 +19,7 @@ from flows.labels import benchmark_tags, label_flow_run
 from flows.runners import TaskRunnerKind, make_task_runner
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.health import ErrorRateExceeded
+from hr_core.engine.stopping import sequential_note
 from hr_core.errors import HrError
 from tasks.limits import ProviderLimit
 from tasks.regression import check_regression, publish_regression
@@ -102,7 +103,8 @@ async def hr_scheduled_benchmark(
     name = str(bench.manifest.get("name") or "benchmark")
     run_dir = str(bench.run_dir)
     report = check_regression(run_dir, threshold=threshold)
-    regressed: list[str] = await publish_regression(report, name=name, spec_path=spec)
+    regressed: list[str] = await publish_regression(report, name=name, spec_path=spec,
+                                                    note=sequential_note(bench.manifest))
     previous = None if report is None else report.previous_run_id
     logger.info("benchmark %s run %s compared with %s: %s", name, bench.run_id,
                 previous or "nothing (first run)",

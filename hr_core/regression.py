@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hr_core._safe import markdown_text
 from hr_core.accuracy import item_accuracy
 from hr_core.identity import fingerprint
+from hr_core.multiplicity import holm
 from hr_core.stats import MIN_ITEMS, TOO_FEW_ITEMS, paired_difference
 
 __all__ = [
@@ -59,6 +60,8 @@ class ArmChange(BaseModel):
     ci_low: float | None = None
     ci_high: float | None = None
     p_value: float | None = None
+    p_holm: float | None = None
+    """``p_value`` Holm-corrected over the arms of this check (``hr_core.multiplicity``)."""
 
 
 class RegressionReport(BaseModel):
@@ -96,8 +99,9 @@ class RegressionReport(BaseModel):
             "",
             f"Run `{self.run_id}` against the previous completed run `{self.previous_run_id}` "
             f"of the same spec; a regression is a drop of more than {self.threshold:g} with "
-            f"the {self.level:.0%} CI of the paired difference entirely below zero; "
-            f"below {MIN_ITEMS} items in common there is no verdict.",
+            f"the {self.level:.0%} CI of the paired difference entirely below zero and its "
+            "p-value, Holm-corrected over the arms checked, below "
+            f"{1 - self.level:.2g}; below {MIN_ITEMS} items in common there is no verdict.",
             "",
             "| arm | status | items | previous | now | diff | CI |",
             "|---|---|---|---|---|---|---|",
@@ -202,6 +206,7 @@ def compare_runs(
                 p_value=_num(pd_.p_value),
             )
         )
+    changes = _holm_corrected(changes, level)
     return RegressionReport(
         run_id=run_id,
         previous_run_id=previous_run_id,
@@ -209,6 +214,24 @@ def compare_runs(
         level=level,
         arms=changes,
     )
+
+
+def _holm_corrected(changes: list[ArmChange], level: float) -> list[ArmChange]:
+    """Each arm's change with its Holm-corrected p-value; a regression or improvement only
+    when the corrected p-value is below ``1 - level`` (family-wise error across arms)."""
+    tested = [c for c in changes if c.p_value is not None]
+    adjusted = dict(zip((c.arm for c in tested), holm([c.p_value or 0.0 for c in tested]),
+                        strict=True))
+    out = []
+    for change in changes:
+        p_holm = adjusted.get(change.arm)
+        status = change.status
+        if status in ("regression", "improvement") and not (p_holm is not None
+                                                            and p_holm < 1 - level):
+            status = "no_change"
+        out.append(change.model_copy(update={"p_holm": _num(p_holm) if p_holm is not None
+                                             else None, "status": status}))
+    return out
 
 
 def spec_fingerprint(manifest: Mapping[str, Any]) -> str:

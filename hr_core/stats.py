@@ -34,6 +34,7 @@ __all__ = [
     "cohen_kappa",
     "normal_p_value",
     "paired_difference",
+    "pooled_share_ci",
     "t_for",
     "wilson_interval",
     "win_rate",
@@ -238,6 +239,43 @@ def clustered_mean_ci(
     # round so that equal inputs hit the quantile cache despite float noise
     _, low, high = clopper_pearson(round(mean * n_eff, 9), round(n_eff, 9), level)
     return Interval(mean, low, high)
+
+
+def pooled_share_ci(successes: Sequence[float], totals: Sequence[int],
+                    level: float = 0.95) -> Interval:
+    """The pooled share ``sum(successes) / sum(totals)`` with an item-clustered interval
+    centred on it (rows of one item are not independent).
+
+    The ratio estimator's cluster variance (Cochran, *Sampling Techniques*, 3rd ed.,
+    1977, eq. 6.13: ``sum((a_k - R m_k)^2) / (n (n - 1) mbar^2)`` over ``n`` items with
+    ``a_k`` successes in ``m_k`` rows) gives an effective sample size as in
+    :func:`clustered_mean_ci` (Korn and Graubard), and the interval is
+    Clopper-Pearson's on it; with one row per item it is Clopper-Pearson's itself.
+    The estimate is the pooled share, so the interval is around the figure reported.
+
+    Example:
+        >>> [round(x, 3) for x in pooled_share_ci([1, 1, 0], [1, 1, 1])]
+        [0.667, 0.094, 0.992]
+    """
+    pairs = [(float(a), int(m)) for a, m in zip(successes, totals, strict=True) if m > 0]
+    if not pairs:
+        return Interval(_NAN, _NAN, _NAN)
+    hits = math.fsum(a for a, _ in pairs)
+    rows = sum(m for _, m in pairs)
+    ratio = hits / rows
+    n = len(pairs)
+    if all(m == 1 for _, m in pairs) and hits.is_integer():
+        return clopper_pearson(hits, n, level)
+    mbar = rows / n
+    var = (math.fsum((a - ratio * m) ** 2 for a, m in pairs) / (n * (n - 1) * mbar * mbar)
+           if n > 1 else 0.0)
+    if var <= 0 or ratio <= 0 or ratio >= 1:
+        n_eff = float(n)
+    else:
+        n_eff = min(ratio * (1 - ratio) / var * (z_for(level) / t_for(level, n - 1)) ** 2,
+                    float(rows))
+    _, low, high = clopper_pearson(round(ratio * n_eff, 9), round(n_eff, 9), level)
+    return Interval(ratio, low, high)
 
 
 def accuracy_interval(

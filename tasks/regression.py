@@ -80,7 +80,8 @@ def _flow_run_related() -> list[dict[str, str]]:
 
 @task(name="publish-regression")
 async def publish_regression(report: RegressionReport | None, *, name: str,
-                             spec_path: str | None = None) -> list[str]:
+                             spec_path: str | None = None, note: str | None = None
+                             ) -> list[str]:
     """Publish the report as artifacts and emit one event per regressed arm.
 
     The markdown artifact's key is :func:`regression_artifact_key`; the table
@@ -88,17 +89,22 @@ async def publish_regression(report: RegressionReport | None, *, name: str,
     emits :data:`REGRESSION_EVENT` on resource :func:`spec_resource_id` with the
     arm, diff, CI, accuracies and run ids as payload.
 
+    ``note`` (a run that stopped early, :func:`hr_core.engine.stopping.sequential_note`)
+    is shown under the heading.
+
     Returns:
         The arms that regressed.
     """
     key = regression_artifact_key(name)
+    said = "" if note is None else f"\n> **Note:** {note}\n"
     if report is None:
         await acreate_markdown_artifact(
-            key=key, markdown=f"# Regression check: {name}\n\nNo earlier completed run "
-            "of this spec in the store: nothing to compare with yet.\n",
+            key=key, markdown=f"# Regression check: {name}\n{said}\nNo earlier completed "
+            "run of this spec in the store: nothing to compare with yet.\n",
             description=f"hr regression check of {name}")
         return []
-    await acreate_markdown_artifact(key=key, markdown=report.to_markdown(),
+    heading, _, rest = report.to_markdown().partition("\n")
+    await acreate_markdown_artifact(key=key, markdown=f"{heading}\n{said}{rest}",
                                     description=f"hr regression check of {name}")
     await acreate_table_artifact(key=f"{key}-arms",
                                  table=[a.model_dump(mode="json") for a in report.arms],

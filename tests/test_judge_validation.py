@@ -225,3 +225,24 @@ def test_the_agreement_interval_is_clustered_by_item() -> None:
     assert clustered.agreement_ci[0] < rows_only.agreement_ci[0] - 0.2
     with pytest.raises(ValueError, match="12 judged rows but 2 items"):
         compute_validation(GRADE, results, humans, items=["a", "b"])
+
+
+def test_the_agreement_interval_is_centred_on_the_reported_pooled_agreement() -> None:
+    """One question with 100 judged rows all agreeing, 20 questions with one row each all
+    disagreeing: agreement (pooled over rows) is 100/120. The interval used to be the mean
+    of per-question shares' (1/21 = 0.048, interval ~0.00-0.24), far from the figure."""
+    results = [_result("ok", "pass")] * 120
+    humans = ["pass"] * 100 + ["fail"] * 20
+    items = ["big"] * 100 + [f"small{i}" for i in range(20)]
+    record = compute_validation(GRADE, results, humans, items=items)
+    assert record.agreement == pytest.approx(100 / 120)
+    assert record.agreement_ci is not None
+    low, high = record.agreement_ci
+    assert low < record.agreement < high
+
+
+def test_with_one_row_per_item_the_agreement_interval_is_clopper_pearson() -> None:
+    results = [_result("ok", "pass")] * 10
+    humans = ["pass"] * 7 + ["fail"] * 3
+    record = compute_validation(GRADE, results, humans)
+    assert record.agreement_ci == pytest.approx(clopper_pearson(7, 10)[1:])

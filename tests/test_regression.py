@@ -239,3 +239,25 @@ def test_old_second_times_and_new_microsecond_times_compare_as_instants(
                "run_id": "run-now", "started_at": "2026-11-29T21:40:00.000000Z"}
     found = find_previous_run(str(root), current)
     assert found is not None and found.manifest["run_id"] == expected
+
+
+def test_a_drop_that_is_significant_alone_is_not_a_regression_across_three_arms() -> None:
+    """Each of three arms loses 6 of 40 items (sign test p = 0.031 alone): Holm over the
+    three arms gives 0.094, so no arm regressed; one arm alone still regresses."""
+    import pandas as pd
+
+    from hr_core.regression import compare_runs
+
+    def table(arms: list[str], drop: bool) -> pd.DataFrame:
+        rows = [{"arm": arm, "item_id": f"q{i}", "failure_kind": None,
+                 "correct": not (drop and i < 6)} for arm in arms for i in range(40)]
+        frame = pd.DataFrame(rows)
+        frame["correct"] = frame["correct"].astype("boolean")
+        return frame
+
+    three = compare_runs(table(["a", "b", "c"], True), table(["a", "b", "c"], False))
+    assert [a.status for a in three.arms] == ["no_change"] * 3
+    assert three.arms[0].p_value == pytest.approx(2 * 0.5 ** 6)
+    assert three.arms[0].p_holm == pytest.approx(3 * 2 * 0.5 ** 6)
+    one = compare_runs(table(["a"], True), table(["a"], False))
+    assert one.arms[0].status == "regression"

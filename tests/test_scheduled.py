@@ -102,3 +102,15 @@ def test_secret_blocks_fill_the_environment_variables_named(
     monkeypatch.setenv("HR_TEST_API_KEY", "")
     asyncio.run(_export_secrets({"HR_TEST_API_KEY": "hr-test-api-key"}))
     assert os.environ["HR_TEST_API_KEY"] == "sk-test-not-a-key"
+
+
+def test_a_nightly_run_that_stops_when_clear_says_so_in_its_artifact(
+    prefect_harness: None, tmp_path: Path,
+) -> None:
+    spec = _write_spec(tmp_path / "spec")
+    spec.write_text(SPEC + "stop: {margin: 0.5, min_items: 10, batch: 10}\n")
+    done = asyncio.run(hr_scheduled_benchmark(str(spec), store=str(tmp_path / "results")))
+    manifest = json.loads((Path(done["run_dir"]) / "manifest.json").read_text())
+    assert manifest["sequential"]["stopped"] and manifest["sequential"]["items_used"] < 30
+    markdown = asyncio.run(_latest_markdown(regression_artifact_key("drift-check")))
+    assert "> **Note:** stopped: verdict clear after" in markdown

@@ -27,7 +27,7 @@ from hr_core.judge.judging import JudgeResult, judge_item
 from hr_core.judge.labelled import LabelledDataError, LabelledRow, read_labelled
 from hr_core.judge.position import position_bias, position_bias_columns
 from hr_core.models.base import ChatModel
-from hr_core.stats import accuracy_interval, cohen_kappa
+from hr_core.stats import cohen_kappa, pooled_share_ci
 
 __all__ = [
     "NO_VERDICT",
@@ -52,8 +52,9 @@ class JudgeValidation(BaseModel):
     """A judge's agreement with people under one exact configuration.
 
     ``agreement`` counts an item without a combined verdict as a disagreement;
-    ``agreement_ci`` is the 95% interval of ``hr_core.stats.accuracy_interval``
-    over items (exact with one row per item, clustered by item otherwise);
+    ``agreement_ci`` is the 95% interval of ``hr_core.stats.pooled_share_ci``
+    around that pooled share (exact with one row per item, clustered by item
+    otherwise);
     ``kappa`` is Cohen's between people and the judge (no verdict as its own
     category); ``confusion`` is human -> judge -> count; ``consistency`` is the
     share of items whose orders agreed among those where every order gave a
@@ -139,8 +140,9 @@ def compute_validation(
         for key, (h, j) in zip(keys, pairs, strict=True):
             per_item[key][0] += int(h == j)
             per_item[key][1] += 1
-        interval = accuracy_interval([c for c, _ in per_item.values()],
-                                     [t for _, t in per_item.values()])
+        # the pooled share reported as ``agreement``, its interval around it (clustered)
+        interval = pooled_share_ci([c for c, _ in per_item.values()],
+                                   [t for _, t in per_item.values()])
         low, high = _finite(interval[1]), _finite(interval[2])
         ci = None if low is None or high is None else (low, high)
     else:
