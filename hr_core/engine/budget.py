@@ -75,6 +75,8 @@ class BudgetLedger:
         shared = _Account()
         per_arm = budget is not None and budget.per == "arm"
         self._accounts = {arm: (_Account() if per_arm else shared) for arm in arms}
+        self.halts: dict[str, str] = {}
+        """Arms stopped by something other than the budget (a hard quota), and why."""
 
     def _exhausted(self, account: _Account, elapsed: float | None = None) -> bool:
         budget = self.budget
@@ -99,8 +101,15 @@ class BudgetLedger:
             return None
         return self._started + budget.max_seconds
 
+    def halt(self, arm: str, reason: str) -> None:
+        """Stop ``arm`` for good (its endpoint's quota is exhausted): no new run starts,
+        and the runs not made are ``budget_stop`` rows saying ``reason``."""
+        self.halts.setdefault(arm, reason)
+
     def reserve(self, arm: str) -> bool:
-        """Reserve one call for ``arm``; ``False`` once its budget is spent."""
+        """Reserve one call for ``arm``; ``False`` once its budget is spent (or it is halted)."""
+        if arm in self.halts:
+            return False
         if self.budget is None:
             return True
         account = self._accounts[arm]
@@ -130,8 +139,8 @@ class BudgetLedger:
         self.settle(arm, tokens_in, tokens_out, cost_usd)
 
     def stopped(self, arm: str) -> bool:
-        """Whether ``arm``'s budget has stopped new runs."""
-        return self.budget is not None and self._accounts[arm].stopped
+        """Whether ``arm``'s budget (or a halt) has stopped new runs."""
+        return arm in self.halts or (self.budget is not None and self._accounts[arm].stopped)
 
 
 class LedgerUnreachableError(HrError, RuntimeError):
@@ -236,6 +245,8 @@ class SharedLedger(BudgetLedger):
 
     def reserve(self, arm: str) -> bool:
         """Reserve one call for ``arm`` in the shared file; ``False`` once its budget is spent."""
+        if arm in self.halts:
+            return False
         if self.budget is None:
             return True
         if self._accounts[arm].stopped:  # stopped for good: no need to ask the file

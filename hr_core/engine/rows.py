@@ -61,6 +61,8 @@ class RunPositions:
         self.offsets = np.cumsum([0] + [n * r for r in self.runs])
         self._arm = {a: (int(self.offsets[i]), self.runs[i]) for i, a in enumerate(self.arms)}
         self.total = int(self.offsets[-1])
+        self.reasons: dict[str, str] = {}
+        """Why an arm's runs were not made, when not its budget (``error`` of its rows)."""
 
     def of(self, arm: str, item_id: str, run: int) -> int:
         """The position of one run, ``-1`` for a run this plan does not have."""
@@ -88,7 +90,8 @@ class RunPositions:
         """The ``budget_stop`` record of the run at ``position`` (never made)."""
         a = int(np.searchsorted(self.offsets, position, side="right")) - 1
         index, run = divmod(position - int(self.offsets[a]), self.runs[a])
-        return stopped_record(self.arms[a], self.reference.items[index], run + 1)
+        arm = self.arms[a]
+        return stopped_record(arm, self.reference.items[index], run + 1, self.reasons.get(arm))
 
 
 def _journal_files(journal: Journal) -> list[Path]:

@@ -17,6 +17,7 @@ from hr_core.engine.context import _CURRENT_RUN, RunContext
 from hr_core.engine.outputs import short_outcome, store_output
 from hr_core.errors import ScorerError
 from hr_core.failures import FAILURE_KINDS
+from hr_core.models._ratelimit import CALL_DEADLINE, EndpointStoppedError
 from hr_core.reference import Item
 from hr_core.results import ScoreResult
 from hr_core.scorers import Scorer, settle_score
@@ -89,12 +90,13 @@ def _float(value: Any) -> float | None:
     return None if value is None or is_missing(value) else float(value)
 
 
-def stopped_record(arm: str, item: Item, run: int) -> dict[str, Any]:
-    """The record of a run that never started because the budget ran out."""
+def stopped_record(arm: str, item: Item, run: int, reason: str | None = None) -> dict[str, Any]:
+    """The record of a run that never started because the budget ran out (or its
+    endpoint's quota did: ``reason`` says so, in ``error``)."""
     return {
         "arm": arm, "item_id": item.id, "run": run, "output": None,
         "correct": False if has_label(item.label) else None, "score": None, "outcome": None,
-        "failure_kind": "budget_stop", "error": None, "latency_s": None,
+        "failure_kind": "budget_stop", "error": reason, "latency_s": None,
         "tokens_in": None, "tokens_out": None, "cost_usd": None, "judge_status": None,
     }
 
@@ -179,6 +181,8 @@ async def _call_arm(arm: Arm, item: Item, run: int, ctx: ChunkContext
         if limit is None or left < limit:
             limit, timed_out = left, False
     loop = asyncio.get_running_loop()
+    if limit is not None:  # rate-limited model calls wait until then (and no longer)
+        CALL_DEADLINE.set(time.monotonic() + max(limit, 0.0))
     if arm.is_async or arm.llm is not None:
         coro = (arm.fn(item.payload) if arm.is_async  # type: ignore[misc]
                 else arm.acall_llm(item.payload, run))
@@ -210,6 +214,7 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> dict[str
     error: str | None = None
     output: Any = None
     token = _CURRENT_RUN.set(RunContext(arm.name, item.id, run))
+    deadline_token = CALL_DEADLINE.set(None)
     start = time.perf_counter()
     latency: float | None = None
     try:
@@ -218,6 +223,9 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> dict[str
         raise  # the benchmark itself is being stopped
     except _OutOfTime:
         return None
+    except EndpointStoppedError as exc:  # a hard quota halted the endpoint: not made
+        ctx.ledger.halt(arm.name, exc.reason)
+        return None
     except _TimedOut:
         error = f"timed out after {arm.timeout_s:g} s"
     except BaseException as exc:  # an arm that raises (or exits) is a row, not a crash
@@ -225,6 +233,7 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> dict[str
     finally:
         if latency is None:
             latency = time.perf_counter() - start
+        CALL_DEADLINE.reset(deadline_token)
         _CURRENT_RUN.reset(token)
     record: dict[str, Any] = {
         "arm": arm.name, "item_id": item.id, "run": run, "output": None, "correct": None,

@@ -60,6 +60,7 @@ from hr_core.engine.store import (
 from hr_core.engine.threads import DaemonPool
 from hr_core.errors import HrTypeError, RunNotFoundError, ScorerError, SpecError
 from hr_core.identity import fingerprint
+from hr_core.models._ratelimit import rate_limit_report
 from hr_core.reference import Item, Reference, hr_reference
 from hr_core.scorers import Scorer, hr_scorer_exact
 
@@ -398,6 +399,7 @@ class BenchmarkSession:
         self.lock = lock if lock is not None else self.store.lock
         self._own_lock = False
         self.started_at = utc_now()
+        self._started = time.monotonic()
         self.chunks: list[Chunk] = []
         self.done: dict[RunKey, dict[str, Any]] = {}
         self._progress: dict[str, list[int]] = {a: [0, 0, 0] for a in plan.arms}
@@ -741,7 +743,8 @@ class BenchmarkSession:
             **({} if self.monitor is None else {"sequential": dict(
                 self.monitor.summary(self.monitor.stopped),
                 planned={a: len(plan.reference) * plan.runs_of(a) for a in plan.arms})}),
-            **extra,
+            "rate_limits": rate_limit_report(self._started),
+            "halts": dict(self.ledger.halts) if hasattr(self, "ledger") else {}, **extra,
         }
 
     def build(self) -> Benchmark:
@@ -766,6 +769,7 @@ class BenchmarkSession:
         plan = self.plan
         positions = RunPositions(list(plan.arms), {a: plan.runs_of(a) for a in plan.arms},
                                  plan.reference)
+        positions.reasons = dict(self.ledger.halts)
 
         def write(handle: Any) -> None:
             _, self._superseded = write_runs(self.journal, positions, handle,

@@ -1,10 +1,16 @@
 """``openai:MODEL`` and ``openai-compatible:MODEL`` through the real ``openai`` SDK.
 
-The SDK's own retries are off (``max_retries=0``); this client retries on 429,
-408/409, 5xx, timeouts, connection errors and malformed bodies with
-exponential backoff and jitter (``base * 2**(attempt-1)`` capped, times a
-factor in [0.5, 1]), waiting at least the server's ``Retry-After`` /
-``retry-after-ms``. Structured output is asked for with ``response_format``
+The SDK's own retries are off (``max_retries=0``). Every attempt takes a place
+from its endpoint's limiter (:mod:`hr_core.models._ratelimit`: adaptive
+concurrency shared by every model of the process calling that endpoint, paced
+by the known or learned requests/tokens per minute). A 429 pauses the endpoint
+for at least ``retry-after-ms`` / ``Retry-After`` and is retried until the run's
+deadline (``timeout_s`` / ``budget.max_seconds``; without one, for
+``rate_limit_wait_s``); a 429 ``insufficient_quota`` halts the endpoint (the
+calls not sent raise :class:`EndpointStoppedError`). 408/409, 5xx, timeouts,
+connection errors and malformed bodies are retried ``max_retries`` times with
+exponential backoff and jitter (``base * 2**(attempt-1)`` capped, times a factor
+in [0.5, 1]), at least the server's ``Retry-After``. Structured output is asked for with ``response_format``
 ``json_schema``; a server that rejects it (HTTP 400/422) gets the schema as a
 JSON instruction in the system message instead, for the rest of the model's
 life. Keys go only where declared: ``openai:`` reads ``OPENAI_API_KEY`` (or the
@@ -30,6 +36,15 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hr_core.models._ratelimit import (
+    CALL_DEADLINE,
+    EndpointHalted,
+    EndpointLimiter,
+    EndpointStoppedError,
+    Outcome,
+    estimate_tokens,
+    limiter_for,
+)
 from hr_core.models.base import ChatMessage, ModelCallError, ModelConfigError, ModelReply
 from hr_core.results import Usage
 
@@ -149,7 +164,6 @@ class _Malformed(Exception):
 @dataclass
 class _LoopState:
     client: Any
-    semaphore: asyncio.Semaphore
 
 
 _NO_KEY = "hr-no-key-declared"
@@ -157,6 +171,28 @@ _NO_KEY = "hr-no-key-declared"
 given and never sent (the request omits its Authorization header)."""
 
 _RETRY_STATUSES = frozenset({408, 409, 429})
+_OPENAI_URL = "https://api.openai.com/v1"
+_EXPLICIT_KEYS: dict[str, str] = {}  # a key given as a value -> its limiter's name (memory only)
+
+
+def _explicit_key_name(key: str) -> str:
+    """A name for a key given as a value: models with the same key share a limiter,
+    and the name says nothing of the key."""
+    return _EXPLICIT_KEYS.setdefault(key, f"explicit key #{len(_EXPLICIT_KEYS) + 1}")
+
+
+def _hard_quota(exc: Any) -> bool:
+    """A 429 that will not clear by waiting: OpenAI's ``insufficient_quota``."""
+    body = getattr(exc, "body", None)
+    error = body.get("error", body) if isinstance(body, dict) else None
+    fields = [getattr(exc, "code", None), getattr(exc, "type", None)]
+    if isinstance(error, dict):
+        fields += [error.get("code"), error.get("type")]
+    return "insufficient_quota" in fields
+
+
+def _headers(exc: BaseException) -> Any:
+    return getattr(getattr(exc, "response", None), "headers", None)
 
 
 class OpenAIChatModel:
@@ -172,8 +208,14 @@ class OpenAIChatModel:
             is sent unless a variable is named).
         prices: USD per million tokens (see :func:`find_price`).
         timeout: seconds per attempt.
-        max_retries: retries after the first attempt.
-        concurrency: calls in flight at once (per event loop).
+        max_retries: retries after the first attempt of a transient failure
+            (5xx, timeout, connection); rate limits are waited out instead.
+        concurrency: calls in flight at once: this model's share of its endpoint's
+            ceiling (hr_core.models._ratelimit adapts the limit below it).
+        rpm, tpm: the endpoint's requests / tokens per minute, when known: calls
+            are paced below them (else learned from headers and 429s).
+        rate_limit_wait_s: without a run deadline, how long a call waits out
+            rate limits before it fails.
         backoff_base_s, backoff_max_s: exponential backoff parameters.
         sleep: the coroutine used to wait between attempts.
         params: default sampling parameters (temperature, max_tokens, ...).
@@ -202,6 +244,9 @@ class OpenAIChatModel:
         retry_after_max_s: float = 120.0,
         sleep: Sleep | None = None,
         params: Mapping[str, Any] | None = None,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        rate_limit_wait_s: float = 900.0,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ModelConfigError(f"{provider}: the model name must be a non-empty string")
@@ -224,6 +269,9 @@ class OpenAIChatModel:
         self.retry_after_max_s = retry_after_max_s
         self.price = find_price(prices, provider, name)
         self.params = dict(params or {})
+        self.rpm, self.tpm = rpm, tpm
+        self.rate_limit_wait_s = float(rate_limit_wait_s)
+        self._endpoint: EndpointLimiter | None = None
         self._sleep: Sleep = sleep or asyncio.sleep
         self._key = _Secret(api_key) if api_key else None
         self._key_env = None if api_key else key_variable(provider, api_key_env)
@@ -264,7 +312,7 @@ class OpenAIChatModel:
         state = self._loops.get(loop)
         if state is None:
             client = self._new_client()
-            state = _LoopState(client, asyncio.Semaphore(self.concurrency))
+            state = _LoopState(client)
             self._loops[loop] = state
         return state
 
@@ -294,23 +342,44 @@ class OpenAIChatModel:
         """One chat completion, retried as the module docstring says."""
         state = self._state()
         self.stats["calls"] += 1
-        async with state.semaphore:
-            try:
-                return await self._call(state.client, messages, schema, params)
-            except ModelCallError:
-                self.stats["failed"] += 1
-                raise
+        try:
+            return await self._call(state.client, messages, schema, params)
+        except ModelCallError:
+            self.stats["failed"] += 1
+            raise
+
+    def _limiter(self) -> EndpointLimiter:
+        """This endpoint's limiter, shared with every model of this process that calls it."""
+        if self._endpoint is None:
+            base_url = self.base_url or os.environ.get("OPENAI_BASE_URL") or _OPENAI_URL
+            key = self._api_key()
+            key_name = self._key_env or (_explicit_key_name(key) if key else "no key")
+            self._endpoint = limiter_for(self.provider, base_url, key_name, owner=self,
+                                         concurrency=self.concurrency, rpm=self.rpm,
+                                         tpm=self.tpm)
+        return self._endpoint
 
     async def _call(self, client: Any, messages: Sequence[ChatMessage],
                     schema: Mapping[str, Any] | None,
                     params: Mapping[str, Any] | None) -> ModelReply:
+        """Attempts until a reply: rate limits (429) are waited out and retried until the
+        run's deadline (:data:`CALL_DEADLINE`, else ``rate_limit_wait_s``); other transient
+        failures ``max_retries`` times; a hard quota halts the endpoint."""
         import openai
 
         base: dict[str, Any] = {**self.params, **(params or {}), "model": self.name}
         omit = _omitted_headers(self.provider, has_key=client.api_key != _NO_KEY)
         if omit:
             base["extra_headers"] = omit
+        limiter = self._limiter()
+        run_deadline = CALL_DEADLINE.get()
+        # the engine abandons the call at its own deadline (and records why); past that
+        # a little, or without one after rate_limit_wait_s, the call gives up itself
+        give_up = (run_deadline + 1.0 if run_deadline is not None
+                   else time.monotonic() + self.rate_limit_wait_s)
         attempt = 0
+        limited = 0
+        retry = False
         while True:
             attempt += 1
             self.stats["attempts"] += 1
@@ -318,11 +387,30 @@ class OpenAIChatModel:
             request = dict(base, messages=_with_schema(messages, schema, not use_format))
             if use_format and schema is not None:
                 request["response_format"] = _response_format(schema)
-            started = time.perf_counter()
+            completion_max = (request.get("max_tokens") or request.get("max_completion_tokens")
+                              or limiter.expected_completion())
+            tokens = estimate_tokens(request["messages"], int(completion_max))
             try:
-                completion = await client.chat.completions.create(**request)
-                text, usage = self._read(completion)
+                permit = await limiter.acquire(tokens, deadline=give_up, first=retry)
+            except EndpointHalted as exc:
+                raise EndpointStoppedError(self._redact(
+                    f"{self.spec}: not sent: {exc.reason}")) from None
+            except TimeoutError:
+                raise ModelCallError(self._redact(
+                    f"{self.spec}: rate limited for {limited} attempt(s) until the deadline "
+                    f"(no place to send before it)")) from None
+            started = time.perf_counter()
+            outcome: Outcome = "cancelled"
+            headers: Any = None
+            used: tuple[int | None, int | None] = (None, None)
+            try:
+                raw = await client.chat.completions.with_raw_response.create(**request)
+                headers = raw.headers
+                text, usage = self._read(raw.parse())
+                used = (usage.tokens_in, usage.tokens_out)
+                outcome = "ok"
             except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+                outcome, headers = "error", exc.response.headers
                 if use_format:
                     self.structured_output = False
                     self.stats["fallbacks"] += 1
@@ -331,19 +419,44 @@ class OpenAIChatModel:
                 raise ModelCallError(self._redact(
                     f"{self.spec}: the server rejected the request: {_describe(exc)}"
                 )) from None
+            except openai.RateLimitError as exc:
+                headers = exc.response.headers
+                if _hard_quota(exc):
+                    outcome = "error"
+                    reason = (f"{self.spec} at {limiter.label}: quota exhausted "
+                              f"({_describe(exc)}); calls to this endpoint stopped")
+                    if limiter.halt(self._redact(reason)):
+                        raise ModelCallError(self._redact(reason)) from None
+                    raise EndpointStoppedError(self._redact(reason)) from None
+                outcome = "rate_limit"
+                limited += 1
+                attempt -= 1  # waited out until the deadline, not counted as a retry
+                self.stats["retries"] += 1
+                self.stats["rate_limited"] = self.stats.get("rate_limited", 0) + 1
+                retry = True
+                continue
             except Exception as exc:
                 if not _retryable(exc):
+                    outcome = "error"
                     raise ModelCallError(self._redact(
                         f"{self.spec}: call failed: {_describe(exc)}"
                     )) from None
+                outcome = "server_error"
                 if attempt > self.max_retries:
                     raise ModelCallError(self._redact(
                         f"{self.spec}: gave up after {attempt} attempt(s) "
                         f"(max_retries={self.max_retries}); last error: {_describe(exc)}"
                     )) from None
                 self.stats["retries"] += 1
-                await self._sleep(self.delay(attempt, _retry_after(exc)))
+                retry = True
+                wait = self.delay(attempt, _retry_after(exc))
+                limiter.release(permit, outcome, headers=_headers(exc))
+                await self._sleep(wait)
                 continue
+            finally:
+                tokens_used = None if used == (None, None) else sum(n or 0 for n in used)
+                limiter.release(permit, outcome, headers=headers, tokens_used=tokens_used,
+                                completion_tokens=used[1])
             return ModelReply(text, usage, cached=False,
                               latency_s=time.perf_counter() - started)
 
