@@ -133,7 +133,13 @@ def use_prefect_api(api: PrefectApi | None = None) -> Iterator[PrefectApi]:
         # could start two servers on one port and lose track of one (an orphan)
         timeout = max(int(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()),
                       TEMPORARY_STARTUP_TIMEOUT_S)
-        SubprocessASGIServer().start(timeout=timeout)
+        server = SubprocessASGIServer()
+        fresh = not server.running
+        server.start(timeout=timeout)
+        if fresh and server.server_process is not None:
+            from flows._guard import guard
+
+            guard(server.server_process.pid)  # it dies with this process, even on kill -9
     yield api
 
 
