@@ -82,14 +82,14 @@ budget stops, write report.html and print where the results are.
 [bold]The spec[/] (paths are relative to the spec's folder, which is also importable
 while it runs, so `mymodule:my_arm` next to the spec works without PYTHONPATH):
 
-  [bold]name[/]                 the benchmark's name (results/NAME/RUN_ID/)
+  [bold]name[/]                 the benchmark's name, one folder (results/NAME/RUN_ID/)
   [bold]reference[/]            .jsonl, .csv or .parquet with id and label columns, or
                        {path, id, item, label} to name the columns
   [bold]arms[/]                 name: pkg.module:function, or an LLM arm {model, prompt,
                        system, params, price_in, price_out, base_url, api_key_env},
                        or {arm: ..., runs: N, timeout_s: S} for an arm's own
   [bold]scorer[/]               exact (default), exact_raw, pkg.module:fn, or {judge: {...}}
-  [bold]runs[/]                 runs per (arm, item), default 1
+  [bold]runs[/]                 runs per (arm, item), default 1 (10,000,000 runs at most)
   [bold]budget[/]               {max_calls, max_tokens, max_cost_usd, max_seconds, per}
   [bold]concurrency[/]          runs in flight per arm, default 16
   [bold]timeout_s[/]            seconds per arm call (past it: an error run); none by default

@@ -169,3 +169,57 @@ def test_the_probe_sees_an_unescaped_script_run(tmp_path: Path) -> None:
         "</main>", "</main><img src=x onerror=\"window.__hr_pwned = 2\">")
     probe, _ = _probe(tmp_path, page)
     assert probe["pwned"] == 2
+
+
+def _markdown_page(markdown: str) -> str:
+    """report.md as a permissive markdown renderer makes it a page (CommonMark with tables,
+    raw HTML allowed, no Content-Security-Policy): the worst a dashboard may do with it."""
+    from markdown_it import MarkdownIt
+
+    body = MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
+    return f"<!doctype html><html><head><title>md</title></head><body>{body}</body></html>"
+
+
+def _hostile_markdown() -> str:
+    from hr_core.engine.benchmark import Benchmark, runs_frame
+    from hr_core.engine.report import report_markdown
+
+    arms = [_ATTACKS[1], _ATTACKS[0], "[a](javascript:window.__hr_pwned=5)"]
+    rows = [{"arm": a, "item_id": f"q{i}", "run": 1, "correct": i % 2 == 0, "output": "x"}
+            for a in arms for i in range(4)]
+    rows.append({"arm": arms[0], "item_id": "q9", "run": 1, "correct": None,
+                 "failure_kind": "error", "error": _ATTACKS[3]})
+    return report_markdown(Benchmark(runs_frame(rows), {
+        "name": _ATTACKS[2], "run_id": "r1", "scorer": _ATTACKS[3], "status": "completed"}))
+
+
+def test_report_md_rendered_as_html_runs_no_script_and_shows_the_names(tmp_path: Path) -> None:
+    """Before: an arm named ``<img src=x onerror=...>`` was raw in report.md, and its
+    rendering built the image (the Prefect UI built 5); after: no element from the data."""
+    markdown = _hostile_markdown()
+    probe, console = _probe(tmp_path, _markdown_page(markdown))
+    assert probe["pwned"] == 0 and probe["images"] == 0
+    assert probe["errors"] == [] and console == []
+    shown = _probe_text(tmp_path, _markdown_page(markdown))
+    for attack in _ATTACKS[:3]:
+        assert attack in shown, attack
+
+
+def test_the_markdown_probe_sees_a_raw_image_run(tmp_path: Path) -> None:
+    """The check above is not vacuous: the same name written raw builds the image."""
+    probe, _ = _probe(tmp_path, _markdown_page(f"| arm |\n|---|\n| {_ATTACKS[1]} |\n"))
+    assert probe["pwned"] == 2 and probe["images"] == 1
+
+
+def _probe_text(tmp_path: Path, page: str) -> str:
+    """The page's text as the browser shows it (``document.body.innerText``)."""
+    path = tmp_path / "text.html"
+    path.write_text(page.replace("</body>", "<script>document.title = 'x';"
+                                 "var p = document.createElement('pre'); p.id = 'hr-text';"
+                                 "p.textContent = document.body.innerText;"
+                                 "document.body.appendChild(p);</script></body>"),
+                    encoding="utf-8")
+    done = _run(tmp_path, "--virtual-time-budget=3000", "--dump-dom", path.as_uri())
+    match = re.search(r'<pre id="hr-text">(.*?)</pre>', done.stdout, re.S)
+    assert match is not None, done.stderr[-2000:]
+    return " ".join(html.unescape(match.group(1)).split())

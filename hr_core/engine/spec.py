@@ -19,6 +19,7 @@ from pydantic import (
     field_validator,
 )
 
+from hr_core._safe import safe_segment
 from hr_core._yaml import line_of, read_yaml_mapping
 from hr_core.engine.arms import ArmEntry, LLMArm, import_object
 from hr_core.engine.budget import Budget
@@ -97,6 +98,15 @@ class BenchmarkSpec(BaseModel):
     clear (:mod:`hr_core.engine.stopping`); not part of the run id."""
     base_dir: str | None = Field(default=None, exclude=True)
     source: str | None = Field(default=None, exclude=True)
+
+    @field_validator("name")
+    @classmethod
+    def _one_segment(cls, value: str | None) -> str | None:
+        """The name is a folder of the store: one path segment, never ``..``."""
+        try:
+            return None if value is None else safe_segment(value, "name")
+        except SpecError as exc:
+            raise ValueError(str(exc)) from None
 
     @field_validator("scorer")
     @classmethod
