@@ -9,7 +9,19 @@ applies these rules first, in this order:
    is a ``"parse_failure"`` with outcome ``None``;
 4. the text ``NOT_IN_DOCUMENT`` (any case, white space ignored) is
    ``"not_in_document"`` unless the label accepts it (the scorer's own comparison
-   decides, so the scorer calls :func:`is_not_in_document` after comparing).
+   decides, so the scorer calls :func:`unmatched` after comparing).
+
+A scorer (the built-ins and the judge scorer) applies rules 1-3 with :func:`sort_out`
+(or :func:`plain_answer` first, on its hot path) and :func:`failed`, compares, and ends
+an answer its comparison did not accept with :func:`unmatched` (rule 4, then no label or
+wrong). Whether an item has a label is :func:`has_label`, for scorers and the engine alike.
+
+**An empty list label** (``[]``, or a list of missing values only) is no label, as
+``None``: runs of its item get no verdict (``correct=None``, failures keep their kind).
+The reference reader reads such a cell as no label too (and warns), so a scorer, the
+engine and the reader agree. A question whose right answer is that the document does
+not say is labelled ``NOT_IN_DOCUMENT`` (SQuAD's empty answer list means that, and the
+SQuAD reader writes it so).
 """
 
 from __future__ import annotations
@@ -17,13 +29,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from hr_core._text import accepted_texts, output_text, plain_digits
+from hr_core._text import is_missing, output_text, plain_digits
 from hr_core.failures import FAILURE_KINDS, FailureKind
 from hr_core.results import ArmResult, ScoreResult
 
-__all__ = ["failed", "is_false", "is_not_in_document", "labelled", "sort_out"]
+__all__ = ["failed", "has_label", "is_false", "is_not_in_document", "sort_out", "unmatched"]
 
 _KINDS: frozenset[str] = frozenset(FAILURE_KINDS)
+_NOT_IN_DOCUMENT: FailureKind = "not_in_document"
+_WRONG: FailureKind = "wrong"
 _new = tuple.__new__
 
 
@@ -96,24 +110,57 @@ def plain_answer(output: Any) -> Any:
     return None
 
 
-def labelled(label: Any) -> bool:
-    """Whether a label can score a run (not ``None``/NaN; a list or tuple, even empty, can)."""
+def has_label(label: Any) -> bool:
+    """Whether an item's label can score a run: not ``None``/NaN/``NA``, nor a list holding
+    no accepted answer (``[]``: see the module's note). The one predicate of scorers,
+    engine and reader.
+
+    Example:
+        >>> has_label("Paris"), has_label(["Paris"]), has_label(0)
+        (True, True, True)
+        >>> has_label(None), has_label(float("nan")), has_label([]), has_label([None])
+        (False, False, False, False)
+    """
     kind = type(label)
-    if kind is str or kind is list or kind is tuple or kind is int:
+    if kind is str or kind is int:
         return True
     if kind is float:
         return label == label
-    return accepted_texts(label) is not None
+    if kind is list or kind is tuple:
+        return any(not is_missing(value) for value in label)
+    return not is_missing(label)
 
 
 def failed(label: Any, outcome: str | None, kind: FailureKind,
            score: float | None = None) -> ScoreResult:
     """A failed run's result: ``correct`` False on a labelled item, ``None`` without label."""
-    if labelled(label):
+    if has_label(label):
         if score is None:
             return _new(ScoreResult, (False, outcome, kind))
         return _new(ScoreResult, (False, outcome, kind, score))
     return _new(ScoreResult, (None, outcome, kind))
+
+
+def unmatched(labelled: bool, text: str, outcome: str | None, kind: FailureKind | None = None,
+              score: float | None = None) -> ScoreResult:
+    """The result of an answer the scorer's comparison did not accept: rule 4 (the text
+    ``NOT_IN_DOCUMENT``: ``"not_in_document"``), else ``kind`` (the comparison's own,
+    e.g. a pattern that does not match) or ``"wrong"``; without a label no verdict
+    (``correct`` and ``score`` ``None``; a kind is kept).
+
+    Example:
+        >>> unmatched(True, "Lyon", "lyon")
+        ScoreResult(correct=False, outcome='lyon', failure_kind='wrong')
+        >>> unmatched(False, " not_in_document", "not_in_document")[::2]
+        (None, 'not_in_document')
+    """
+    if is_not_in_document(text):
+        kind = _NOT_IN_DOCUMENT
+    if not labelled:
+        return _new(ScoreResult, (None, outcome, kind))
+    if score is None:
+        return _new(ScoreResult, (False, outcome, kind or _WRONG))
+    return _new(ScoreResult, (False, outcome, kind or _WRONG, score))
 
 
 def is_not_in_document(text: str) -> bool:
@@ -122,4 +169,4 @@ def is_not_in_document(text: str) -> bool:
     >>> is_not_in_document("  not_in_document\\n"), is_not_in_document("Paris")
     (True, False)
     """
-    return len(text) >= 15 and text.strip().casefold() == "not_in_document"
+    return len(text) >= 15 and "_" in text and text.strip().casefold() == "not_in_document"

@@ -10,7 +10,7 @@ from functools import cached_property
 from numbers import Real
 from typing import Any, Literal, cast, overload
 
-from hr_core._answers import failed, is_not_in_document, plain_answer, sort_out
+from hr_core._answers import failed, has_label, plain_answer, sort_out, unmatched
 from hr_core._text import (
     _label_text,
     accepted_texts,
@@ -21,7 +21,7 @@ from hr_core._text import (
     squad_fold,
 )
 from hr_core.errors import ScorerError, SpecError
-from hr_core.failures import FAILURE_KINDS, FailureKind
+from hr_core.failures import FAILURE_KINDS
 from hr_core.identity import callable_spec, canonical, fingerprint
 from hr_core.results import ScoreResult
 
@@ -29,7 +29,6 @@ __all__ = ["Scorer", "hr_scorer", "hr_scorer_exact", "settle_score"]
 
 ScoreFn = Callable[[Any, Any, Any], Any]
 _KINDS: frozenset[str] = frozenset(FAILURE_KINDS)
-_NOT_IN_DOCUMENT: FailureKind = "not_in_document"
 _new = tuple.__new__
 
 
@@ -296,7 +295,6 @@ def hr_scorer_exact(normalise: bool | Normalise = True) -> Scorer:
             return failed(label, None, "parse_failure")
         seen = " ".join(text.casefold().split()) if folding else text
         label_type = type(label)
-        has_label = True
         if label_type is str:
             match = seen == (" ".join(label.casefold().split()) if folding else label)
         elif (label_type is int or label_type is float) and label == label:
@@ -312,21 +310,13 @@ def hr_scorer_exact(normalise: bool | Normalise = True) -> Scorer:
                     break
         else:
             match = False
-            accepted = accepted_texts(label)
-            if accepted is None:
-                has_label = False
-            else:
-                for answer in accepted:
-                    if seen == (" ".join(answer.casefold().split()) if folding else answer):
-                        match = True
-                        break
+            for answer in accepted_texts(label) or ():
+                if seen == (" ".join(answer.casefold().split()) if folding else answer):
+                    match = True
+                    break
         if match:
             return _new(ScoreResult, (True, seen, None))
-        if seen == "not_in_document" if folding else is_not_in_document(text):
-            return _new(ScoreResult, (False if has_label else None, seen, _NOT_IN_DOCUMENT))
-        if not has_label:
-            return _new(ScoreResult, (None, seen, None))
-        return _new(ScoreResult, (False, seen, "wrong"))
+        return unmatched(has_label(label), text, seen)
 
     return builtin_scorer("exact" if folding else "exact_raw", exact, {"normalise": choice})
 
@@ -354,7 +344,6 @@ def _exact_squad(item: Any, output: Any, label: Any) -> ScoreResult:
         seen = squad_fold(text)
     cache = _SQUAD_FOLDED
     label_type = type(label)
-    has_label = True
     if label_type is str:
         folded = cache.get(label)
         match = seen == (_squad_label(label) if folded is None else folded)
@@ -374,21 +363,13 @@ def _exact_squad(item: Any, output: Any, label: Any) -> ScoreResult:
                 break
     else:
         match = False
-        accepted = accepted_texts(label)
-        if accepted is None:
-            has_label = False
-        else:
-            for answer in accepted:
-                if seen == _squad_label(answer):
-                    match = True
-                    break
+        for answer in accepted_texts(label) or ():
+            if seen == _squad_label(answer):
+                match = True
+                break
     if match:
         return _new(ScoreResult, (True, seen, None))
-    if seen == "notindocument" and is_not_in_document(text):
-        return _new(ScoreResult, (False if has_label else None, seen, _NOT_IN_DOCUMENT))
-    if not has_label:
-        return _new(ScoreResult, (None, seen, None))
-    return _new(ScoreResult, (False, seen, "wrong"))
+    return unmatched(has_label(label), text, seen)
 
 
 def builtin_scorer(name: str, fn: ScoreFn, options: Mapping[str, Any]) -> Scorer:

@@ -30,6 +30,7 @@ from hr_core import (
     hr_scorer_pattern,
     settle_score,
 )
+from hr_core._answers import has_label
 from hr_core._text import plain_digits, squad_fold
 from hr_core.scoring.registry import builtin_scorer_named
 from hr_core.scoring.text import DEFAULT_F1_THRESHOLD, token_f1
@@ -612,3 +613,53 @@ def test_each_family_has_its_own_fingerprint_from_name_and_options(
     others = {builtin_scorer_named(n, {"pattern": "x"} if n == "pattern" else {}).fingerprint
               for n in SCORERS if n != name}
     assert one.fingerprint not in others
+
+
+# --- one non-answer rule, the judge scorer included (issue 21) --------------------------
+
+def _every_scorer() -> dict[str, tuple[Scorer, Any, Any]]:
+    from hr_core.judge.config import hr_judge_config
+    from hr_core.judge.scorer import hr_scorer_judge
+
+    judge = hr_scorer_judge(hr_judge_config("mock-model", "Same answer?", mode="grade"))
+    return {**FAMILIES, "judge": (judge, "Paris", "Paris")}
+
+
+EVERY = _every_scorer()
+
+
+@pytest.mark.parametrize("name", list(EVERY))
+@pytest.mark.parametrize("empty", [[], (), [None], [float("nan")]])
+def test_an_empty_list_label_is_no_label_in_every_scorer(name: str, empty: Any) -> None:
+    # before (issue 21): exact, f1 and the families said wrong, the judge left it unscored
+    # (and the reference reader reads [] as no label); decided once (hr_core._answers):
+    # no label, as None, in every scorer, the engine and the reader
+    scorer, good, label = EVERY[name]
+    assert scorer(None, good, label)[::2] == (True, None)
+    for output, kind in ((good, None), ("NOT_IN_DOCUMENT", "not_in_document"),
+                         ({"ok": False}, "error"), ("", "parse_failure")):
+        result = scorer(None, output, empty)
+        assert (result.correct, result.failure_kind, result.score) == (None, kind, None)
+        assert scorer(None, output, None)[::2] == (None, kind)
+        assert settle_score(result, has_label(empty)).correct is None
+
+
+@pytest.mark.parametrize("name", list(EVERY))
+def test_every_scorer_follows_rule_4_and_gives_no_verdict_without_a_label(name: str) -> None:
+    scorer, good, label = EVERY[name]
+    assert scorer(None, " not_in_document\n", label)[::2] == (False, "not_in_document")
+    assert scorer(None, "NOT_IN_DOCUMENT", None)[::2] == (None, "not_in_document")
+    result = scorer(None, good, None)
+    assert (result.correct, result.failure_kind, result.score) == (None, None, None)
+    assert scorer(None, "", None)[::2] == (None, "parse_failure")
+
+
+def test_has_label_is_the_one_predicate_of_scorers_and_engine() -> None:
+    import pandas as pd
+
+    from hr_core.engine import runner
+
+    assert runner.has_label is has_label
+    assert [has_label(v) for v in ("x", 0, 0.0, ["x"], ("x", None), {"a": 1})] == [True] * 6
+    assert [has_label(v) for v in (None, float("nan"), pd.NA, pd.NaT, [], (), [None])] == [
+        False] * 7

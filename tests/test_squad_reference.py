@@ -111,12 +111,13 @@ def reference_sort_out(output: Any) -> tuple[str | None, str | None]:
 
 
 def reference_accepted(label: Any) -> list[str] | None:
-    """A label's accepted answers as text; ``None``: no label (the item cannot be scored)."""
+    """A label's accepted answers as text; ``None``: no label (the item cannot be scored),
+    an empty list (or one of missing values only) included."""
     if _missing(label):
         return None
     values = label if isinstance(label, list | tuple) else [label]
     return [value if isinstance(value, str) else _value_text(value) or str(value)
-            for value in values if not _missing(value)]
+            for value in values if not _missing(value)] or None
 
 
 def _not_in_document(text: str) -> bool:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from typing import Any
 
+from hr_core._answers import has_label
 from hr_core._text import is_missing, output_text
 from hr_core.engine.arms import Arm
 from hr_core.engine.budget import BudgetLedger
@@ -22,7 +23,7 @@ from hr_core.reference import Item
 from hr_core.results import ScoreResult
 from hr_core.scorers import Scorer, settle_score
 
-__all__ = ["RECORD_FIELDS", "ChunkContext", "has_label", "run_chunk", "score_record",
+__all__ = ["RECORD_FIELDS", "ChunkContext", "run_chunk", "score_record",
            "stopped_record"]
 
 RECORD_FIELDS = (
@@ -33,11 +34,6 @@ RECORD_FIELDS = (
 
 _KINDS = frozenset(FAILURE_KINDS)
 _YIELD_EVERY = 256
-
-
-def has_label(label: Any) -> bool:
-    """Whether an item's label can score it (not ``None``/NaN)."""
-    return label is not None and not is_missing(label)
 
 
 def _never() -> bool:

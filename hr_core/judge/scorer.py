@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from hr_core._answers import failed, sort_out
+from hr_core._answers import failed, has_label, sort_out, unmatched
 from hr_core._text import accepted_texts
 from hr_core.judge.config import JudgeConfig, JudgeConfigError
 from hr_core.judge.judging import judge_item
@@ -62,7 +62,10 @@ def hr_scorer_judge(
     accepted answers in every presentation order:
 
     - the positive grade -> ``correct=True``, outcome ``"judge:<grade>"``;
-    - another grade -> ``correct=False``, ``failure_kind="wrong"``;
+    - another grade -> ``correct=False``, ``failure_kind="wrong"`` (``"not_in_document"``
+      for the text ``NOT_IN_DOCUMENT``, as every scorer's rule 4);
+    - an item without label gets no verdict and a label accepting no answer (``[]``)
+      makes every answer wrong, both without asking the judge (:mod:`hr_core._answers`);
     - no consensus, a parse failure or an error of the judge -> unscored
       (``correct=None``), outcome ``"judge:no_consensus"`` etc. (see
       :data:`JUDGE_FAILURE_OUTCOMES`), never counted as the arm's failure.
@@ -103,8 +106,8 @@ def hr_scorer_judge(
         if kind is not None or text is None:
             return failed(label, text, kind or "parse_failure")
         accepted = accepted_texts(label)
-        if not accepted:
-            return ScoreResult(None, text, None)
+        if not accepted:  # no label, or one accepting no answer (hr_core._answers)
+            return unmatched(has_label(label), text, text)
         reference: str | list[str] = accepted[0] if len(accepted) == 1 else list(accepted)
         result = await judge_item(config, get_model(), item=item, candidates=[text],
                                   reference=reference)
@@ -113,7 +116,7 @@ def hr_scorer_judge(
         outcome = JUDGE_OUTCOME_PREFIX + result.verdict
         if result.verdict == config.positive:
             return ScoreResult(True, outcome, None)
-        return ScoreResult(False, outcome, "wrong")
+        return unmatched(True, text, outcome)  # rule 4: NOT_IN_DOCUMENT judged not right
 
     return JudgeScorer(name=name or f"judge:{config.hash[:12]}", fn=judge, judge=config,
                        options={})

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from numbers import Real
 from typing import Any
 
-from hr_core._answers import failed, is_not_in_document, sort_out
+from hr_core._answers import failed, has_label, is_not_in_document, sort_out, unmatched
 from hr_core._text import accepted_texts
 from hr_core.errors import SpecError
 from hr_core.failures import FailureKind
@@ -54,14 +54,9 @@ def family_scorer(name: str, compare: Compare, options: Mapping[str, Any], *,
         if matched:
             return _new(ScoreResult, (True, outcome, None) if value is None
                         else (True, outcome, None, value))
-        if is_not_in_document(text):
-            kind = "not_in_document"
-        if accepted is None:
-            return _new(ScoreResult, (None, outcome, kind))
-        if value is None and kind is not None and kind != "wrong":
-            value = failed_score
-        return _new(ScoreResult, (False, outcome, kind or "wrong") if value is None
-                    else (False, outcome, kind or "wrong", value))
+        if value is None and (kind not in (None, "wrong") or is_not_in_document(text)):
+            value = failed_score  # a failure kind of the comparison, or rule 4's
+        return unmatched(has_label(label), text, outcome, kind, value)
 
     return builtin_scorer(name, score, options)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hr_core._answers import failed, is_not_in_document, plain_answer, sort_out
+from hr_core._answers import failed, has_label, plain_answer, sort_out, unmatched
 from hr_core._text import (
     _label_text,
     accepted_texts,
@@ -14,13 +14,11 @@ from hr_core._text import (
     squad_fold,
 )
 from hr_core.errors import SpecError
-from hr_core.failures import FailureKind
 from hr_core.results import ScoreResult
 from hr_core.scorers import Normalise, Scorer, builtin_scorer, folder, normalise_choice
 from hr_core.scoring._family import Verdict, family_scorer, option_number
 
 _new = tuple.__new__
-_NOT_IN_DOCUMENT: FailureKind = "not_in_document"
 
 __all__ = ["DEFAULT_F1_THRESHOLD", "hr_scorer_f1", "hr_scorer_includes", "hr_scorer_pattern",
            "token_f1"]
@@ -148,11 +146,10 @@ def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD) -> Scorer:
                 gold = _gold(digits)
             best = 1.0 if outcome == gold[0] else _f1(outcome, gold)
         else:
+            if not has_label(label):
+                return unmatched(False, text, outcome)
             accepted: Any = (label if label_type is list or label_type is tuple
                              else accepted_texts(label))
-            if accepted is None:
-                return _new(ScoreResult, (None, outcome, _NOT_IN_DOCUMENT if (
-                    outcome == "notindocument" and is_not_in_document(text)) else None))
             best = 0.0
             for value in accepted:
                 answer = _label_text(value)
@@ -169,9 +166,7 @@ def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD) -> Scorer:
                     best = found_f1
         if best >= limit:
             return _new(ScoreResult, (True, outcome, None, best))
-        if outcome == "notindocument" and is_not_in_document(text):
-            return _new(ScoreResult, (False, outcome, _NOT_IN_DOCUMENT, best))
-        return _new(ScoreResult, (False, outcome, "wrong", best))
+        return unmatched(True, text, outcome, None, best)
 
     return builtin_scorer("f1", f1, {"threshold": limit})
 
