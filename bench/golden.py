@@ -32,7 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 HR = [str(Path(sys.executable).with_name("hr"))]
-WORK = Path("/tmp/hr-golden-work")
+WORK = Path(os.environ.get("HR_GOLDEN_WORK", "/tmp/hr-golden-work"))
 SPEC = """name: golden
 reference: reference.jsonl
 arms:
