@@ -89,7 +89,8 @@ def plan_from_spec(spec: BenchmarkSpec | str | os.PathLike[str], *, store: str |
                    require_valid_judge: JudgePolicy | None = None,
                    judge_store: str | None = None, runs: int | None = None,
                    max_error_rate: float | None = None,
-                   overrides: Mapping[str, Any] | None = None) -> BenchmarkPlan:
+                   overrides: Mapping[str, Any] | None = None,
+                   run_id: str | None = None) -> BenchmarkPlan:
     """The plan of a ``BenchmarkSpec`` (or a path to its YAML), judge checked; ``runs`` and
     ``max_error_rate`` override the spec's, and so does each of ``overrides`` (``scorer``,
     ``budget``, ``concurrency``, ``chunk_size``, ``timeout_s``, ``shared_cache``); the
@@ -108,7 +109,7 @@ def plan_from_spec(spec: BenchmarkSpec | str | os.PathLike[str], *, store: str |
     with spec_import_path(spec.base_dir):  # arms and scorer next to the spec import as is
         plan = _plan_spec(spec, store=store, name=name, fresh=fresh, resume=resume,
                           require_valid_judge=require_valid_judge, judge_store=judge_store,
-                          overrides=given)
+                          overrides=given, run_id=run_id)
     recorded = {k: v for k, v in given.items() if k != "scorer"}
     if "scorer" in given:
         recorded["scorer"] = plan.scorer.spec
@@ -128,7 +129,8 @@ _SPEC_OVERRIDES = ("runs", "scorer", "budget", "concurrency", "chunk_size", "tim
 
 def _plan_spec(spec: BenchmarkSpec, *, store: str | None, name: str | None, fresh: bool,
                resume: bool, require_valid_judge: JudgePolicy | None,
-               judge_store: str | None, overrides: Mapping[str, Any]) -> BenchmarkPlan:
+               judge_store: str | None, overrides: Mapping[str, Any],
+               run_id: str | None = None) -> BenchmarkPlan:
     def given(key: str, default: Any) -> Any:
         return overrides.get(key, default)
 
@@ -140,7 +142,7 @@ def _plan_spec(spec: BenchmarkSpec, *, store: str | None, name: str | None, fres
         chunk_size=given("chunk_size", spec.chunk_size),
         timeout_s=given("timeout_s", spec.timeout_s),
         shared_cache=given("shared_cache", spec.shared_cache),
-        stop=given("stop", spec.stop),
+        stop=given("stop", spec.stop), run_id=run_id,
     )
     apply_judge_policy(plan, require_valid_judge or spec.require_valid_judge,
                 judge_store or spec.judge_store)

@@ -86,7 +86,17 @@ async def hr_scheduled_benchmark(
     await _export_secrets(secrets)
     runner = None if task_runner == "threads" else make_task_runner(
         task_runner, address=address, n_workers=n_workers)
-    plan = plan_from_spec(spec, store=store, fresh=True)
+    # a retry or re-run of this flow run resumes its own run (same flow run id, same run
+    # id); a new scheduled run has a new flow run id and starts fresh
+    from prefect.runtime import flow_run
+
+    from hr_core.engine.store import flow_run_run_id
+
+    run_id = None
+    if flow_run.id:
+        scheduled = flow_run.scheduled_start_time
+        run_id = flow_run_run_id(str(flow_run.id), scheduled)
+    plan = plan_from_spec(spec, store=store, fresh=True, run_id=run_id)
     # named and tagged like an ad-hoc run, not with the scheduler's random name
     await label_flow_run(f"{plan.name}-{plan.run_id}", benchmark_tags(plan.name),
                          {"name": plan.name, "run_id": plan.run_id,

@@ -11,6 +11,7 @@ import contextlib
 import gc
 import inspect
 import os
+import re
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -286,6 +287,7 @@ def plan_benchmark(
     timeout_s: float | None = None,
     shared_cache: bool = False,
     stop: StopRule | Mapping[str, Any] | bool | None = None,
+    run_id: str | None = None,
 ) -> BenchmarkPlan:
     """Resolve and check a benchmark's inputs; derive its run id from the spec.
 
@@ -342,7 +344,10 @@ def plan_benchmark(
     own_runs = {n: a.runs for n, a in normalised.items() if a.runs is not None}
     if own_runs:
         spec["arm_runs"] = own_runs
-    run_id = fresh_run_id() if fresh else run_id_for(spec)
+    if run_id is not None and not _RUN_ID.fullmatch(run_id):
+        raise SpecError(f"run_id must be letters, digits, '-' and '_' (one path segment), "
+                        f"not {run_id!r}")
+    run_id = run_id or (fresh_run_id() if fresh else run_id_for(spec))
     cache = None
     if any(a.llm is not None for a in normalised.values()):
         cache = response_cache_path(str(store), name, run_id, shared=shared_cache)
@@ -357,6 +362,8 @@ def plan_benchmark(
         shared_cache=shared_cache, stop=stop_rule(stop),
     )
 
+
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 RESPONSES = "responses.sqlite"
 

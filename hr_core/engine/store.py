@@ -57,6 +57,22 @@ def fresh_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
 
 
+def flow_run_run_id(flow_run_id: str, scheduled_at: datetime | None = None) -> str:
+    """The run id of one scheduled flow run: its scheduled time and a hash of its id.
+
+    A retry or re-run of the same flow run (Prefect keeps its id) gets the same run id,
+    so it resumes from its own journal instead of paying every call again; a new
+    scheduled run (a new flow run id) starts fresh. Same shape as :func:`fresh_run_id`.
+
+    Example:
+        >>> when = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
+        >>> flow_run_run_id("5f1c0e9a-0000-4000-8000-000000000000", when)
+        '20261201T020000Z-1e62ea'
+    """
+    stamp = (scheduled_at or datetime.now(UTC)).astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{hashlib.sha256(flow_run_id.encode()).hexdigest()[:6]}"
+
+
 def utc_now() -> str:
     """The current UTC time in ISO 8601 with microseconds.
 
