@@ -19,6 +19,10 @@ Answers: ``answers`` maps a question id (``Q<id>`` in the last user message) to
 the reply; unknown ids are answered ``"unknown"``. Counts (requests, 429s, 5xx,
 answered, quota refusals) and every request's arrival time are kept.
 
+As a process (bench/bench_ratelimit.py): ``python tests/ratelimit_server.py --rpm 600
+--items 300`` prints ``PORT <n>`` and serves until SIGTERM; ``GET /v1/stats`` gives
+the counts as JSON.
+
 Example:
     >>> with RateLimitedServer(rpm=600, latency_s=0.0) as server:
     ...     server.url.startswith("http://127.0.0.1:")
@@ -27,8 +31,11 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
+import signal
+import sys
 import random
 import re
 import threading
@@ -215,6 +222,16 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # silence stderr
         return
 
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") != "/v1/stats":
+            return self._json(404, {"error": {"message": f"no route {self.path}"}})
+        counts = self.state.counts
+        with self.state._lock:
+            return self._json(200, {
+                "requests": counts.requests, "rate_limited": counts.rate_limited,
+                "server_errors": counts.server_errors, "answered": counts.answered,
+                "quota_refused": counts.quota_refused})
+
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -270,3 +287,35 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
         self.wfile.flush()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve as a process until SIGTERM (see the module docstring)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rpm", type=float)
+    parser.add_argument("--tpm", type=float)
+    parser.add_argument("--burst-s", type=float, default=1.0)
+    parser.add_argument("--latency-s", type=float, default=0.2)
+    parser.add_argument("--error-rate", type=float, default=0.0)
+    parser.add_argument("--no-headers", action="store_true")
+    parser.add_argument("--items", type=int, default=300, help="Q0..Q<n-1>, 7 in 10 known")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    answers = {str(i): f"code{i}" for i in range(args.items) if i % 10 < 7}
+    server = RateLimitedServer(rpm=args.rpm, tpm=args.tpm, burst_s=args.burst_s,
+                               latency_s=args.latency_s, error_rate=args.error_rate,
+                               rate_headers=not args.no_headers, answers=answers,
+                               seed=args.seed).start()
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    print("PORT", server.url.rsplit(":", 1)[1].split("/")[0], flush=True)
+    try:
+        done.wait()
+    except KeyboardInterrupt:
+        pass
+    server.stop()
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
