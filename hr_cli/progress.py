@@ -1,11 +1,14 @@
-"""A live progress bar per arm: done/total, rate, time left, wrong answers and errors so far."""
+"""A live progress bar per arm: done/total, rate, time left, wrong answers and errors so far;
+under the bars, one line per model endpoint in use: its concurrency and its 429s."""
 
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Iterable
 from types import TracebackType
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -20,7 +23,7 @@ from rich.text import Text
 
 from hr_cli.literal import line
 
-__all__ = ["ArmProgress"]
+__all__ = ["ArmProgress", "endpoint_lines"]
 
 
 class _RateColumn(ProgressColumn):
@@ -47,6 +50,49 @@ class _FailuresColumn(ProgressColumn):
         return text
 
 
+def endpoint_lines(since: float) -> Text | None:
+    """One line per model endpoint used since ``since`` (``time.monotonic()``): its
+    concurrency limit now (of its ceiling), the 429s so far, the pace, a halt.
+
+    Example:
+        >>> endpoint_lines(time.monotonic() + 60) is None  # none used since
+        True
+    """
+    from hr_core.models._ratelimit import rate_limit_report
+
+    report = rate_limit_report(since)
+    if not report:
+        return None
+    text = Text()
+    for i, endpoint in enumerate(report):
+        text.append("\n" if i else "")
+        text.append(line(endpoint["endpoint"]), style="dim")
+        text.append(f"  concurrency {endpoint['concurrency']}/{endpoint['ceiling']}")
+        limited = endpoint["rate_limited"]
+        text.append(f"  {limited} x 429", style="yellow" if limited else "dim")
+        if endpoint["rpm"]:
+            text.append(f"  {endpoint['rpm']:g} req/min", style="dim")
+        if endpoint["tpm"]:
+            text.append(f"  {endpoint['tpm']:g} tokens/min", style="dim")
+        if endpoint["halted"]:
+            text.append("  halted: " + line(endpoint["halted"]), style="bold red")
+    return text
+
+
+class _Progress(Progress):
+    """Rich's progress bars, then the endpoint lines."""
+
+    def __init__(self, *columns: ProgressColumn | str, since: float, **options: object) -> None:
+        self._since = since
+        super().__init__(*columns, **options)  # type: ignore[arg-type]
+
+    def get_renderables(self) -> Iterable[RenderableType]:
+        yield from super().get_renderables()
+        lines = endpoint_lines(self._since)
+        if lines is not None:
+            yield lines
+
+
 class ArmProgress:
     """Rich progress bars fed by the engine's ``on_progress(arm, done, total, failures,
     errors)`` (failures: wrong answers, refusals, parse failures...; errors apart).
@@ -63,7 +109,7 @@ class ArmProgress:
     """
 
     def __init__(self, console: Console) -> None:
-        self._progress = Progress(
+        self._progress = _Progress(
             TextColumn("{task.description:<18}", style="bold", markup=False),  # data
             BarColumn(bar_width=32),
             MofNCompleteColumn(),
@@ -74,6 +120,7 @@ class ArmProgress:
             console=console,
             transient=False,
             refresh_per_second=8,
+            since=time.monotonic(),
         )
         self._tasks: dict[str, TaskID] = {}
         self._lock = threading.Lock()

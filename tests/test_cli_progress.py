@@ -30,3 +30,31 @@ def test_an_arm_its_budget_stopped_says_so() -> None:
     lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
     assert "budget stop (6 runs)" in lines["cautious"] and "3 wrong/failed" in lines["cautious"]
     assert "budget stop" not in lines["keyword"]
+
+
+def test_each_endpoint_in_use_shows_its_concurrency_and_429s() -> None:
+    import asyncio
+
+    from hr_core.models._ratelimit import limiter_for, reset_limiters
+
+    reset_limiters()
+    console = Console(record=True, width=140, force_terminal=False)
+    try:
+        with ArmProgress(console) as progress:
+            progress("llm", 1, 10, 0, 0)
+            limiter = limiter_for("openai-compatible", "http://127.0.0.1:9/v1[/]", "K",
+                                  concurrency=8)
+
+            async def two() -> None:  # one answered, one 429 (the limit halves)
+                first = await limiter.acquire()
+                limiter.release(first, "ok", headers={"x-ratelimit-limit-requests": "600"})
+                second = await limiter.acquire()
+                limiter.release(second, "rate_limit", headers={"retry-after-ms": "1"})
+
+            asyncio.run(two())
+    finally:
+        reset_limiters()
+    out = console.export_text()
+    endpoint = next(x for x in out.splitlines() if "127.0.0.1:9" in x)
+    assert "openai-compatible:http://127.0.0.1:9/v1[/]" in endpoint  # data, not markup
+    assert "concurrency 4/8" in endpoint and "1 x 429" in endpoint and "600 req/min" in endpoint
