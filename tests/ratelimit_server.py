@@ -32,12 +32,13 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
-import signal
-import sys
 import random
 import re
+import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -309,10 +310,8 @@ def main(argv: list[str] | None = None) -> None:
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     print("PORT", server.url.rsplit(":", 1)[1].split("/")[0], flush=True)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         done.wait()
-    except KeyboardInterrupt:
-        pass
     server.stop()
     sys.exit(0)
 

@@ -73,6 +73,9 @@ def test_a_429_storm_loses_no_item_and_the_accuracy_is_the_true_one(
     limits = bench.manifest["rate_limits"]
     assert [e["endpoint"] for e in limits] == [f"openai-compatible:{url}"]
     assert limits[0]["rate_limited"] == counts.rate_limited and limits[0]["ok"] == n
+    if not headers:  # the limit's changes: (seconds, concurrency, req/min paced, why)
+        seconds, concurrency, _, why = limits[0]["history"][0]
+        assert why == "rate_limit" and concurrency < 32 and seconds >= 0
 
 
 def test_retry_after_pauses_the_whole_endpoint(tmp_path: Path) -> None:
