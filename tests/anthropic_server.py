@@ -16,7 +16,7 @@ than ``max_tokens`` words is cut there with ``stop_reason: "max_tokens"``. Fault
 queued with :meth:`FakeAnthropicServer.inject` are served one per request:
 
 - ``Fault("429", retry_after="1")``: ``rate_limit_error`` with ``retry-after``
-  (without it, only ``anthropic-ratelimit-requests-remaining: 0`` and a reset in 1-2 s);
+  (without it, only ``anthropic-ratelimit-requests-remaining: 0`` and a reset in 1 s);
 - ``Fault("spend_limit")``: 429 ``rate_limit_error`` with ``error.details.error_code``
   ``enforced_spend_limit_reached`` and no ``retry-after`` (a quota that will not clear);
 - ``Fault("529")``: ``overloaded_error``; ``Fault("500")``: ``api_error``;
@@ -99,7 +99,7 @@ class FakeAnthropicServer(FakeOpenAIServer):
 
 def _reset_in(seconds: float) -> str:
     when = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=seconds)
-    return when.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class _AnthropicHandler(_Handler):
@@ -149,7 +149,7 @@ class _AnthropicHandler(_Handler):
             return self._error(400, "anthropic-version: header is required")
         kind = fault.kind if fault else None
         if kind == "429":
-            extra = self._limits(remaining=0, reset_s=float(fault.retry_after or 2))
+            extra = self._limits(remaining=0, reset_s=float(fault.retry_after or 1))
             if fault and fault.retry_after:
                 extra["retry-after"] = fault.retry_after
             return self._error(429, "Number of request tokens has exceeded your per-minute "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import pickle
 from collections.abc import Iterator
 
@@ -111,42 +112,55 @@ def test_structured_output_goes_in_output_config(server: FakeAnthropicServer) ->
     assert fmt == {"type": "json_schema", "schema": cfg.schema}
 
 
+def _gaps(server: FakeAnthropicServer) -> list[float]:
+    at = [r.at for r in server.requests]
+    return [b - a for a, b in itertools.pairwise(at)]
+
+
 def test_429_waits_retry_after_then_succeeds(server: FakeAnthropicServer) -> None:
-    server.inject(Fault("429", retry_after="7"))
+    server.inject(Fault("429", retry_after="0.5"))
     model = _model(server)
     reply = _complete(model)
     assert reply.text == "Paris" and len(server.requests) == 2
-    assert model._sleep.waits[0] >= 7  # type: ignore[attr-defined]
+    # the endpoint's limiter (hr_core.models._ratelimit) waits it out, in real time
+    assert _gaps(server)[0] >= 0.5 and model.stats["rate_limited"] == 1
     assert model.rate_limits["anthropic-ratelimit-requests-limit"] == "1000"
 
 
-def test_429_without_retry_after_waits_for_the_exhausted_limits_reset(
+def test_429_without_retry_after_paces_by_the_anthropic_ratelimit_headers(
         server: FakeAnthropicServer) -> None:
-    server.inject(Fault("429"), Fault("429"))  # remaining 0, reset in 1-2 s; no retry-after
-    model = _model(server, backoff_base_s=0.001)
-    _complete(model)
-    waits = model._sleep.waits  # type: ignore[attr-defined]
-    assert len(waits) == 2 and all(0.9 < w <= 2.5 for w in waits), waits
+    server.requests_limit = 60  # anthropic-ratelimit-requests-limit: one a second
+    server.inject(Fault("429"))  # requests-remaining 0, reset in 1 s; no retry-after
+    assert _complete(_model(server)).text == "Paris"
+    assert _gaps(server)[0] >= 0.9  # the spent limit's next request is due in 1 s
 
 
-@pytest.mark.parametrize("kind, error_type", [("529", "overloaded_error"),
-                                               ("500", "api_error")])
-def test_overloaded_and_server_errors_are_retried(server: FakeAnthropicServer, kind: str,
-                                                  error_type: str) -> None:
-    server.inject(kind, kind)
+def test_overloaded_529_is_waited_out_like_a_rate_limit(server: FakeAnthropicServer) -> None:
+    server.inject("529", "529", "529", "529", "529")  # more than max_retries
+    model = _model(server)
+    assert _complete(model).text == "Paris" and len(server.requests) == 6
+    assert model.stats["rate_limited"] == 5
+
+
+def test_server_errors_are_retried_max_retries_times(server: FakeAnthropicServer) -> None:
+    server.inject("500", "500")
     assert _complete(_model(server)).text == "Paris" and len(server.requests) == 3
-    server.inject(*[kind] * 4)
-    with pytest.raises(ModelCallError, match=rf"gave up after 4 attempt\(s\).*HTTP {kind} "
-                                             rf"{error_type}"):
+    server.inject(*["500"] * 4)
+    with pytest.raises(ModelCallError, match=r"gave up after 4 attempt\(s\).*HTTP 500 api_error"):
         _complete(_model(server))
 
 
-def test_spend_limit_429_is_not_retried(server: FakeAnthropicServer) -> None:
+def test_a_spend_limit_429_halts_the_endpoint(server: FakeAnthropicServer) -> None:
+    from hr_core.models._ratelimit import EndpointStoppedError
+
     server.inject("spend_limit")
-    with pytest.raises(ModelCallError, match="HTTP 429 rate_limit_error "
+    model = _model(server)
+    with pytest.raises(ModelCallError, match="spend limit reached .*HTTP 429 rate_limit_error "
                                              r"\(enforced_spend_limit_reached\)"):
-        _complete(_model(server))
-    assert len(server.requests) == 1
+        _complete(model)
+    with pytest.raises(EndpointStoppedError, match="not sent"):
+        _complete(model)
+    assert len(server.requests) == 1  # not retried, and nothing more sent
 
 
 @pytest.mark.parametrize("kind, error_type", [("400", "invalid_request_error"),

@@ -16,21 +16,23 @@ sent as ``output_config.format`` (``json_schema``).
 ``input_tokens`` counts only the uncached part); the cache counts are kept
 beside them.
 
-Retries (the SDK's own are off): 429 ``rate_limit_error``, 529
-``overloaded_error``, 5xx, 408/409, timeouts and connection errors, waiting at
-least ``retry-after`` or, without it, until the
-``anthropic-ratelimit-*-reset`` time of an exhausted limit. Not retried: a 429
-whose ``error.details.error_code`` is ``enforced_spend_limit_reached`` (a spend
-limit does not clear by waiting), 400 ``invalid_request_error``, 401
-``authentication_error``, 403, 404. The key is read from ``api_key_env``
-(default ``ANTHROPIC_API_KEY``) only and sent only to ``base_url`` as
-``x-api-key``; it is never in ``repr``, messages, records or cache keys.
+Rate limits go through the endpoint's shared limiter
+(:mod:`hr_core.models._ratelimit`, which reads ``retry-after`` and the
+``anthropic-ratelimit-*`` headers): a 429 ``rate_limit_error`` or a 529
+``overloaded_error`` is waited out and retried until the run's deadline, with the
+endpoint's concurrency halved; a 429 whose ``error.details.error_code`` is
+``enforced_spend_limit_reached`` (a spend limit does not clear by waiting) halts
+the endpoint (the runs not sent are ``budget_stop``). 5xx, 408/409, timeouts,
+connection errors and malformed bodies are retried ``max_retries`` times with
+backoff; 400 ``invalid_request_error``, 401 ``authentication_error``, 403 and 404
+are not. The key is read from ``api_key_env`` (default ``ANTHROPIC_API_KEY``)
+only and sent only to ``base_url`` as ``x-api-key``; it is never in ``repr``,
+messages, records or cache keys.
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import os
 import time
 import weakref
@@ -38,11 +40,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
+from hr_core.models._ratelimit import (
+    CALL_DEADLINE,
+    EndpointHalted,
+    EndpointLimiter,
+    EndpointStoppedError,
+    Outcome,
+    estimate_tokens,
+    limiter_for,
+)
 from hr_core.models.base import ChatMessage, ModelCallError, ModelConfigError, ModelReply
 from hr_core.models.openai_client import (
     Price,
     Sleep,
     _backoff,
+    _explicit_key_name,
     _retry_after,
     _Secret,
     find_price,
@@ -66,7 +78,8 @@ _OPENAI_ONLY: Final[frozenset[str]] = frozenset({
     "seed", "n", "frequency_penalty", "presence_penalty", "logprobs", "top_logprobs",
     "logit_bias", "response_format", "user",
 })
-_RETRY_STATUSES: Final[frozenset[int]] = frozenset({408, 409, 429})
+_RETRY_STATUSES: Final[frozenset[int]] = frozenset({408, 409})
+_RATE_LIMIT_STATUSES: Final[frozenset[int]] = frozenset({429, 529})
 _HARD_QUOTA_CODES: Final[frozenset[str]] = frozenset({"enforced_spend_limit_reached"})
 
 
@@ -89,7 +102,6 @@ class _Malformed(Exception):
 @dataclass
 class _LoopState:
     client: Any
-    semaphore: asyncio.Semaphore
 
 
 class AnthropicChatModel:
@@ -104,8 +116,11 @@ class AnthropicChatModel:
             ``ANTHROPIC_API_KEY``; no other variable is read).
         prices: USD per million tokens (see :func:`find_price`); cache reads and
             writes are priced as input tokens unless ``cached_input`` is given.
-        timeout, max_retries, concurrency: seconds per attempt, retries after the
-            first attempt, calls in flight at once (per event loop).
+        timeout, max_retries, concurrency: seconds per attempt, retries of a
+            transient failure (rate limits are waited out instead), this model's share
+            of its endpoint's concurrency ceiling.
+        rpm, tpm, rate_limit_wait_s: the endpoint's requests / tokens per minute when
+            known; without a run deadline, how long rate limits are waited out.
         max_tokens: ``max_tokens`` when the params give none.
         params: default request parameters.
 
@@ -134,6 +149,9 @@ class AnthropicChatModel:
         retry_after_max_s: float = 120.0,
         sleep: Sleep | None = None,
         params: Mapping[str, Any] | None = None,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        rate_limit_wait_s: float = 900.0,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ModelConfigError("anthropic: the model name must be a non-empty string")
@@ -153,18 +171,23 @@ class AnthropicChatModel:
         self.price, self.cached_input_per_million = _split_prices(prices, name)
         self.params = dict(params or {})
         _check_params(name, self.params)
+        self.rpm, self.tpm = rpm, tpm
+        self.rate_limit_wait_s = float(rate_limit_wait_s)
+        self._endpoint: EndpointLimiter | None = None
         self._sleep: Sleep = sleep or asyncio.sleep
-        self._key_env = api_key_env or "ANTHROPIC_API_KEY"
+        self._key_env: str | None = api_key_env or "ANTHROPIC_API_KEY"
         if api_key:
             self._key = _Secret(api_key)
+            self._key_env = None
         else:
             value = os.environ.get(self._key_env)
             if not value:
                 raise ModelConfigError(
                     f"anthropic:{name} needs an API key: set the environment variable "
-                    f"{self._key_env} (it is not set) or name another with api_key_env")
+                    f"{api_key_env or 'ANTHROPIC_API_KEY'} (it is not set) or name another "
+                    "with api_key_env")
             self._key = _Secret(value)
-        self.stats = {"calls": 0, "attempts": 0, "retries": 0, "failed": 0}
+        self.stats = {"calls": 0, "attempts": 0, "retries": 0, "failed": 0, "rate_limited": 0}
         self.rate_limits: dict[str, str] = {}
         """The last ``anthropic-ratelimit-*`` headers the server sent."""
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
@@ -204,7 +227,7 @@ class AnthropicChatModel:
             client = AsyncAnthropic(api_key=key, base_url=self.base_url, timeout=self.timeout,
                                     max_retries=0, default_headers=cast(Any, {
                                         "X-Api-Key": key, "Authorization": Omit()}))
-            state = _LoopState(client, asyncio.Semaphore(self.concurrency))
+            state = _LoopState(client)
             self._loops[loop] = state
         return state
 
@@ -249,64 +272,102 @@ class AnthropicChatModel:
         body = self.request(messages, schema, params)
         state = self._state()
         self.stats["calls"] += 1
-        async with state.semaphore:
-            try:
-                return await self._call(state.client, body)
-            except ModelCallError:
-                self.stats["failed"] += 1
-                raise
+        try:
+            return await self._call(state.client, body)
+        except ModelCallError:
+            self.stats["failed"] += 1
+            raise
+
+    def _limiter(self) -> EndpointLimiter:
+        """This endpoint's limiter, shared with every model of this process that calls it."""
+        if self._endpoint is None:
+            key_name = self._key_env or _explicit_key_name(self._key.reveal())
+            self._endpoint = limiter_for(self.provider, self.base_url, key_name, owner=self,
+                                         concurrency=self.concurrency, rpm=self.rpm,
+                                         tpm=self.tpm)
+        return self._endpoint
 
     async def _call(self, client: Any, body: dict[str, Any]) -> ModelReply:
-        attempt = 0
+        """Attempts until a reply (see the module docstring for what is retried how)."""
+        limiter = self._limiter()
+        run_deadline = CALL_DEADLINE.get()
+        give_up = (run_deadline + 1.0 if run_deadline is not None
+                   else time.monotonic() + self.rate_limit_wait_s)
+        prompt = [{"content": body.get("system") or ""}, *body["messages"]]
+        tokens = estimate_tokens(prompt, int(body["max_tokens"]))
+        attempt = limited = 0
+        retry = False
         while True:
             attempt += 1
             self.stats["attempts"] += 1
+            try:
+                permit = await limiter.acquire(tokens, deadline=give_up, first=retry)
+            except EndpointHalted as exc:
+                raise EndpointStoppedError(self._redact(
+                    f"{self.spec}: not sent: {exc.reason}")) from None
+            except TimeoutError:
+                raise ModelCallError(self._redact(
+                    f"{self.spec}: rate limited for {limited} attempt(s) until the deadline "
+                    "(no place to send before it)")) from None
             started = time.perf_counter()
+            outcome: Outcome = "cancelled"
+            headers: Any = None
+            reply: tuple[str, Usage] | None = None
             try:
                 raw = await client.messages.with_raw_response.create(
                     model=body["model"], max_tokens=body["max_tokens"],
                     messages=body["messages"], extra_body=_optional(body))
-                self._keep_limits(raw.headers)
+                headers = raw.headers
+                self._keep_limits(headers)
                 reply = self._read(await raw.parse())
+                outcome = "ok"
             except Exception as exc:
-                wait = self._wait_for(exc)
-                if wait is None:
+                headers = getattr(getattr(exc, "response", None), "headers", None)
+                kind = _kind(exc)
+                if kind == "hard_quota":
+                    outcome = "error"
+                    reason = (f"{self.spec} at {limiter.label}: spend limit reached "
+                              f"({_describe(exc)}); calls to this endpoint stopped")
+                    if limiter.halt(self._redact(reason)):
+                        raise ModelCallError(self._redact(reason)) from None
+                    raise EndpointStoppedError(self._redact(reason)) from None
+                if kind == "rate_limit":
+                    outcome = "rate_limit"
+                    if headers is not None:
+                        self._keep_limits(headers)
+                    limited += 1
+                    attempt -= 1  # waited out until the deadline, not counted as a retry
+                    self.stats["retries"] += 1
+                    self.stats["rate_limited"] += 1
+                    retry = True
+                    continue
+                if kind == "error":
+                    outcome = "error"
                     raise ModelCallError(self._redact(
                         f"{self.spec}: call failed: {_describe(exc)}")) from None
+                outcome = "server_error"
                 if attempt > self.max_retries:
                     raise ModelCallError(self._redact(
                         f"{self.spec}: gave up after {attempt} attempt(s) "
                         f"(max_retries={self.max_retries}); last error: {_describe(exc)}"
                     )) from None
                 self.stats["retries"] += 1
-                await self._sleep(self.delay(attempt, wait if wait > 0 else None))
+                retry = True
+                limiter.release(permit, outcome, headers=headers)
+                await self._sleep(self.delay(attempt, _retry_after(exc)))
                 continue
+            finally:
+                used = None if reply is None else reply[1]
+                tokens_used = None if used is None or used.tokens_in is None else (
+                    used.tokens_in + (used.tokens_out or 0))
+                limiter.release(permit, outcome, headers=headers, tokens_used=tokens_used,
+                                completion_tokens=None if used is None else used.tokens_out)
             return ModelReply(reply[0], reply[1], cached=False,
                               latency_s=time.perf_counter() - started)
 
     def _keep_limits(self, headers: Any) -> None:
         self.rate_limits = {k.lower(): v for k, v in headers.items()
                             if k.lower().startswith("anthropic-ratelimit-")}
-
-    def _wait_for(self, exc: BaseException) -> float | None:
-        """Seconds the server asks to wait (0: none said) for a retryable error, else None."""
-        import anthropic
-
-        if isinstance(exc, _Malformed | ValueError | anthropic.APIConnectionError |
-                      anthropic.APIResponseValidationError):
-            return 0.0
-        if not isinstance(exc, anthropic.APIStatusError):
-            return None
-        status = exc.status_code
-        if not (status in _RETRY_STATUSES or status >= 500):
-            return None
-        if _error_field(exc, "details", "error_code") in _HARD_QUOTA_CODES:
-            return None
-        self._keep_limits(exc.response.headers)
-        told = _retry_after(exc)
-        if told is not None:
-            return told
-        return _reset_wait(exc.response.headers) or 0.0
 
     def _read(self, message: Any) -> tuple[str, Usage]:
         try:
@@ -365,6 +426,24 @@ def _check_params(name: str, params: Mapping[str, Any]) -> None:
             "max_tokens, stop)")
 
 
+def _kind(exc: BaseException) -> str:
+    """What a failed attempt was: ``hard_quota``, ``rate_limit`` (429/529: waited out),
+    ``transient`` (retried with backoff) or ``error`` (not retried)."""
+    import anthropic
+
+    if isinstance(exc, _Malformed | ValueError | anthropic.APIConnectionError |
+                  anthropic.APIResponseValidationError):
+        return "transient"
+    if not isinstance(exc, anthropic.APIStatusError):
+        return "error"
+    status = exc.status_code
+    if status == 429 and _error_field(exc, "details", "error_code") in _HARD_QUOTA_CODES:
+        return "hard_quota"
+    if status in _RATE_LIMIT_STATUSES:
+        return "rate_limit"
+    return "transient" if status in _RETRY_STATUSES or status >= 500 else "error"
+
+
 def _error_field(exc: Any, *path: str) -> Any:
     value = getattr(exc, "body", None)
     for key in ("error", *path):
@@ -372,21 +451,6 @@ def _error_field(exc: Any, *path: str) -> Any:
             return None
         value = value.get(key)
     return value
-
-
-def _reset_wait(headers: Any) -> float | None:
-    """Seconds until the latest reset of an exhausted ``anthropic-ratelimit-*`` limit."""
-    waits = []
-    for kind in ("requests", "tokens", "input-tokens", "output-tokens"):
-        if headers.get(f"anthropic-ratelimit-{kind}-remaining") != "0":
-            continue
-        reset = headers.get(f"anthropic-ratelimit-{kind}-reset")
-        try:
-            when = dt.datetime.fromisoformat(str(reset).replace("Z", "+00:00"))
-        except ValueError:
-            continue
-        waits.append(max(0.0, when.timestamp() - time.time()))
-    return max(waits) if waits else None
 
 
 def _describe(exc: BaseException) -> str:
