@@ -263,8 +263,10 @@ def parse_scorer_option(text: str) -> Any:
         return stripped
     import yaml
 
+    from hr_core._yaml import load_yaml_text
+
     try:
-        value = yaml.safe_load(stripped)
+        value = load_yaml_text(stripped, "--scorer")
     except yaml.YAMLError as exc:
         problem = " ".join(str(exc).split())
         raise SpecError(f"--scorer {text!r}: not a YAML mapping ({problem}); write it as "

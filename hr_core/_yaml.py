@@ -9,7 +9,7 @@ import yaml
 
 from hr_core.errors import SpecError
 
-__all__ = ["MAX_ALIAS_NODES", "line_of", "read_yaml_mapping"]
+__all__ = ["MAX_ALIAS_NODES", "line_of", "load_yaml_text", "read_yaml_mapping"]
 
 MAX_ALIAS_NODES = 10_000
 """Nodes the aliases (``*name``) of one YAML file may repeat in all: a few anchors that
@@ -17,7 +17,18 @@ share settings are fine; a chain of aliases that expands to millions of values (
 "billion laughs" file) is refused before anything is built from it."""
 
 
-def _check_aliases(path: Path, node: Any) -> None:
+def load_yaml_text(text: str, where: str) -> Any:
+    """The value of a short YAML text (a command-line option), aliases bounded as in a file.
+
+    Raises:
+        SpecError: the aliases repeat too much (``where`` names the text).
+        yaml.YAMLError: the text is not YAML.
+    """
+    _check_aliases(where, yaml.compose(text))
+    return yaml.safe_load(text)
+
+
+def _check_aliases(path: Path | str, node: Any) -> None:
     """:class:`SpecError` when the aliases of ``node``'s file repeat more than
     :data:`MAX_ALIAS_NODES` nodes, or an anchor holds an alias of itself."""
     sizes: dict[int, int] = {}  # a node's id -> the nodes it expands to (itself included)

@@ -397,3 +397,28 @@ def test_visible_shows_every_control_character() -> None:
     shown = visible(text, newlines=False)
     assert all(ch.isprintable() for ch in shown)
     assert json.dumps(shown, ensure_ascii=False)
+
+
+def test_a_rescore_of_a_run_folder_path_ending_in_dotdot_writes_nothing(tmp_path: Path) -> None:
+    """``rescore_run("store/fake/0123/..")`` read as run id ``..``: its output would have been
+    a run inside the original run's folder; refused as outside its store."""
+    from report_data import fake_run_dir
+
+    from hr_core.engine.rescore import rescore_plan
+
+    run_dir = fake_run_dir(tmp_path / "store" / "fake" / "0123", with_judges=False)
+    before = sorted(p.name for p in run_dir.iterdir())
+    with pytest.raises(SpecError, match="is not inside"):
+        rescore_plan(f"{run_dir}/..", "f1")
+    assert sorted(p.name for p in run_dir.iterdir()) == before
+
+
+def test_an_alias_bomb_in_the_scorer_option_is_refused() -> None:
+    from hr_cli.commands import parse_scorer_option
+
+    chain = "{a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"
+    for name, alias in zip("bcdefg", "abcdef", strict=True):
+        chain += f", {name}: &{name} [" + ", ".join([f"*{alias}"] * 10) + "]"
+    with pytest.raises(SpecError, match="--scorer, line 1: YAML aliases repeat more than"):
+        parse_scorer_option(chain + "}")
+    assert parse_scorer_option("{f1: {threshold: 0.8}}") == {"f1": {"threshold": 0.8}}
