@@ -294,7 +294,11 @@ class AnthropicChatModel:
         give_up = (run_deadline + 1.0 if run_deadline is not None
                    else time.monotonic() + self.rate_limit_wait_s)
         prompt = [{"content": body.get("system") or ""}, *body["messages"]]
-        tokens = estimate_tokens(prompt, int(body["max_tokens"]))
+        # the tokens it will count: max_tokens when the params set it, else (hr's default
+        # cap, far above most replies) the mean reply so far
+        completion = (body["max_tokens"] if body["max_tokens"] != self.max_tokens
+                      or "max_tokens" in self.params else limiter.expected_completion())
+        tokens = estimate_tokens(prompt, int(completion))
         attempt = limited = 0
         retry = False
         while True:
