@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from hr_cli.literal import cell
+
 __all__ = ["plan_run"]
 
 
@@ -32,10 +34,10 @@ def plan_run(console: Console, run_dir: str | Path, *, difference: float, power:
     title = (f"Planning: {bench.manifest.get('name')} run {bench.manifest.get('run_id')}, "
              f"power {power:.0%}, level {level:.0%}")
     if len(order) < 2:
-        console.print(Text(f"{title}: one arm only, nothing to compare"))
+        console.print(cell(f"{title}: one arm only, nothing to compare"))
         return
     best = order[0]
-    table = Table(title=Text(title))
+    table = Table(title=cell(title))
     for header in ("arm", "vs", "items paired", "observed diff (points)",
                    "discordance", "detectable now (points)",
                    f"items for {difference * 100:g} points"):
@@ -45,7 +47,7 @@ def plan_run(console: Console, run_dir: str | Path, *, difference: float, power:
         b = table_of[best].to_numpy(dtype="float64")
         common = ~np.isnan(a) & ~np.isnan(b)
         got = plan_pair(arm, best, a[common], b[common], difference, power, level)
-        table.add_row(Text(arm), Text(best), str(got.n_items), _points(got.difference),
+        table.add_row(cell(arm), cell(best), str(got.n_items), _points(got.difference),
                       "–" if math.isnan(got.discordance) else f"{got.discordance:.3f}",
                       _points(got.detectable),
                       "–" if got.items_needed is None else f"{got.items_needed:,}")
