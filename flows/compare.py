@@ -112,7 +112,7 @@ def hr_compare(
         benchmark: a ``Benchmark`` or the folder of a stored run.
         arms: two arms (pairwise: A is ``arms[0]``) or several (select).
         judge: a ``JudgeConfig`` of mode ``"pairwise"`` or ``"select"``.
-        model: the judge's chat model (default: ``resolve_model(judge.model)``,
+        model: the judge's chat model (default: ``judge.chat_model()``, from its model spec,
             cached in the run folder's ``judge_responses.sqlite``).
         reference: the reference set (default: the one stored with the run).
         concurrency: judgements in flight.
@@ -144,12 +144,10 @@ def hr_compare(
     if len(set(arms)) != len(arms):
         raise SpecError(f"each arm once, please: {arms!r}")
     if model is None:
-        from hr_core.models import resolve_model
-
         cache = None
         if bench.run_dir is not None and "://" not in bench.run_dir:
             cache = str(Path(bench.run_dir) / "judge_responses.sqlite")
-        model = resolve_model(judge.model, cache=cache, concurrency=concurrency)
+        model = judge.chat_model(cache=cache, concurrency=concurrency)
     job = _Comparing(bench, arms, judge, model, reference, concurrency, chunk_size)
     name = str(bench.manifest.get("name") or "benchmark")
     facts = {"name": name, "run_id": bench.run_id,

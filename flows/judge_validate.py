@@ -21,7 +21,6 @@ from hr_core.judge.judging import JudgeResult
 from hr_core.judge.labelled import LabelledRow
 from hr_core.judge.validation import JudgeValidation, labelled_rows
 from hr_core.models.base import ChatModel
-from hr_core.models.registry import resolve_model
 from tasks.judge import judge_chunk, save_judge_validation
 
 __all__ = ["hr_judge_validate", "judge_validate_flow"]
@@ -71,7 +70,8 @@ def log_belongs_to(facts: Mapping[str, Any]) -> None:
 
 
 def _config_args(config: JudgeConfig) -> dict[str, Any]:
-    return {"model": config.model, "rubric": config.rubric, "mode": config.mode,
+    model = config.model if config.model_spec is None else config.model_spec.model_dump()
+    return {"model": model, "rubric": config.rubric, "mode": config.mode,
             "orders": config.orders, "schema": config.schema, "positive": config.positive}
 
 
@@ -113,8 +113,8 @@ async def judge_validate_flow(
                              "labelled (a path to the labelled items)")
         judge = hr_judge_config(**config)
         key = await _resolve_key(api_key_block)
-        model = resolve_model(judge.model, base_url=base_url, api_key=key,
-                              api_key_env=api_key_env, concurrency=concurrency)
+        model = judge.chat_model(base_url=base_url, api_key=key, api_key_env=api_key_env,
+                                 concurrency=concurrency)
         invocation = _Invocation(judge, model, labelled_rows(judge, labelled))
     judge, rows = invocation.config, invocation.rows
     semaphore = asyncio.Semaphore(max(1, concurrency))
@@ -150,7 +150,7 @@ def hr_judge_validate(
             the columns of the mode (grade ``item, response, reference, human``;
             pairwise ``item, a, b, human``; select ``item, candidates, human``).
         store: the folder of records (``<store>/<hash>.json``).
-        model: the chat model (default: ``resolve_model(config.model)``).
+        model: the chat model (default: ``config.chat_model()``, from its model spec).
         concurrency: judge calls' items in flight at once.
         chunk_size: labelled items per Prefect task.
         benchmark: the run folder of the benchmark this validation belongs to (``hr
@@ -174,8 +174,7 @@ def hr_judge_validate(
     positive_int("hr_judge_validate", "concurrency", concurrency)
     positive_int("hr_judge_validate", "chunk_size", chunk_size)
     rows = labelled_rows(config, labelled)
-    chosen = model if model is not None else resolve_model(config.model,
-                                                           concurrency=concurrency)
+    chosen = model if model is not None else config.chat_model(concurrency=concurrency)
     facts = benchmark_run_facts(benchmark)
     suffix = f"-for-{facts['name']}-{facts['run_id']}" if facts.get("name") else ""
     named = plain_parameters(with_run_name(judge_validate_flow,

@@ -2,7 +2,9 @@
 
 A judge file holds exactly the arguments of ``hr_judge_config``::
 
-    model: mock-model            # or openai:gpt-4o-mini, openai-compatible:NAME
+    model: mock-model            # or openai:gpt-4o-mini, openai-compatible:NAME, or a
+                                 # model spec {provider, model, base_url, api_key_env,
+                                 # prices, timeout_s, retry, concurrency, params}
     mode: grade                  # select | grade | pairwise
     rubric: Is the response's answer the reference's?
     orders: 2
@@ -11,8 +13,9 @@ A judge file holds exactly the arguments of ``hr_judge_config``::
     # base_url: http://127.0.0.1:8000/v1   # where an openai-compatible server listens
     # api_key_env: MY_SERVER_KEY           # the environment variable holding its key
 
-``base_url`` and ``api_key_env`` say how to reach the model, not what it decides:
-they are not part of the judge's hash.
+``base_url`` and ``api_key_env`` fold into the model spec, as an LLM arm's do. What
+of the spec decides answers (base URL, parameters, structured output) is part of
+the judge's hash; the key variable, prices and limits are not.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hr_core._yaml import line_of, read_yaml_mapping
-from hr_core.errors import SpecError
+from hr_core.errors import HrError, SpecError
+from hr_core.models.spec import ModelSpec
 
 __all__ = ["JudgeFile", "judge_model", "load_judge", "read_judge_file"]
 
@@ -33,7 +37,7 @@ class JudgeFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    model: str = Field(min_length=1)
+    model: str | ModelSpec = Field(union_mode="left_to_right")
     rubric: str = Field(min_length=1)
     mode: Literal["select", "grade", "pairwise"] = "select"
     orders: int = Field(default=2, ge=1)
@@ -73,22 +77,24 @@ def load_judge(path: str | Path) -> Any:
     from hr_core.judge import hr_judge_config
 
     spec = read_judge_file(path)
+    model: str | ModelSpec = spec.model
     try:
-        return hr_judge_config(spec.model, spec.rubric, mode=spec.mode, orders=spec.orders,
+        if not isinstance(model, str) or spec.base_url or spec.api_key_env:
+            model = ModelSpec.of(model, base_url=spec.base_url, api_key_env=spec.api_key_env)
+        return hr_judge_config(model, spec.rubric, mode=spec.mode, orders=spec.orders,
                                schema=spec.schema_, positive=spec.positive)
-    except ValueError as exc:
+    except (ValueError, HrError) as exc:
         raise SpecError(f"{path}: {exc}") from None
 
 
 def judge_model(path: str | Path) -> Any:
-    """The chat model of a judge file that names a server (``base_url``/``api_key_env``).
+    """The chat model of a judge file whose model is a spec (or names a server with
+    ``base_url``/``api_key_env``).
 
-    ``None`` when the file names none: the flows then resolve the model string
-    themselves (``mock-model``, ``openai:...`` with ``OPENAI_API_KEY``).
+    ``None`` for a plain model string: the flows then resolve it themselves
+    (``mock-model``, ``openai:...`` with ``OPENAI_API_KEY``).
     """
-    spec = read_judge_file(path)
-    if spec.base_url is None and spec.api_key_env is None:
+    config = load_judge(path)
+    if config.model_spec is None:
         return None
-    from hr_core.models.registry import resolve_model
-
-    return resolve_model(spec.model, base_url=spec.base_url, api_key_env=spec.api_key_env)
+    return config.chat_model()

@@ -56,11 +56,16 @@ def summary_table(summary: Any, title: str = "Summary") -> Table:
         table.add_column("score (95% CI)", justify="right", no_wrap=True)
     table.add_column("coverage", justify="right", no_wrap=True)
     kinds = [k for k in _KINDS if k in summary.columns]
+    if "truncated" in summary.columns and summary["truncated"].fillna(0).astype(float).sum() > 0:
+        kinds.append("truncated")  # replies the model stopped at its token limit (scored)
     for kind in kinds:
         table.add_column(_SHORT.get(kind, kind), justify="right", no_wrap=True)
     table.add_column("unscored", justify="right", no_wrap=True)
     table.add_column("latency", justify="right", no_wrap=True)
     table.add_column("cost", justify="right", no_wrap=True)
+    spent = "spent_usd" in summary.columns
+    if spent:  # what the calls made cost, beside what the outputs cost (replays included)
+        table.add_column("spent now", justify="right", no_wrap=True)
     rows = summary.sort_values("accuracy", ascending=False, na_position="last")
     for row in rows.to_dict("records"):
         latency = row.get("latency_mean_s")
@@ -74,8 +79,13 @@ def summary_table(summary: Any, title: str = "Summary") -> Table:
             _num(row.get("unscored")),
             "–" if _missing(latency) else f"{float(latency) * 1000:.1f} ms",
             "–" if _missing(cost) or not cost else f"${float(cost):.4f}",
+            *([_usd(row.get("spent_usd"))] if spent else []),
         )
     return table
+
+
+def _usd(value: Any) -> str:
+    return "–" if _missing(value) or not value else f"${float(value):.4f}"
 
 
 def comparison_table(summary: Any, title: str = "Comparison") -> Table:

@@ -38,6 +38,9 @@ class ArmResult(BaseModel):
     error: str | None = None
     usage: Usage = Field(default_factory=Usage)
     meta: dict[str, Any] = Field(default_factory=dict)
+    truncated: bool = False
+    """The model stopped at its token limit (``finish_reason`` ``"length"``): the
+    output is kept and scored, and the run is marked ``truncated``."""
 
 
 class _Verdict(NamedTuple):

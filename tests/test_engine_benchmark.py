@@ -26,9 +26,10 @@ def test_runs_has_exactly_the_spec_columns_and_nullable_boolean_correct() -> Non
     bench = _bench([("a", "q1", 1, True, None)])
     assert tuple(bench.runs.columns) == RUN_COLUMNS == (
         "arm", "item_id", "run", "output", "correct", "score", "outcome", "failure_kind",
-        "error", "latency_s", "tokens_in", "tokens_out", "cost_usd",
+        "error", "latency_s", "tokens_in", "tokens_out", "cost_usd", "truncated", "replayed",
     )
     assert str(bench.runs["correct"].dtype) == "boolean"
+    assert str(bench.runs["truncated"].dtype) == "boolean"
     assert str(bench.runs["score"].dtype) == "float64"
 
 

@@ -207,21 +207,30 @@ def test_openai_base_url_from_the_environment_gets_the_openai_key(
         assert arrived(compatible) == {} and leaked(compatible) == set()
 
 
-def test_a_benchmark_sends_each_arm_its_own_key_only(
+def test_a_benchmark_sends_each_arm_and_its_judge_its_own_key_only(
     prefect_harness: None, canaries: None, tmp_path: Path,
 ) -> None:
     from flows import hr_benchmark
+    from hr_core.engine.spec import scorer_from
 
     items = [{"id": f"q{i}", "document": "Paris is the capital of France.",
               "question": "What is the capital of France?", "label": "Paris"}
              for i in range(2)]
     prompt = "Document: {document}\nQuestion: {question}"
-    with FakeOpenAIServer() as bare, FakeOpenAIServer() as custom:
+    with FakeOpenAIServer() as bare, FakeOpenAIServer() as custom, \
+            FakeOpenAIServer() as judge:
         arms = {"bare": {"model": "openai-compatible:a", "base_url": bare.url, "prompt": prompt},
-                "custom": {"model": "openai-compatible:b", "base_url": custom.url,
-                           "api_key_env": "HR_CANARY_CUSTOM_KEY", "prompt": prompt}}
-        bench = hr_benchmark(arms, items, store=str(tmp_path / "results"), name="canary")
+                "custom": {"model": {"model": "openai-compatible:b", "base_url": custom.url,
+                                     "api_key_env": "HR_CANARY_CUSTOM_KEY"}, "prompt": prompt}}
+        scorer = scorer_from({"judge": {"model": {"model": "openai-compatible:j",
+                                                  "base_url": judge.url},
+                                        "rubric": "Is the response's answer the reference's?"}})
+        bench = hr_benchmark(arms, items, scorer=scorer, store=str(tmp_path / "results"),
+                             name="canary", require_valid_judge="ignore",
+                             judge_store=str(tmp_path / "judges"))
         assert bench.runs["correct"].all()
+        assert len(judge.requests) == 2 * 2 * 2  # 2 arms x 2 items x 2 orders
+        assert arrived(judge) == {} and leaked(judge) == set()
         assert len(bare.requests) == len(custom.requests) == 2
         assert arrived(bare) == {} and leaked(bare) == set()
         assert arrived(custom) == {"authorization": {"HR_CANARY_CUSTOM_KEY"}}

@@ -66,20 +66,18 @@ def test_structured_output_sends_the_json_schema(openai_server: FakeOpenAIServer
     assert fmt["json_schema"]["strict"] is True
 
 
-def test_falls_back_to_json_instructions_when_response_format_is_rejected(
+def test_a_rejected_response_format_is_an_error_not_a_silent_fallback(
     openai_server: FakeOpenAIServer,
 ) -> None:
+    # before: the model switched structured output off for its life (prompt changed,
+    # config hash not); now a loud error (tests/test_reply_fields.py has the fallback)
     openai_server.reject_response_format = True
     cfg = hr_judge_config("openai-compatible:test-model", "Which?", mode="pairwise")
     model = _model(openai_server)
     result = asyncio.run(judge_item(cfg, model, item="q", candidates=["Lyon", "Paris"],
                                     reference="Paris"))
-    assert (result.status, result.verdict) == ("ok", "B")
-    assert model.structured_output is False and model.stats["fallbacks"] >= 1
-    last = openai_server.requests[-1].body
-    assert "response_format" not in last
-    assert "matches this JSON schema" in last["messages"][0]["content"]
-    assert model.stats["failed"] == 0
+    assert result.status == "error" and model.structured_output == "json_schema"
+    assert all("response_format" in r.body for r in openai_server.requests)
 
 
 @pytest.mark.parametrize(

@@ -10,10 +10,11 @@ import string
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from hr_core.errors import SpecError
+from hr_core.errors import HrError, SpecError
 from hr_core.identity import callable_spec
+from hr_core.models.spec import ModelSpec
 
 __all__ = ["Arm", "ArmEntry", "LLMArm", "check_prompt_fields", "import_object", "normalise_arms",
            "prompt_fields"]
@@ -40,7 +41,11 @@ class LLMArm(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    model: str = Field(min_length=1)
+    model: str | ModelSpec = Field(union_mode="left_to_right")
+    """A model string (``"openai:gpt-4o-mini"``) or a :class:`ModelSpec` (base URL,
+    key variable, prices, timeout per attempt, retries, concurrency, parameters),
+    the same a judge takes; ``base_url``, ``api_key_env``, ``price_in``/``price_out``
+    below fill what it leaves unset."""
     prompt: str = Field(min_length=1)
     system: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
@@ -52,6 +57,31 @@ class LLMArm(BaseModel):
     """This arm's own number of runs per item (else the benchmark's ``runs``)."""
     timeout_s: float | None = Field(default=None, gt=0)
     """Seconds each call of this arm may take (else the benchmark's ``timeout_s``)."""
+
+    @field_validator("model")
+    @classmethod
+    def _model_named(cls, value: str | ModelSpec) -> str | ModelSpec:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("the model string is empty; e.g. 'openai:gpt-4o-mini'")
+        return value
+
+    def model_spec(self) -> ModelSpec:
+        """The arm's model as one :class:`ModelSpec` (the arm's own connection and price
+        fields folded in).
+
+        Example:
+            >>> LLMArm(model="openai-compatible:m", base_url="http://h/v1",
+            ...        prompt="{q}").model_spec().base_url
+            'http://h/v1'
+        """
+        prices = None
+        if self.price_in is not None or self.price_out is not None:
+            prices = {"input": self.price_in or 0.0, "output": self.price_out or 0.0}
+        try:
+            return ModelSpec.of(self.model, base_url=self.base_url, api_key_env=self.api_key_env,
+                                prices=prices)
+        except HrError as exc:
+            raise SpecError(f"LLM arm: {exc}") from None
 
     def render(self, payload: Any) -> str:
         """Fill the prompt template from the payload."""
@@ -185,14 +215,8 @@ class Arm:
             assert self.llm is not None
             from hr_core.models import resolve_model
 
-            llm = self.llm
-            prices = None
-            if llm.price_in is not None or llm.price_out is not None:
-                prices = {"input": llm.price_in or 0.0, "output": llm.price_out or 0.0}
-            self._model = resolve_model(
-                llm.model, base_url=llm.base_url, api_key_env=llm.api_key_env, prices=prices,
-                cache=self.cache, concurrency=self.concurrency,
-            )
+            self._model = resolve_model(self.llm.model_spec(), cache=self.cache,
+                                        concurrency=self.concurrency)
         return self._model
 
     async def acall_llm(self, payload: Any, run: int) -> Any:
@@ -206,8 +230,14 @@ class Arm:
         usage = reply.usage
         if not isinstance(usage, Usage):
             usage = Usage.model_validate(usage or {})
-        return ArmResult(text=reply.text, usage=usage,
-                         meta={"cached": bool(reply.cached), "latency_s": reply.latency_s})
+        failure = reply.failure() if callable(getattr(reply, "failure", None)) else None
+        kind, message = failure if failure is not None else (None, None)
+        meta = {"cached": bool(reply.cached), "latency_s": reply.latency_s}
+        finish = getattr(reply, "finish_reason", None)
+        if finish is not None:
+            meta["finish_reason"] = finish
+        return ArmResult(text=reply.text, usage=usage, failure_kind=kind, error=message,
+                         truncated=bool(getattr(reply, "truncated", False)), meta=meta)
 
 
 def import_object(path: str) -> Any:

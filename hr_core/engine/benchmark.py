@@ -38,10 +38,12 @@ __all__ = ["JUDGE_FAILURES", "RUN_COLUMNS", "SCORE_COLUMNS", "SUMMARY_COLUMNS", 
 
 RUN_COLUMNS = (
     "arm", "item_id", "run", "output", "correct", "score", "outcome", "failure_kind", "error",
-    "latency_s", "tokens_in", "tokens_out", "cost_usd",
+    "latency_s", "tokens_in", "tokens_out", "cost_usd", "truncated", "replayed",
 )
 """The columns of ``Benchmark.runs`` (SPEC section 9); a judge scorer adds ``judge_status``.
-``score`` is a scorer's partial credit in [0, 1] (``f1``), missing when it gives none."""
+``score`` is a scorer's partial credit in [0, 1] (``f1``), missing when it gives none;
+``truncated`` marks a reply the model stopped at its token limit (kept and scored),
+``replayed`` an output replayed from the response cache (no call made, nothing spent)."""
 
 JUDGE_FAILURES = ("no_consensus", "parse_failure", "error")
 """Judge statuses counted in the summary as ``judge_<status>`` (apart from arm failures)."""
@@ -49,11 +51,14 @@ JUDGE_FAILURES = ("no_consensus", "parse_failure", "error")
 SUMMARY_COLUMNS = (
     "arm", "items", "runs", "scored", "correct", "accuracy", "ci_low", "ci_high", "coverage",
     "unscored",
-    *FAILURE_KINDS, *(f"judge_{s}" for s in JUDGE_FAILURES),
-    "latency_mean_s", "tokens_in", "tokens_out", "cost_usd",
+    *FAILURE_KINDS, *(f"judge_{s}" for s in JUDGE_FAILURES), "truncated",
+    "latency_mean_s", "tokens_in", "tokens_out", "cost_usd", "spent_usd",
 )
 """The columns of ``Benchmark.summary()``: ``runs`` are the runs planned, ``coverage`` the
-share of them made (a budget stops the rest), one count per failure kind and judge failure."""
+share of them made (a budget stops the rest), one count per failure kind and judge failure,
+``truncated`` the runs whose reply the model stopped at its token limit; ``cost_usd``
+is what the outputs cost (replayed ones included), ``spent_usd`` what the calls this
+run made cost (outputs replayed from a response cache spent nothing)."""
 
 SCORE_COLUMNS = ("score_mean", "score_ci_low", "score_ci_high")
 """Added to the summary after ``ci_high`` when any run has a ``score`` (partial credit)."""
@@ -85,7 +90,7 @@ def runs_frame(records: Iterable[Mapping[str, Any]], *, judge: bool = False) -> 
             data[column] = pd.Series(values, dtype="str")
         elif column == "run":
             data[column] = pd.Series(values, dtype="int64")
-        elif column == "correct":
+        elif column in ("correct", "truncated", "replayed"):
             data[column] = pd.Series(pd.array(values, dtype="boolean"))
         elif column in ("tokens_in", "tokens_out"):
             data[column] = pd.Series(pd.array(values, dtype="Int64"))
@@ -334,11 +339,17 @@ class Benchmark:
                 row[kind] = int(kinds.get(kind, 0))
             for status in JUDGE_FAILURES:
                 row[f"judge_{status}"] = int(judge.get(status, 0))
+            row["truncated"] = (int(part["truncated"].fillna(False).astype(bool).sum())
+                                if "truncated" in part else 0)
             latency = part["latency_s"].mean()
             row["latency_mean_s"] = None if pd.isna(latency) else float(latency)
             row["tokens_in"] = int(part["tokens_in"].sum())
             row["tokens_out"] = int(part["tokens_out"].sum())
             row["cost_usd"] = float(part["cost_usd"].sum())
+            replayed = (part["replayed"].fillna(False).to_numpy(dtype=bool)
+                        if "replayed" in part else None)
+            row["spent_usd"] = (row["cost_usd"] if replayed is None
+                                else float(part["cost_usd"][~replayed].sum()))
             rows.append(row)
         frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
         for column in ("accuracy", "ci_low", "ci_high", "coverage", "latency_mean_s"):

@@ -28,7 +28,7 @@ __all__ = ["RECORD_FIELDS", "ChunkContext", "run_chunk", "score_record",
 
 RECORD_FIELDS = (
     "arm", "item_id", "run", "output", "correct", "score", "outcome", "failure_kind", "error",
-    "latency_s", "tokens_in", "tokens_out", "cost_usd", "judge_status",
+    "latency_s", "tokens_in", "tokens_out", "cost_usd", "judge_status", "truncated", "replayed",
 )
 """The fields of one journaled run (the columns of ``Benchmark.runs`` and ``judge_status``)."""
 
@@ -94,6 +94,7 @@ def stopped_record(arm: str, item: Item, run: int, reason: str | None = None) ->
         "correct": False if has_label(item.label) else None, "score": None, "outcome": None,
         "failure_kind": "budget_stop", "error": reason, "latency_s": None,
         "tokens_in": None, "tokens_out": None, "cost_usd": None, "judge_status": None,
+        "truncated": False, "replayed": False,
     }
 
 
@@ -235,6 +236,7 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> dict[str
         "arm": arm.name, "item_id": item.id, "run": run, "output": None, "correct": None,
         "score": None, "outcome": None, "failure_kind": None, "error": error, "latency_s": latency,
         "tokens_in": None, "tokens_out": None, "cost_usd": None, "judge_status": None,
+        "truncated": False, "replayed": False,
     }
     if error is not None:
         record["failure_kind"] = "error"
@@ -254,6 +256,12 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> dict[str
                        else getattr(output, "error", None))
             if isinstance(message, str):
                 record["error"] = message
+            truncated = (output.get("truncated") if isinstance(output, Mapping)
+                         else getattr(output, "truncated", None))
+            record["truncated"] = truncated is True
+            meta = (output.get("meta") if isinstance(output, Mapping)
+                    else getattr(output, "meta", None))
+            record["replayed"] = isinstance(meta, Mapping) and meta.get("cached") is True
     await score_record(record, item, output, ctx.scorer, ctx.scorer_errors, ctx.scorer_is_async)
     if (record["failure_kind"] == "parse_failure" and record["error"] is None
             and record["output"] is None and output is not None):

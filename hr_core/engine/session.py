@@ -183,7 +183,7 @@ class BenchmarkPlan:
         LLM arm's endpoint (provider:model and base URL); ``run``: what the run id
         is taken from (reference, arms, scorer, runs).
         """
-        models = {n: fingerprint({"model": a.llm.model, "base_url": a.llm.base_url})
+        models = {n: _model_fingerprint(a.llm.model_spec())
                   for n, a in self.arms.items() if a.llm is not None}
         return {
             "reference": self.reference.hash,
@@ -231,6 +231,16 @@ def _timeouts(value: Any, arms: Mapping[str, Arm]) -> dict[str, float] | None:
     return timeouts or None
 
 
+def _model_fingerprint(spec: Any) -> str:
+    """An LLM arm's endpoint for the manifest: provider:model and base URL (a model
+    string's as before), with what else of its spec decides answers."""
+    fields = {"model": spec.ref, "base_url": spec.base_url}
+    decides = spec.decides()
+    if decides["params"] or decides["structured_output"] != "json_schema":
+        fields["spec"] = decides
+    return fingerprint(fields)
+
+
 def _check_api_keys(arms: Mapping[str, Arm]) -> None:
     """An LLM arm whose API key variable is unset: an error (openai:) or a warning."""
     from hr_core.errors import HrError
@@ -239,10 +249,10 @@ def _check_api_keys(arms: Mapping[str, Arm]) -> None:
     for name, arm in arms.items():
         if arm.llm is None:
             continue
-        provider, _, model = arm.llm.model.partition(":")
-        if provider in ("openai", "openai-compatible"):
+        spec = arm.llm.model_spec()
+        if spec.provider in ("openai", "openai-compatible"):
             try:
-                check_api_key(provider, model, arm.llm.api_key_env)
+                check_api_key(spec.provider, spec.model, spec.api_key_env)
             except HrError as exc:
                 raise SpecError(f"arm {name!r}: {exc}") from None
 

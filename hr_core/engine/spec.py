@@ -25,7 +25,8 @@ from hr_core.engine.arms import ArmEntry, LLMArm, import_object
 from hr_core.engine.budget import Budget
 from hr_core.engine.health import DEFAULT_MAX_ERROR_RATE
 from hr_core.engine.stopping import StopRule
-from hr_core.errors import SpecError
+from hr_core.errors import HrError, SpecError
+from hr_core.models.spec import ModelSpec
 from hr_core.reference import Reference, hr_reference
 from hr_core.scorers import Scorer, hr_scorer
 from hr_core.scoring.registry import SCORERS, builtin_scorer_named
@@ -50,11 +51,25 @@ class JudgeScorerSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    model: str = Field(min_length=1)
+    model: str | ModelSpec = Field(union_mode="left_to_right")
+    """A model string or a :class:`ModelSpec` (base URL, key variable, prices, ...),
+    as an LLM arm's; ``base_url``/``api_key_env`` below fill a model string's."""
     rubric: str = Field(min_length=1)
     orders: int = 2
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
     positive: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+
+    def model_spec(self) -> ModelSpec | str:
+        """The judge's model: the string as given, or one spec with the connection
+        fields folded in."""
+        if isinstance(self.model, str) and self.base_url is None and self.api_key_env is None:
+            return self.model
+        try:
+            return ModelSpec.of(self.model, base_url=self.base_url, api_key_env=self.api_key_env)
+        except HrError as exc:
+            raise SpecError(f"judge.model: {exc}") from None
 
 
 class BenchmarkSpec(BaseModel):
@@ -177,7 +192,7 @@ def scorer_from(value: Scorer | str | Mapping[str, Any]) -> Scorer:
         judge = options
         from hr_core.judge import hr_judge_config, hr_scorer_judge
 
-        config = hr_judge_config(judge.model, judge.rubric, mode="grade",
+        config = hr_judge_config(judge.model_spec(), judge.rubric, mode="grade",
                                  orders=judge.orders, schema=judge.schema_,
                                  positive=judge.positive)
         built: Scorer = hr_scorer_judge(config)

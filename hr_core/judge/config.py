@@ -52,8 +52,28 @@ class JudgeConfigError(SpecError):
 
 
 def config_hash(fields: Mapping[str, Any]) -> str:
-    """:func:`hr_core.identity.fingerprint` of a config's fields (``hash`` excluded)."""
-    return fingerprint({k: fields.get(k) for k in CONFIG_FIELDS})
+    """:func:`hr_core.identity.fingerprint` of a config's fields (``hash`` excluded).
+
+    ``model_spec`` (what of a :class:`~hr_core.models.spec.ModelSpec` beyond the
+    model string decides answers: base URL, request parameters, structured output)
+    is covered when the config has one, so a plain model string keeps its hash.
+    """
+    data = {k: fields.get(k) for k in CONFIG_FIELDS}
+    if fields.get("model_spec"):
+        data["model_spec"] = fields["model_spec"]
+    return fingerprint(data)
+
+
+def _spec_decides(spec: Any) -> dict[str, Any] | None:
+    """The answer-deciding fields of a model spec beyond its model string, or ``None``."""
+    if spec is None:
+        return None
+    decides = spec.decides()
+    extra = {"base_url": decides["base_url"], "params": decides["params"],
+             "structured_output": decides["structured_output"]}
+    if extra == {"base_url": None, "params": {}, "structured_output": "json_schema"}:
+        return None
+    return extra
 
 
 class JudgeConfig:
@@ -69,8 +89,8 @@ class JudgeConfig:
         [(0, 1), (1, 0)]
     """
 
-    __slots__ = ("_schema_json", "aggregation", "grades", "hash", "mode", "model", "orders",
-                 "positive", "prompt", "rubric")
+    __slots__ = ("_schema_json", "aggregation", "grades", "hash", "mode", "model", "model_spec",
+                 "orders", "positive", "prompt", "rubric")
 
     model: str
     mode: JudgeMode
@@ -81,17 +101,27 @@ class JudgeConfig:
     positive: str | None
     grades: tuple[str, ...] | None
     hash: str
+    model_spec: Any
     _schema_json: str
 
     def __init__(
         self,
-        model: str,
+        model: Any,
         rubric: str,
         mode: str = "select",
         orders: int = 2,
         schema: Mapping[str, Any] | None = None,
         positive: str | None = None,
     ) -> None:
+        spec = None
+        if not isinstance(model, str):  # a ModelSpec or its mapping
+            from hr_core.models.spec import ModelSpec
+
+            try:
+                spec = ModelSpec.of(model)
+            except ValueError as exc:
+                raise JudgeConfigError(f"judge model: {exc}") from None
+            model = spec.ref
         _check_text("model", model)
         _check_text("rubric", rubric)
         if mode not in JUDGE_MODES:
@@ -125,6 +155,7 @@ class JudgeConfig:
         }
         for key, value in values.items():
             object.__setattr__(self, key, value)
+        object.__setattr__(self, "model_spec", spec)
         object.__setattr__(self, "_schema_json", canonical_json(schema_copy))
         object.__setattr__(self, "hash", config_hash(self.to_dict()))
 
@@ -145,7 +176,19 @@ class JudgeConfig:
         """Every field but ``hash``, JSON-ready (grades as a list)."""
         out: dict[str, Any] = {k: getattr(self, k) for k in CONFIG_FIELDS}
         out["grades"] = None if self.grades is None else list(self.grades)
+        decides = _spec_decides(self.model_spec)
+        if decides is not None:
+            out["model_spec"] = decides
         return out
+
+    def chat_model(self, **options: Any) -> Any:
+        """The judge's chat model from its model (string or spec), through
+        :func:`hr_core.models.registry.resolve_model` (``options``: ``cache``,
+        ``concurrency``; ``base_url``/``api_key_env`` replace the spec's)."""
+        from hr_core.models.registry import resolve_model
+
+        return resolve_model(self.model if self.model_spec is None else self.model_spec,
+                             **options)
 
     def orderings(self, n_candidates: int) -> list[tuple[int, ...]]:
         """The presentation orders as index tuples over the candidates.
@@ -193,7 +236,8 @@ class JudgeConfig:
         return hash(self.hash)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (self.model, self.rubric, self.mode, self.orders, self.schema,
+        model = self.model if self.model_spec is None else self.model_spec.model_dump()
+        return (_rebuild, (model, self.rubric, self.mode, self.orders, self.schema,
                            self.positive))
 
     def __str__(self) -> str:
@@ -210,13 +254,13 @@ class JudgeConfig:
     __repr__ = __str__
 
 
-def _rebuild(model: str, rubric: str, mode: str, orders: int, schema: Any,
+def _rebuild(model: Any, rubric: str, mode: str, orders: int, schema: Any,
              positive: str | None) -> JudgeConfig:
     return JudgeConfig(model, rubric, mode, orders, schema, positive)
 
 
 def hr_judge_config(
-    model: str,
+    model: Any,
     rubric: str,
     mode: str = "select",
     orders: int = 2,
@@ -226,7 +270,10 @@ def hr_judge_config(
     """Everything that decides what a judge answers, in one object with a hash.
 
     Args:
-        model: the judge's model, e.g. ``"mock-model"``, ``"openai:gpt-4o-mini"``.
+        model: the judge's model, e.g. ``"mock-model"``, ``"openai:gpt-4o-mini"``,
+            or a :class:`~hr_core.models.spec.ModelSpec` (or its mapping: base
+            URL, key variable, prices, ...), the same an LLM arm takes; what of it
+            decides answers (base URL, parameters, structured output) is hashed.
         rubric: what the judge is to decide, in words.
         mode: ``"select"``, ``"grade"`` or ``"pairwise"``.
         orders: presentation orders per item (1 only for grade; pairwise exactly

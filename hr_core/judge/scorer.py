@@ -52,7 +52,8 @@ class JudgeScorer(Scorer):
 
 
 def hr_scorer_judge(
-    config: JudgeConfig, model: ChatModel | None = None, *, name: str | None = None
+    config: JudgeConfig, model: ChatModel | None = None, *, name: str | None = None,
+    cache: Any = None, concurrency: int = 16,
 ) -> JudgeScorer:
     """A scorer that grades each output against the item's label with a judge.
 
@@ -76,7 +77,9 @@ def hr_scorer_judge(
 
     Args:
         config: a grade-mode :class:`JudgeConfig`.
-        model: the chat model; ``None`` resolves ``config.model`` on first use.
+        model: the chat model; ``None`` resolves the config's model (its
+            :class:`~hr_core.models.spec.ModelSpec`: base URL, key variable,
+            prices, ...) on first use, with ``cache`` and ``concurrency``.
         name: the scorer's name (default ``"judge:<first 12 hex of the hash>"``).
 
     Example:
@@ -96,9 +99,7 @@ def hr_scorer_judge(
 
     def get_model() -> ChatModel:
         if not resolved:
-            from hr_core.models.registry import resolve_model
-
-            resolved.append(resolve_model(config.model))
+            resolved.append(config.chat_model(cache=cache, concurrency=concurrency))
         return resolved[0]
 
     async def judge(item: Any, output: Any, label: Any) -> ScoreResult:

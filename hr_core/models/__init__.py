@@ -7,12 +7,14 @@ from hr_core.models.base import (
     ModelConfigError,
     ModelError,
     ModelReply,
+    StructuredOutputRejectedError,
     UnknownProviderError,
 )
 from hr_core.models.cache import CachedModel, ResponseCache, cache_key
 from hr_core.models.mock import MockModel
 from hr_core.models.registry import PROVIDERS, resolve_model
 from hr_core.models.scripted import ScriptedModel
+from hr_core.models.spec import ModelPrices, ModelSpec, RetryPolicy
 
 __all__ = [
     "CachedModel",
@@ -22,10 +24,14 @@ __all__ = [
     "ModelCallError",
     "ModelConfigError",
     "ModelError",
+    "ModelPrices",
     "ModelReply",
+    "ModelSpec",
     "PROVIDERS",
     "ResponseCache",
+    "RetryPolicy",
     "ScriptedModel",
+    "StructuredOutputRejectedError",
     "UnknownProviderError",
     "cache_key",
     "resolve_model",

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from hr_core.errors import HrError
+from hr_core.failures import FailureKind
 from hr_core.results import Usage
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "ModelConfigError",
     "ModelError",
     "ModelReply",
+    "StructuredOutputRejectedError",
     "UnknownProviderError",
 ]
 
@@ -39,6 +41,11 @@ class UnknownProviderError(ModelConfigError):
     """A model string names a provider hr does not know."""
 
 
+class StructuredOutputRejectedError(ModelCallError):
+    """The server rejected a request's JSON schema (``response_format``): a
+    configuration error, never silently answered with another prompt."""
+
+
 @dataclass(frozen=True)
 class ModelReply:
     """What one call returned.
@@ -48,9 +55,15 @@ class ModelReply:
         usage: tokens in/out and cost (``None`` where unknown).
         cached: True when replayed from the response cache.
         latency_s: seconds the call took (0 for a cache hit).
+        finish_reason: why the model stopped, as the provider said (``"stop"``,
+            ``"length"``, ``"content_filter"``, ...; ``None`` when it did not say).
+        refusal: the provider's refusal message, when it sent one.
+        content_null: the reply's content was ``null`` (not a string).
 
     Example:
         >>> ModelReply("Paris").usage.tokens_in is None
+        True
+        >>> ModelReply("The capit", finish_reason="length").truncated
         True
     """
 
@@ -58,6 +71,39 @@ class ModelReply:
     usage: Usage = field(default_factory=Usage)
     cached: bool = False
     latency_s: float = 0.0
+    finish_reason: str | None = None
+    refusal: str | None = None
+    content_null: bool = False
+
+    @property
+    def truncated(self) -> bool:
+        """The model stopped at its token limit (``finish_reason`` ``"length"``): the
+        text is kept and scored, and the run is marked ``truncated``."""
+        return self.finish_reason == "length"
+
+    def failure(self) -> tuple[FailureKind, str] | None:
+        """Why this reply is no answer, as ``(failure kind, message)``, else ``None``.
+
+        A ``refusal`` field or ``finish_reason`` ``"content_filter"`` is a
+        ``refusal``; content ``null`` with nothing else is a ``parse_failure``
+        saying so (an empty string is left to the scorer's rules, a parse failure
+        too). A truncated reply with text is an answer (see :attr:`truncated`).
+
+        Example:
+            >>> ModelReply("", finish_reason="content_filter").failure()[0]
+            'refusal'
+            >>> ModelReply("", content_null=True, finish_reason="stop").failure()[1]
+            "the model's reply had no content (content null, finish_reason 'stop')"
+        """
+        if self.refusal:
+            return "refusal", f"the model refused: {' '.join(self.refusal.split())[:300]}"
+        if self.finish_reason == "content_filter":
+            return "refusal", ("the provider's content filter stopped the reply "
+                               "(finish_reason 'content_filter')")
+        if self.content_null and not self.text:
+            return "parse_failure", ("the model's reply had no content (content null, "
+                                     f"finish_reason {self.finish_reason!r})")
+        return None
 
 
 @runtime_checkable

@@ -2,8 +2,11 @@
 
 The key is :func:`hr_core.identity.fingerprint` (SHA-256 of the canonical
 JSON) of ``{"provider", "model", "base_url", "messages", "params", "schema",
-"run"}``: everything that decides a reply (the same model name on another
-server is another model), and nothing secret (no API key). The database runs
+"run"}`` and the model's ``request_identity()`` (the endpoint it resolved,
+``OPENAI_BASE_URL`` included, a deployment, how a schema is asked for):
+everything that decides a reply (the same model name on another server is
+another model), and nothing secret (no API key). ``params`` are every request
+parameter: the model's defaults with the call's own on top. The database runs
 in WAL mode with a busy timeout, one connection per thread and process, so
 several threads and processes may read and write it at once; an entry is
 written once (``INSERT OR REPLACE`` of equal content).
@@ -12,6 +15,7 @@ written once (``INSERT OR REPLACE`` of equal content).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sqlite3
 import threading
@@ -34,9 +38,20 @@ CREATE TABLE IF NOT EXISTS responses (
     tokens_out INTEGER,
     cost_usd REAL,
     latency_s REAL,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    reply TEXT
 )
 """
+
+_REPLY_FIELDS = ("finish_reason", "refusal", "content_null")
+"""The reply's fields beside text and usage, kept as JSON in the ``reply`` column
+(a cache written before it had the column gets it added, its rows ``NULL``)."""
+
+
+def _add_reply_column(conn: sqlite3.Connection) -> None:
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(responses)")}
+    if "reply" not in columns:
+        conn.execute("ALTER TABLE responses ADD COLUMN reply TEXT")
 
 
 def cache_key(
@@ -47,17 +62,22 @@ def cache_key(
     schema: Mapping[str, Any] | None = None,
     run: int = 1,
     base_url: str | None = None,
+    request: Mapping[str, Any] | None = None,
 ) -> str:
-    """SHA-256 hex of everything that decides a reply (the model endpoint included).
+    """SHA-256 hex of everything that decides a reply (the model endpoint included;
+    ``request``: the model's ``request_identity()``).
 
     >>> len(cache_key("openai", "gpt-4o-mini", [{"role": "user", "content": "hi"}]))
     64
     """
-    return fingerprint({
+    fields: dict[str, Any] = {
         "provider": provider, "model": model, "base_url": base_url,
         "messages": [dict(m) for m in messages], "params": dict(params or {}),
         "schema": schema, "run": run,
-    })
+    }
+    if request:
+        fields["request"] = dict(request)
+    return fingerprint(fields)
 
 
 class ResponseCache:
@@ -101,6 +121,7 @@ class ResponseCache:
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
                 conn.execute(_SCHEMA)
+                _add_reply_column(conn)
                 break
             except sqlite3.OperationalError:
                 if attempt == 49:
@@ -112,20 +133,24 @@ class ResponseCache:
     def get(self, key: str) -> ModelReply | None:
         """The cached reply (``cached=True``, ``latency_s=0``), or ``None``."""
         row = self._connect().execute(
-            "SELECT text, tokens_in, tokens_out, cost_usd FROM responses WHERE key = ?", (key,)
-        ).fetchone()
+            "SELECT text, tokens_in, tokens_out, cost_usd, reply FROM responses WHERE key = ?",
+            (key,)).fetchone()
         if row is None:
             return None
         usage = Usage(tokens_in=row[1], tokens_out=row[2], cost_usd=row[3])
-        return ModelReply(row[0], usage, cached=True, latency_s=0.0)
+        extra = json.loads(row[4]) if row[4] else {}
+        fields = {k: extra[k] for k in _REPLY_FIELDS if k in extra}
+        return ModelReply(row[0], usage, cached=True, latency_s=0.0, **fields)
 
     def put(self, key: str, reply: ModelReply) -> None:
         """Store a reply (replacing an equal key)."""
         u = reply.usage
+        extra = json.dumps({k: getattr(reply, k, None) for k in _REPLY_FIELDS}, sort_keys=True)
         self._connect().execute(
-            "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO responses (key, text, tokens_in, tokens_out, cost_usd, "
+            "latency_s, created_at, reply) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (key, reply.text, u.tokens_in, u.tokens_out, u.cost_usd, reply.latency_s,
-             time.time()),
+             time.time(), extra),
         )
 
     def __len__(self) -> int:
@@ -169,8 +194,10 @@ class CachedModel:
         run: int = 1,
     ) -> ModelReply:
         decided = {**dict(getattr(self.inner, "params", None) or {}), **dict(params or {})}
+        identity = getattr(self.inner, "request_identity", None)
         key = cache_key(self.provider, self.name, messages, decided, schema, run,
-                        getattr(self.inner, "base_url", None))
+                        getattr(self.inner, "base_url", None),
+                        identity() if callable(identity) else None)
         hit = self.cache.get(key)
         if hit is not None:
             self.hits += 1

@@ -11,8 +11,12 @@ learned requests/tokens per minute). A 429 pauses the endpoint for at least
 malformed bodies are retried ``max_retries`` times with exponential backoff and
 jitter (``base * 2**(attempt-1)`` capped, times a factor in [0.5, 1]), at least the
 server's ``Retry-After``. Structured output is asked for with ``response_format``
-``json_schema``; a server that rejects it (HTTP 400/422) gets the schema as a JSON
-instruction in the system message instead, for the rest of the model's life. Keys go
+``json_schema``; a server that rejects it (HTTP 400/422) is a loud
+:class:`StructuredOutputRejectedError` naming the fix, never a silent prompt change:
+``structured_output="instructions"`` (a model spec field, part of the fingerprint)
+puts the schema as a JSON instruction in the system message instead. The reply's
+``finish_reason`` and ``refusal`` are kept on the
+:class:`~hr_core.models.base.ModelReply` (``truncated``, ``failure()``). Keys go
 only where declared: ``openai:`` reads ``OPENAI_API_KEY`` (or the variable
 ``api_key_env`` names), ``openai-compatible:`` reads no key unless ``api_key_env``
 names one, and sends no ``Authorization`` header without one (nor the
@@ -25,6 +29,7 @@ environment variable, only the variable's name is kept).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import email.utils
 import json
 import os
@@ -34,7 +39,7 @@ import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from hr_core.models._ratelimit import (
     CALL_DEADLINE,
@@ -45,7 +50,13 @@ from hr_core.models._ratelimit import (
     estimate_tokens,
     limiter_for,
 )
-from hr_core.models.base import ChatMessage, ModelCallError, ModelConfigError, ModelReply
+from hr_core.models.base import (
+    ChatMessage,
+    ModelCallError,
+    ModelConfigError,
+    ModelReply,
+    StructuredOutputRejectedError,
+)
 from hr_core.results import Usage
 
 __all__ = ["OpenAIChatModel", "Price", "check_api_key", "find_price", "key_variable"]
@@ -87,22 +98,41 @@ _WARNED: set[tuple[str, str, str]] = set()
 
 @dataclass(frozen=True)
 class Price:
-    """USD per million tokens in and out."""
+    """USD per million tokens in and out (and cached input, when billed apart)."""
 
     input_per_million: float
     output_per_million: float
+    cached_input_per_million: float | None = None
 
-    def cost(self, tokens_in: int | None, tokens_out: int | None) -> float | None:
+    def cost(self, tokens_in: int | None, tokens_out: int | None,
+             cached_in: int | None = None) -> float | None:
+        """The cost of a call; ``cached_in`` of the ``tokens_in`` were cached input."""
         if tokens_in is None and tokens_out is None:
             return None
-        return ((tokens_in or 0) * self.input_per_million
+        cached = min(cached_in or 0, tokens_in or 0) if self.cached_input_per_million else 0
+        return (((tokens_in or 0) - cached) * self.input_per_million
+                + cached * (self.cached_input_per_million or 0.0)
                 + (tokens_out or 0) * self.output_per_million) / 1e6
+
+
+_PRICE_KEYS = frozenset({"input", "output", "cached_input"})
+
+
+def _is_price(value: Any) -> bool:
+    return isinstance(value, Mapping) and {"input", "output"} <= set(value) <= _PRICE_KEYS
 
 
 def _price(value: Any, where: str) -> Price:
     if isinstance(value, Price):
         return value
-    if isinstance(value, Mapping) and set(value) == {"input", "output"}:
+    if _is_price(value):
+        cached = value.get("cached_input")
+        if cached is not None:
+            if isinstance(cached, bool) or not isinstance(cached, int | float) or cached < 0:
+                raise ModelConfigError(f"price for {where}: cached_input must be a non-negative "
+                                       f"number, not {cached!r}")
+            base = _price({"input": value["input"], "output": value["output"]}, where)
+            return Price(base.input_per_million, base.output_per_million, float(cached))
         pair = (value["input"], value["output"])
     elif isinstance(value, list | tuple) and len(value) == 2:
         pair = (value[0], value[1])
@@ -121,7 +151,7 @@ def find_price(prices: Mapping[str, Any] | None, provider: str, name: str) -> Pr
     itself, or keyed by ``"provider:name"`` or ``"name"``.
 
     >>> find_price({"gpt-4o-mini": {"input": 0.15, "output": 0.6}}, "openai", "gpt-4o-mini")
-    Price(input_per_million=0.15, output_per_million=0.6)
+    Price(input_per_million=0.15, output_per_million=0.6, cached_input_per_million=None)
     """
     if prices is None:
         return None
@@ -129,7 +159,7 @@ def find_price(prices: Mapping[str, Any] | None, provider: str, name: str) -> Pr
         return prices
     if not isinstance(prices, Mapping):
         raise ModelConfigError(f"prices must be a mapping, not {type(prices).__name__}")
-    if set(prices) == {"input", "output"}:
+    if _is_price(prices):
         return _price(prices, f"{provider}:{name}")
     for key in (f"{provider}:{name}", name):
         if key in prices:
@@ -219,6 +249,9 @@ class OpenAIChatModel:
         backoff_base_s, backoff_max_s: exponential backoff parameters.
         sleep: the coroutine used to wait between attempts.
         params: default sampling parameters (temperature, max_tokens, ...).
+        structured_output: ``"json_schema"`` (``response_format``; a server that
+            rejects it is a :class:`StructuredOutputRejectedError`) or
+            ``"instructions"`` (the schema as a system-message instruction).
 
     Example:
         >>> m = OpenAIChatModel("llama3", provider="openai-compatible",
@@ -247,6 +280,7 @@ class OpenAIChatModel:
         rpm: float | None = None,
         tpm: float | None = None,
         rate_limit_wait_s: float = 900.0,
+        structured_output: Literal["json_schema", "instructions"] = "json_schema",
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ModelConfigError(f"{provider}: the model name must be a non-empty string")
@@ -276,8 +310,11 @@ class OpenAIChatModel:
         self._key = _Secret(api_key) if api_key else None
         self._key_env = None if api_key else key_variable(provider, api_key_env)
         check_api_key(provider, name, api_key_env, api_key)
-        self.structured_output = True
-        self.stats = {"calls": 0, "attempts": 0, "retries": 0, "failed": 0, "fallbacks": 0}
+        if structured_output not in ("json_schema", "instructions"):
+            raise ModelConfigError(f"{provider}:{name}: structured_output must be 'json_schema' "
+                                   f"or 'instructions', not {structured_output!r}")
+        self.structured_output = structured_output
+        self.stats = {"calls": 0, "attempts": 0, "retries": 0, "failed": 0}
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
             weakref.WeakKeyDictionary()
         )
@@ -285,6 +322,19 @@ class OpenAIChatModel:
     @property
     def spec(self) -> str:
         return f"{self.provider}:{self.name}"
+
+    @property
+    def endpoint_url(self) -> str | None:
+        """Where requests go: ``base_url``, else (``openai:``) ``OPENAI_BASE_URL`` or
+        OpenAI's own URL, as the SDK resolves it."""
+        if self.base_url or self.provider != "openai":
+            return self.base_url
+        return os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+
+    def request_identity(self) -> dict[str, Any]:
+        """What decides a request besides messages, parameters and schema (the
+        response cache's key takes it): the endpoint and how a schema is asked for."""
+        return {"endpoint": self.endpoint_url, "structured_output": self.structured_output}
 
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""
@@ -383,7 +433,7 @@ class OpenAIChatModel:
         while True:
             attempt += 1
             self.stats["attempts"] += 1
-            use_format = schema is not None and self.structured_output
+            use_format = schema is not None and self.structured_output == "json_schema"
             request = dict(base, messages=_with_schema(messages, schema, not use_format))
             if use_format and schema is not None:
                 request["response_format"] = _response_format(schema)
@@ -406,16 +456,17 @@ class OpenAIChatModel:
             try:
                 raw = await client.chat.completions.with_raw_response.create(**request)
                 headers = raw.headers
-                text, usage = self._read(raw.parse())
-                used = (usage.tokens_in, usage.tokens_out)
+                reply = self._read(raw.parse())
+                used = (reply.usage.tokens_in, reply.usage.tokens_out)
                 outcome = "ok"
             except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
                 outcome, headers = "error", exc.response.headers
                 if use_format:
-                    self.structured_output = False
-                    self.stats["fallbacks"] += 1
-                    attempt -= 1
-                    continue
+                    raise StructuredOutputRejectedError(self._redact(
+                        f"{self.spec}: the server rejected the request's JSON schema "
+                        f"(response_format json_schema): {_describe(exc)}; use a server with "
+                        "structured output, or set structured_output: instructions on the "
+                        "model (the schema then goes into the system message)")) from None
                 raise ModelCallError(self._redact(
                     f"{self.spec}: the server rejected the request: {_describe(exc)}"
                 )) from None
@@ -457,29 +508,40 @@ class OpenAIChatModel:
                 tokens_used = None if used == (None, None) else sum(n or 0 for n in used)
                 limiter.release(permit, outcome, headers=headers, tokens_used=tokens_used,
                                 completion_tokens=used[1])
-            return ModelReply(text, usage, cached=False,
-                              latency_s=time.perf_counter() - started)
+            return dataclasses.replace(reply, latency_s=time.perf_counter() - started)
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait before retry number ``attempt`` (1-based)."""
         return _backoff(attempt, retry_after, self.backoff_base_s, self.backoff_max_s,
                         self.retry_after_max_s)
 
-    def _read(self, completion: Any) -> tuple[str, Usage]:
+    def _read(self, completion: Any) -> ModelReply:
+        """The reply of a completion: text, usage and cost, finish reason, refusal."""
         try:
-            message = completion.choices[0].message
+            choice = completion.choices[0]
+            message = choice.message
             text = message.content
         except (AttributeError, IndexError, KeyError, TypeError):
             raise _Malformed("the reply has no choices[0].message") from None
         if text is not None and not isinstance(text, str):
             raise _Malformed("the reply's content is not a string")
-        usage_in = usage_out = None
+        finish = getattr(choice, "finish_reason", None)
+        refusal = getattr(message, "refusal", None)
+        usage_in = usage_out = cached_in = None
         usage = getattr(completion, "usage", None)
         if usage is not None:
             usage_in = getattr(usage, "prompt_tokens", None)
             usage_out = getattr(usage, "completion_tokens", None)
-        cost = None if self.price is None else self.price.cost(usage_in, usage_out)
-        return text or "", Usage(tokens_in=usage_in, tokens_out=usage_out, cost_usd=cost)
+            cached_in = getattr(getattr(usage, "prompt_tokens_details", None),
+                                "cached_tokens", None)
+        cost = (None if self.price is None
+                else self.price.cost(usage_in, usage_out, cached_in if isinstance(
+                    cached_in, int) else None))
+        return ModelReply(text or "", Usage(tokens_in=usage_in, tokens_out=usage_out,
+                                            cost_usd=cost),
+                          finish_reason=finish if isinstance(finish, str) else None,
+                          refusal=refusal if isinstance(refusal, str) and refusal else None,
+                          content_null=text is None)
 
 
 def key_variable(provider: str, api_key_env: str | None) -> str | None:

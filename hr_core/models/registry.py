@@ -1,4 +1,5 @@
-"""``resolve_model``: a model string -> a :class:`ChatModel`."""
+"""``resolve_model``: a model string or :class:`~hr_core.models.spec.ModelSpec` -> a
+:class:`ChatModel`, the one factory of arms' and judges' models."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any, Final
 from hr_core.models.base import ChatModel, ModelConfigError, UnknownProviderError
 from hr_core.models.cache import CachedModel, ResponseCache
 from hr_core.models.mock import MockModel
+from hr_core.models.spec import ModelSpec
 
 __all__ = ["PROVIDERS", "resolve_model"]
 
@@ -17,7 +19,7 @@ PROVIDERS: Final[tuple[str, ...]] = ("mock", "openai", "openai-compatible", "ant
 
 
 def resolve_model(
-    model: str | ChatModel,
+    model: str | ModelSpec | Mapping[str, Any] | ChatModel,
     *,
     base_url: str | None = None,
     api_key: str | None = None,
@@ -33,8 +35,12 @@ def resolve_model(
     ``"azure-openai:DEPLOYMENT"`` to a chat model.
 
     Args:
-        model: the model string (a :class:`ChatModel` is returned as it is,
-            wrapped in the cache when one is given).
+        model: the model string, a :class:`ModelSpec` or its mapping (a
+            :class:`ChatModel` is returned as it is, wrapped in the cache when one
+            is given). A spec's fields say base URL, key variable, prices,
+            timeout, retries, concurrency ceiling, parameters; the keyword
+            arguments below fill what it leaves unset (``concurrency``: the lower
+            of the two).
         base_url: the server URL (``openai-compatible`` needs it; ``openai``
             defaults to the SDK's, or ``OPENAI_BASE_URL``; ``anthropic`` to
             ``ANTHROPIC_BASE_URL``, else Anthropic's; ``azure-openai``: the
@@ -59,9 +65,29 @@ def resolve_model(
         MockModel('mock:echo')
     """
     resolved: ChatModel
+    extra: dict[str, Any] = {}
+    if isinstance(model, ModelSpec | Mapping):
+        spec = ModelSpec.of(model, base_url=base_url, api_key_env=api_key_env)
+        model = spec.ref
+        base_url, api_key_env = spec.base_url, spec.api_key_env
+        if spec.prices is not None:
+            prices = spec.prices.model_dump(exclude_none=True)
+        if "timeout_s" in spec.model_fields_set:
+            timeout = spec.timeout_s
+        if "retry" in spec.model_fields_set:
+            max_retries = spec.retry.max_retries
+            extra.update(backoff_base_s=spec.retry.backoff_base_s,
+                         backoff_max_s=spec.retry.backoff_max_s)
+        if spec.concurrency is not None:
+            concurrency = min(concurrency, spec.concurrency)
+        if spec.params:
+            extra["params"] = dict(spec.params)
+        if spec.structured_output != "json_schema":
+            extra["structured_output"] = spec.structured_output
     if not isinstance(model, str):
         if not isinstance(model, ChatModel):
-            raise ModelConfigError(f"model must be a model string or a ChatModel, not {model!r}")
+            raise ModelConfigError(f"model must be a model string, a ModelSpec or a ChatModel, "
+                                   f"not {model!r}")
         resolved = model
     elif model == "mock-model":
         resolved = MockModel("mock-model")
@@ -80,15 +106,18 @@ def resolve_model(
             resolved = OpenAIChatModel(
                 name, provider=provider, base_url=base_url, api_key=api_key,
                 api_key_env=api_key_env, prices=prices, timeout=timeout,
-                max_retries=max_retries, concurrency=concurrency,
+                max_retries=max_retries, concurrency=concurrency, **extra,
             )
         elif provider == "anthropic":
             from hr_core.models.anthropic_client import AnthropicChatModel
 
+            if "structured_output" in extra:
+                raise ModelConfigError(f"{model}: structured_output applies to OpenAI-style "
+                                       "servers (response_format); leave it out for anthropic")
             resolved = AnthropicChatModel(
                 name, base_url=base_url, api_key=api_key, api_key_env=api_key_env,
                 prices=prices, timeout=timeout, max_retries=max_retries,
-                concurrency=concurrency,
+                concurrency=concurrency, **extra,
             )
         elif provider == "azure-openai":
             from hr_core.models.azure_client import AzureOpenAIChatModel
@@ -96,7 +125,7 @@ def resolve_model(
             resolved = AzureOpenAIChatModel(
                 name, base_url=base_url, api_key=api_key, api_key_env=api_key_env,
                 prices=prices, timeout=timeout, max_retries=max_retries,
-                concurrency=concurrency,
+                concurrency=concurrency, **extra,
             )
         else:
             raise UnknownProviderError(

@@ -129,12 +129,13 @@ def summary_section(inputs: ReportInputs) -> str:
     summary = inputs.summary
     kinds: list[str] = [k for k in FAILURE_KINDS if k in summary.columns]
     kinds += [str(c) for c in summary.columns
-              if str(c).startswith("judge_") and summary[c].fillna(0).astype(float).sum() > 0]
+              if (str(c).startswith("judge_") or c == "truncated")
+              and summary[c].fillna(0).astype(float).sum() > 0]
     scores = "score_mean" in summary.columns  # partial credit (f1) beside accuracy
     headers = ["arm", "runs", "scored", "correct", "accuracy (95% interval)",
                *(["score (95% interval)"] if scores else []), "coverage",
                "unscored", *[k.replace("_", " ") for k in kinds], "mean latency",
-               "tokens", "cost"]
+               "tokens", "cost", "spent now"]
     rows = []
     for r in summary.to_dict("records"):  # already best first (render_report orders the arms)
         accuracy = (f"<b>{fmt(r.get('accuracy'), 'pct')}</b> "
@@ -147,6 +148,7 @@ def summary_section(inputs: ReportInputs) -> str:
             fmt(r.get("scored")), fmt(r.get("correct")), accuracy, *score,
             fmt(r.get("coverage"), "pct"), fmt(r.get("unscored")), *[fmt(r.get(k)) for k in kinds],
             fmt(r.get("latency_mean_s"), "s"), tokens, fmt(r.get("cost_usd"), "usd"),
+            fmt(r.get("spent_usd", r.get("cost_usd")), "usd"),
         ])
     warnings = "".join(f'<p class="note warning">{escape(w)}</p>'
                        for w in coverage_warnings(summary))
@@ -155,7 +157,10 @@ def summary_section(inputs: ReportInputs) -> str:
         "item's share of correct runs among its scored runs (runs a budget stopped are "
         "left out; coverage is the share of planned runs made). The interval is "
         "Clopper-Pearson's for one run per item and item-clustered (Korn-Graubard) for "
-        "several; see docs/statistics.md. Failure-kind counts include every run.</p>"
+        "several; see docs/statistics.md. Failure-kind counts include every run; "
+        "truncated runs (the model stopped at its token limit) are kept and scored. Cost is "
+        "what the outputs cost, replayed ones included; spent now is what the calls this "
+        "run made cost (outputs replayed from a response cache spent nothing).</p>"
     )
 
 

@@ -1,0 +1,155 @@
+"""``ModelSpec``: one description of a model for arms and judges alike.
+
+An LLM arm's ``model``, a judge scorer's ``model`` and a judge file's ``model``
+each take either a model string (``"openai:gpt-4o-mini"``, ``"mock-model"``) or
+this mapping::
+
+    model:
+      provider: openai-compatible      # or give "openai-compatible:llama3.1" as model
+      model: llama3.1
+      base_url: http://127.0.0.1:11434/v1
+      api_key_env: MY_SERVER_KEY       # the variable's name; the key is never here
+      prices: {input: 0.15, output: 0.6, cached_input: 0.075}   # USD per million tokens
+      timeout_s: 60                    # per attempt
+      retry: {max_retries: 4, backoff_base_s: 0.5, backoff_max_s: 30}
+      concurrency: 8                   # ceiling of calls in flight
+      params: {temperature: 0, max_tokens: 64}
+      structured_output: json_schema   # or instructions (the schema in the system message)
+
+:func:`hr_core.models.registry.resolve_model` builds the chat model from it.
+:meth:`ModelSpec.decides` is what decides an answer (provider, model, endpoint,
+request parameters, structured output): the part fingerprinted
+(:func:`hr_core.identity.fingerprint`); prices, timeouts, retries and concurrency
+decide no answer, and the key is never in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from hr_core.identity import fingerprint
+from hr_core.models.base import ModelConfigError, UnknownProviderError
+
+__all__ = ["ModelPrices", "ModelSpec", "RetryPolicy"]
+
+
+class ModelPrices(BaseModel):
+    """USD per million tokens: input, output and (when the provider bills them apart)
+    cached input tokens."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
+
+
+class RetryPolicy(BaseModel):
+    """Retries of transient failures (5xx, timeouts, connection errors) after the first
+    attempt, with exponential backoff and jitter."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_retries: int = Field(default=4, ge=0, le=100)
+    backoff_base_s: float = Field(default=0.5, gt=0)
+    backoff_max_s: float = Field(default=30.0, gt=0)
+
+
+class ModelSpec(BaseModel):
+    """A model and how to call it (see the module docstring).
+
+    Example:
+        >>> spec = ModelSpec.of("openai-compatible:llama3.1")
+        >>> spec.provider, spec.model, spec.ref
+        ('openai-compatible', 'llama3.1', 'openai-compatible:llama3.1')
+        >>> ModelSpec.of("mock-model").ref
+        'mock-model'
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    provider: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    base_url: str | None = None
+    api_key_env: str | None = Field(default=None, min_length=1)
+    prices: ModelPrices | None = None
+    timeout_s: float = Field(default=60.0, gt=0)
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    concurrency: int | None = Field(default=None, ge=1, le=10_000)
+    params: dict[str, Any] = Field(default_factory=dict)
+    structured_output: Literal["json_schema", "instructions"] = "json_schema"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split_model_string(cls, data: Any) -> Any:
+        """``model: "provider:name"`` without ``provider``: split it."""
+        if isinstance(data, Mapping) and "provider" not in data:
+            model = data.get("model")
+            if isinstance(model, str):
+                provider, name = _split(model)
+                return {**data, "provider": provider, "model": name}
+        return data
+
+    @classmethod
+    def of(cls, value: str | Mapping[str, Any] | ModelSpec, **fields: Any) -> ModelSpec:
+        """A spec from a model string, a mapping or a spec; ``fields`` that are not
+        ``None`` fill or override (``base_url=...``, ``api_key_env=...``).
+
+        Raises:
+            ModelConfigError: naming the field and what is allowed.
+        """
+        if isinstance(value, ModelSpec):
+            data: dict[str, Any] = value.model_dump()
+        elif isinstance(value, str):
+            provider, name = _split(value)
+            data = {"provider": provider, "model": name}
+        elif isinstance(value, Mapping):
+            data = dict(value)
+        else:
+            raise ModelConfigError(f"a model is a string ('openai:gpt-4o-mini') or a mapping "
+                                   f"(provider, model, base_url, ...), not {value!r}")
+        data.update({k: v for k, v in fields.items() if v is not None})
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(p) for p in error["loc"]) or "(top level)"
+            raise ModelConfigError(f"model {data.get('model')!r}, field {where!r}: "
+                                   f"{error['msg']}") from None
+
+    @property
+    def ref(self) -> str:
+        """The model string: ``"provider:model"`` (``"mock-model"`` as itself)."""
+        if self.provider == "mock" and self.model == "mock-model":
+            return "mock-model"
+        return f"{self.provider}:{self.model}"
+
+    def decides(self) -> dict[str, Any]:
+        """What decides an answer: provider, model, endpoint, request parameters and
+        how structured output is asked for (no prices, limits or key variable)."""
+        return {"provider": self.provider, "model": self.model, "base_url": self.base_url,
+                "params": dict(self.params), "structured_output": self.structured_output}
+
+    @property
+    def fingerprint(self) -> str:
+        """:func:`hr_core.identity.fingerprint` of :meth:`decides`."""
+        return fingerprint(self.decides())
+
+    def is_plain(self) -> bool:
+        """Only a model string: every other field at its default."""
+        return self == ModelSpec(provider=self.provider, model=self.model)
+
+
+def _split(model: str) -> tuple[str, str]:
+    if model == "mock-model":
+        return "mock", "mock-model"
+    provider, sep, name = model.partition(":")
+    if not sep or not provider.strip() or not name.strip():
+        from hr_core.models.registry import PROVIDERS
+
+        raise UnknownProviderError(f"model {model!r} names no provider; write 'PROVIDER:NAME' with "
+                               f"PROVIDER one of {', '.join(PROVIDERS)} (or 'mock-model')")
+    return provider, name
