@@ -66,6 +66,10 @@ def summary_table(summary: Any, title: str = "Summary") -> Table:
     spent = "spent_usd" in summary.columns
     if spent:  # what the calls made cost, beside what the outputs cost (replays included)
         table.add_column("spent now", justify="right", no_wrap=True)
+    judged = "judge_cost_usd" in summary.columns and bool(
+        summary["judge_cost_usd"].fillna(0).astype(float).sum() > 0)
+    if judged:  # a judge scorer's own calls on the arm's runs
+        table.add_column("judge cost", justify="right", no_wrap=True)
     rows = summary.sort_values("accuracy", ascending=False, na_position="last")
     for row in rows.to_dict("records"):
         latency = row.get("latency_mean_s")
@@ -80,6 +84,7 @@ def summary_table(summary: Any, title: str = "Summary") -> Table:
             "–" if _missing(latency) else f"{float(latency) * 1000:.1f} ms",
             "–" if _missing(cost) or not cost else f"${float(cost):.4f}",
             *([_usd(row.get("spent_usd"))] if spent else []),
+            *([_usd(row.get("judge_cost_usd"))] if judged else []),
         )
     return table
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,6 +20,18 @@ class Usage(BaseModel):
     tokens_in: int | None = None
     tokens_out: int | None = None
     cost_usd: float | None = None
+
+
+_SCORING_USAGE: ContextVar[list[Usage] | None] = ContextVar("hr_scoring_usage", default=None)
+"""While the engine scores one run: where a judge scorer adds the usage of its calls
+(the engine records it as the run's ``judge_*`` columns and counts it in the budget)."""
+
+
+def _note_scoring_usage(usage: Usage) -> None:
+    """Add a scorer's model usage to the run being scored (no-op outside the engine)."""
+    sink = _SCORING_USAGE.get()
+    if sink is not None:
+        sink.append(usage)
 
 
 class ArmResult(BaseModel):

@@ -73,3 +73,44 @@ def test_the_summary_says_what_was_spent_beside_what_the_outputs_cost(
     assert summary["cost_usd"] == pytest.approx(first["cost_usd"])
     assert summary["spent_usd"] == 0
     assert again.runs["replayed"].all()
+
+
+def _usage_without_reply(body: dict[str, object]) -> dict[str, object]:
+    """200 with usage but no choices: a failed attempt that still cost tokens."""
+    return {"id": "x", "object": "chat.completion",
+            "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16}}
+
+
+def test_tokens_of_failed_attempts_are_counted(openai_server: FakeOpenAIServer,
+                                               tmp_path: Path) -> None:
+    from openai_server import mock_reply
+
+    from hr_core.models.base import ModelCallError
+
+    model = OpenAIChatModel("m", provider="openai-compatible", base_url=openai_server.url,
+                            max_retries=1, backoff_base_s=0.001, backoff_max_s=0.002,
+                            prices={"input": 1.0, "output": 1.0})
+    calls: list[int] = []
+
+    def once_broken(body: dict[str, object]) -> object:
+        calls.append(1)
+        return _usage_without_reply(body) if len(calls) == 1 else mock_reply(body)
+
+    openai_server.reply = once_broken
+    reply = asyncio.run(model.complete(MSGS))
+    words = len(MSGS[0]["content"].split())  # the server counts words as tokens
+    assert reply.text == "Paris" and reply.usage.tokens_in == 11 + words  # before: words
+    assert reply.usage.tokens_out == 5 + 1
+    openai_server.reply = _usage_without_reply
+    with pytest.raises(ModelCallError) as info:
+        asyncio.run(model.complete(MSGS))
+    assert info.value.usage is not None and info.value.usage.tokens_in == 22
+    # in a benchmark: the error run carries them and the budget counts them
+    arm = {"model": {"model": "openai-compatible:m", "base_url": openai_server.url,
+                     "retry": {"max_retries": 1, "backoff_base_s": 0.001, "backoff_max_s": 0.002},
+                     "prices": {"input": 1.0, "output": 1.0}}, "prompt": "{question}"}
+    bench = BenchmarkSession(plan_benchmark({"llm": arm}, ITEMS[:1],
+                                            store=str(tmp_path))).run_sync()
+    run = bench.runs.iloc[0]
+    assert run["failure_kind"] == "error" and run["tokens_in"] == 22  # both attempts
+    assert run["cost_usd"] == pytest.approx((11 + 5) * 2 / 1e6)  # before: nothing counted

@@ -110,3 +110,35 @@ def test_a_judge_file_takes_the_spec_and_its_old_fields(
     assert load_judge(old).hash == load_judge(new).hash
     reply = asyncio.run(judge_model(new).complete(MSGS))
     assert reply.text == "Paris" and openai_server.requests[-1].body["model"] == "j"
+
+
+def _judged(server: FakeOpenAIServer, tmp_path: Path, budget: Any = None) -> Any:
+    scorer = scorer_from({"judge": {"model": _spec(server, prices={
+        "input": 1.0, "output": 2.0}), "rubric": "Is the response's answer the reference's?"}})
+    plan = plan_benchmark({"echo": lambda payload: "Paris"}, ITEMS, scorer=scorer,
+                          store=str(tmp_path), budget=budget, concurrency=1)
+    return BenchmarkSession(plan).run_sync()
+
+
+def test_judge_tokens_and_cost_are_columns_and_count_in_the_budget(
+    openai_server: FakeOpenAIServer, tmp_path: Path,
+) -> None:
+    # before: a judge scorer's tokens and cost were in neither the runs, the summary
+    # nor the budget
+    bench = _judged(openai_server, tmp_path / "a")
+    runs = bench.runs
+    assert (runs["judge_tokens_in"] > 0).all() and (runs["judge_cost_usd"] > 0).all()
+    expected = (runs["judge_tokens_in"] * 1.0 + runs["judge_tokens_out"] * 2.0) / 1e6
+    assert (runs["judge_cost_usd"] - expected.astype(float)).abs().max() < 1e-12
+    row = bench.summary().set_index("arm").loc["echo"]
+    assert row["judge_tokens_in"] == runs["judge_tokens_in"].sum()
+    assert row["judge_cost_usd"] == pytest.approx(runs["judge_cost_usd"].sum())
+    assert row["cost_usd"] == 0  # the arm itself spent nothing
+    from hr_core.report.html import write_report
+
+    assert ">judge cost<" in Path(write_report(bench.run_dir)).read_text(encoding="utf-8")
+    one_run = int(runs["judge_tokens_in"].iloc[0] + runs["judge_tokens_out"].iloc[0])
+    stopped = _judged(openai_server, tmp_path / "b", {"max_tokens": one_run, "counts": "judge"})
+    assert stopped.runs["failure_kind"].tolist()[1:] == ["budget_stop"]
+    free = _judged(openai_server, tmp_path / "c", {"max_tokens": one_run, "counts": "arm"})
+    assert free.runs["correct"].all()

@@ -45,6 +45,10 @@ RUN_COLUMNS = (
 ``truncated`` marks a reply the model stopped at its token limit (kept and scored),
 ``replayed`` an output replayed from the response cache (no call made, nothing spent)."""
 
+_JUDGE_RUN_COLUMNS = ("judge_status", "judge_tokens_in", "judge_tokens_out", "judge_cost_usd")
+"""The columns a judge scorer adds to ``Benchmark.runs``: its status, and the tokens and
+cost of its calls on that run (all its presentation orders)."""
+
 JUDGE_FAILURES = ("no_consensus", "parse_failure", "error")
 """Judge statuses counted in the summary as ``judge_<status>`` (apart from arm failures)."""
 
@@ -53,12 +57,14 @@ SUMMARY_COLUMNS = (
     "unscored",
     *FAILURE_KINDS, *(f"judge_{s}" for s in JUDGE_FAILURES), "truncated",
     "latency_mean_s", "tokens_in", "tokens_out", "cost_usd", "spent_usd",
+    "judge_tokens_in", "judge_tokens_out", "judge_cost_usd",
 )
 """The columns of ``Benchmark.summary()``: ``runs`` are the runs planned, ``coverage`` the
 share of them made (a budget stops the rest), one count per failure kind and judge failure,
 ``truncated`` the runs whose reply the model stopped at its token limit; ``cost_usd``
 is what the outputs cost (replayed ones included), ``spent_usd`` what the calls this
-run made cost (outputs replayed from a response cache spent nothing)."""
+run made cost (outputs replayed from a response cache spent nothing); ``judge_*`` the
+tokens and cost of a judge scorer's calls on the arm's runs (0 without a judge)."""
 
 SCORE_COLUMNS = ("score_mean", "score_ci_low", "score_ci_high")
 """Added to the summary after ``ci_high`` when any run has a ``score`` (partial credit)."""
@@ -78,7 +84,7 @@ def runs_frame(records: Iterable[Mapping[str, Any]], *, judge: bool = False) -> 
         >>> str(frame["correct"].dtype), list(frame.columns)[:3]
         ('boolean', ['arm', 'item_id', 'run'])
     """
-    columns = (*RUN_COLUMNS, "judge_status") if judge else RUN_COLUMNS
+    columns = (*RUN_COLUMNS, *_JUDGE_RUN_COLUMNS) if judge else RUN_COLUMNS
     rows = list(records)
     data: dict[str, Any] = {}
     for column in columns:
@@ -92,7 +98,7 @@ def runs_frame(records: Iterable[Mapping[str, Any]], *, judge: bool = False) -> 
             data[column] = pd.Series(values, dtype="int64")
         elif column in ("correct", "truncated", "replayed"):
             data[column] = pd.Series(pd.array(values, dtype="boolean"))
-        elif column in ("tokens_in", "tokens_out"):
+        elif column in ("tokens_in", "tokens_out", "judge_tokens_in", "judge_tokens_out"):
             data[column] = pd.Series(pd.array(values, dtype="Int64"))
         else:
             data[column] = pd.Series(
@@ -350,6 +356,10 @@ class Benchmark:
                         if "replayed" in part else None)
             row["spent_usd"] = (row["cost_usd"] if replayed is None
                                 else float(part["cost_usd"][~replayed].sum()))
+            for column in ("judge_tokens_in", "judge_tokens_out"):
+                row[column] = int(part[column].sum()) if column in part else 0
+            row["judge_cost_usd"] = (float(part["judge_cost_usd"].sum())
+                                     if "judge_cost_usd" in part else 0.0)
             rows.append(row)
         frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
         for column in ("accuracy", "ci_low", "ci_high", "coverage", "latency_mean_s"):

@@ -26,7 +26,10 @@ class Budget(BaseModel):
     may overshoot those limits by at most the concurrency (on Dask or Ray: the
     runs in flight in every worker, i.e. concurrency x chunks running at once;
     calls stay exact there too, see :class:`SharedLedger`). ``per="arm"`` gives
-    each arm its own budget, ``per="benchmark"`` one shared budget. Calls,
+    each arm its own budget, ``per="benchmark"`` one shared budget.
+    ``counts`` says whose tokens and cost the limits count: ``"arm"`` (the arms'
+    calls), ``"judge"`` (a judge scorer's calls on each arm's runs, counted to that
+    arm) or ``"total"`` (both, the default). Calls,
     tokens and cost of runs finished by an earlier, interrupted invocation of
     the same run count against the budget; ``max_seconds`` is wall time of the
     current invocation.
@@ -43,6 +46,14 @@ class Budget(BaseModel):
     max_cost_usd: float | None = Field(default=None, ge=0)
     max_seconds: float | None = Field(default=None, ge=0)
     per: Literal["arm", "benchmark"] = "arm"
+    counts: Literal["arm", "judge", "total"] = "total"
+    """Whose tokens and cost ``max_tokens``/``max_cost_usd`` count: the arms' calls,
+    the judge's (a judge scorer's calls on each arm's runs count to that arm), or
+    both (``total``, the default)."""
+
+    def counted(self, kind: str) -> bool:
+        """Whether usage of ``kind`` (``"arm"`` or ``"judge"``) counts against the limits."""
+        return self.counts == "total" or self.counts == kind
 
 
 class _Account:
@@ -122,21 +133,24 @@ class BudgetLedger:
         return True
 
     def settle(self, arm: str, tokens_in: int | None, tokens_out: int | None,
-               cost_usd: float | None) -> None:
-        """Count the usage a finished run reported."""
-        if self.budget is None:
+               cost_usd: float | None, kind: str = "arm") -> None:
+        """Count the usage a finished run reported (``kind``: the arm's or its judge's)."""
+        if self.budget is None or not self.budget.counted(kind):
             return
         account = self._accounts[arm]
         account.tokens += (tokens_in or 0) + (tokens_out or 0)
         account.cost_usd += cost_usd or 0.0
 
     def count_done(self, arm: str, tokens_in: int | None, tokens_out: int | None,
-                   cost_usd: float | None) -> None:
-        """Count a run finished by an earlier invocation (resume) as spent."""
+                   cost_usd: float | None, judge: tuple[Any, Any, Any] | None = None) -> None:
+        """Count a run finished by an earlier invocation (resume) as spent (``judge``:
+        its judge's tokens in, out and cost)."""
         if self.budget is None or arm not in self._accounts:
             return
         self._accounts[arm].calls += 1
         self.settle(arm, tokens_in, tokens_out, cost_usd)
+        if judge is not None:
+            self.settle(arm, *judge, kind="judge")
 
     def stopped(self, arm: str) -> bool:
         """Whether ``arm``'s budget (or a halt) has stopped new runs."""
@@ -254,10 +268,11 @@ class SharedLedger(BudgetLedger):
         return self._change(arm, True)
 
     def settle(self, arm: str, tokens_in: int | None, tokens_out: int | None,
-               cost_usd: float | None) -> None:
+               cost_usd: float | None, kind: str = "arm") -> None:
         """Count the usage a finished run reported, in the shared file."""
         tokens = (tokens_in or 0) + (tokens_out or 0)
-        if self.budget is None or (not tokens and not cost_usd):
+        if (self.budget is None or (not tokens and not cost_usd)
+                or not self.budget.counted(kind)):
             return
         self._change(arm, False, tokens, cost_usd or 0.0)
 

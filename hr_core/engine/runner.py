@@ -20,7 +20,7 @@ from hr_core.errors import ScorerError
 from hr_core.failures import FAILURE_KINDS
 from hr_core.models._ratelimit import CALL_DEADLINE, EndpointStoppedError
 from hr_core.reference import Item
-from hr_core.results import ScoreResult
+from hr_core.results import _SCORING_USAGE, ScoreResult, Usage
 from hr_core.scorers import Scorer, settle_score
 
 __all__ = ["RECORD_FIELDS", "ChunkContext", "run_chunk", "score_record",
@@ -29,6 +29,7 @@ __all__ = ["RECORD_FIELDS", "ChunkContext", "run_chunk", "score_record",
 RECORD_FIELDS = (
     "arm", "item_id", "run", "output", "correct", "score", "outcome", "failure_kind", "error",
     "latency_s", "tokens_in", "tokens_out", "cost_usd", "judge_status", "truncated", "replayed",
+    "judge_tokens_in", "judge_tokens_out", "judge_cost_usd",
 )
 """The fields of one journaled run (the columns of ``Benchmark.runs`` and ``judge_status``)."""
 
@@ -78,6 +79,11 @@ def _usage(output: Any) -> tuple[int | None, int | None, float | None]:
             _float(getattr(usage, "cost_usd", None)))
 
 
+def _sum(values: Any) -> Any:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
 def _int(value: Any) -> int | None:
     return None if value is None or is_missing(value) else int(value)
 
@@ -110,6 +116,8 @@ async def score_record(record: dict[str, Any], item: Item, output: Any, scorer: 
                        errors: list[str], is_async: bool | None = None) -> None:
     """Score one run into its record; a broken scorer leaves it unscored with its output kept."""
     labelled = has_label(item.label)
+    spent: list[Usage] = []
+    token = _SCORING_USAGE.set(spent)
     try:
         if scorer.is_async if is_async is None else is_async:
             result = await scorer.ascore(item.payload, output, item.label)
@@ -123,6 +131,12 @@ async def score_record(record: dict[str, Any], item: Item, output: Any, scorer: 
             message = f"scorer {scorer.name!r} raised {message}"
         errors.append(f"arm {record['arm']!r}, item {item.id!r}, run {record['run']}: {message}")
         return
+    finally:
+        _SCORING_USAGE.reset(token)
+        if spent:
+            record["judge_tokens_in"] = _sum(u.tokens_in for u in spent)
+            record["judge_tokens_out"] = _sum(u.tokens_out for u in spent)
+            record["judge_cost_usd"] = _sum(u.cost_usd for u in spent)
     record["correct"], record["outcome"], record["failure_kind"] = settled[:3]
     record["outcome"] = short_outcome(record["outcome"], record.get("output"))
     record["score"] = settled.score
@@ -227,6 +241,8 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> dict[str
         error = f"timed out after {arm.timeout_s:g} s"
     except BaseException as exc:  # an arm that raises (or exits) is a row, not a crash
         error = f"{type(exc).__name__}: {exc}".rstrip(": ")
+        spent = getattr(exc, "usage", None)  # a model call's: its failed attempts' tokens
+        output = spent if isinstance(spent, Usage) else None
     finally:
         if latency is None:
             latency = time.perf_counter() - start
@@ -241,6 +257,11 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> dict[str
     if error is not None:
         record["failure_kind"] = "error"
         record["correct"] = False if has_label(item.label) else None
+        if output is not None:  # a model call's failed attempts spent these
+            tokens_in, tokens_out, cost = _usage({"usage": output})
+            record["tokens_in"], record["tokens_out"], record["cost_usd"] = (
+                tokens_in, tokens_out, cost)
+            ctx.ledger.settle(arm.name, tokens_in, tokens_out, cost)
         return record
     if type(output) is str:
         record["output"] = output
@@ -263,6 +284,10 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> dict[str
                     else getattr(output, "meta", None))
             record["replayed"] = isinstance(meta, Mapping) and meta.get("cached") is True
     await score_record(record, item, output, ctx.scorer, ctx.scorer_errors, ctx.scorer_is_async)
+    if "judge_tokens_in" in record or "judge_cost_usd" in record:
+        ctx.ledger.settle(arm.name, record.get("judge_tokens_in"),
+                          record.get("judge_tokens_out"), record.get("judge_cost_usd"),
+                          kind="judge")
     if (record["failure_kind"] == "parse_failure" and record["error"] is None
             and record["output"] is None and output is not None):
         record["error"] = _no_text(output)

@@ -215,7 +215,7 @@ def _budget(value: Any) -> Budget:
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise SpecError(f"budget {dict(value)!r} is invalid: {problems} (fields: max_calls, "
-                        "max_tokens, max_cost_usd, max_seconds, per)") from None
+                        "max_tokens, max_cost_usd, max_seconds, per, counts)") from None
 
 
 def _timeouts(value: Any, arms: Mapping[str, Arm]) -> dict[str, float] | None:
@@ -469,7 +469,9 @@ class BenchmarkSession:
             self._positions = {item.id: i for i, item in enumerate(plan.reference)}
         for (arm, _, _), record in self.done.items():
             self.ledger.count_done(arm, record.get("tokens_in"), record.get("tokens_out"),
-                                   record.get("cost_usd"))
+                                   record.get("cost_usd"),
+                                   (record.get("judge_tokens_in"), record.get("judge_tokens_out"),
+                                    record.get("judge_cost_usd")))
             self._count(record)
             self._monitor(record)
         if self.monitor is None:

@@ -30,7 +30,13 @@ class ModelError(HrError, RuntimeError):
 
 
 class ModelCallError(ModelError):
-    """A provider call failed for good: says the model, attempts and last error."""
+    """A provider call failed for good: says the model, attempts and last error.
+
+    ``usage``: the tokens and cost its failed attempts reported (``None``: none did);
+    the engine counts them as the run's.
+    """
+
+    usage: Usage | None = None
 
 
 class ModelConfigError(HrError, ValueError):

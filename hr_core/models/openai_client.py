@@ -29,6 +29,7 @@ environment variable, only the variable's name is kept).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import email.utils
 import json
@@ -59,7 +60,8 @@ from hr_core.models.base import (
 )
 from hr_core.results import Usage
 
-__all__ = ["OpenAIChatModel", "Price", "check_api_key", "find_price", "key_variable"]
+__all__ = ["OpenAIChatModel", "Price", "add_usage", "check_api_key", "find_price",
+           "key_variable"]
 
 Sleep = Callable[[float], Awaitable[Any]]
 
@@ -194,6 +196,32 @@ class _Malformed(Exception):
 @dataclass
 class _LoopState:
     client: Any
+
+
+_FAILED_USAGE: contextvars.ContextVar[list[Usage] | None] = contextvars.ContextVar(
+    "hr_failed_attempt_usage", default=None)
+"""The usage of the current call's failed attempts (bodies that reported tokens)."""
+
+
+def _note_failed(usage: Usage) -> None:
+    sink = _FAILED_USAGE.get()
+    if sink is not None and (usage.tokens_in or usage.tokens_out or usage.cost_usd):
+        sink.append(usage)
+
+
+def add_usage(usages: Sequence[Usage]) -> Usage:
+    """The sum of several calls' usage (``None`` where none of them said).
+
+    Example:
+        >>> add_usage([Usage(tokens_in=3), Usage(tokens_in=4, tokens_out=1)]).tokens_in
+        7
+    """
+    def total(name: str) -> Any:
+        values = [getattr(u, name) for u in usages if getattr(u, name) is not None]
+        return sum(values) if values else None
+
+    return Usage(tokens_in=total("tokens_in"), tokens_out=total("tokens_out"),
+                 cost_usd=total("cost_usd"))
 
 
 _NO_KEY = "hr-no-key-declared"
@@ -392,11 +420,20 @@ class OpenAIChatModel:
         """One chat completion, retried as the module docstring says."""
         state = self._state()
         self.stats["calls"] += 1
+        spent: list[Usage] = []
+        token = _FAILED_USAGE.set(spent)
         try:
-            return await self._call(state.client, messages, schema, params)
-        except ModelCallError:
+            reply = await self._call(state.client, messages, schema, params)
+        except ModelCallError as exc:
             self.stats["failed"] += 1
+            if spent:
+                exc.usage = add_usage(spent)
             raise
+        finally:
+            _FAILED_USAGE.reset(token)
+        if spent:  # the failed attempts' tokens are this call's too
+            reply = dataclasses.replace(reply, usage=add_usage([*spent, reply.usage]))
+        return reply
 
     def _limiter(self) -> EndpointLimiter:
         """This endpoint's limiter, shared with every model of this process that calls it."""
@@ -516,17 +553,32 @@ class OpenAIChatModel:
                         self.retry_after_max_s)
 
     def _read(self, completion: Any) -> ModelReply:
-        """The reply of a completion: text, usage and cost, finish reason, refusal."""
+        """The reply of a completion: text, usage and cost, finish reason, refusal.
+
+        A body that is no reply but reports usage: the tokens are noted as spent by a
+        failed attempt (:func:`_spent_by_failures`), then it is retried."""
+        usage = self._usage(completion)
         try:
             choice = completion.choices[0]
             message = choice.message
             text = message.content
+            if text is not None and not isinstance(text, str):
+                raise _Malformed("the reply's content is not a string")
         except (AttributeError, IndexError, KeyError, TypeError):
+            _note_failed(usage)
             raise _Malformed("the reply has no choices[0].message") from None
-        if text is not None and not isinstance(text, str):
-            raise _Malformed("the reply's content is not a string")
+        except _Malformed:
+            _note_failed(usage)
+            raise
         finish = getattr(choice, "finish_reason", None)
         refusal = getattr(message, "refusal", None)
+        return ModelReply(text or "", usage,
+                          finish_reason=finish if isinstance(finish, str) else None,
+                          refusal=refusal if isinstance(refusal, str) and refusal else None,
+                          content_null=text is None)
+
+    def _usage(self, completion: Any) -> Usage:
+        """Tokens in/out and their cost (cached input priced apart when it is)."""
         usage_in = usage_out = cached_in = None
         usage = getattr(completion, "usage", None)
         if usage is not None:
@@ -537,11 +589,9 @@ class OpenAIChatModel:
         cost = (None if self.price is None
                 else self.price.cost(usage_in, usage_out, cached_in if isinstance(
                     cached_in, int) else None))
-        return ModelReply(text or "", Usage(tokens_in=usage_in, tokens_out=usage_out,
-                                            cost_usd=cost),
-                          finish_reason=finish if isinstance(finish, str) else None,
-                          refusal=refusal if isinstance(refusal, str) and refusal else None,
-                          content_null=text is None)
+        return Usage(tokens_in=usage_in if isinstance(usage_in, int) else None,
+                     tokens_out=usage_out if isinstance(usage_out, int) else None,
+                     cost_usd=cost)
 
 
 def key_variable(provider: str, api_key_env: str | None) -> str | None:

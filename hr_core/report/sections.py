@@ -132,10 +132,12 @@ def summary_section(inputs: ReportInputs) -> str:
               if (str(c).startswith("judge_") or c == "truncated")
               and summary[c].fillna(0).astype(float).sum() > 0]
     scores = "score_mean" in summary.columns  # partial credit (f1) beside accuracy
+    judged = ("judge_cost_usd" in summary.columns  # a judge scorer's own calls
+              and summary[["judge_tokens_in", "judge_tokens_out"]].fillna(0).to_numpy().sum() > 0)
     headers = ["arm", "runs", "scored", "correct", "accuracy (95% interval)",
                *(["score (95% interval)"] if scores else []), "coverage",
                "unscored", *[k.replace("_", " ") for k in kinds], "mean latency",
-               "tokens", "cost", "spent now"]
+               "tokens", "cost", "spent now", *(["judge tokens", "judge cost"] if judged else [])]
     rows = []
     for r in summary.to_dict("records"):  # already best first (render_report orders the arms)
         accuracy = (f"<b>{fmt(r.get('accuracy'), 'pct')}</b> "
@@ -149,6 +151,8 @@ def summary_section(inputs: ReportInputs) -> str:
             fmt(r.get("coverage"), "pct"), fmt(r.get("unscored")), *[fmt(r.get(k)) for k in kinds],
             fmt(r.get("latency_mean_s"), "s"), tokens, fmt(r.get("cost_usd"), "usd"),
             fmt(r.get("spent_usd", r.get("cost_usd")), "usd"),
+            *([f"{compact(r.get('judge_tokens_in'))} in, {compact(r.get('judge_tokens_out'))} out",
+               fmt(r.get("judge_cost_usd"), "usd")] if judged else []),
         ])
     warnings = "".join(f'<p class="note warning">{escape(w)}</p>'
                        for w in coverage_warnings(summary))
