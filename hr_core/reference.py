@@ -12,6 +12,7 @@ from typing import Any, Literal, NamedTuple
 
 import pandas as pd
 
+from hr_core._squad_file import read_squad
 from hr_core._text import is_missing, plain_digits
 from hr_core.errors import ReferenceDataError
 from hr_core.identity import fingerprint
@@ -84,7 +85,11 @@ def hr_reference(
 
     Args:
         data: a pandas DataFrame, a list of dicts, or a path to ``.csv``,
-            ``.jsonl`` or ``.parquet``.
+            ``.jsonl`` or ``.parquet``, or to an official SQuAD ``.json`` file (v1.1
+            or v2.0): one item per question, its payload ``id``, ``title``,
+            ``context`` and ``question``, its label the answers' texts or, for an
+            unanswerable question, ``"NOT_IN_DOCUMENT"`` (the ``squad`` scorers'
+            no-answer, as the official evaluation's empty answer).
         id: the id column; when the default ``"id"`` is absent, ids are the row
             numbers (``"row1"``, ...). Missing id cells get the same row ids.
         item: ``None`` makes the payload a dict of every other column; a column
@@ -105,6 +110,8 @@ def hr_reference(
         >>> ref.items[0]
         Item(id='row1', payload='Capital of France?', label='["Paris", "paris"]')
     """
+    if isinstance(data, str | Path) and Path(data).suffix.lower() == ".json":
+        return _squad_reference(Path(data), id, item, label)
     source, records, where, json_cells = _read(data)
     if not records:
         raise ReferenceDataError(f"{source}: no items (no rows); add at least one item")
@@ -165,6 +172,23 @@ def _warn_emptied(source: str, field: str, first: list[str], count: int) -> None
         f"{source}: {count} item(s) have a {field!r} of [] or NaN ({', '.join(first)}"
         f"{', ...' if count > len(first) else ''}), read as no label (like null): they are "
         "unscored; give the accepted answers, or null for no label", stacklevel=3)
+def _squad_reference(path: Path, id: str, item: str | None, label: str) -> Reference:
+    """A SQuAD JSON file's questions (:mod:`hr_core._squad_file`)."""
+    if id != "id" or label != "label":
+        raise ReferenceDataError(f"{path}: a SQuAD file has its own ids and labels; leave "
+                                 "id= and label= out")
+    if not path.is_file():
+        raise ReferenceDataError(f"{path}: cannot read: no such file")
+    rows = read_squad(path, item)
+    if not rows:
+        raise ReferenceDataError(f"{path}: no items (no questions); add at least one item")
+    seen: set[str] = set()
+    for qid, _, _ in rows:
+        if qid in seen:
+            raise ReferenceDataError(f"{path}: duplicate question id {qid!r} (ids must be "
+                                     "unique)")
+        seen.add(qid)
+    return Reference([Item(*row) for row in rows], str(path))
 
 
 def _read(data: Any) -> tuple[str, list[dict[str, Any]], Any, JsonCells]:
@@ -205,7 +229,8 @@ def _read_file(path: Path) -> tuple[str, list[dict[str, Any]], Any, JsonCells]:
     suffix = path.suffix.lower()
     if suffix not in _SUFFIXES:
         raise ReferenceDataError(
-            f"{source}: unsupported file type {suffix or '(none)'!r}; use .csv, .jsonl or .parquet"
+            f"{source}: unsupported file type {suffix or '(none)'!r}; use .csv, .jsonl or "
+            ".parquet (or a SQuAD .json)"
         )
     if not path.is_file():
         raise ReferenceDataError(f"{source}: cannot read: no such file")

@@ -10,15 +10,16 @@ from functools import cached_property
 from numbers import Real
 from typing import Any, Literal, cast, overload
 
-from hr_core._answers import failed, has_label, plain_answer, sort_out, unmatched
+from hr_core._answers import failed, has_label, sort_out, unmatched
+from hr_core._squad import squad_golds, squad_prediction, squad_result
 from hr_core._text import (
     _label_text,
     accepted_texts,
     fold,
     is_missing,
     plain_digits,
-    remember,
     squad_fold,
+    squad_hr_fold,
 )
 from hr_core.errors import ScorerError, SpecError
 from hr_core.failures import FAILURE_KINDS
@@ -216,13 +217,18 @@ def hr_scorer(fn: ScoreFn | None = None, name: str | None = None) -> Any:
     return Scorer(name=name, fn=fn)
 
 
-Normalise = Literal["fold", "squad", "none"]
+Normalise = Literal["fold", "squad", "squad_hr", "none"]
 """How ``exact`` (and the families comparing text) fold both sides before comparing:
-``"fold"`` case and white space, ``"squad"`` SQuAD's ``normalize_answer`` (also
-punctuation, the articles a/an/the, and numbers written with digit-group commas),
-``"none"`` nothing."""
+``"fold"`` case and white space, ``"squad"`` exactly as the official SQuAD 2.0 evaluation
+(``normalize_answer``: lower case, ASCII punctuation, the articles a/an/the, white space;
+``6.7`` is ``67``), ``"squad_hr"`` SQuAD's with hr's extras (case-folding, any script's
+punctuation, decimals in plain digits: ``6.7`` stays ``6.7``), ``"none"`` nothing."""
 
-NORMALISE_CHOICES: tuple[str, ...] = ("fold", "squad", "none")
+NORMALISE_CHOICES: tuple[str, ...] = ("fold", "squad", "squad_hr", "none")
+
+SQUAD_FOLDING = "evaluate-v2.0"
+"""Recorded in the options of a scorer folding as SQuAD (its fingerprint): hr's ``squad``
+folding before it followed the official script exactly had the same name."""
 
 
 def normalise_choice(normalise: Any, scorer: str = "exact") -> Normalise:
@@ -249,25 +255,26 @@ def folder(normalise: Normalise) -> Callable[[str], str]:
         return fold
     if normalise == "squad":
         return squad_fold
+    if normalise == "squad_hr":
+        return squad_hr_fold
     return _identity
-
-
-_SQUAD_FOLDED: dict[str, str] = {}
 
 
 def hr_scorer_exact(normalise: bool | Normalise = True) -> Scorer:
     """The exact scorer: the default scorer of a benchmark.
 
     Named ``"exact"``, or ``"exact_raw"`` with ``normalise=False``/``"none"``; its
-    options (``{"normalise": "fold" | "squad" | "none"}``) are part of its fingerprint.
+    options (``{"normalise": "fold" | "squad" | "squad_hr" | "none"}``) are part of its fingerprint.
 
     Sorts out outputs that are not answers (:mod:`hr_core._answers`: a failure
     kind the output carries, ``ok`` false -> ``error``, no text ->
     ``parse_failure``, ``NOT_IN_DOCUMENT`` unless the label accepts it), then
     compares the text with each accepted label, both folded as ``normalise``
-    says: ``True``/``"fold"`` (case and white space), ``"squad"`` (SQuAD's
-    evaluation: also punctuation, articles, ``30,000`` = ``30000``) or
-    ``False``/``"none"``.
+    says: ``True``/``"fold"`` (case and white space), ``"squad"`` (the official
+    SQuAD 2.0 evaluation's EM: also ASCII punctuation and articles, ``30,000`` =
+    ``30000``, and its no-answer rule, :mod:`hr_core._squad`: an empty answer or
+    ``NOT_IN_DOCUMENT`` is correct on an unanswerable question), ``"squad_hr"``
+    (the same with hr's extra folding) or ``False``/``"none"``.
 
     Example:
         >>> hr_scorer_exact().fn("Capital of France?", "Lyon", "Paris").failure_kind
@@ -276,8 +283,8 @@ def hr_scorer_exact(normalise: bool | Normalise = True) -> Scorer:
         True
     """
     choice = normalise_choice(normalise)
-    if choice == "squad":
-        return builtin_scorer("exact", _exact_squad, {"normalise": "squad"})
+    if choice == "squad" or choice == "squad_hr":
+        return builtin_scorer("exact", _exact_squad(choice), {"normalise": choice})
     folding = choice == "fold"
 
     # Hot path (one call per run): a string output goes straight to comparing, other
@@ -321,60 +328,29 @@ def hr_scorer_exact(normalise: bool | Normalise = True) -> Scorer:
     return builtin_scorer("exact" if folding else "exact_raw", exact, {"normalise": choice})
 
 
-def _squad_label(label: str) -> str:
-    """A label's SQuAD folding, remembered (labels repeat across runs and arms)."""
-    folded = _SQUAD_FOLDED.get(label)
-    return remember(_SQUAD_FOLDED, label, squad_fold) if folded is None else folded
+def _exact_squad(choice: Normalise) -> ScoreFn:
+    """``exact`` with SQuAD's folding and no-answer rule (:mod:`hr_core._squad`): the
+    official evaluate-v2.0.py's EM (``"squad"``), or with hr's extra folding (``"squad_hr"``)."""
+    folding = folder(choice)
 
+    def exact(item: Any, output: Any, label: Any) -> ScoreResult:
+        prediction = squad_prediction(output, folding, label, None)
+        if isinstance(prediction, ScoreResult):
+            return prediction
+        golds = squad_golds(label, folding)
+        return squad_result(prediction, golds is not None and prediction[1] in golds,
+                            golds is not None, None)
 
-def _exact_squad(item: Any, output: Any, label: Any) -> ScoreResult:
-    """``exact`` with SQuAD folding; the same steps as the ``fold`` path, hot path inlined.
-
-    An answer that passes rules 1-3 at a glance (a str; a dict or ArmResult without
-    failure kind, with ok and a str answer; a number) skips sort_out; white space only
-    folds to "", so only an empty folding asks (tests/test_squad_reference.py holds
-    this to a plain reference of the rules).
-    """
-    text = plain_answer(output)
-    if type(text) is not str or (not (seen := squad_fold(text)) and (not text or text.isspace())):
-        text, kind = sort_out(output)
-        if kind is not None or text is None:
-            return failed(label, None if text is None else squad_fold(text),
-                          kind or "parse_failure")
-        seen = squad_fold(text)
-    cache = _SQUAD_FOLDED
-    label_type = type(label)
-    if label_type is str:
-        folded = cache.get(label)
-        match = seen == (_squad_label(label) if folded is None else folded)
-    elif (label_type is int or label_type is float) and label == label:
-        digits = str(label) if label_type is int else plain_digits(label)
-        folded = cache.get(digits)
-        match = seen == (_squad_label(digits) if folded is None else folded)
-    elif label_type is list or label_type is tuple:
-        match = False
-        for value in label:
-            answer = _label_text(value)
-            if answer is None:
-                continue
-            folded = cache.get(answer)
-            if seen == (_squad_label(answer) if folded is None else folded):
-                match = True
-                break
-    else:
-        match = False
-        for answer in accepted_texts(label) or ():
-            if seen == _squad_label(answer):
-                match = True
-                break
-    if match:
-        return _new(ScoreResult, (True, seen, None))
-    return unmatched(has_label(label), text, seen)
+    return exact
 
 
 def builtin_scorer(name: str, fn: ScoreFn, options: Mapping[str, Any]) -> Scorer:
-    """A built-in scorer with its options (part of its fingerprint)."""
-    return Scorer(name=name, fn=fn, options=dict(options))
+    """A built-in scorer with its options (part of its fingerprint; a SQuAD folding adds
+    :data:`SQUAD_FOLDING`)."""
+    options = dict(options)
+    if options.get("normalise") in ("squad", "squad_hr"):
+        options["squad_folding"] = SQUAD_FOLDING
+    return Scorer(name=name, fn=fn, options=options)
 
 
 def _identity(text: str) -> str:

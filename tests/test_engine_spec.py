@@ -127,7 +127,8 @@ def test_a_spec_names_a_built_in_scorer_with_its_options(
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("{f1: {treshold: 0.8}}", "scorer 'f1': unknown option 'treshold' (options: threshold)"),
+    ("{f1: {treshold: 0.8}}",
+     "scorer 'f1': unknown option 'treshold' (options: threshold, normalise)"),
     ("{f1: {threshold: 2}}", "scorer 'f1', option 'threshold': 2 is not a number in (0, 1]"),
     ("{numeric: {pick: middle}}", "scorer 'numeric', option 'pick': 'middle' is not one of"),
     ("{f1: {}, exact: {}}", "give one scorer: {name: {option: value}}, not 2 keys"),

@@ -126,7 +126,8 @@ def test_a_scorer_by_import_path_from_the_current_folder(
 
 
 @pytest.mark.parametrize(("scorer", "message"), [
-    ("{f1: {treshold: 0.8}}", "scorer 'f1': unknown option 'treshold' (options: threshold)"),
+    ("{f1: {treshold: 0.8}}",
+     "scorer 'f1': unknown option 'treshold' (options: threshold, normalise)"),
     ("{f1: {threshold: 2}}", "scorer 'f1', option 'threshold': 2 is not a number in (0, 1]"),
     ("{f1: [", "--scorer '{f1: [': not a YAML mapping"),
     ("no_such_module:fn", "import path 'no_such_module:fn': cannot import"),

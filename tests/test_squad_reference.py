@@ -1,12 +1,15 @@
-"""Differential tests: hr's SQuAD folding, ``exact`` (``normalise="squad"``) and ``f1`` against
-a plain reference written here from what hr documents (hr_core._text.squad_tokens, the seed's
-rules in hr_core._answers, SPEC section 4's output text), on random outputs and labels.
+"""Differential tests: hr's own SQuAD folding (``normalise="squad_hr"``), ``exact`` and ``f1``
+with it, against a plain reference written here from what hr documents
+(hr_core._text.squad_hr_tokens, the seed's rules in hr_core._answers, SQuAD's no-answer rule
+in hr_core._squad, SPEC section 4's output text), on random outputs and labels. (The
+default ``squad`` folding is the official one: tests/test_squad_official.py.)
 
-The reference is SQuAD's ``normalize_answer`` and ``compute_f1``, with hr's documented
-differences: case-folded (``str.casefold``); punctuation and symbols of any script and ``_``
-removed (SQuAD: ASCII punctuation only), so ``30,000`` is ``30000`` as in SQuAD; a decimal
-number keeps its point in plain digits (``2.50`` -> ``2.5``, ``1,000.0`` -> ``1000``; SQuAD
-glues ``2.5`` into ``25``); the articles a/an/the removed as words; white space collapsed.
+The reference is SQuAD's ``normalize_answer`` and ``compute_f1``, with ``squad_hr``'s
+documented differences: case-folded (``str.casefold``); punctuation and symbols of any
+script and ``_`` removed (SQuAD: ASCII punctuation only), so ``30,000`` is ``30000`` as in
+SQuAD; a decimal number keeps its point in plain digits (``2.50`` -> ``2.5``,
+``1,000.0`` -> ``1000``; SQuAD glues ``2.5`` into ``25``); the articles a/an/the removed
+as words; white space collapsed.
 
 Left out of the random text: control characters that are not white space. hr keeps them in
 ASCII text (its one ``bytes.translate`` pass drops ``string.punctuation`` only) and drops them
@@ -28,7 +31,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hr_core import FAILURE_KINDS, ArmResult, hr_scorer_exact, hr_scorer_f1
-from hr_core._text import squad_fold, squad_tokens
+from hr_core._text import squad_hr_fold as squad_fold
+from hr_core._text import squad_hr_tokens as squad_tokens
 
 # --- the reference ---------------------------------------------------------------------------
 
@@ -105,7 +109,7 @@ def reference_sort_out(output: Any) -> tuple[str | None, str | None]:
         return text, kind
     if ok is False:
         return text, "error"
-    if not text or text.isspace():
+    if text is None:  # SQuAD's scorers: an empty text is the empty answer (hr_core._squad)
         return None, "parse_failure"
     return text, None
 
@@ -124,6 +128,23 @@ def _not_in_document(text: str) -> bool:
     return text.strip().casefold() == "not_in_document"
 
 
+def _golds(accepted: list[str]) -> list[str]:
+    """SQuAD's gold answers: those that fold to something; ``""`` for an unanswerable label
+    (none does) and for one accepting ``NOT_IN_DOCUMENT``."""
+    golds = [" ".join(reference_tokens(a)) for a in accepted if not _not_in_document(a)]
+    golds = [g for g in golds if g]
+    if not golds or any(_not_in_document(a) for a in accepted):
+        golds.append("")
+    return golds
+
+
+def _prediction(text: str) -> tuple[str, str, bool]:
+    """(outcome, compared, said no answer): ``NOT_IN_DOCUMENT`` is the empty prediction."""
+    outcome = " ".join(reference_tokens(text))
+    none = outcome == "" or _not_in_document(text)
+    return outcome, "" if none else outcome, none
+
+
 def reference_exact_squad(output: Any, label: Any) -> tuple[Any, ...]:
     text, kind = reference_sort_out(output)
     accepted = reference_accepted(label)
@@ -131,12 +152,12 @@ def reference_exact_squad(output: Any, label: Any) -> tuple[Any, ...]:
     if kind is not None:
         return correct, None if text is None else " ".join(reference_tokens(text)), kind
     assert text is not None
-    seen = " ".join(reference_tokens(text))
-    if accepted is not None and any(seen == " ".join(reference_tokens(a)) for a in accepted):
-        return True, seen, None
-    if _not_in_document(text):
-        return correct, seen, "not_in_document"
-    return correct, seen, None if accepted is None else "wrong"
+    outcome, compared, none = _prediction(text)
+    if accepted is None:
+        return None, outcome, "not_in_document" if none else None
+    if compared in _golds(accepted):
+        return True, outcome, None
+    return False, outcome, "not_in_document" if none else "wrong"
 
 
 def reference_f1_scorer(output: Any, label: Any) -> tuple[Any, ...]:
@@ -145,16 +166,15 @@ def reference_f1_scorer(output: Any, label: Any) -> tuple[Any, ...]:
     text, kind = reference_sort_out(output)
     accepted = reference_accepted(label)
     if kind is not None:
-        return (False, text, kind, Fraction(0)) if accepted is not None else (None, text, kind,
-                                                                               None)
+        outcome = None if text is None else " ".join(reference_tokens(text))
+        return (False, outcome, kind, Fraction(0)) if accepted is not None else (
+            None, outcome, kind, None)
     assert text is not None
-    tokens = reference_tokens(text)
-    outcome = " ".join(tokens)
-    nid = "not_in_document" if _not_in_document(text) else None
+    outcome, compared, none = _prediction(text)
+    nid = "not_in_document" if none else None
     if accepted is None:
         return None, outcome, nid, None
-    best = max((reference_f1(tokens, reference_tokens(a)) for a in accepted),
-               default=Fraction(0))
+    best = max(reference_f1(compared.split(), gold.split()) for gold in _golds(accepted))
     return None, outcome, nid, best
 
 
@@ -199,7 +219,7 @@ def test_squad_tokens_equal_the_reference(text: str) -> None:
     assert squad_fold(text) == " ".join(reference_tokens(text))
 
 
-squad = hr_scorer_exact(normalise="squad")
+squad = hr_scorer_exact(normalise="squad_hr")
 
 
 @settings(max_examples=1500, deadline=None)
@@ -212,7 +232,7 @@ def test_exact_squad_equals_the_reference(output: Any, label: Any) -> None:
 @settings(max_examples=800, deadline=None)
 @given(output=_outputs, label=_labels)
 def test_f1_equals_the_reference(threshold: float, output: Any, label: Any) -> None:
-    result = hr_scorer_f1(threshold=threshold).fn(None, output, label)
+    result = hr_scorer_f1(threshold=threshold, normalise="squad_hr").fn(None, output, label)
     correct, outcome, kind, best = reference_f1_scorer(output, label)
     assert (result.outcome, result.score is None) == (outcome, best is None)
     if best is None or correct is not None:  # no label, or a failed run
@@ -240,6 +260,9 @@ def test_the_reference_is_squads_definition_on_its_own_examples() -> None:
         False, "notindocument", "not_in_document")
     assert reference_exact_squad("NOT_IN_DOCUMENT", "not_in_document") == (
         True, "notindocument", None)
+    assert reference_exact_squad("", "NOT_IN_DOCUMENT") == (True, "", None)
+    assert reference_exact_squad(" ", ["the"]) == (True, "", None)
+    assert reference_f1_scorer("", ["x"]) == (None, "", "not_in_document", Fraction(0))
     assert reference_exact_squad(100000.0, [1e5]) == (True, "100000", None)
 
 
@@ -251,5 +274,5 @@ def test_an_f1_of_exactly_the_threshold_is_correct_whether_or_not_the_label_repe
     repeats = " ".join(["x", "x"] + [f"w{i}" for i in range(18)])
     distinct = " ".join(["x", "y"] + [f"w{i}" for i in range(18)])
     for label in (repeats, distinct):
-        result = hr_scorer_f1(threshold=0.5).fn(None, answer, label)
+        result = hr_scorer_f1(threshold=0.5, normalise="squad_hr").fn(None, answer, label)
         assert (result.score, result.correct) == (0.5, True), label

@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
-from hr_core._answers import failed, has_label, plain_answer, sort_out, unmatched
-from hr_core._text import (
-    _label_text,
-    accepted_texts,
-    plain_digits,
-    remember,
-    squad_fold,
-)
+from hr_core._squad import squad_golds, squad_prediction, squad_result
+from hr_core._text import remember
 from hr_core.errors import SpecError
 from hr_core.results import ScoreResult
 from hr_core.scorers import Normalise, Scorer, builtin_scorer, folder, normalise_choice
 from hr_core.scoring._family import Verdict, family_scorer, option_number
-
-_new = tuple.__new__
 
 __all__ = ["DEFAULT_F1_THRESHOLD", "hr_scorer_f1", "hr_scorer_includes", "hr_scorer_pattern",
            "token_f1"]
@@ -61,45 +53,19 @@ def token_f1(predicted: list[str], gold: list[str]) -> float:
     return 2 * same / (len(predicted) + len(gold))
 
 
-Gold = tuple[str, list[str], frozenset[str] | None]
-"""A label's SQuAD folding, its tokens, and their set when no token repeats (then the tokens
-two answers share are one set intersection, and F1 = 2 * shared / (len(answer) + len(label)))."""
-
-_LABEL_GOLD: dict[str, Gold] = {}
-
-
-def _gold(label: str) -> Gold:
-    """A label's :data:`Gold`, remembered (labels repeat across runs and arms)."""
-    entry = _LABEL_GOLD.get(label)
-    return remember(_LABEL_GOLD, label, _make_gold) if entry is None else entry
-
-
-def _make_gold(label: str) -> Gold:
-    folded = squad_fold(label)
-    tokens = folded.split()
-    distinct = frozenset(tokens)
-    return folded, tokens, distinct if len(distinct) == len(tokens) else None
-
-
-def _f1(outcome: str, gold: Gold) -> float:
-    """F1 of an answer folded to ``outcome`` against a label (equal foldings: equal tokens)."""
-    folded, tokens_of_label, distinct = gold
-    if outcome == folded:
-        return 1.0
-    tokens = outcome.split()
-    if distinct is not None and tokens:
-        return 2 * len(distinct.intersection(tokens)) / (len(tokens) + len(tokens_of_label))
-    return token_f1(tokens, tokens_of_label)
-
-
-def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD) -> Scorer:
+def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD,
+                 normalise: Literal["squad", "squad_hr"] = "squad") -> Scorer:
     """SQuAD's token F1 against the best accepted label, named ``"f1"``.
 
-    Both sides are folded as SQuAD's evaluation does (``squad`` in
-    :func:`~hr_core.hr_scorer_exact`) and split into tokens; the F1 of the best
-    label is the run's ``score``, and the run is ``correct`` when it reaches
-    ``threshold`` (default :data:`DEFAULT_F1_THRESHOLD`; 1.0 asks for every token).
-    The seed's rules 1-4 come first; a failed run scores 0.
+    As the official SQuAD 2.0 evaluation (evaluate-v2.0.py's ``compute_f1``): both
+    sides folded as ``normalise`` says (``"squad"``: the official ``normalize_answer``;
+    ``"squad_hr"``: with hr's extras, see :func:`~hr_core.hr_scorer_exact`) and split
+    into tokens; an unanswerable label's gold answer is empty, and an empty answer
+    (or ``NOT_IN_DOCUMENT``) scores 1 against it, 0 against an answerable one
+    (:mod:`hr_core._squad`). The F1 of the best label is the run's ``score``; the
+    run is ``correct`` when it reaches ``threshold`` (default
+    :data:`DEFAULT_F1_THRESHOLD`; 1.0 asks for every token). An output that is not
+    an answer (a failure kind, ``ok`` false, no text) scores 0.
 
     Example:
         >>> f1 = hr_scorer_f1()
@@ -107,68 +73,36 @@ def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD) -> Scorer:
         ScoreResult(correct=True, outcome='lower rhine', failure_kind=None, score=0.8)
     """
     limit = option_number("f1", "threshold", threshold, low=0.0, high=1.0, low_open=True)
-    cache = _LABEL_GOLD
+    if normalise not in ("squad", "squad_hr"):
+        raise SpecError(f"scorer 'f1', option 'normalise': {normalise!r} is not 'squad' "
+                        "or 'squad_hr'")
+    folding = folder(normalise)
+    tokens_of: dict[str, list[str]] = {}
 
-    # Hot path (one call per run): the seed's rules 1-4 as in hr_core._answers, the
-    # comparison inlined (tests/test_scoring.py holds it to the family contract,
-    # tests/test_squad_reference.py to a plain reference). An answer that passes rules 1-3
-    # at a glance (a str; a dict or ArmResult without failure kind, ok and a str answer; a
-    # number) skips sort_out; white space only folds to "", so only an empty folding asks.
+    def tokens(folded: str) -> list[str]:
+        found = tokens_of.get(folded)
+        return remember(tokens_of, folded, str.split) if found is None else found
+
     def f1(item: Any, output: Any, label: Any) -> ScoreResult:
-        text = plain_answer(output)
-        if type(text) is not str or (
-                not (outcome := squad_fold(text)) and (not text or text.isspace())):
-            found, kind = sort_out(output)
-            if kind is not None or found is None:
-                return failed(label, found, kind or "parse_failure", 0.0)
-            text = found
-            outcome = squad_fold(text)
-        label_type = type(label)
-        if label_type is str:
-            gold = cache.get(label)
-            if gold is None:
-                gold = _gold(label)
-            if outcome == gold[0]:
-                best = 1.0
-            elif len(gold[1]) == 1:  # one label token: in the answer's tokens or not
-                word = gold[1][0]
-                if word not in outcome:
-                    best = 0.0
-                else:
-                    tokens = outcome.split()
-                    best = 2 / (len(tokens) + 1) if word in tokens else 0.0
-            else:
-                best = _f1(outcome, gold)
-        elif (label_type is int or label_type is float) and label == label:
-            digits = str(label) if label_type is int else plain_digits(label)
-            gold = cache.get(digits)
-            if gold is None:
-                gold = _gold(digits)
-            best = 1.0 if outcome == gold[0] else _f1(outcome, gold)
+        prediction = squad_prediction(output, folding, label, 0.0)
+        if isinstance(prediction, ScoreResult):
+            return prediction
+        golds = squad_golds(label, folding)
+        if golds is None:
+            return squad_result(prediction, False, False, None)
+        compared = prediction[1]
+        if compared in golds:
+            best = 1.0
         else:
-            if not has_label(label):
-                return unmatched(False, text, outcome)
-            accepted: Any = (label if label_type is list or label_type is tuple
-                             else accepted_texts(label))
+            predicted = compared.split()
             best = 0.0
-            for value in accepted:
-                answer = _label_text(value)
-                if answer is None:
-                    continue
-                gold = cache.get(answer)
-                if gold is None:
-                    gold = _gold(answer)
-                if outcome == gold[0]:
-                    best = 1.0
-                    break
-                found_f1 = _f1(outcome, gold)
-                if found_f1 > best:
-                    best = found_f1
-        if best >= limit:
-            return _new(ScoreResult, (True, outcome, None, best))
-        return unmatched(True, text, outcome, None, best)
+            for gold in golds:
+                found = token_f1(predicted, tokens(gold))
+                if found > best:
+                    best = found
+        return squad_result(prediction, best >= limit, True, best)
 
-    return builtin_scorer("f1", f1, {"threshold": limit})
+    return builtin_scorer("f1", f1, {"threshold": limit, "normalise": normalise})
 
 
 def _word_pattern(label: str) -> re.Pattern[str]:

@@ -1,0 +1,140 @@
+"""SQuAD 2.0's scoring rules, as the official evaluate-v2.0.py applies them, for ``exact``
+with ``normalise: squad``/``squad_hr`` and for ``f1``.
+
+The official script (``get_raw_scores``) compares the folded prediction with each gold
+answer that does not fold to nothing; a question with no such answer (unanswerable) has the
+one gold answer ``""``. So:
+
+- an empty prediction (``""``, white space, or one that folds to nothing such as ``"the"``)
+  is the no-answer: correct (EM 1, F1 1) on an unanswerable question, EM 0 and F1 0 on an
+  answerable one;
+- ``NOT_IN_DOCUMENT`` (hr's no-answer, any case) is the empty prediction too;
+- a label is unanswerable when it accepts ``NOT_IN_DOCUMENT`` (:data:`NO_ANSWER`, the label
+  :func:`~hr_core.hr_reference` gives an unanswerable SQuAD question) or when none of its
+  accepted answers folds to something (``"the"``); an empty list is no label, as with
+  every scorer (:mod:`hr_core._answers`).
+
+An output that is not an answer by rules 1-3 (:mod:`hr_core._answers`: a failure kind, ``ok``
+false, no text at all) fails as with every scorer; a string answer, even empty, is an answer.
+A run that said "no answer" where there is one is ``not_in_document``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from hr_core._answers import failed, is_not_in_document, plain_answer, sort_out
+from hr_core._text import _label_text, accepted_texts, output_text, plain_digits, remember
+from hr_core.failures import FAILURE_KINDS
+from hr_core.results import ScoreResult
+
+__all__ = ["NO_ANSWER", "SquadPrediction", "squad_golds", "squad_prediction", "squad_result"]
+
+NO_ANSWER = "NOT_IN_DOCUMENT"
+"""The label of an unanswerable question (SQuAD's empty gold answer)."""
+
+Fold = Callable[[str], str]
+
+SquadPrediction = tuple[str, str, bool]
+"""``(outcome, compared, said_no_answer)``: the prediction folded (the run's outcome), the
+text compared with the gold answers (``""`` for ``NOT_IN_DOCUMENT``), and whether the run
+said there is no answer (empty, or ``NOT_IN_DOCUMENT``)."""
+
+_new = tuple.__new__
+_GOLDS: dict[tuple[Fold, str], tuple[str, ...]] = {}
+
+
+def squad_prediction(output: Any, fold: Fold, label: Any,
+                     failed_score: float | None) -> SquadPrediction | ScoreResult:
+    """The prediction of an output, or the failed run's result when it is not an answer.
+
+    Rules 1-3 as every scorer, except that an output whose text (SPEC section 4) is empty
+    or white space is the empty prediction, not a ``parse_failure``; an output with no
+    text at all (``None``, a mapping without ``answer``/``text``) still is one.
+    """
+    text = plain_answer(output)
+    if type(text) is not str or not text:
+        found, kind = sort_out(output)
+        if kind == "parse_failure" and found is None:
+            found = _empty_text(output)
+            kind = None if found is not None else kind
+        if kind is not None or found is None:
+            return failed(label, None if found is None else fold(found),
+                          kind or "parse_failure", failed_score)
+        text = found
+    outcome = fold(text)
+    if not outcome or is_not_in_document(text):
+        return outcome, "", True
+    return outcome, outcome, False
+
+
+def _empty_text(output: Any) -> str | None:
+    """The empty (or white space) text of an output rule 3 would call a parse failure, or
+    ``None`` when it has no text at all or carries that failure kind itself."""
+    if type(output) is str:
+        return output
+    carried = (output.get("failure_kind") if isinstance(output, Mapping)
+               else getattr(output, "failure_kind", None))
+    if type(carried) is str and carried in FAILURE_KINDS:
+        return None
+    return output_text(output)
+
+
+def squad_golds(label: Any, fold: Fold) -> tuple[str, ...] | None:
+    """The label's gold answers folded, ``("",)`` for an unanswerable one; ``None``: no label.
+
+    Example:
+        >>> from hr_core._text import squad_fold
+        >>> squad_golds(["The Rhine", "the"], squad_fold), squad_golds(NO_ANSWER, squad_fold)
+        (('rhine',), ('',))
+    """
+    kind = type(label)
+    if kind is str:
+        golds = _GOLDS.get((fold, label))
+        return remember(_GOLDS, (fold, label), _str_golds) if golds is None else golds
+    if (kind is int or kind is float) and label == label:
+        return _fold_golds(fold, (str(label) if kind is int else plain_digits(label),))
+    if kind is list or kind is tuple:
+        texts = tuple(t for t in (_label_text(v) for v in label) if t is not None)
+        if not texts:  # [] is no label (hr_core._answers), as the reader reads it
+            return None
+    else:
+        found = accepted_texts(label)
+        if found is None:
+            return None
+        texts = found
+    return _fold_golds(fold, texts)
+
+
+def _str_golds(key: tuple[Fold, str]) -> tuple[str, ...]:
+    return _fold_golds(key[0], (key[1],))
+
+
+def _fold_golds(fold: Fold, texts: tuple[str, ...]) -> tuple[str, ...]:
+    golds: list[str] = []
+    no_answer = False
+    for text in texts:
+        if is_not_in_document(text):
+            no_answer = True
+            continue
+        folded = fold(text)
+        if folded and folded not in golds:
+            golds.append(folded)
+    if no_answer or not golds:
+        golds.append("")
+    return tuple(golds)
+
+
+def squad_result(prediction: SquadPrediction, correct: bool, label_known: bool,
+                 score: float | None) -> ScoreResult:
+    """A compared run's result: correct, wrong, or ``not_in_document`` when it said so."""
+    outcome, _, no_answer = prediction
+    if not label_known:
+        return _new(ScoreResult, (None, outcome, "not_in_document" if no_answer else None))
+    if correct:
+        return _new(ScoreResult, (True, outcome, None) if score is None
+                    else (True, outcome, None, score))
+    kind = "not_in_document" if no_answer else "wrong"
+    return _new(ScoreResult, (False, outcome, kind) if score is None
+                else (False, outcome, kind, score))
