@@ -20,7 +20,7 @@ from flows.labels import arm_fingerprints, benchmark_tags, label_flow_run
 from hr_core._checks import callable_arg, path_arg
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.budget import Budget
-from hr_core.engine.health import ErrorRateExceeded, assess_benchmark
+from hr_core.engine.health import ErrorRateExceeded
 from hr_core.engine.lock import RunLock
 from hr_core.engine.session import (
     BenchmarkPlan,
@@ -272,7 +272,7 @@ async def benchmark_flow(
 def _check_health(bench: Benchmark, plan: BenchmarkPlan) -> None:
     """Log each arm's errors and budget stops as WARNING lines (the dashboard's Logs tab);
     fail the flow run when an arm erred above ``max_error_rate`` (results are written)."""
-    health = assess_benchmark(bench, plan.max_error_rate, arms=list(plan.arms))
+    health = bench.health(plan.max_error_rate, arms=list(plan.arms))  # computed once
     logger = get_run_logger()
     for line in health.warnings():
         logger.warning(line, extra={"hr_digest": True})

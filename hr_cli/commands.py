@@ -160,11 +160,11 @@ def _mark_budget_stops(progress: ArmProgress, bench: Any) -> None:
 
 def print_health(console: Console, bench: Any, max_error_rate: float | None = None) -> None:
     """Each arm's errors (count, most frequent messages) and budget stops, in yellow/red."""
-    from hr_core.engine.health import DEFAULT_MAX_ERROR_RATE, assess_benchmark
+    from hr_core.engine.health import DEFAULT_MAX_ERROR_RATE
 
     limit = max_error_rate if max_error_rate is not None else bench.manifest.get(
         "max_error_rate", DEFAULT_MAX_ERROR_RATE)
-    health = assess_benchmark(bench, float(limit), arms=list(bench.arms))
+    health = bench.health(float(limit), arms=list(bench.arms))  # the flow's, not again
     for arm in health.with_errors:
         rate = "" if arm.runs_made == 0 else f" ({arm.rate:.0%})"
         style = "bold red" if arm in health.breaches else "red"

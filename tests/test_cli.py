@@ -352,3 +352,34 @@ def test_the_comparison_and_validation_tables_show_position_bias() -> None:
         "favoured_position_3": 0.0}}
     text = _rendered(validation_table(record))
     assert "position bias" in text and "100% favoured shown position 1" in text
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_hr_run_computes_summary_verdict_and_health_once(
+    capsys: pytest.CaptureFixture[str], small_spec: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # before (issue 21): one hr run computed the summary twice, the health check three
+    # times (markdown report, flow, terminal) and the verdict twice (markdown, HTML report);
+    # after: once each, the flow, the terminal and both reports read the same objects
+    import hr_core.engine.health as health
+    import hr_core.report.sections as sections
+    import hr_core.report.verdict as verdict
+    from hr_core.engine.benchmark import Benchmark
+
+    counts = {"summary": 0, "health": 0, "verdict": 0}
+
+    def counted(name: str, fn: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            counts[name] += 1
+            return fn(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(Benchmark, "_summary", counted("summary", Benchmark._summary))
+    monkeypatch.setattr(health, "assess_runs", counted("health", health.assess_runs))
+    monkeypatch.setattr(verdict, "verdict", counted("verdict", verdict.verdict))
+    monkeypatch.setattr(sections, "verdict", verdict.verdict)
+    code, out, err = hr(capsys, "run", small_spec, "--store", tmp_path / "store")
+    assert code == 0, err
+    assert "Summary: small" in out and "Report:" in out
+    assert counts == {"summary": 1, "health": 1, "verdict": 1}

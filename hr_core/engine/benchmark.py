@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -32,6 +32,10 @@ from hr_core.stats import (
     clustered_mean_ci,
     paired_difference,
 )
+
+if TYPE_CHECKING:
+    from hr_core.engine.health import RunHealth
+    from hr_core.report.verdict import Verdict
 
 __all__ = ["JUDGE_FAILURES", "RUN_COLUMNS", "SCORE_COLUMNS", "SUMMARY_COLUMNS", "Benchmark",
            "runs_frame"]
@@ -156,6 +160,7 @@ class Benchmark:
         self.manifest: dict[str, Any] = dict(manifest)
         self.run_dir = run_dir
         self._reference: Reference | None = None
+        self._memo: dict[Any, Any] = {}  # summary, verdict, health: computed once
 
     @classmethod
     def stored(cls, manifest: Mapping[str, Any], run_dir: str | os.PathLike[str]) -> Benchmark:
@@ -172,6 +177,7 @@ class Benchmark:
         state = dict(self.__dict__)
         state["_file"] = None
         state["_columns"] = {}
+        state["_memo"] = {}
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -192,6 +198,7 @@ class Benchmark:
     def runs(self, value: pd.DataFrame) -> None:
         self._runs = value
         self._columns.clear()
+        self._memo.clear()
 
     def columns(self, names: Iterable[str]) -> pd.DataFrame:
         """The runs table with only ``names`` (those it has), rows as in ``.runs``; a stored
@@ -312,7 +319,38 @@ class Benchmark:
         When any run has a ``score`` (partial credit, e.g. ``f1``), the summary
         also has :data:`SCORE_COLUMNS`: the mean over items of each item's mean
         score, with an item-clustered 95% CI (see :meth:`item_scores`).
+
+        Computed once: every call returns the same frame (the flow, the CLI and the
+        reports read it); copy it before changing it.
         """
+        found: pd.DataFrame | None = self._memo.get("summary")
+        if found is None:
+            found = self._memo["summary"] = self._summary()
+        return found
+
+    def verdict(self) -> Verdict:
+        """The run's verdict (:func:`hr_core.report.verdict.verdict`: best arm, paired
+        differences against it) from :meth:`summary`, computed once."""
+        found: Verdict | None = self._memo.get("verdict")
+        if found is None:
+            from hr_core.report.verdict import verdict
+
+            found = self._memo["verdict"] = verdict(self.stat_runs(), self.summary())
+        return found
+
+    def health(self, max_error_rate: float, arms: Sequence[str] | None = None) -> RunHealth:
+        """Each arm's errors and budget stops against ``max_error_rate``
+        (:func:`hr_core.engine.health.assess_benchmark`), computed once per limit;
+        ``arms`` orders them (default: as in the runs table)."""
+        key = ("health", float(max_error_rate))
+        found: RunHealth | None = self._memo.get(key)
+        if found is None:
+            from hr_core.engine.health import assess_benchmark
+
+            found = self._memo[key] = assess_benchmark(self, float(max_error_rate))
+        return found if arms is None else found.ordered(arms)
+
+    def _summary(self) -> pd.DataFrame:
         runs = self.stat_runs()
         rows = []
         # sequential mode: the runs of undrawn items are no rows; "runs" stays the runs planned

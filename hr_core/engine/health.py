@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -117,6 +118,13 @@ class RunHealth:
     def with_errors(self) -> tuple[ArmErrors, ...]:
         """The arms with at least one error, most errors first."""
         return tuple(sorted((a for a in self.arms if a.errors), key=lambda a: -a.errors))
+
+    def ordered(self, arms: Sequence[str]) -> RunHealth:
+        """The same figures of ``arms`` only, in their order (no recount)."""
+        of = {a.arm: a for a in self.arms}
+        order = [of[arm] for arm in arms if arm in of]
+        return RunHealth(tuple(order), self.max_error_rate,
+                         tuple(a for a in order if a in self.breaches))
 
     def warnings(self) -> list[str]:
         """One line per arm with errors and per budget-stopped arm (for terminals and logs)."""

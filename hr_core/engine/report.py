@@ -86,12 +86,13 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
         >>> report_markdown(b).splitlines()[0]
         '# Benchmark demo (r1)'
     """
-    from hr_core.engine.health import DEFAULT_MAX_ERROR_RATE, assess_benchmark
+    from hr_core.engine.health import DEFAULT_MAX_ERROR_RATE
     from hr_core.report.verdict import verdict
 
     summary = bench.summary() if summary is None else summary
     m = bench.manifest
-    result = verdict(bench.stat_runs(), summary)
+    result = (bench.verdict() if summary is bench.summary()  # computed once
+              else verdict(bench.stat_runs(), summary))
     lines = [f"# Benchmark {_cell(m.get('name'))} ({_cell(m.get('run_id'))})", "",
              f"**Verdict.** {_cell(result.headline())}", "",
              f"Significance: {_cell(result.correction)}.", "",
@@ -144,7 +145,7 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
     lines += ["", "Accuracy is over the runs made (runs a budget stopped are left out; "
               "coverage = runs made / runs planned); intervals as in docs/statistics.md."]
     limit = float(m.get("max_error_rate") or DEFAULT_MAX_ERROR_RATE)
-    health = assess_benchmark(bench, limit, arms=result.order or None)
+    health = bench.health(limit, arms=result.order or None)
     lines += ["", "## Errors", ""]
     if not health.with_errors and not health.budget_stopped:
         lines.append("No arm raised an error; no budget stopped a run.")

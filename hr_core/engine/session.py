@@ -833,7 +833,8 @@ class BenchmarkSession:
 
         return render_report(ReportInputs(
             bench.manifest, bench.stat_runs(), summary, run_dir=self.store.run_dir,
-            items=item_texts(self.plan.reference), texts=bench.row_texts()))
+            items=item_texts(self.plan.reference), texts=bench.row_texts(),
+            memo={"verdict": bench.verdict()} if summary is bench.summary() else {}))
 
     @staticmethod
     def summarise(bench: Benchmark) -> tuple[pd.DataFrame, str]:
