@@ -155,7 +155,9 @@ def verdict(runs: pd.DataFrame, summary: pd.DataFrame) -> Verdict:
     by_arm: dict[str, dict[str, Any]] = {
         str(r["arm"]): {str(k): v for k, v in r.items()} for r in summary.to_dict("records")}
     best = order[0] if not pd.isna(by_arm[order[0]].get("accuracy")) else None
-    all_paired = paired_differences(runs, baseline=best) if best else []
+    rank = {arm: i for i, arm in enumerate(order)}  # best first, whatever the rows' order
+    all_paired = sorted(paired_differences(runs, baseline=best) if best else [],
+                        key=lambda r: rank.get(r.arm, len(rank)))
     family = pair_statistics(runs) if best else {}
     corrected = dict(zip(family, holm([s.p_value for s in family.values()]), strict=True))
     diffs = {r.arm: r for r in all_paired}
