@@ -140,3 +140,18 @@ def test_the_documented_fallback_sends_the_schema_as_instructions(
     assert (result.status, result.verdict) == ("ok", "B")
     body = openai_server.requests[-1].body
     assert "response_format" not in body and "JSON schema" in body["messages"][0]["content"]
+
+
+def test_anthropic_stop_reasons_reach_the_reply(anthropic_server: Any) -> None:
+    # before: anthropic:'s ModelReply had no finish_reason (a max_tokens cut was not
+    # truncated, a refusal stop reason was a parse failure)
+    from hr_core.models.anthropic_client import AnthropicChatModel
+
+    model = AnthropicChatModel("claude-test", base_url=anthropic_server.url, api_key="k")
+    anthropic_server.reply = lambda body: "one two three four five"
+    cut = asyncio.run(model.complete([{"role": "user", "content": "q"}],
+                                     params={"max_tokens": 2}))
+    assert cut.truncated and cut.text == "one two" and cut.failure() is None
+    anthropic_server.inject("refusal")
+    refused = asyncio.run(model.complete([{"role": "user", "content": "q"}]))
+    assert refused.failure() == ("refusal", "the model refused (finish_reason 'refusal')")

@@ -316,7 +316,7 @@ class AnthropicChatModel:
             started = time.perf_counter()
             outcome: Outcome = "cancelled"
             headers: Any = None
-            reply: tuple[str, Usage] | None = None
+            reply: tuple[str, Usage, str | None] | None = None
             try:
                 raw = await client.messages.with_raw_response.create(
                     model=body["model"], max_tokens=body["max_tokens"],
@@ -367,13 +367,13 @@ class AnthropicChatModel:
                 limiter.release(permit, outcome, headers=headers, tokens_used=tokens_used,
                                 completion_tokens=None if used is None else used.tokens_out)
             return ModelReply(reply[0], reply[1], cached=False,
-                              latency_s=time.perf_counter() - started)
+                              latency_s=time.perf_counter() - started, finish_reason=reply[2])
 
     def _keep_limits(self, headers: Any) -> None:
         self.rate_limits = {k.lower(): v for k, v in headers.items()
                             if k.lower().startswith("anthropic-ratelimit-")}
 
-    def _read(self, message: Any) -> tuple[str, Usage]:
+    def _read(self, message: Any) -> tuple[str, Usage, str | None]:
         try:
             blocks = message.content
             parts = [b.text for b in blocks if getattr(b, "type", None) == "text"]
@@ -385,8 +385,10 @@ class AnthropicChatModel:
         read = getattr(usage, "cache_read_input_tokens", None) or 0
         tokens_out = getattr(usage, "output_tokens", None)
         tokens_in = None if fresh is None else fresh + written + read
+        stop = getattr(message, "stop_reason", None)
         return "".join(parts), Usage(tokens_in=tokens_in, tokens_out=tokens_out,
-                                     cost_usd=self._cost(fresh, written + read, tokens_out))
+                                     cost_usd=self._cost(fresh, written + read, tokens_out)), \
+            finish_reason(stop if isinstance(stop, str) else None)
 
     def _cost(self, fresh: int | None, cached: int, tokens_out: int | None) -> float | None:
         if self.price is None or (fresh is None and tokens_out is None):

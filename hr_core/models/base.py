@@ -90,7 +90,7 @@ class ModelReply:
     def failure(self) -> tuple[FailureKind, str] | None:
         """Why this reply is no answer, as ``(failure kind, message)``, else ``None``.
 
-        A ``refusal`` field or ``finish_reason`` ``"content_filter"`` is a
+        A ``refusal`` field or ``finish_reason`` ``"content_filter"``/``"refusal"`` is a
         ``refusal``; content ``null`` with nothing else is a ``parse_failure``
         saying so (an empty string is left to the scorer's rules, a parse failure
         too). A truncated reply with text is an answer (see :attr:`truncated`).
@@ -106,6 +106,8 @@ class ModelReply:
         if self.finish_reason == "content_filter":
             return "refusal", ("the provider's content filter stopped the reply "
                                "(finish_reason 'content_filter')")
+        if self.finish_reason == "refusal":  # e.g. Anthropic's stop_reason refusal
+            return "refusal", "the model refused (finish_reason 'refusal')"
         if self.content_null and not self.text:
             return "parse_failure", ("the model's reply had no content (content null, "
                                      f"finish_reason {self.finish_reason!r})")
