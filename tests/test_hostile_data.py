@@ -44,7 +44,7 @@ from hr_core.engine.session import (
 )
 from hr_core.engine.spec import load_spec
 from hr_core.engine.store import RunStore
-from hr_core.errors import SpecError
+from hr_core.errors import RunNotFoundError, SpecError
 from hr_core.reference import hr_reference
 
 # -- the fuzz: random hostile strings through every table and the markdown report ---------
@@ -301,7 +301,7 @@ def test_a_huge_plan_leaves_nothing_behind(tmp_path: Path) -> None:
     process's 1.5 GB cap); after: refused before the store is touched."""
     code = textwrap.dedent("""\
         from hr_core.engine.session import BenchmarkSession, plan_benchmark
-        from hr_core.errors import SpecError
+        from hr_core.errors import RunNotFoundError, SpecError
         try:
             plan = plan_benchmark({"echo": str}, [{"id": f"q{i}", "label": "x"}
                                                   for i in range(4)],
@@ -400,16 +400,19 @@ def test_visible_shows_every_control_character() -> None:
 
 
 def test_a_rescore_of_a_run_folder_path_ending_in_dotdot_writes_nothing(tmp_path: Path) -> None:
-    """``rescore_run("store/fake/0123/..")`` read as run id ``..``: its output would have been
-    a run inside the original run's folder; refused as outside its store."""
+    """``rescore_run("store/fake/0123/..")`` was read as run id ``..`` of a store inside the
+    run folder; now it is the folder it names (``store/fake``: no run there), never a path
+    that leaves its store."""
     from report_data import fake_run_dir
 
     from hr_core.engine.rescore import rescore_plan
 
     run_dir = fake_run_dir(tmp_path / "store" / "fake" / "0123", with_judges=False)
     before = sorted(p.name for p in run_dir.iterdir())
-    with pytest.raises(SpecError, match="is not inside"):
+    with pytest.raises(RunNotFoundError, match=r"no manifest\.json"):
         rescore_plan(f"{run_dir}/..", "f1")
+    with pytest.raises(SpecError, match="is not inside"):
+        RunStore(str(run_dir), "..", "..")
     assert sorted(p.name for p in run_dir.iterdir()) == before
 
 
@@ -422,3 +425,15 @@ def test_an_alias_bomb_in_the_scorer_option_is_refused() -> None:
     with pytest.raises(SpecError, match="--scorer, line 1: YAML aliases repeat more than"):
         parse_scorer_option(chain + "}")
     assert parse_scorer_option("{f1: {threshold: 0.8}}") == {"f1": {"threshold": 0.8}}
+
+
+def test_a_run_folder_given_as_dot_is_the_folder_itself(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``hr show .`` inside a run folder: read as that folder, not refused as ``..`` names."""
+    from report_data import fake_run_dir
+
+    run_dir = fake_run_dir(tmp_path / "store" / "fake" / "0123", with_judges=False)
+    monkeypatch.chdir(run_dir)
+    store = RunStore.at(".")
+    assert (store.name, store.run_id) == ("fake", "0123")
+    assert Benchmark.load(".").run_id == Benchmark.load(run_dir).run_id

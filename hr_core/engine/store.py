@@ -220,6 +220,9 @@ class RunStore:
         text = os.fspath(run_dir).rstrip("/")
         parent, run_id = text.rsplit("/", 1) if "/" in text else (".", text)
         store, name = parent.rsplit("/", 1) if "/" in parent else (".", parent)
+        if _is_local(text) and {name, run_id} & {".", ".."}:  # `hr show .` in a run folder
+            absolute = Path(os.path.abspath(text.removeprefix("file://")))
+            return cls(str(absolute.parent.parent), absolute.parent.name, absolute.name)
         return cls(store, name, run_id)
 
     def path(self, filename: str) -> str:
