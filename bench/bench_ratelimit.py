@@ -161,7 +161,11 @@ def _hr(url: str, items: list[dict[str, Any]], concurrency: int) -> tuple[int, i
         bench = BenchmarkSession(plan).run_sync()
         runs = bench.runs
         correct = int((runs["failure_kind"].isna() & runs["correct"].astype(bool)).sum())
-        lost = int((runs["failure_kind"].isin(["error", "budget_stop"])).sum())
+        gone = runs["failure_kind"].isin(["error", "budget_stop"])
+        lost = int(gone.sum())
+        for kind, error in zip(runs.loc[gone, "failure_kind"], runs.loc[gone, "error"],
+                               strict=True):
+            print(f"lost: {kind}: {error}", file=sys.stderr, flush=True)
         ENGINE_S.append(float(bench.manifest.get("engine_seconds") or 0.0))
     return correct, lost
 
