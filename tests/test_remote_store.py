@@ -206,3 +206,27 @@ def test_a_run_on_s3_is_locked_while_another_process_runs_it(
     finally:
         holder.kill()
         holder.wait(timeout=30)
+
+
+def test_hr_diff_reads_two_runs_from_s3_and_writes_its_page_there(
+    s3: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    from hr_core.engine.session import BenchmarkSession, plan_benchmark
+
+    def worse(question: str) -> str:
+        return f"a{question}" if int(question) < 4 else "no"
+
+    runs = [BenchmarkSession(plan_benchmark({"a": arm}, _reference(), store=s3, name="d",
+                                            fresh=True)).run_sync()
+            for arm in (Counted(), worse)]
+    page = f"{s3}/d/diff.html"
+    try:
+        main(["diff", str(runs[0].run_dir), str(runs[1].run_dir), "-o", page])
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr().out
+    assert code == 1  # arm a is worse: 8 of 12 items flipped
+    assert "8 flipped item(s)" in out
+    fs, path = fsspec.core.url_to_fs(page)
+    assert "right→wrong" in fs.cat(path).decode()
