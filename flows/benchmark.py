@@ -35,6 +35,7 @@ from hr_core.engine.spec import BenchmarkSpec, load_spec, spec_import_path
 from hr_core.engine.store import RunStore
 from hr_core.errors import HrTypeError, SpecError, StoreWriteError
 from hr_core.scorers import Scorer
+from hr_core.slices import check_slice_fields
 from tasks.benchmark import (
     ProgressPublisher,
     rescore_benchmark,
@@ -120,6 +121,7 @@ def plan_from_spec(spec: BenchmarkSpec | str | os.PathLike[str], *, store: str |
     plan.overrides = recorded
     plan.import_dir = spec.base_dir
     plan.max_error_rate = spec.max_error_rate if max_error_rate is None else max_error_rate
+    plan.slices = check_slice_fields(spec.slices, plan.reference)
     return plan
 
 
@@ -333,6 +335,7 @@ def hr_benchmark(
     provider_limits: Sequence[ProviderLimit] = (),
     max_error_rate: float | None = None,
     stop: Mapping[str, Any] | bool | None = None,
+    slices: Sequence[str] | None = None,
 ) -> Any:
     """Run every arm on every item ``runs`` times, score, and store the results.
 
@@ -401,6 +404,9 @@ def hr_benchmark(
             run stops once an anytime-valid confidence sequence decides the leader's
             comparison with every other arm (``hr_core.engine.stopping``). The runs
             not made are no rows (not failures); a run without ``stop`` makes them.
+        slices: item fields (payload keys) to give accuracy by, per value
+            (:mod:`hr_core.slices`; default: the spec's ``slices``); not part of the run
+            id. An item without the field is in the slice ``(missing)``.
 
     Raises:
         ErrorRateExceeded: an arm erred above ``max_error_rate`` (see above).
@@ -437,11 +443,13 @@ def hr_benchmark(
             concurrency=16 if concurrency is None else concurrency,
             store="results" if store is None else store, name=name, resume=resume,
             fresh=fresh, chunk_size=chunk_size, timeout_s=timeout_s,
-            shared_cache=bool(shared_cache), stop=stop,
+            shared_cache=bool(shared_cache), stop=stop, slices=slices,
         )
         apply_judge_policy(plan, require_valid_judge, judge_store)
     if max_error_rate is not None:
         plan.max_error_rate = _rate(max_error_rate)
+    if slices is not None:  # a spec's own, replaced (not part of the run id)
+        plan.slices = check_slice_fields(slices, plan.reference)
     return run_plan(plan, on_progress=on_progress, task_runner=task_runner,
                     provider_limits=provider_limits,
                     spec=_spec_path(arms), fresh=fresh, wait=wait)

@@ -192,6 +192,7 @@ def print_results(console: Console, bench: Any) -> str | Path:
     from hr_core.report import write_report
 
     console.print(summary_table(bench.summary(), title=f"Summary: {bench.manifest.get('name')}"))
+    print_item_tables(console, bench)
     print_health(console, bench)
     run_dir = bench.run_dir
     report = _report_of_the_flow(run_dir) or write_report(run_dir)
@@ -258,6 +259,22 @@ def load_benchmark(run_dir: str | Path) -> Any:
     return Benchmark.load(text)
 
 
+def print_item_tables(console: Console, bench: Any) -> None:
+    """Beside the summary: the share of flaky items per arm (runs >= 2), and accuracy by
+    slice when the run has slices."""
+    from rich.text import Text
+
+    from hr_cli.tables import slice_table
+
+    flaky = bench.flaky_summary()
+    if int(bench.manifest.get("runs") or 1) > 1 or bench.manifest.get("arm_runs"):
+        shares = ", ".join(f"{r.arm} {r.flaky_share:.0%} ({r.flaky} of {r.items})"
+                           for r in flaky.itertuples() if r.items)
+        console.print(Text(f"Flaky items (their runs disagree): {shares}"))
+    if bench.manifest.get("slices"):
+        console.print(slice_table(bench.slice_summary()))
+
+
 def show_summary(console: Console, run_dir: str | Path) -> None:
     """``hr summary RUN_DIR``."""
     bench = load_benchmark(run_dir)
@@ -266,6 +283,7 @@ def show_summary(console: Console, run_dir: str | Path) -> None:
                   f"({lit(manifest.get('status'))}), reference "
                   f"{lit(str(bench.reference_hash)[:12])}, scorer {lit(bench.scorer)}")
     console.print(summary_table(bench.summary()))
+    print_item_tables(console, bench)
     print_health(console, bench)
 
 

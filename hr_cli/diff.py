@@ -36,7 +36,7 @@ def arm_pairs(values: list[str]) -> dict[str, str]:
 
 
 _WIDE = {"question", "label", "then: output", "now: output", "then", "now", "key", "arm",
-         "verdict"}
+         "verdict", "value"}
 
 
 def _table(title: str, columns: list[str]) -> Table:
@@ -152,6 +152,17 @@ def _print_arm(console: Console, diff: RunDiff, arm: ArmDiff, limit: int) -> Non
         console.print(table)
     else:
         console.print(Text("No item flipped."))
+    if arm.slices:
+        table = _table("By slice: now - then over the paired items (points)",
+                       ["slice", "value", "items", "then", "now", "diff", "CI", "p",
+                        "verdict"])
+        for row in arm.slices:
+            table.add_row(Text(row.slice), Text(row.value), Text(str(row.n_items)),
+                          Text(_pct(row.accuracy_then)), Text(_pct(row.accuracy_now)),
+                          Text(_points(row.diff)), Text(_ci(row.ci_low, row.ci_high, True)),
+                          Text("–" if row.p_value is None else f"{row.p_value:.2g}"),
+                          Text(row.verdict, style=_STYLE.get(row.verdict, "")))
+        console.print(table)
     if arm.transitions:
         table = _table("Failure kinds that moved (items)", ["then", "now", "items"])
         for t in arm.transitions[:12]:

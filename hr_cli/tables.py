@@ -152,3 +152,29 @@ def validation_table(record: Mapping[str, Any], title: str = "Judge validation")
                   f"{_num(record.get('no_consensus'))} / {_num(record.get('parse_failures'))}"
                   f" / {_num(record.get('errors'))}")
     return table
+
+
+def slice_table(slices: Any, title: str = "Accuracy by slice") -> Table:
+    """The summary's slice table (``Benchmark.slice_summary()``) as a rich table; every value
+    from the run is a ``Text`` (never markup).
+
+    Example:
+        >>> import pandas as pd
+        >>> frame = pd.DataFrame({"slice": ["kind"], "value": ["[b]x"], "arm": ["a"],
+        ...     "items": [3], "accuracy": [0.5], "ci_low": [0.1], "ci_high": [0.9],
+        ...     "note": ["too few items to tell"]})
+        >>> slice_table(frame).row_count
+        1
+    """
+    from rich.text import Text
+
+    table = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD,
+                  pad_edge=False, collapse_padding=True)
+    for column in ("slice", "value", "arm", "items", "accuracy (95% CI)", "note"):
+        table.add_column(column, overflow="fold")
+    for row in slices.to_dict("records"):
+        table.add_row(Text(str(row["slice"])), Text(str(row["value"])), Text(str(row["arm"])),
+                      _num(row.get("items")),
+                      f"{_pct(row.get('accuracy'))} ({_pct(row.get('ci_low'))}–"
+                      f"{_pct(row.get('ci_high'))})", Text(str(row.get("note") or "")))
+    return table

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hr_core.accuracy import arms_in_order, item_codes, name_codes, runs_made
+from hr_core.accuracy import arms_in_order, flaky_cells, item_codes, name_codes, runs_made
 from hr_core.engine.benchmark import Benchmark
 from hr_core.failures import FAILURE_KINDS
 from hr_core.report.items import _column_at
@@ -28,16 +28,6 @@ KINDS: tuple[str, ...] = ("correct", "unscored", *FAILURE_KINDS)
 _CORRECT, _UNSCORED, _WRONG = 0, 1, 2 + FAILURE_KINDS.index("wrong")
 _STOP = 2 + FAILURE_KINDS.index("budget_stop")
 _ERROR = 2 + FAILURE_KINDS.index("error")
-
-
-def flaky_cells(scored: np.ndarray, hits: np.ndarray) -> np.ndarray:
-    """True where an item's scored runs disagree: two or more, some right and some wrong.
-
-    Example:
-        >>> flaky_cells(np.array([3, 3, 1, 2]), np.array([1.0, 3.0, 0.0, 1.0])).tolist()
-        [True, False, False, True]
-    """
-    return (scored >= 2) & (hits > 0) & (hits < scored)
 
 
 class RunOutcomes:

@@ -20,6 +20,7 @@ __all__ = [
     "arms_in_order",
     "coverage_warning",
     "coverage_warnings",
+    "flaky_cells",
     "item_accuracies",
     "item_accuracy",
     "item_counts",
@@ -101,6 +102,18 @@ def item_codes(runs: pd.DataFrame, rows: np.ndarray | None = None
         lookup[places[first]] = np.arange(len(first))
     ids = pd.Index(runs["item_id"].iloc[at[first]].astype(str), name="item_id")
     return lookup[places], ids
+
+
+def flaky_cells(scored: np.ndarray, hits: np.ndarray) -> np.ndarray:
+    """True where an item's scored runs disagree (a *flaky* item): two or more scored runs
+    made, some right and some wrong. ``scored`` and ``hits`` are per-item counts (as
+    :func:`item_counts` gives them).
+
+    Example:
+        >>> flaky_cells(np.array([3, 3, 1, 2]), np.array([1.0, 3.0, 0.0, 1.0])).tolist()
+        [True, False, False, True]
+    """
+    return (scored >= 2) & (hits > 0) & (hits < scored)
 
 
 def item_total(runs: pd.DataFrame) -> int:

@@ -31,10 +31,11 @@ from hr_core._diff_manifest import ManifestChange, manifest_changes
 from hr_core.engine.benchmark import Benchmark
 from hr_core.errors import SpecError
 from hr_core.report.items import _question, excerpt
+from hr_core.slices import check_slices, slice_differences, slice_values
 from hr_core.stats import TOO_FEW_ITEMS, accuracy_interval, paired_difference
 
 __all__ = ["ArmDiff", "DiffVerdict", "Flip", "KindTransition", "ManifestChange",
-           "ReferenceDiff", "RunDiff", "diff_runs"]
+           "ReferenceDiff", "RunDiff", "SliceDiff", "diff_runs"]
 
 DiffVerdict = Literal["better", "worse", "no detectable change", "too few items"]
 """An arm's verdict: the paired difference ``now - then`` is ``better`` (its CI above 0,
@@ -45,6 +46,7 @@ _VERDICTS: dict[str, DiffVerdict] = {"higher": "better", "lower": "worse",
                                      "no clear difference": "no detectable change",
                                      TOO_FEW_ITEMS: "too few items"}
 _SAMPLE_IDS = 20
+_SLICE_NUMBERS = ("accuracy_then", "accuracy_now", "diff", "ci_low", "ci_high", "p_value")
 
 
 def _num(value: Any) -> float | None:
@@ -84,6 +86,23 @@ class KindTransition(BaseModel):
     items: int = Field(ge=0)
 
 
+class SliceDiff(BaseModel):
+    """One slice's paired difference ``now - then`` (:mod:`hr_core.slices`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    slice: str
+    value: str
+    n_items: int = Field(ge=0)
+    accuracy_then: float | None
+    accuracy_now: float | None
+    diff: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    verdict: DiffVerdict
+
+
 class ArmDiff(BaseModel):
     """One arm then (``arm_a`` in run a) and now (``arm_b`` in run b)."""
 
@@ -117,6 +136,7 @@ class ArmDiff(BaseModel):
     latency_b: float | None = None
     cost_a: float | None = None
     cost_b: float | None = None
+    slices: list[SliceDiff] = Field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -244,6 +264,7 @@ def diff_runs(
     arms: Mapping[str, str] | None = None,
     level: float = 0.95,
     flips_per_arm: int = 50,
+    slices: list[str] | None = None,
 ) -> RunDiff:
     """Compare run ``a`` (then) with run ``b`` (now): see the module's docstring.
 
@@ -252,6 +273,7 @@ def diff_runs(
         arms: ``{arm in a: arm in b}`` for renamed arms; the others match by name.
         level: confidence level of the intervals.
         flips_per_arm: the flipped items kept per arm (the counts count them all).
+        slices: item fields to compare by slice (default: run b's ``slices``, else a's).
 
     Raises:
         RunNotFoundError: a folder holds no finished run.
@@ -265,6 +287,10 @@ def diff_runs(
     ca = np.flatnonzero(where >= 0)
     cb = where[ca]
     changes = manifest_changes(bench_a.manifest, bench_b.manifest, pairs)
+    fields = check_slices(slices if slices is not None else (
+        bench_b.manifest.get("slices") or bench_a.manifest.get("slices") or []))
+    values = slice_values(((i, item_content(line)[0]) for i, line in lines.items()), fields) \
+        if fields else {}
     arm_diffs: list[ArmDiff] = []
     flips: list[Flip] = []
     for name_a, name_b in pairs:
@@ -273,6 +299,10 @@ def diff_runs(
         share_a, share_b = out_a.share(ia)[ca], out_b.share(ib)[cb]
         both = ~np.isnan(share_a) & ~np.isnan(share_b)
         paired = paired_difference(share_b[both], share_a[both], level)
+        by_slice = [SliceDiff(**{**row, "verdict": _VERDICTS[row["verdict"]],
+                                 **{k: _num(row[k]) for k in _SLICE_NUMBERS}})
+                    for row in slice_differences(out_b.ids[cb[both]], share_b[both],
+                                                 share_a[both], values, level)]
         right_a, right_b = share_a > 0.5, share_b > 0.5
         flaky = out_a.flaky(ia)[ca] | out_b.flaky(ib)[cb]
         down = both & right_a & ~right_b
@@ -307,7 +337,7 @@ def diff_runs(
             transitions=transitions, new_errors=int(new_error.sum()),
             new_error_messages=messages.most_common(5),
             latency_a=out_a.latency[name_a], latency_b=out_b.latency[name_b],
-            cost_a=out_a.cost[name_a], cost_b=out_b.cost[name_b],
+            cost_a=out_a.cost[name_a], cost_b=out_b.cost[name_b], slices=by_slice,
         ))
         flips.extend(_flips(out_a, out_b, ia, ib, label, ca, cb, down, up, flaky, lines,
                             flips_per_arm))

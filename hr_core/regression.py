@@ -19,9 +19,10 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from hr_core._safe import markdown_text
-from hr_core.accuracy import item_accuracy
+from hr_core.accuracy import flaky_cells, item_counts
 from hr_core.identity import fingerprint
 from hr_core.multiplicity import holm
+from hr_core.slices import slice_differences
 from hr_core.stats import MIN_ITEMS, TOO_FEW_ITEMS, paired_difference
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "ArmStatus",
     "PreviousRun",
     "RegressionReport",
+    "SliceChange",
     "compare_runs",
     "find_previous_run",
     "spec_fingerprint",
@@ -44,6 +46,23 @@ mirror image; ``no_change``: neither; ``too_few_items``: fewer than
 
 _FINGERPRINT_KEYS = ("reference_hash", "arms", "scorer", "scorer_fingerprint")
 _COMPLETED = "completed"
+
+
+class SliceChange(BaseModel):
+    """One slice's paired difference now - previous (:mod:`hr_core.slices`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    slice: str
+    value: str
+    n_items: int = Field(ge=0)
+    accuracy_then: float | None = None
+    accuracy_now: float | None = None
+    diff: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_value: float | None = None
+    verdict: str
 
 
 class ArmChange(BaseModel):
@@ -62,6 +81,11 @@ class ArmChange(BaseModel):
     p_value: float | None = None
     p_holm: float | None = None
     """``p_value`` Holm-corrected over the arms of this check (``hr_core.multiplicity``)."""
+    right_to_wrong: int = Field(default=0, ge=0, description="items right before, not now")
+    wrong_to_right: int = Field(default=0, ge=0)
+    flaky_flips: int = Field(default=0, ge=0, description="of the flips, those on items whose runs "
+                             "disagreed in either run (runs >= 2)")
+    slices: list[SliceChange] = Field(default_factory=list)
 
 
 class RegressionReport(BaseModel):
@@ -103,15 +127,27 @@ class RegressionReport(BaseModel):
             "p-value, Holm-corrected over the arms checked, below "
             f"{1 - self.level:.2g}; below {MIN_ITEMS} items in common there is no verdict.",
             "",
-            "| arm | status | items | previous | now | diff | CI |",
-            "|---|---|---|---|---|---|---|",
+            "| arm | status | items | previous | now | diff | CI | flips r→w / w→r "
+            "| of them on flaky items |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for a in self.arms:
             ci = "" if a.ci_low is None else f"[{_fmt(a.ci_low)}, {_fmt(a.ci_high)}]"
             lines.append(
                 f"| {markdown_text(a.arm)} | {_STATUS_TEXT.get(a.status, a.status)} | {a.n_items} "
-                f"| {_fmt(a.previous_accuracy)} | {_fmt(a.accuracy)} | {_fmt(a.diff)} | {ci} |"
+                f"| {_fmt(a.previous_accuracy)} | {_fmt(a.accuracy)} | {_fmt(a.diff)} | {ci} "
+                f"| {a.right_to_wrong} / {a.wrong_to_right} | {a.flaky_flips} |"
             )
+        sliced = [a for a in self.arms if a.slices]
+        if sliced:
+            lines += ["", "## By slice", "", "| arm | slice | value | items | diff | CI "
+                      "| verdict |", "|---|---|---|---|---|---|---|"]
+            for a in sliced:
+                for s in a.slices:
+                    ci = "" if s.ci_low is None else f"[{_fmt(s.ci_low)}, {_fmt(s.ci_high)}]"
+                    lines.append(f"| {markdown_text(a.arm)} | {markdown_text(s.slice)} | "
+                                 f"{markdown_text(s.value)} | {s.n_items} | {_fmt(s.diff)} | {ci} "
+                                 f"| {s.verdict} |")
         return "\n".join(lines) + "\n"
 
 
@@ -136,6 +172,15 @@ def _num(value: float) -> float | None:
     return None if math.isnan(value) else float(value)
 
 
+_SLICE_NUMBERS = ("accuracy_then", "accuracy_now", "diff", "ci_low", "ci_high", "p_value")
+
+
+def _flaky(counts: pd.DataFrame) -> pd.Series:
+    """Items whose scored runs disagree (``hr_core.accuracy.flaky_cells``)."""
+    return pd.Series(flaky_cells(counts["scored"].to_numpy(), counts["correct"].to_numpy()),
+                     index=counts.index)
+
+
 def _status(diff: float, verdict: str, n_items: int, threshold: float) -> ArmStatus:
     if n_items < MIN_ITEMS or verdict == TOO_FEW_ITEMS:
         return "too_few_items"
@@ -154,6 +199,7 @@ def compare_runs(
     level: float = 0.95,
     run_id: str | None = None,
     previous_run_id: str | None = None,
+    slices: Mapping[str, Mapping[str, str]] | None = None,
 ) -> RegressionReport:
     """Compare every arm of a run with the previous run of the same spec.
 
@@ -171,6 +217,12 @@ def compare_runs(
         level: confidence level of the CI.
         run_id: the new run's id, for the report.
         previous_run_id: the previous run's id, for the report.
+        slices: ``{field: {item id: value}}`` (``hr_core.slices.slice_values``): the
+            paired difference per slice too.
+
+    Each arm also counts its flips (items right in one run, more than half of their
+    scored runs correct, and not in the other) and, of them, those on items flaky in
+    either run (their runs disagreed, ``runs >= 2``); the status uses every item.
 
     Example:
         >>> before = pd.DataFrame({"arm": ["a"] * 8, "item_id": list("stuvwxyz"),
@@ -188,11 +240,19 @@ def compare_runs(
         if arm not in arms_before or arm not in arms_now:
             changes.append(ArmChange(arm=arm, status="not_comparable", n_items=0))
             continue
-        now = item_accuracy(runs, arm)
-        before = item_accuracy(previous_runs, arm)
+        now_counts, before_counts = item_counts(runs, arm), item_counts(previous_runs, arm)
+        now = now_counts["correct"] / now_counts["scored"]
+        before = before_counts["correct"] / before_counts["scored"]
         common = now.index.intersection(before.index)
         a, b = now.loc[common].tolist(), before.loc[common].tolist()
         pd_ = paired_difference(a, b, level)
+        right_now, right_before = now.loc[common] > 0.5, before.loc[common] > 0.5
+        flaky = (_flaky(now_counts).loc[common] | _flaky(before_counts).loc[common])
+        flipped = right_now != right_before
+        by_slice = [SliceChange(**{**row, **{k: _num(row[k]) for k in _SLICE_NUMBERS}})
+                    for row in slice_differences(common, now.loc[common].to_numpy(),
+                                                 before.loc[common].to_numpy(),
+                                                 slices or {}, level)]
         changes.append(
             ArmChange(
                 arm=arm,
@@ -204,6 +264,10 @@ def compare_runs(
                 ci_low=_num(pd_.ci_low),
                 ci_high=_num(pd_.ci_high),
                 p_value=_num(pd_.p_value),
+                right_to_wrong=int((right_before & ~right_now).sum()),
+                wrong_to_right=int((~right_before & right_now).sum()),
+                flaky_flips=int((flipped & flaky).sum()),
+                slices=by_slice,
             )
         )
     changes = _holm_corrected(changes, level)

@@ -12,6 +12,7 @@ from prefect.events import emit_event
 
 from hr_core.engine.benchmark import Benchmark
 from hr_core.regression import RegressionReport, compare_runs, find_previous_run
+from hr_core.slices import slice_values
 
 __all__ = [
     "REGRESSION_EVENT",
@@ -59,9 +60,11 @@ def check_regression(run_dir: str, *, threshold: float = 0.05,
     if previous is None:
         return None
     before = Benchmark.load(previous.run_dir)
+    fields = list(current.manifest.get("slices") or [])
+    slices = slice_values(current.reference or [], fields) if fields else None
     return compare_runs(
         current.runs, before.runs, threshold=threshold, level=level,
-        run_id=current.run_id, previous_run_id=before.run_id,
+        run_id=current.run_id, previous_run_id=before.run_id, slices=slices,
     )
 
 

@@ -14,6 +14,7 @@ import pandas as pd
 from hr_core.accuracy import (
     ITEM_INDEX,
     coverage_warnings,
+    flaky_cells,
     item_accuracy,
     item_codes,
     item_counts,
@@ -439,6 +440,39 @@ class Benchmark:
         codes, ids = item_codes(rows)  # integer groups: no item id hashed (1M runs)
         means = score.groupby(codes, sort=False).mean().astype("float64")
         return pd.Series(means.to_numpy(), index=ids, dtype="float64", name=means.name)
+
+    def flaky_summary(self) -> pd.DataFrame:
+        """Per arm, its flaky items: ``arm, items, flaky, flaky_share`` (``items``: the items
+        with a scored run). An item is flaky when its scored runs disagree
+        (:func:`hr_core.accuracy.flaky_cells`): with one run per item none can be."""
+        runs = self.stat_runs()
+        rows = []
+        for arm in self.arms:
+            counts = item_counts(_rows_of(runs, arm), arm)
+            flaky = int(flaky_cells(counts["scored"].to_numpy(),
+                                    counts["correct"].to_numpy()).sum())
+            rows.append({"arm": arm, "items": len(counts), "flaky": flaky,
+                         "flaky_share": flaky / len(counts) if len(counts) else math.nan})
+        return pd.DataFrame(rows, columns=["arm", "items", "flaky", "flaky_share"])
+
+    def slice_summary(self, fields: Iterable[str] | None = None) -> pd.DataFrame:
+        """Each arm's accuracy with its 95% CI per value of each slice field: the columns
+        of :data:`hr_core.slices.SLICE_COLUMNS`, one row per (field, value, arm).
+
+        ``fields`` default to the manifest's ``slices`` (the spec's); the values come
+        from the items' payloads (:mod:`hr_core.slices`: a missing key is the slice
+        ``(missing)``, a slice below ``MIN_ITEMS`` items has the note "too few items
+        to tell"). Empty (with the columns) without slices.
+        """
+        from hr_core.slices import check_slices, slice_accuracy, slice_values
+
+        names = check_slices(list(self.manifest.get("slices") or []) if fields is None
+                             else list(fields))
+        reference = self.reference
+        values = slice_values(reference if reference is not None else [], names)
+        runs = self.stat_runs()
+        counts = {arm: item_counts(_rows_of(runs, arm), arm) for arm in self.arms}
+        return slice_accuracy(counts, values)
 
     def compare(self, a: str, b: str) -> PairedDifference:
         """Paired difference ``accuracy(a) - accuracy(b)`` over the items both scored.

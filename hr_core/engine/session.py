@@ -14,7 +14,7 @@ import os
 import re
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -64,6 +64,7 @@ from hr_core.identity import fingerprint
 from hr_core.models._ratelimit import rate_limit_report
 from hr_core.reference import Item, Reference, hr_reference
 from hr_core.scorers import Scorer, hr_scorer_exact
+from hr_core.slices import SLICE_SUMMARY, SLICE_SUMMARY_CSV, check_slice_fields
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "BenchmarkPlan", "BenchmarkSession", "JudgePolicy",
            "ProgressFn", "ProgressRow", "apply_judge_policy", "plan_benchmark",
@@ -174,6 +175,8 @@ class BenchmarkPlan:
     stop: StopRule | None = None
     """Sequential mode (:mod:`hr_core.engine.stopping`): stop once the verdict is clear.
     Like the budget, not part of the run id: a run without it finishes the same run."""
+    slices: list[str] = field(default_factory=list)
+    """Item fields to give accuracy by (:mod:`hr_core.slices`); not part of the run id."""
 
     def fingerprints(self) -> dict[str, Any]:
         """Every part's fingerprint (:func:`hr_core.identity.fingerprint`), for the manifest.
@@ -298,6 +301,7 @@ def plan_benchmark(
     shared_cache: bool = False,
     stop: StopRule | Mapping[str, Any] | bool | None = None,
     run_id: str | None = None,
+    slices: Sequence[str] | None = None,
 ) -> BenchmarkPlan:
     """Resolve and check a benchmark's inputs; derive its run id from the spec.
 
@@ -310,6 +314,9 @@ def plan_benchmark(
     replays them, a fresh run (a new run id, every scheduled run) calls the models.
     ``shared_cache=True`` opts into the store's ``responses.sqlite``, shared by every
     run of the store (the manifest's ``response_cache`` says so).
+
+    ``slices`` name item fields (payload keys) to give accuracy by
+    (:mod:`hr_core.slices`); like ``timeout_s`` they are not part of the run id.
 
     Example:
         >>> plan = plan_benchmark({"echo": str}, [{"id": "q1", "label": "x"}], store="/tmp/r")
@@ -339,6 +346,7 @@ def plan_benchmark(
     _check_api_keys(normalised)
     check_prompt_fields(normalised, reference)
     timeouts = _timeouts(timeout_s, normalised)
+    fields = check_slice_fields(slices, reference)
     if not isinstance(shared_cache, bool):
         raise HrTypeError(f"shared_cache must be True or False, not {shared_cache!r}")
     for arm in normalised.values():
@@ -370,6 +378,7 @@ def plan_benchmark(
         judge=None if judge_hash is None else {"hash": judge_hash, "validation": None},
         spec=spec, timeout_s=timeouts, fresh=fresh, response_cache=cache,
         shared_cache=shared_cache, stop=stop_rule(stop),
+        slices=fields,
     )
 
 
@@ -750,7 +759,7 @@ class BenchmarkSession:
             "max_error_rate": plan.max_error_rate,
             "budget": None if plan.budget is None else
             plan.budget.model_dump(mode="json"), "concurrency": plan.concurrency,
-            "timeout_s": plan.timeout_s,
+            "timeout_s": plan.timeout_s, "slices": list(plan.slices),
             "version": __version__, "versions": package_versions(), "git_commit": git_commit(),
             "journal_format": JOURNAL_FORMAT, "reused_outputs": dict(self.reused),
             "fresh": plan.fresh, "rescored_from": plan.outputs_from,
@@ -812,8 +821,13 @@ class BenchmarkSession:
         """
         self.store.write_frame(SUMMARY, summary)
         self.store.write_frame(SUMMARY_CSV, summary)
+        slices = None
+        if self.plan.slices:  # a table of its own: the summary's columns stay as they are
+            slices = bench.slice_summary(self.plan.slices)
+            self.store.write_frame(SLICE_SUMMARY, slices)
+            self.store.write_frame(SLICE_SUMMARY_CSV, slices)
         self.store.write_text(REPORT, report)
-        self.store.write_text(HTML_REPORT, self._html_report(bench, summary))
+        self.store.write_text(HTML_REPORT, self._html_report(bench, summary, slices))
         give_back()
         bench.manifest["reference_sha256"] = self.store.write_lines(REFERENCE, (  # rescore checks
             orjson.dumps({"id": i.id, "payload": i.payload, "label": i.label},
@@ -825,7 +839,8 @@ class BenchmarkSession:
             compact_journal(self.journal)  # the results are safely written
         self.store.copy_journal()
 
-    def _html_report(self, bench: Benchmark, summary: pd.DataFrame) -> str:
+    def _html_report(self, bench: Benchmark, summary: pd.DataFrame,
+                     slices: pd.DataFrame | None = None) -> str:
         """``report.html`` (the markdown artifact names it; ``hr report`` re-makes it with
         the judge records attached later)."""
         from hr_core.report import ReportInputs, render_report
@@ -833,7 +848,7 @@ class BenchmarkSession:
 
         return render_report(ReportInputs(
             bench.manifest, bench.stat_runs(), summary, run_dir=self.store.run_dir,
-            items=item_texts(self.plan.reference), texts=bench.row_texts(),
+            items=item_texts(self.plan.reference), texts=bench.row_texts(), slices=slices,
             memo={"verdict": bench.verdict()} if summary is bench.summary() else {}))
 
     @staticmethod

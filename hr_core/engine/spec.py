@@ -111,6 +111,9 @@ class BenchmarkSpec(BaseModel):
     stop: StopRule | None = None
     """Sequential mode (``stop: {when: clear, margin: 0.02}``): stop once the verdict is
     clear (:mod:`hr_core.engine.stopping`); not part of the run id."""
+    slices: list[str] | None = None
+    """Item fields (payload keys) to give accuracy by (:mod:`hr_core.slices`); an analysis
+    setting: not part of the run id."""
     base_dir: str | None = Field(default=None, exclude=True)
     source: str | None = Field(default=None, exclude=True)
 
@@ -120,6 +123,16 @@ class BenchmarkSpec(BaseModel):
         """The name is a folder of the store: one path segment, never ``..``."""
         try:
             return None if value is None else safe_segment(value, "name")
+        except SpecError as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator("slices")
+    @classmethod
+    def _slice_fields(cls, value: list[str] | None) -> list[str] | None:
+        from hr_core.slices import check_slices
+
+        try:
+            return check_slices(value) if value is not None else None
         except SpecError as exc:
             raise ValueError(str(exc)) from None
 

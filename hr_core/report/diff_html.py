@@ -120,6 +120,16 @@ def _flips(diff: RunDiff) -> str:
                              "not shown.</p>")
         else:
             parts.append('<p class="note">No item flipped.</p>')
+        if arm.slices:
+            parts.append("<h4>By slice (now − then over the paired items)</h4>" + table(
+                ["slice", "value", "items", "then", "now", "diff (points)", "CI", "p",
+                 "verdict"],
+                [[escape(r.slice), escape(r.value), fmt(r.n_items),
+                  fmt(r.accuracy_then, "pct"), fmt(r.accuracy_now, "pct"), _points(r.diff),
+                  _ci(r.ci_low, r.ci_high, "points"),
+                  "–" if r.p_value is None else f"{r.p_value:.2g}",
+                  f'<span class="{r.verdict.split()[0]}">{escape(r.verdict)}</span>']
+                 for r in arm.slices], left=2, table_id=f"table-slices-{index}"))
         if arm.transitions:
             parts.append("<h4>Failure kinds that moved</h4>" + table(
                 ["then", "now", "items"],

@@ -21,7 +21,9 @@ import numpy as np
 from hr_core.accuracy import item_total, name_codes
 from hr_core.engine.memory import give_back
 from hr_core.report import sections
+from hr_core.report._flaky import flaky_section
 from hr_core.report._format import escape, pick
+from hr_core.report._slices import slices_section
 from hr_core.report.inputs import ReportInputs, load_report_inputs
 from hr_core.report.items import arm_order
 
@@ -31,9 +33,11 @@ REPORT_SECTIONS: tuple[tuple[str, str], ...] = (
     ("verdict", "Verdict"),
     ("summary", "Summary"),
     ("accuracy", "Accuracy by arm"),
+    ("slices", "Accuracy by slice"),
     ("outcomes", "Failure kinds"),
     ("differences", "Paired differences"),
     ("failures", "Failed runs by arm"),
+    ("flaky", "Flaky items"),
     ("disagreements", "Where the two best arms disagree"),
     ("latency-cost", "Latency and cost"),
     ("judge-validation", "Judge validation"),
@@ -103,6 +107,8 @@ _RENDERERS: dict[str, Callable[[ReportInputs], str]] = {
     "facts": sections.facts_section,
     "summary": sections.summary_section,
     "accuracy": sections.accuracy_section,
+    "slices": slices_section,
+    "flaky": flaky_section,
     "outcomes": sections.outcomes_section,
     "differences": sections.differences_section,
     "latency-cost": sections.latency_cost_section,

@@ -55,6 +55,7 @@ class ReportInputs:
             run's ``reference.jsonl`` (empty when the run has none: tables show ids only).
         texts: the text columns (``output``, ``error``) of the rows a table shows, when
             ``runs`` was read without them (a stored run's ``runs.parquet``).
+        slices: accuracy by slice (``Benchmark.slice_summary()``), when the run has slices.
     """
 
     manifest: Mapping[str, Any]
@@ -65,6 +66,7 @@ class ReportInputs:
     run_dir: str | None = None
     items: Mapping[str, ItemText] = field(default_factory=dict)
     texts: RowTexts | None = None
+    slices: pd.DataFrame | None = None
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """Results the sections share while one report renders (e.g. the paired differences)."""
 
@@ -337,4 +339,5 @@ def load_report_inputs(run_dir: str | Path) -> ReportInputs:
         run_dir=folder.text,
         items=_read_items(folder),
         texts=texts,
+        slices=_read_frame(folder, "summary_slices"),
     )

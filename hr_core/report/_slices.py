@@ -1,0 +1,47 @@
+"""The report's "Accuracy by slice" section (:mod:`hr_core.slices`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hr_core.report._format import escape, fmt, is_missing, table
+from hr_core.report.inputs import ReportInputs
+
+__all__ = ["slices_section"]
+
+
+def _accuracy(row: Mapping[Any, Any]) -> str:
+    value, low, high = row.get("accuracy"), row.get("ci_low"), row.get("ci_high")
+    if is_missing(value):
+        return "–"
+    return f"{fmt(value, 'pct')} [{fmt(low, 'pct')}, {fmt(high, 'pct')}]"
+
+
+def slices_section(inputs: ReportInputs) -> str:
+    """Per slice field, one table: each value's items and each arm's accuracy with its 95%
+    CI, the arms in the report's order; a slice of too few items says so."""
+    frame = inputs.slices
+    if frame is None or frame.empty:
+        return ('<p class="note">No slices: add <code>slices: [field, ...]</code> (item '
+                "fields) to the spec for accuracy by slice.</p>")
+    arms = [str(a) for a in inputs.summary["arm"]]
+    parts = ['<p>Accuracy (95% CI) of each arm on the items of each value of a slice field; '
+             'an item without the field is in <code>(missing)</code>.</p>']
+    for index, (field, rows) in enumerate(frame.groupby("slice", sort=False), start=1):
+        cells: dict[str, dict[str, dict[Any, Any]]] = {}
+        sizes: dict[str, int] = {}
+        notes: dict[str, str] = {}
+        for row in rows.to_dict("records"):
+            value = str(row["value"])
+            cells.setdefault(value, {})[str(row["arm"])] = row
+            sizes[value] = max(sizes.get(value, 0), int(row["items"]))
+            if row.get("note"):
+                notes[value] = str(row["note"])
+        body = [[escape(value), fmt(sizes[value]),
+                 *(_accuracy(cells[value].get(arm, {})) for arm in arms),
+                 escape(notes.get(value, ""))] for value in cells]
+        parts.append(f"<h3>{escape(field)}</h3>" + table(
+            ["value", "items", *arms, "note"], body, left=1,
+            table_id=f"table-slices-{index}"))
+    return "".join(parts)

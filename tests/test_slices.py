@@ -1,0 +1,130 @@
+"""Accuracy by slice: spec and plan, the slice table, the report, hr diff, the regression check."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from cli_support import hr
+from pydantic import ValidationError
+
+from hr_core import (
+    MISSING_SLICE,
+    SUMMARY_COLUMNS,
+    BenchmarkSpec,
+    SpecError,
+    compare_runs,
+    diff_runs,
+    slice_values,
+)
+from hr_core.engine.session import BenchmarkSession, plan_benchmark
+from hr_core.stats import TOO_FEW_ITEMS, accuracy_interval
+
+
+def _items() -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for i in range(30):
+        item: dict[str, Any] = {"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}"}
+        if i < 24:
+            item["kind"] = "even" if i % 2 == 0 else "odd"
+        elif i == 24:
+            item["kind"] = "rare"  # a slice of one item
+        items.append(item)  # q25..q29: no kind at all
+    return items
+
+
+def right_on_even(payload: dict[str, Any]) -> str:
+    n = int(payload["question"][1:])
+    return f"a{n}" if n % 2 == 0 else "no"
+
+
+def always_right(payload: dict[str, Any]) -> str:
+    return f"a{payload['question'][1:]}"
+
+
+def _run(store: Path, arm: Any, **options: Any) -> Any:
+    plan = plan_benchmark({"x": arm}, _items(), store=str(store), fresh=True, **options)
+    return BenchmarkSession(plan).run_sync()
+
+
+def test_slices_are_recorded_but_do_not_change_the_run_id() -> None:
+    plain = plan_benchmark({"x": right_on_even}, _items(), store="/tmp/unused")
+    sliced = plan_benchmark({"x": right_on_even}, _items(), store="/tmp/unused",
+                            slices=["kind"])
+    assert plain.run_id == sliced.run_id
+    assert (plain.slices, sliced.slices) == ([], ["kind"])
+    spec = BenchmarkSpec.model_validate({"reference": "r.jsonl", "arms": {"a": "m:f"}})
+    assert spec.slices is None and "slices" not in spec.model_dump(exclude_none=True)
+
+
+def test_bad_slices_are_named_in_one_line() -> None:
+    with pytest.raises(SpecError, match=r"no item has the field 'knd'.*kind"):
+        plan_benchmark({"x": right_on_even}, _items(), store="/tmp/unused", slices=["knd"])
+    with pytest.raises(ValidationError, match=r"slices\n.*valid list"):
+        BenchmarkSpec.model_validate({"reference": "r.jsonl", "arms": {"a": "m:f"},
+                                      "slices": "kind"})
+    with pytest.raises(ValidationError, match="at most 8"):
+        BenchmarkSpec.model_validate({"reference": "r.jsonl", "arms": {"a": "m:f"},
+                                      "slices": [f"f{i}" for i in range(9)]})
+
+
+def test_the_slice_table_has_a_missing_slice_and_says_when_a_slice_is_too_small(
+        tmp_path: Path) -> None:
+    bench = _run(tmp_path, right_on_even, slices=["kind"])
+    assert bench.manifest["slices"] == ["kind"]
+    assert list(bench.summary().columns) == list(SUMMARY_COLUMNS)  # the summary as it was
+    table = bench.slice_summary().set_index("value")
+    assert table.loc["even", "accuracy"] == 1.0 and table.loc["odd", "accuracy"] == 0.0
+    assert table.loc[MISSING_SLICE, "items"] == 5
+    assert table.loc[MISSING_SLICE, "accuracy"] == pytest.approx(2 / 5)  # q26, q28
+    assert table.loc["rare", "items"] == 1 and table.loc["rare", "note"] == TOO_FEW_ITEMS
+    assert table.loc["even", "note"] == ""
+    expected = accuracy_interval([1] * 12, [1] * 12)
+    assert (table.loc["even", "ci_low"], table.loc["even", "ci_high"]) == (
+        expected.low, expected.high)
+    stored = pd.read_parquet(Path(bench.run_dir) / "summary_slices.parquet")
+    pd.testing.assert_frame_equal(stored, bench.slice_summary())
+    page = (Path(bench.run_dir) / "report.html").read_text()
+    assert 'id="slices"' in page and "(missing)" in page and TOO_FEW_ITEMS in page
+
+
+def test_hr_summary_prints_the_slice_table(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    bench = _run(tmp_path, right_on_even, slices=["kind"])
+    code, out, err = hr(capsys, "summary", bench.run_dir)
+    assert code == 0, err
+    assert "Accuracy by slice" in out and "(missing)" in out and "rare" in out
+
+
+def test_hr_diff_and_the_regression_check_compare_each_slice(tmp_path: Path) -> None:
+    before = _run(tmp_path / "a", always_right, slices=["kind"])
+    after = _run(tmp_path / "b", right_on_even, slices=["kind"])
+    arm = diff_runs(before.run_dir, after.run_dir).arms[0]
+    rows = {r.value: r for r in arm.slices}
+    assert rows["odd"].verdict == "worse" and rows["odd"].diff == -1.0
+    assert rows["even"].verdict == "no detectable change"
+    assert rows["rare"].verdict == "too few items" and rows["rare"].n_items == 1
+    assert rows[MISSING_SLICE].n_items == 5
+    values = slice_values(((i["id"], i) for i in _items()), ["kind"])
+    report = compare_runs(after.runs, before.runs, slices=values)
+    by_value = {s.value: s for s in report.arms[0].slices}
+    assert by_value["odd"].verdict == "lower" and by_value["rare"].verdict == TOO_FEW_ITEMS
+    markdown = report.to_markdown()
+    assert "## By slice" in markdown and "| x | kind | odd | 12 | -1.000 |" in markdown
+
+
+def test_a_spec_file_with_slices_plans_them_under_the_run_id_of_the_spec_without(
+        tmp_path: Path) -> None:
+    from flows.benchmark import plan_from_spec
+
+    (tmp_path / "ref.jsonl").write_text("".join(json.dumps(i) + "\n" for i in _items()))
+    spec = "reference: ref.jsonl\narms:\n  x: hr_core.examples.demo_arms:number_extractor\n"
+    (tmp_path / "plain.yaml").write_text(spec)
+    (tmp_path / "sliced.yaml").write_text(spec + "slices: [kind]\n")
+    plain = plan_from_spec(tmp_path / "plain.yaml", store=str(tmp_path))
+    sliced = plan_from_spec(tmp_path / "sliced.yaml", store=str(tmp_path))
+    assert sliced.slices == ["kind"] and plain.slices == []
+    assert sliced.run_id == plain.run_id
