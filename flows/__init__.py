@@ -35,17 +35,19 @@ _atexit.register(_gc.freeze)
 
 if _TYPE_CHECKING:
     from flows.compare import compare_flow, hr_compare
+    from flows.diff import hr_diff
     from flows.judge_validate import hr_judge_validate, judge_validate_flow
     from flows.scheduled import hr_scheduled_benchmark
 
 _LAZY = {
     "compare_flow": "flows.compare",
     "hr_compare": "flows.compare",
+    "hr_diff": "flows.diff",
     "hr_judge_validate": "flows.judge_validate",
     "judge_validate_flow": "flows.judge_validate",
     "hr_scheduled_benchmark": "flows.scheduled",
 }
-_SUBMODULES = ("compare", "judge_validate", "scheduled")
+_SUBMODULES = ("compare", "diff", "judge_validate", "scheduled")
 
 
 def __getattr__(name: str) -> _Any:
@@ -65,6 +67,7 @@ __all__ = [
     "compare_flow",
     "hr_benchmark",
     "hr_compare",
+    "hr_diff",
     "hr_judge_validate",
     "hr_scheduled_benchmark",
     "judge_validate_flow",

@@ -3,7 +3,10 @@
 Deployed nightly (``deployments/prefect.yaml``): each scheduled run gets a new
 run id, compares itself with the previous completed run of the same spec,
 publishes a regression artifact and emits ``hr.regression.detected`` per arm
-that got worse, so that a Prefect automation can notify.
+that got worse, so that a Prefect automation can notify. The artifact ends with the
+``hr diff`` against that run (``hr_core.diff``): the fingerprint parts that changed and
+the top flipped items per arm; the whole diff page is written beside the new run
+(``diff-<previous run id>.html``) and the artifact names its path.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.health import ErrorRateExceeded
 from hr_core.engine.stopping import sequential_note
 from hr_core.errors import HrError
+from tasks.diff import diff_two_runs
 from tasks.limits import ProviderLimit
 from tasks.regression import check_regression, publish_regression
 
@@ -74,13 +78,13 @@ async def hr_scheduled_benchmark(
             ``[{"provider": "openai", "concurrency": 8, "per_second": 5}]``.
 
     Returns:
-        The run id and folder, the previous run compared with, and the arms that
-        regressed.
+        The run id and folder, the previous run compared with, the arms that
+        regressed, and the diff page's path (``None`` for a first run).
 
     Example:
         >>> import asyncio
         >>> asyncio.run(hr_scheduled_benchmark("nightly.yaml", store="s3://b/hr"))  # doctest: +SKIP
-        {'run_id': '20261130T020000Z-1a2b3c', ..., 'regressions': []}
+        {'run_id': '20261130T020000Z-1a2b3c', ..., 'regressions': [], 'diff_page': ...}
     """
     logger = get_run_logger()
     await _export_secrets(secrets)
@@ -113,8 +117,13 @@ async def hr_scheduled_benchmark(
     name = str(bench.manifest.get("name") or "benchmark")
     run_dir = str(bench.run_dir)
     report = check_regression(run_dir, threshold=threshold)
+    diff_markdown = page = None
+    if report is not None and report.previous_run_dir is not None:
+        found, page = diff_two_runs(report.previous_run_dir, run_dir)  # which items broke
+        diff_markdown = found.to_markdown(page=page)
     regressed: list[str] = await publish_regression(report, name=name, spec_path=spec,
-                                                    note=sequential_note(bench.manifest))
+                                                    note=sequential_note(bench.manifest),
+                                                    diff=diff_markdown)
     previous = None if report is None else report.previous_run_id
     logger.info("benchmark %s run %s compared with %s: %s", name, bench.run_id,
                 previous or "nothing (first run)",
@@ -126,4 +135,4 @@ async def hr_scheduled_benchmark(
             f"benchmark {name!r} run {bench.run_id}: {', '.join(regressed)} regressed against "
             f"run {previous} (see the {name} regression artifact)")
     return {"name": name, "run_id": bench.run_id, "run_dir": run_dir,
-            "previous_run_id": previous, "regressions": regressed}
+            "previous_run_id": previous, "regressions": regressed, "diff_page": page}

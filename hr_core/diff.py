@@ -18,6 +18,7 @@ item).
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -28,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hr_core._diff_items import KINDS, RunOutcomes, item_content, reference_lines
 from hr_core._diff_manifest import ManifestChange, manifest_changes
+from hr_core._safe import markdown_text as md_cell
 from hr_core.engine.benchmark import Benchmark
 from hr_core.errors import SpecError
 from hr_core.report.items import _question, excerpt
@@ -47,6 +49,10 @@ _VERDICTS: dict[str, DiffVerdict] = {"higher": "better", "lower": "worse",
                                      TOO_FEW_ITEMS: "too few items"}
 _SAMPLE_IDS = 20
 _SLICE_NUMBERS = ("accuracy_then", "accuracy_now", "diff", "ci_low", "ci_high", "p_value")
+
+
+def _fmt(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
 
 
 def _num(value: Any) -> float | None:
@@ -188,6 +194,61 @@ class RunDiff(BaseModel):
     def exit_status(self) -> int:
         """``hr diff``'s exit status: 1 when any arm is significantly worse, else 0."""
         return 1 if self.worse else 0
+
+    @property
+    def default_page(self) -> str:
+        """Where the HTML page goes unless told: ``diff-<run a's id>.html`` in run b's folder."""
+        stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.id_a or "previous").strip(".-") or "run"
+        return f"{self.run_b.rstrip('/')}/diff-{stem}.html"
+
+    def to_markdown(self, *, top: int = 10, page: str | None = None) -> str:
+        """A markdown summary (a Prefect artifact): the fingerprint changes, each arm's
+        verdict, and the ``top`` flipped items per arm (worst first); ``page`` names where
+        the HTML page is. Every value from the runs is escaped.
+
+        Example:
+            >>> empty = ReferenceDiff(hash_a="h", hash_b="h", items_a=1, items_b=1, common=1,
+            ...                       added=0, removed=0, changed=0)
+            >>> RunDiff(run_a="a", run_b="b", id_a="a", id_b="b", level=0.95, changes=[],
+            ...         reference=empty, arms=[], flips=[], flips_per_arm=0
+            ...         ).to_markdown().splitlines()[0]
+            '## What changed: a → b'
+        """
+        lines = [f"## What changed: {md_cell(self.id_a or self.run_a)} → "
+                 f"{md_cell(self.id_b or self.run_b)}", ""]
+        if page:
+            lines += [f"The whole diff (every flipped item, side by side): {md_cell(page)}"
+                      " (open it in a browser; `hr diff` makes it again).", ""]
+        ref = self.reference
+        if not ref.same:
+            lines += [f"Reference: {ref.items_a} → {ref.items_b} items, {ref.common} in common "
+                      f"({ref.added} added, {ref.removed} removed, {ref.changed} changed).", ""]
+        if self.changes:
+            lines += ["| part | arm | key | then | now |", "|---|---|---|---|---|"]
+            lines += [f"| {md_cell(c.part)} | {md_cell(c.arm or '')} | {md_cell(c.key)} "
+                      f"| {md_cell(c.before)} | {md_cell(c.after)} |" for c in self.changes]
+        else:
+            lines.append("No difference in the arms, scorer, judge, runs, budget or versions.")
+        lines += ["", "| arm | then | now | items | diff | CI | verdict | flips r→w / w→r "
+                  "| of them flaky |", "|---|---|---|---|---|---|---|---|---|"]
+        for a in self.arms:
+            ci = "" if a.ci_low is None else f"[{a.ci_low:+.3f}, {a.ci_high:+.3f}]"
+            lines.append(f"| {md_cell(a.label)} | {_fmt(a.accuracy_a)} | {_fmt(a.accuracy_b)} "
+                         f"| {a.n_items} | {_fmt(a.diff)} | {ci} | {a.verdict} "
+                         f"| {a.right_to_wrong} / {a.wrong_to_right} "
+                         f"| {a.flaky_right_to_wrong} / {a.flaky_wrong_to_right} |")
+        for a in self.arms:
+            flips = [f for f in self.flips if f.arm == a.label][:top]
+            if not flips:
+                continue
+            lines += ["", f"### Top flips: {md_cell(a.label)}", "",
+                      "| item | flip | flaky | question | label | then | now |",
+                      "|---|---|---|---|---|---|---|"]
+            lines += [f"| {md_cell(f.item_id)} | {f.direction} | {'flaky' if f.flaky else ''} "
+                      f"| {md_cell(f.question[:120])} | {md_cell(f.label[:60])} "
+                      f"| {md_cell(f.output_a[:80])} ({f.kind_a}) "
+                      f"| {md_cell(f.output_b[:80])} ({f.kind_b}) |" for f in flips]
+        return "\n".join(lines) + "\n"
 
 
 def _pairs(arms_a: list[str], arms_b: list[str],

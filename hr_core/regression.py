@@ -95,6 +95,7 @@ class RegressionReport(BaseModel):
 
     run_id: str | None = None
     previous_run_id: str | None = None
+    previous_run_dir: str | None = None
     threshold: float
     level: float
     arms: list[ArmChange]

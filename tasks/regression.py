@@ -62,10 +62,11 @@ def check_regression(run_dir: str, *, threshold: float = 0.05,
     before = Benchmark.load(previous.run_dir)
     fields = list(current.manifest.get("slices") or [])
     slices = slice_values(current.reference or [], fields) if fields else None
-    return compare_runs(
+    report = compare_runs(
         current.runs, before.runs, threshold=threshold, level=level,
         run_id=current.run_id, previous_run_id=before.run_id, slices=slices,
     )
+    return report.model_copy(update={"previous_run_dir": previous.run_dir})
 
 
 def _flow_run_related() -> list[dict[str, str]]:
@@ -83,11 +84,13 @@ def _flow_run_related() -> list[dict[str, str]]:
 
 @task(name="publish-regression")
 async def publish_regression(report: RegressionReport | None, *, name: str,
-                             spec_path: str | None = None, note: str | None = None
-                             ) -> list[str]:
+                             spec_path: str | None = None, note: str | None = None,
+                             diff: str | None = None) -> list[str]:
     """Publish the report as artifacts and emit one event per regressed arm.
 
-    The markdown artifact's key is :func:`regression_artifact_key`; the table
+    The markdown artifact's key is :func:`regression_artifact_key`; ``diff`` (the
+    markdown of ``hr diff`` against the previous run: its top flips, fingerprint changes
+    and the HTML page's path) is appended to it. The table
     artifact (one row per arm) the same key with ``-arms``. Each regression
     emits :data:`REGRESSION_EVENT` on resource :func:`spec_resource_id` with the
     arm, diff, CI, accuracies and run ids as payload.
@@ -107,7 +110,8 @@ async def publish_regression(report: RegressionReport | None, *, name: str,
             description=f"hr regression check of {name}")
         return []
     heading, _, rest = report.to_markdown().partition("\n")
-    await acreate_markdown_artifact(key=key, markdown=f"{heading}\n{said}{rest}",
+    markdown = f"{heading}\n{said}{rest}" + ("\n" + diff if diff else "")
+    await acreate_markdown_artifact(key=key, markdown=markdown,
                                     description=f"hr regression check of {name}")
     await acreate_table_artifact(key=f"{key}-arms",
                                  table=[a.model_dump(mode="json") for a in report.arms],

@@ -15,6 +15,7 @@ from prefect.events import Event
 from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
 
 from flows.scheduled import RegressionDetected, _export_secrets, hr_scheduled_benchmark
+from hr_core._safe import markdown_text
 from tasks.regression import REGRESSION_EVENT, regression_artifact_key
 
 SPEC = """\
@@ -74,6 +75,14 @@ def test_a_drop_is_found_against_the_previous_run_and_alerted(
     markdown = asyncio.run(_latest_markdown(regression_artifact_key("drift-check")))
     assert "# Regression check: regression in drifting" in markdown
     assert "| drifting | regression | 30 | 1.000 | 0.333 | -0.667 |" in markdown
+    # the diff against the previous run: which items broke, and where the whole page is
+    assert "## What changed:" in markdown and "### Top flips: drifting" in markdown
+    assert "| right→wrong |" in markdown and "### Top flips: steady" not in markdown
+    page = worse["diff_page"]
+    assert page == f"{worse['run_dir']}/diff-{same['run_id']}.html"
+    assert markdown_text(page) in markdown
+    assert "right→wrong" in Path(page).read_text()
+    assert same["diff_page"] is not None and first["diff_page"] is None
     events = asyncio.run(_events(REGRESSION_EVENT, "hr.spec.drift-check"))
     assert len(events) == 1
     payload = events[0].payload

@@ -1,0 +1,35 @@
+"""The ``hr-diff`` flow on Prefect's test harness: the page in the store, the artifact."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import ArtifactCollectionFilter, ArtifactCollectionFilterKey
+from test_diff import _run, all_right, first_five
+
+from flows import hr_diff
+
+
+async def _markdown(key: str) -> str:
+    flt = ArtifactCollectionFilter(key=ArtifactCollectionFilterKey(any_=[key]))
+    async with get_client() as client:
+        rows = await client.read_latest_artifacts(artifact_filter=flt)
+    return str(rows[0].data) if rows else ""
+
+
+def test_the_diff_flow_writes_the_page_and_publishes_the_top_flips(
+        prefect_harness: None, tmp_path: Path) -> None:
+    before = _run(tmp_path / "a", {"x": all_right, "y": all_right})
+    after = _run(tmp_path / "b", {"x": first_five, "z": all_right})
+    result = asyncio.run(hr_diff(str(before.run_dir), str(after.run_dir),
+                                 arms={"y": "z"}))
+    assert result["worse"] == ["x"]
+    assert result["page"] == f"{after.run_dir}/diff-{before.run_id}.html"
+    assert "right→wrong" in Path(result["page"]).read_text()
+    markdown = asyncio.run(_markdown(result["artifact"]))
+    assert "### Top flips: x" in markdown and "| q5 | right→wrong |" in markdown
+    assert "| y → z |" in markdown  # the renamed arm, paired
+    assert ("| code | x | callable | test\\_diff:all\\_right | test\\_diff:first\\_five |"
+            in markdown)  # the fingerprint part that changed, escaped for markdown
