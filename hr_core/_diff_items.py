@@ -117,8 +117,9 @@ class RunOutcomes:
         return [found.get(int(c)) for c in wanted.tolist()]
 
 
-def reference_lines(bench: Benchmark) -> tuple[pd.Index, list[bytes]] | None:
-    """The ids of ``reference.jsonl`` and each item's line, or ``None`` without the file."""
+def reference_records(bench: Benchmark) -> tuple[pd.Index, list[dict[str, Any]]] | None:
+    """The ids of ``reference.jsonl`` and each item's record (``id, payload, label``), each
+    line parsed once; ``None`` without the file."""
     import orjson
 
     from hr_core.engine.store import REFERENCE, RunStore
@@ -128,17 +129,10 @@ def reference_lines(bench: Benchmark) -> tuple[pd.Index, list[bytes]] | None:
     store = RunStore.at(bench.run_dir)
     if not store.exists(REFERENCE):
         return None
-    lines = [line for line in store.read_bytes(REFERENCE).splitlines() if line.strip()]
     try:
-        ids = [str(orjson.loads(line)["id"]) for line in lines]
+        records = [orjson.loads(line) for line in store.read_bytes(REFERENCE).splitlines()
+                   if line.strip()]
+        ids = [str(r["id"]) for r in records]
     except (ValueError, TypeError, KeyError) as exc:
         raise store.corrupt_error(REFERENCE, exc) from None
-    return pd.Index(ids, name="item_id"), lines
-
-
-def item_content(line: bytes) -> tuple[Any, Any]:
-    """``(payload, label)`` of one ``reference.jsonl`` line."""
-    import orjson
-
-    record = orjson.loads(line)
-    return record.get("payload"), record.get("label")
+    return pd.Index(ids, name="item_id"), records

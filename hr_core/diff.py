@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from hr_core._diff_items import KINDS, RunOutcomes, item_content, reference_lines
+from hr_core._diff_items import KINDS, RunOutcomes, reference_records
 from hr_core._diff_manifest import ManifestChange, manifest_changes
 from hr_core._safe import markdown_text as md_cell
 from hr_core.engine.benchmark import Benchmark
@@ -272,27 +272,30 @@ def _load(run: str | os.PathLike[str] | Benchmark) -> Benchmark:
 
 
 def _reference_diff(a: Benchmark, b: Benchmark, ids_a: pd.Index, ids_b: pd.Index
-                    ) -> tuple[ReferenceDiff, dict[str, bytes]]:
-    """The reference change, and the lines of run b's items (then a's) for the texts."""
-    lines_a, lines_b = reference_lines(a), reference_lines(b)
-    if lines_a is not None:
-        ids_a = lines_a[0]
-    if lines_b is not None:
-        ids_b = lines_b[0]
+                    ) -> tuple[ReferenceDiff, dict[str, dict[str, Any]]]:
+    """The reference change, and each item's record, run b's where both have it (the
+    texts and slice values of the items both runs scored are b's)."""
+    found_a, found_b = reference_records(a), reference_records(b)
+    if found_a is not None:
+        ids_a = found_a[0]
+    if found_b is not None:
+        ids_b = found_b[0]
     where = ids_b.get_indexer(ids_a)
     common = where >= 0
     changed: list[str] = []
-    if lines_a is not None and lines_b is not None:
+    if found_a is not None and found_b is not None:
+        records_a, records_b = found_a[1], found_b[1]
         for i in np.flatnonzero(common).tolist():
-            line_a, line_b = lines_a[1][i], lines_b[1][int(where[i])]
-            if line_a != line_b and item_content(line_a) != item_content(line_b):
+            one, other = records_a[i], records_b[int(where[i])]
+            if (one.get("payload"), one.get("label")) != (other.get("payload"),
+                                                          other.get("label")):
                 changed.append(str(ids_a[i]))
     removed = ids_a[~common]
     added = ids_b[ids_a.get_indexer(ids_b) < 0]
-    texts: dict[str, bytes] = {}
-    for found in (lines_a, lines_b):  # b's text wins for an item in both
-        if found is not None:
-            texts.update(zip(found[0], found[1], strict=True))
+    records: dict[str, dict[str, Any]] = {}
+    for found in (found_a, found_b):  # b's record wins for an item in both
+        if found is not None:  # the ids as a list: iterating the Index was ~5 us an item
+            records.update(zip(found[0].tolist(), found[1], strict=True))
     return ReferenceDiff(
         hash_a=a.manifest.get("reference_hash"), hash_b=b.manifest.get("reference_hash"),
         items_a=len(ids_a), items_b=len(ids_b), common=int(common.sum()),
@@ -300,12 +303,11 @@ def _reference_diff(a: Benchmark, b: Benchmark, ids_a: pd.Index, ids_b: pd.Index
         added_ids=[str(i) for i in added[:_SAMPLE_IDS]],
         removed_ids=[str(i) for i in removed[:_SAMPLE_IDS]],
         changed_ids=changed[:_SAMPLE_IDS],
-    ), texts
+    ), records
 
 
 def _interval(out: RunOutcomes, arm: int) -> tuple[float | None, float | None, float | None]:
-    keep = out.scored[arm] > 0
-    found = accuracy_interval(out.hits[arm][keep].tolist(), out.scored[arm][keep].tolist())
+    found = accuracy_interval(out.hits[arm], out.scored[arm])  # items not scored: left out
     return _num(found.estimate), _num(found.low), _num(found.high)
 
 
@@ -350,7 +352,7 @@ def diff_runs(
     changes = manifest_changes(bench_a.manifest, bench_b.manifest, pairs)
     fields = check_slices(slices if slices is not None else (
         bench_b.manifest.get("slices") or bench_a.manifest.get("slices") or []))
-    values = slice_values(((i, item_content(line)[0]) for i, line in lines.items()), fields) \
+    values = slice_values(((i, r.get("payload")) for i, r in lines.items()), fields) \
         if fields else {}
     arm_diffs: list[ArmDiff] = []
     flips: list[Flip] = []
@@ -411,7 +413,8 @@ def diff_runs(
 
 def _flips(out_a: RunOutcomes, out_b: RunOutcomes, ia: int, ib: int, label: str,
            ca: np.ndarray, cb: np.ndarray, down: np.ndarray, up: np.ndarray,
-           flaky: np.ndarray, lines: Mapping[str, bytes], limit: int) -> list[Flip]:
+           flaky: np.ndarray, lines: Mapping[str, Mapping[str, Any]], limit: int
+           ) -> list[Flip]:
     """The first ``limit`` flips of one arm, worst first: right→wrong by the largest drop,
     stable items before flaky ones, then wrong→right by the largest gain."""
     share_a, share_b = out_a.share(ia)[ca], out_b.share(ib)[cb]
@@ -427,8 +430,9 @@ def _flips(out_a: RunOutcomes, out_b: RunOutcomes, ia: int, ib: int, label: str,
     found = []
     for n, i in enumerate(order.tolist()):
         item_id = str(out_b.ids[int(cb[i])])
-        line = lines.get(item_id)
-        payload, label_value = item_content(line) if line is not None else (item_id, None)
+        record = lines.get(item_id)
+        payload, label_value = ((record.get("payload"), record.get("label"))
+                                if record is not None else (item_id, None))
         found.append(Flip(
             arm=label, item_id=item_id, direction="wrong→right" if up[i] else "right→wrong",
             share_a=float(share_a[i]), share_b=float(share_b[i]), flaky=bool(flaky[i]),

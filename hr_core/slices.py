@@ -125,8 +125,9 @@ def slice_values(items: Iterable[Any], fields: Sequence[str]) -> dict[str, dict[
 def _groups(ids: pd.Index, values: Mapping[str, str]) -> list[tuple[str, np.ndarray]]:
     """The slices of ``ids`` (largest first, at most :data:`MAX_SLICE_VALUES`): each value
     with the positions of its items."""
-    labels = pd.Series([values.get(str(i), MISSING_SLICE) for i in ids], dtype=object)
-    codes, names = pd.factorize(labels)
+    known = pd.Series(values, dtype=object) if values else pd.Series(dtype=object)
+    labels = known.reindex(pd.Index(ids).astype(str)).fillna(MISSING_SLICE)  # by id: a join
+    codes, names = pd.factorize(labels.to_numpy())
     sizes = np.bincount(codes, minlength=len(names))
     order = sorted(range(len(names)), key=lambda k: (-int(sizes[k]), str(names[k])))
     return [(str(names[k]), np.flatnonzero(codes == k)) for k in order[:MAX_SLICE_VALUES]]
