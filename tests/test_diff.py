@@ -178,3 +178,10 @@ def test_hr_diff_names_a_bad_arm_pair_in_one_line(
     assert "no arm 'nope' in the second run" in err and len(err.strip().splitlines()) == 1
     code, _, err = hr(capsys, "diff", bench.run_dir, bench.run_dir, "--arm", "x")
     assert code == 2 and "give OLD=NEW" in err
+
+
+def test_the_readme_shows_the_diff_page() -> None:
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "README.md").read_text(encoding="utf-8")
+    assert "\n## What changed: `hr diff`" in text and "docs/screenshots/diff-page.png" in text
+    assert (root / "docs/screenshots/diff-page.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -24,7 +24,10 @@ DIFF_SECTIONS: tuple[tuple[str, str], ...] = (
     ("flips", "Items that flipped"),
 )
 
-_EXTRA_CSS = ".worse{color:#d1495b;font-weight:600}.better{color:#2e8b57;font-weight:600}"
+_EXTRA_CSS = (".worse{color:#d1495b;font-weight:600}.better{color:#2e8b57;font-weight:600}"
+              "table.items td:nth-child(-n+3),table.items td:nth-child(7),"
+              "table.items td:nth-child(9){white-space:nowrap;word-break:normal}"
+              "#table-arms td{white-space:nowrap}")
 
 
 def _points(value: float | None) -> str:
@@ -80,8 +83,8 @@ def _reference(diff: RunDiff) -> str:
 
 
 def _arm_row(arm: ArmDiff) -> list[str]:
-    return [escape(arm.label), f"{fmt(arm.accuracy_a, 'pct')} {_ci(*arm.ci_a)}",
-            f"{fmt(arm.accuracy_b, 'pct')} {_ci(*arm.ci_b)}", fmt(arm.n_items),
+    return [escape(arm.label), f"{fmt(arm.accuracy_a, 'pct')}<br><small>{_ci(*arm.ci_a)}</small>",
+            f"{fmt(arm.accuracy_b, 'pct')}<br><small>{_ci(*arm.ci_b)}</small>", fmt(arm.n_items),
             _points(arm.diff), _ci(arm.ci_low, arm.ci_high, "points"),
             "–" if arm.p_value is None else f"{arm.p_value:.2g}",
             f'<span class="{arm.verdict.split()[0]}">{escape(arm.verdict)}</span>',
