@@ -262,15 +262,14 @@ def load_benchmark(run_dir: str | Path) -> Any:
 def print_item_tables(console: Console, bench: Any) -> None:
     """Beside the summary: the share of flaky items per arm (runs >= 2), and accuracy by
     slice when the run has slices."""
-    from rich.text import Text
-
+    from hr_cli.literal import cell
     from hr_cli.tables import slice_table
 
     flaky = bench.flaky_summary()
     if int(bench.manifest.get("runs") or 1) > 1 or bench.manifest.get("arm_runs"):
         shares = ", ".join(f"{r.arm} {r.flaky_share:.0%} ({r.flaky} of {r.items})"
                            for r in flaky.itertuples() if r.items)
-        console.print(Text(f"Flaky items (their runs disagree): {shares}"))
+        console.print(cell(f"Flaky items (their runs disagree): {shares}"))
     if bench.manifest.get("slices"):
         console.print(slice_table(bench.slice_summary()))
 

@@ -1,7 +1,8 @@
 """``hr diff RUN_A RUN_B``: what changed between two runs, in the terminal (no Prefect import).
 
 Every string from a run (arm names, item texts, outputs, manifest values) is printed
-as a rich ``Text``, never parsed as markup.
+as a :func:`hr_cli.literal.cell` (rich ``Text``, control characters visible), never
+parsed as markup.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from hr_cli.literal import cell
 from hr_core.diff import ArmDiff, RunDiff
 
 __all__ = ["arm_pairs", "print_diff", "run_diff"]
@@ -40,11 +42,11 @@ _WIDE = {"question", "label", "then: output", "now: output", "then", "now", "key
 
 
 def _table(title: str, columns: list[str]) -> Table:
-    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD,
+    table = Table(title=cell(title), title_justify="left", box=box.SIMPLE_HEAD,
                   header_style="bold", pad_edge=False)
     for column in columns:
         wide = column in _WIDE
-        table.add_column(Text(column), overflow="fold", no_wrap=not wide,
+        table.add_column(cell(column), overflow="fold", no_wrap=not wide,
                          max_width=40 if wide else None)
     return table
 
@@ -78,21 +80,21 @@ def _arm_row(arm: ArmDiff) -> list[Text]:
     p = "–" if arm.p_value is None else f"{arm.p_value:.2g}"
     flips = (f"{arm.right_to_wrong}/{arm.wrong_to_right} "
              f"({arm.flaky_right_to_wrong}/{arm.flaky_wrong_to_right})")
-    return [Text(arm.label, style="bold"), Text(_pct(arm.accuracy_a)),
-            Text(_pct(arm.accuracy_b)), Text(str(arm.n_items)), Text(_points(arm.diff)),
-            Text(_ci(arm.ci_low, arm.ci_high, points=True)), Text(p),
-            Text(arm.verdict, style=_STYLE.get(arm.verdict, "")), Text(flips)]
+    return [cell(arm.label, style="bold"), cell(_pct(arm.accuracy_a)),
+            cell(_pct(arm.accuracy_b)), cell(str(arm.n_items)), cell(_points(arm.diff)),
+            cell(_ci(arm.ci_low, arm.ci_high, points=True)), cell(p),
+            cell(arm.verdict, style=_STYLE.get(arm.verdict, "")), cell(flips)]
 
 
 def print_diff(console: Console, diff: RunDiff, *, limit: int = 20) -> None:
     """Print a :class:`~hr_core.diff.RunDiff`: what changed, each arm's verdict, the flips
     (``limit`` per arm at most), failure-kind transitions, new errors, latency and cost."""
-    console.print(Text.assemble(("hr diff ", "bold"), (diff.id_a or diff.run_a, "bold"),
-                                " → ", (diff.id_b or diff.run_b, "bold")))
-    console.print(Text(f"then: {diff.run_a}\nnow:  {diff.run_b}", style="dim"))
+    console.print(Text.assemble(("hr diff ", "bold"), cell(diff.id_a or diff.run_a, "bold"),
+                                " → ", cell(diff.id_b or diff.run_b, "bold")))
+    console.print(cell(f"then: {diff.run_a}\nnow:  {diff.run_b}", style="dim"))
     ref = diff.reference
     if ref.same:
-        console.print(Text(f"Reference: the same {ref.items_b} items."))
+        console.print(cell(f"Reference: the same {ref.items_b} items."))
     else:
         line = (f"Reference: {ref.items_a} → {ref.items_b} items, {ref.common} in common; "
                 f"{ref.added} added, {ref.removed} removed, {ref.changed} changed")
@@ -100,14 +102,14 @@ def print_diff(console: Console, diff: RunDiff, *, limit: int = 20) -> None:
                           ("changed", ref.changed_ids)):
             if ids:
                 line += f"\n  {what}: {', '.join(ids)}" + (" …" if len(ids) >= 20 else "")
-        console.print(Text(line))
+        console.print(cell(line))
     if diff.changes:
         table = _table("What differs (manifests)", ["part", "arm", "key", "then", "now"])
         for c in diff.changes:
-            table.add_row(*(Text(v) for v in (c.part, c.arm or "", c.key, c.before, c.after)))
+            table.add_row(*(cell(v) for v in (c.part, c.arm or "", c.key, c.before, c.after)))
         console.print(table)
     else:
-        console.print(Text("Manifests: no difference in arms, scorer, judge, runs, budget or "
+        console.print(cell("Manifests: no difference in arms, scorer, judge, runs, budget or "
                            "versions."))
     level = f"{diff.level:.0%}"
     table = _table(f"Per arm: accuracy, and now - then over the items both runs scored "
@@ -117,20 +119,20 @@ def print_diff(console: Console, diff: RunDiff, *, limit: int = 20) -> None:
         table.add_row(*_arm_row(arm))
     console.print(table)
     if not diff.arms:
-        console.print(Text("No arm in common: give --arm OLD=NEW to pair arms.", style="yellow"))
+        console.print(cell("No arm in common: give --arm OLD=NEW to pair arms.", style="yellow"))
     for arm in diff.arms:
         _print_arm(console, diff, arm, limit)
     worse = diff.worse
     if worse:
-        console.print(Text(f"Worse: {', '.join(worse)} (exit status 1)", style="bold red"))
+        console.print(cell(f"Worse: {', '.join(worse)} (exit status 1)", style="bold red"))
 
 
 def _print_arm(console: Console, diff: RunDiff, arm: ArmDiff, limit: int) -> None:
-    console.rule(Text(arm.label), align="left")
+    console.rule(cell(arm.label), align="left")
     flaky = [f"then {_pct(arm.flaky_a)}" if arm.flaky_a is not None else None,
              f"now {_pct(arm.flaky_b)}" if arm.flaky_b is not None else None]
     shown = [f for f in flaky if f]
-    console.print(Text(
+    console.print(cell(
         f"accuracy {_pct(arm.accuracy_a)} {_ci(*arm.ci_a)} → {_pct(arm.accuracy_b)} "
         f"{_ci(*arm.ci_b)}; parts changed: {', '.join(arm.parts_changed) or 'none'}\n"
         f"runs per item {arm.runs_a} → {arm.runs_b}; latency {_ms(arm.latency_a)} → "
@@ -144,34 +146,34 @@ def _print_arm(console: Console, diff: RunDiff, arm: ArmDiff, limit: int) -> Non
                        ["item", "flip", "flaky", "question", "label", "then: output", "then",
                         "now: output", "now"])
         for f in flips:
-            table.add_row(Text(f.item_id), Text(f.direction, style="red" if
+            table.add_row(cell(f.item_id), cell(f.direction, style="red" if
                                                 f.direction == "right→wrong" else "green"),
-                          Text("flaky" if f.flaky else ""), Text(f.question), Text(f.label),
-                          Text(f.output_a), Text(f"{f.kind_a} ({f.share_a:.0%})"),
-                          Text(f.output_b), Text(f"{f.kind_b} ({f.share_b:.0%})"))
+                          cell("flaky" if f.flaky else ""), cell(f.question), cell(f.label),
+                          cell(f.output_a), cell(f"{f.kind_a} ({f.share_a:.0%})"),
+                          cell(f.output_b), cell(f"{f.kind_b} ({f.share_b:.0%})"))
         console.print(table)
     else:
-        console.print(Text("No item flipped."))
+        console.print(cell("No item flipped."))
     if arm.slices:
         table = _table("By slice: now - then over the paired items (points)",
                        ["slice", "value", "items", "then", "now", "diff", "CI", "p",
                         "verdict"])
         for row in arm.slices:
-            table.add_row(Text(row.slice), Text(row.value), Text(str(row.n_items)),
-                          Text(_pct(row.accuracy_then)), Text(_pct(row.accuracy_now)),
-                          Text(_points(row.diff)), Text(_ci(row.ci_low, row.ci_high, True)),
-                          Text("–" if row.p_value is None else f"{row.p_value:.2g}"),
-                          Text(row.verdict, style=_STYLE.get(row.verdict, "")))
+            table.add_row(cell(row.slice), cell(row.value), cell(str(row.n_items)),
+                          cell(_pct(row.accuracy_then)), cell(_pct(row.accuracy_now)),
+                          cell(_points(row.diff)), cell(_ci(row.ci_low, row.ci_high, True)),
+                          cell("–" if row.p_value is None else f"{row.p_value:.2g}"),
+                          cell(row.verdict, style=_STYLE.get(row.verdict, "")))
         console.print(table)
     if arm.transitions:
         table = _table("Failure kinds that moved (items)", ["then", "now", "items"])
         for t in arm.transitions[:12]:
-            table.add_row(Text(t.before), Text(t.after), Text(str(t.items)))
+            table.add_row(cell(t.before), cell(t.after), cell(str(t.items)))
         console.print(table)
     if arm.new_errors:
-        console.print(Text(f"{arm.new_errors} item(s) with new errors:", style="yellow"))
+        console.print(cell(f"{arm.new_errors} item(s) with new errors:", style="yellow"))
         for message, count in arm.new_error_messages:
-            console.print(Text(f"  {count}× {message}"))
+            console.print(cell(f"  {count}× {message}"))
 
 
 def run_diff(console: Console, run_a: str, run_b: str, arms: list[str], output: str | None,
@@ -185,5 +187,5 @@ def run_diff(console: Console, run_a: str, run_b: str, arms: list[str], output: 
         from hr_core.report.diff_html import write_diff_html
 
         written = write_diff_html(found, output)
-        console.print(Text(f"Wrote {written}"))
+        console.print(cell(f"Wrote {written}"))
     return found.exit_status

@@ -166,15 +166,15 @@ def slice_table(slices: Any, title: str = "Accuracy by slice") -> Table:
         >>> slice_table(frame).row_count
         1
     """
-    from rich.text import Text
+    from hr_cli.literal import cell
 
     table = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD,
                   pad_edge=False, collapse_padding=True)
     for column in ("slice", "value", "arm", "items", "accuracy (95% CI)", "note"):
         table.add_column(column, overflow="fold")
     for row in slices.to_dict("records"):
-        table.add_row(Text(str(row["slice"])), Text(str(row["value"])), Text(str(row["arm"])),
+        table.add_row(cell(str(row["slice"])), cell(str(row["value"])), cell(str(row["arm"])),
                       _num(row.get("items")),
                       f"{_pct(row.get('accuracy'))} ({_pct(row.get('ci_low'))}–"
-                      f"{_pct(row.get('ci_high'))})", Text(str(row.get("note") or "")))
+                      f"{_pct(row.get('ci_high'))})", cell(str(row.get("note") or "")))
     return table

@@ -9,7 +9,7 @@ outcome kind and whether its runs disagree (flaky). Accuracy is the one accuracy
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -117,9 +117,24 @@ class RunOutcomes:
         return [found.get(int(c)) for c in wanted.tolist()]
 
 
-def reference_records(bench: Benchmark) -> tuple[pd.Index, list[dict[str, Any]]] | None:
-    """The ids of ``reference.jsonl`` and each item's record (``id, payload, label``), each
-    line parsed once; ``None`` without the file."""
+def content_digest(record: Mapping[str, Any]) -> bytes:
+    """A short digest of an item's payload and label (sorted keys): equal contents, equal
+    digests, whatever the key order of the file."""
+    import hashlib
+
+    import orjson
+
+    text = orjson.dumps([record.get("payload"), record.get("label")],
+                        option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
+    return hashlib.blake2b(text, digest_size=16).digest()
+
+
+def reference_records(bench: Benchmark, *, keep: bool = True
+                      ) -> tuple[pd.Index, list[bytes], list[dict[str, Any]]] | None:
+    """The ids of ``reference.jsonl``, each item's :func:`content_digest` and, with
+    ``keep``, its record (``id, payload, label``); each line parsed once. ``None`` without
+    the file. Without ``keep`` only the digests stay (run a's records at 100k items were
+    ~65 MB)."""
     import orjson
 
     from hr_core.engine.store import REFERENCE, RunStore
@@ -129,10 +144,18 @@ def reference_records(bench: Benchmark) -> tuple[pd.Index, list[dict[str, Any]]]
     store = RunStore.at(bench.run_dir)
     if not store.exists(REFERENCE):
         return None
+    ids: list[str] = []
+    digests: list[bytes] = []
+    records: list[dict[str, Any]] = []
     try:
-        records = [orjson.loads(line) for line in store.read_bytes(REFERENCE).splitlines()
-                   if line.strip()]
-        ids = [str(r["id"]) for r in records]
-    except (ValueError, TypeError, KeyError) as exc:
+        for line in store.read_bytes(REFERENCE).splitlines():
+            if not line.strip():
+                continue
+            record = orjson.loads(line)
+            ids.append(str(record["id"]))
+            digests.append(content_digest(record))
+            if keep:
+                records.append(record)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise store.corrupt_error(REFERENCE, exc) from None
-    return pd.Index(ids, name="item_id"), records
+    return pd.Index(ids, name="item_id"), digests, records

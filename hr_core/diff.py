@@ -17,6 +17,7 @@ item).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections import Counter
@@ -32,6 +33,7 @@ from hr_core._diff_manifest import ManifestChange, manifest_changes
 from hr_core._safe import markdown_text as md_cell
 from hr_core.engine.benchmark import Benchmark
 from hr_core.errors import SpecError
+from hr_core.multiplicity import holm
 from hr_core.report.items import _question, excerpt
 from hr_core.slices import check_slices, slice_differences, slice_values
 from hr_core.stats import TOO_FEW_ITEMS, accuracy_interval, paired_difference
@@ -41,8 +43,9 @@ __all__ = ["ArmDiff", "DiffVerdict", "Flip", "KindTransition", "ManifestChange",
 
 DiffVerdict = Literal["better", "worse", "no detectable change", "too few items"]
 """An arm's verdict: the paired difference ``now - then`` is ``better`` (its CI above 0,
-p below ``1 - level``), ``worse`` (the mirror image), neither, or has fewer than
-``hr_core.stats.MIN_ITEMS`` items in common."""
+its p-value below ``1 - level``, Holm-corrected over the arms compared), ``worse`` (the
+mirror image), neither, or has fewer than ``hr_core.stats.MIN_ITEMS`` items in common.
+A slice's verdict is not corrected for the number of slices."""
 
 _VERDICTS: dict[str, DiffVerdict] = {"higher": "better", "lower": "worse",
                                      "no clear difference": "no detectable change",
@@ -125,6 +128,7 @@ class ArmDiff(BaseModel):
     ci_low: float | None
     ci_high: float | None
     p_value: float | None
+    p_holm: float | None = Field(default=None, description="p_value Holm-corrected over arms")
     verdict: DiffVerdict
     parts_changed: list[str] = Field(default_factory=list)
     right_to_wrong: int = 0
@@ -273,9 +277,9 @@ def _load(run: str | os.PathLike[str] | Benchmark) -> Benchmark:
 
 def _reference_diff(a: Benchmark, b: Benchmark, ids_a: pd.Index, ids_b: pd.Index
                     ) -> tuple[ReferenceDiff, dict[str, dict[str, Any]]]:
-    """The reference change, and each item's record, run b's where both have it (the
-    texts and slice values of the items both runs scored are b's)."""
-    found_a, found_b = reference_records(a), reference_records(b)
+    """The reference change, and run b's records (a's when b has no ``reference.jsonl``):
+    the texts and slice values of the items both runs scored are b's."""
+    found_a, found_b = reference_records(a, keep=False), reference_records(b)
     if found_a is not None:
         ids_a = found_a[0]
     if found_b is not None:
@@ -284,18 +288,16 @@ def _reference_diff(a: Benchmark, b: Benchmark, ids_a: pd.Index, ids_b: pd.Index
     common = where >= 0
     changed: list[str] = []
     if found_a is not None and found_b is not None:
-        records_a, records_b = found_a[1], found_b[1]
-        for i in np.flatnonzero(common).tolist():
-            one, other = records_a[i], records_b[int(where[i])]
-            if (one.get("payload"), one.get("label")) != (other.get("payload"),
-                                                          other.get("label")):
-                changed.append(str(ids_a[i]))
+        digests_a, digests_b = found_a[1], found_b[1]
+        changed = [str(ids_a[i]) for i in np.flatnonzero(common).tolist()
+                   if digests_a[i] != digests_b[int(where[i])]]
     removed = ids_a[~common]
     added = ids_b[ids_a.get_indexer(ids_b) < 0]
-    records: dict[str, dict[str, Any]] = {}
-    for found in (found_a, found_b):  # b's record wins for an item in both
-        if found is not None:  # the ids as a list: iterating the Index was ~5 us an item
-            records.update(zip(found[0].tolist(), found[1], strict=True))
+    if found_b is None and found_a is not None:  # b has no reference.jsonl: a's texts
+        found_a = reference_records(a)
+    texts = found_b if found_b is not None else found_a  # flips are items both have: b's
+    records: dict[str, dict[str, Any]] = {} if texts is None else dict(
+        zip(texts[0].tolist(), texts[2], strict=True))  # a list: iterating an Index is slow
     return ReferenceDiff(
         hash_a=a.manifest.get("reference_hash"), hash_b=b.manifest.get("reference_hash"),
         items_a=len(ids_a), items_b=len(ids_b), common=int(common.sum()),
@@ -404,11 +406,26 @@ def diff_runs(
         ))
         flips.extend(_flips(out_a, out_b, ia, ib, label, ca, cb, down, up, flaky, lines,
                             flips_per_arm))
+    arm_diffs = _holm_corrected(arm_diffs, level)
     return RunDiff(
         run_a=str(bench_a.run_dir or bench_a.run_id), run_b=str(bench_b.run_dir or
                                                                  bench_b.run_id),
         id_a=bench_a.run_id, id_b=bench_b.run_id, level=level, changes=changes,
         reference=reference, arms=arm_diffs, flips=flips, flips_per_arm=flips_per_arm)
+
+
+def _holm_corrected(arms: list[ArmDiff], level: float) -> list[ArmDiff]:
+    """Each arm with its Holm-corrected p-value (``hr_core.multiplicity.holm``, over the
+    arms compared); ``better`` or ``worse`` only when it is below ``1 - level`` too, so
+    that a gate on many arms keeps its false-alarm rate (as the regression check)."""
+    adjusted = holm([math.nan if a.p_value is None else a.p_value for a in arms])
+    out = []
+    for arm, p_holm in zip(arms, adjusted, strict=True):
+        verdict = arm.verdict
+        if verdict in ("better", "worse") and not p_holm < 1 - level:
+            verdict = "no detectable change"
+        out.append(arm.model_copy(update={"p_holm": _num(p_holm), "verdict": verdict}))
+    return out
 
 
 def _flips(out_a: RunOutcomes, out_b: RunOutcomes, ia: int, ib: int, label: str,

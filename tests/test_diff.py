@@ -32,6 +32,10 @@ def first_five(payload: dict[str, Any]) -> str:
     return f"a{_n(payload)}" if _n(payload) < 5 else "[bold red]nope[/]"
 
 
+def escape_codes(payload: dict[str, Any]) -> str:
+    return f"a{_n(payload)}" if _n(payload) < 5 else "\x1b]0;pwned\x07\x1b[2J nope"
+
+
 def erring(payload: dict[str, Any]) -> str:
     if _n(payload) >= 25:
         raise RuntimeError(f"boom on {payload['question']}")
@@ -168,6 +172,24 @@ def test_hr_diff_prints_the_table_and_exits_1_when_an_arm_is_worse(
     code, out, err = hr(capsys, "diff", after.run_dir, before.run_dir)
     assert code == 0, err
     assert "better" in out
+
+
+def test_hr_diff_shows_control_characters_in_outputs_visibly(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = _run(tmp_path / "a", {"x": all_right})
+    after = _run(tmp_path / "b", {"x": escape_codes})
+    code, out, _ = hr(capsys, "diff", before.run_dir, after.run_dir)
+    assert code == 1
+    assert "\x1b" not in out and "\x07" not in out  # the terminal obeys none of them
+    assert "\\x1b]0;pwned\\x07\\x1b[2J nope" in out
+
+
+def test_many_arms_are_held_to_holm_s_correction(tmp_path: Path) -> None:
+    """Each arm's p-value is corrected over the arms compared before it is called worse."""
+    before = _run(tmp_path / "a", {"x": all_right})
+    after = _run(tmp_path / "b", {"x": first_twenty})
+    arm = diff_runs(before.run_dir, after.run_dir).arms[0]
+    assert arm.p_holm == arm.p_value and arm.verdict == "worse"  # one arm: no correction
 
 
 def test_hr_diff_names_a_bad_arm_pair_in_one_line(
