@@ -128,3 +128,12 @@ def test_a_spec_file_with_slices_plans_them_under_the_run_id_of_the_spec_without
     sliced = plan_from_spec(tmp_path / "sliced.yaml", store=str(tmp_path))
     assert sliced.slices == ["kind"] and plain.slices == []
     assert sliced.run_id == plain.run_id
+
+
+def test_a_rescored_run_keeps_its_slices(tmp_path: Path) -> None:
+    from hr_core import rescore_run
+
+    bench = _run(tmp_path, right_on_even, slices=["kind"])
+    again = rescore_run(bench.run_dir, "includes")
+    assert again.manifest["slices"] == ["kind"]
+    assert (Path(again.run_dir) / "summary_slices.parquet").is_file()

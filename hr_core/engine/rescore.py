@@ -126,6 +126,7 @@ def rescore_plan(run_dir: str | os.PathLike[str],
         name=original.name, run_id=run_id_for(spec), resume=True,
         chunk_size=DEFAULT_CHUNK_SIZE, judge=judge, spec=spec,
         outputs_from=original.run_id,
+        slices=list(manifest.get("slices") or []),  # an analysis setting: kept as it was
     )
 
 
