@@ -342,16 +342,20 @@ def test_the_comparison_and_validation_tables_show_position_bias() -> None:
 
     summary = pd.DataFrame([{"a": "x", "b": "y", "n": 10, "a_wins": 6, "b_wins": 4, "ties": 0,
                              "win_rate": 0.6, "ci_low": 0.3, "ci_high": 0.85,
-                             "consistency": 0.8, "no_verdict": 2, "order_disagreements": 4,
-                             "favoured_position_1": 0.75, "favoured_position_2": 0.25}])
+                             "consistency": 0.8, "no_verdict": 2, "pairs": 10,
+                             "order_disagreements": 4, "favoured_position_1": 0.3,
+                             "favoured_position_2": 0.1, "decisive_games": 20,
+                             "first_position_win_rate": 0.55, "parsed_pairs": 10,
+                             "strict_flip_rate": 0.2}])
     assert position_bias_line(summary) == (
-        "position bias: of 4 judgement(s) whose orders disagreed, 75% favoured shown "
-        "position 1, 25% position 2")
+        "position bias: of 10 judgement(s), 30.0% chose shown position 1 in every order, "
+        "10.0% position 2; the first shown won 55.0% of 20 decisive game(s); strict flips "
+        "20.0% of 10")
     record = {"hash": "ab" * 32, "n": 3, "position_bias": {
-        "order_disagreements": 2, "favoured_position_1": 1.0, "favoured_position_2": 0.0,
-        "favoured_position_3": 0.0}}
+        "pairs": 2, "order_disagreements": 2, "favoured_position_1": 1.0,
+        "favoured_position_2": 0.0, "favoured_position_3": 0.0}}
     text = _rendered(validation_table(record))
-    assert "position bias" in text and "100% favoured shown position 1" in text
+    assert "position bias" in text and "100.0% chose shown position 1" in text
 
 
 @pytest.mark.usefixtures("prefect_harness")

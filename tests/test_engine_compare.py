@@ -58,7 +58,8 @@ def test_select_shares_and_a_position_biased_judge_without_consensus() -> None:
     # q3: the mock judge picks the first shown candidate in both orders
     assert pairs[3]["shown_verdicts"] == ["A", "A"]
     assert summary.loc["x", "order_disagreements"] == 1
-    assert summary.loc["x", "favoured_position_1"] == 1.0
+    assert summary.loc["x", "pairs"] == 4  # MT-bench Table 2: a share of all judgements
+    assert summary.loc["x", "favoured_position_1"] == 0.25
     assert summary.loc["x", "favoured_position_2"] == summary.loc["x", "favoured_position_3"] == 0
 
 
@@ -88,6 +89,14 @@ def test_position_bias_counts_the_shown_position_of_disagreeing_orders() -> None
     mixed = _pair("q3", 1, None, ["A", "tie"], ["A", "tie"])
     agree = _pair("q4", 1, "x", ["A", "B"], ["A", "A"])
     pairs = [first, first | {"item_id": "q5"}, first | {"item_id": "q6"}, second, mixed, agree]
-    row = Comparison("pairwise", ["x", "y"], pairs, {}).summary().iloc[0]
+    unparsed = _pair("q7", 1, None, ["A", None], ["A", None])
+    row = Comparison("pairwise", ["x", "y"], [*pairs, unparsed], {}).summary().iloc[0]
     assert row["order_disagreements"] == 5
-    assert (row["favoured_position_1"], row["favoured_position_2"]) == (0.6, 0.2)
+    # before: shares of the 5 disagreeing pairs (0.6, 0.2); MT-bench Table 2: of all 7
+    assert (row["favoured_position_1"], row["favoured_position_2"]) == (3 / 7, 1 / 7)
+    assert (row["favoured_position_1_ci_low"], row["favoured_position_1_ci_high"]) == (
+        pytest.approx(clopper_pearson(3, 7)[1:]))
+    # FastChat #3911: games A won of the decisive ones (ties and unparsed left out); strict
+    # flips: both orders decisive, winners differ, of the 6 pairs with every order parsed
+    assert (row["decisive_games"], row["first_position_win_rate"]) == (12, 9 / 12)
+    assert (row["parsed_pairs"], row["strict_flip_rate"]) == (6, 4 / 6)

@@ -94,8 +94,11 @@ def test_a_select_validation_reports_position_bias(tmp_path: Path) -> None:
     assert [r.status for r in results] == ["ok", "no_consensus", "no_consensus"]
     assert [[o.shown_verdict for o in r.orders] for r in results[1:]] == [["A", "A"]] * 2
     record = compute_validation(SELECT, results, ["A", "B", "C"])
-    assert record.position_bias == {"order_disagreements": 2, "favoured_position_1": 1.0,
-                                    "favoured_position_2": 0.0, "favoured_position_3": 0.0}
+    bias = record.position_bias
+    assert bias is not None and (bias["pairs"], bias["order_disagreements"]) == (3, 2)
+    assert (bias["favoured_position_1"], bias["favoured_position_2"],  # of all 3 (Table 2)
+            bias["favoured_position_3"]) == (2 / 3, 0.0, 0.0)
+    assert bias["strict_flip_rate"] == 2 / 3 and bias["parsed_pairs"] == 3
     path = save_validation(record, tmp_path)
     assert load_validation(SELECT, tmp_path) == record and path.is_file()
     assert compute_validation(GRADE, [_result("ok", "pass")], ["pass"]).position_bias is None

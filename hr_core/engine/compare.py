@@ -102,9 +102,11 @@ class Comparison:
     failure, error) are left out of ``n`` and counted in ``no_verdict``. The 95%
     intervals are clustered by item (the runs of one item are not independent:
     ``hr_core.stats.accuracy_interval`` over per-item shares). Both modes add the
-    judge's position bias (``hr_core.judge.position``): ``order_disagreements``
-    and ``favoured_position_1, favoured_position_2, ...``, the share of those
-    judgements where every order chose that shown position.
+    judge's position bias (``hr_core.judge.position``, docs/judges.md): ``pairs``,
+    ``favoured_position_1, favoured_position_2, ...`` (the share of all judgements
+    where every order chose that shown position: MT-bench Table 2),
+    ``first_position_win_rate`` and ``strict_flip_rate``, each with ``_ci_low`` and
+    ``_ci_high``.
 
     Example:
         >>> pairs = [{"item_id": "q1", "run": 1, "arms": ["x", "y"], "status": "ok",

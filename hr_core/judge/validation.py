@@ -58,9 +58,11 @@ class JudgeValidation(BaseModel):
     ``kappa`` is Cohen's between people and the judge (no verdict as its own
     category); ``confusion`` is human -> judge -> count; ``consistency`` is the
     share of items whose orders agreed among those where every order gave a
-    verdict; ``position_bias`` (pairwise and select) is ``order_disagreements``
-    and ``favoured_position_<j>``, the share of the items whose orders disagreed
-    where every order chose shown position ``j`` (``hr_core.judge.position``).
+    verdict; ``position_bias`` (pairwise and select) holds the columns of
+    :func:`hr_core.judge.position.position_bias_columns`: ``favoured_position_<j>``,
+    the share of all items where every order chose shown position ``j`` (MT-bench
+    Table 2), ``first_position_win_rate`` and ``strict_flip_rate`` (FastChat #3911),
+    each with its interval (docs/judges.md).
     ``None`` where a figure is undefined (no rows, one category only, grade mode
     for position bias).
     """
