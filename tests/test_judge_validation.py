@@ -249,3 +249,34 @@ def test_with_one_row_per_item_the_agreement_interval_is_clopper_pearson() -> No
     humans = ["pass"] * 7 + ["fail"] * 3
     record = compute_validation(GRADE, results, humans)
     assert record.agreement_ci == pytest.approx(clopper_pearson(7, 10)[1:])
+
+
+PAIRWISE = hr_judge_config("mock-model", "Which answer is better?", mode="pairwise")
+
+
+def _pairwise(status: str, verdict: str | None) -> JudgeResult:
+    return JudgeResult(config_hash=PAIRWISE.hash, mode="pairwise", n_candidates=2,
+                       status=status, verdict=verdict, orders=(), usage=Usage())
+
+
+def test_agreement_is_reported_in_hrs_and_the_mt_bench_conventions_side_by_side() -> None:
+    """Before: only hr's convention (no consensus = disagreement; 60.4% on the MT-bench
+    expert votes where the paper's S1 gives 66.0%). After: S1 (inconsistent as tie) and
+    S2 (without ties) beside it, each with n and an exact interval (MT-bench Table 5)."""
+    results = [_pairwise("ok", "A"), _pairwise("ok", "B"), _pairwise("no_consensus", None),
+               _pairwise("no_consensus", None), _pairwise("ok", "tie"),
+               _pairwise("parse_failure", None)]
+    humans = ["A", "A", "tie", "B", "tie", "A"]
+    record = compute_validation(PAIRWISE, results, humans)
+    found = record.agreement_conventions
+    assert found is not None
+    assert (found["hr"]["agreement"], found["hr"]["n"]) == (record.agreement, 6) == (2 / 6, 6)
+    # S1: the no-consensus pairs are ties (one matches the people's tie); parse failure out
+    assert (found["inconsistent_as_tie"]["agreement"], found["inconsistent_as_tie"]["n"]) == (
+        3 / 5, 5)
+    # S2: only pairs where neither side said tie: rows 1 and 2
+    assert (found["without_ties"]["agreement"], found["without_ties"]["n"]) == (1 / 2, 2)
+    assert (found["without_ties"]["ci_low"], found["without_ties"]["ci_high"]) == (
+        pytest.approx(clopper_pearson(1, 2)[1:]))
+    grade = compute_validation(GRADE, [_result("ok", "pass")], ["pass"])
+    assert grade.agreement_conventions is None

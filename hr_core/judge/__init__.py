@@ -9,6 +9,7 @@ from hr_core.judge.scorer import JUDGE_FAILURE_OUTCOMES, JudgeScorer, hr_scorer_
 from hr_core.judge.validation import (
     JudgeValidation,
     ValidationStatus,
+    agreement_conventions,
     compute_validation,
     hr_judge_valid,
     judge_labelled,
@@ -33,6 +34,7 @@ __all__ = [
     "OrderVerdict",
     "ParsedReply",
     "ValidationStatus",
+    "agreement_conventions",
     "build_messages",
     "compute_validation",
     "hr_judge_config",

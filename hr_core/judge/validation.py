@@ -34,6 +34,7 @@ __all__ = [
     "JudgeValidation",
     "ValidationStatus",
     "ValidationStoreError",
+    "agreement_conventions",
     "compute_validation",
     "hr_judge_valid",
     "judge_labelled",
@@ -78,6 +79,9 @@ class JudgeValidation(BaseModel):
     confusion: dict[str, dict[str, int]]
     consistency: float | None
     position_bias: dict[str, float | int | None] | None = None
+    agreement_conventions: dict[str, dict[str, float | int | None]] | None = None
+    """Pairwise: agreement under the MT-bench paper's conventions beside hr's
+    (:func:`agreement_conventions`); ``None`` otherwise (and in older records)."""
     no_consensus: int
     parse_failures: int
     errors: int
@@ -169,12 +173,69 @@ def compute_validation(
         confusion=dict(confusion),
         consistency=statuses["ok"] / judged if judged else None,
         position_bias=bias,
+        agreement_conventions=(agreement_conventions(results, humans)
+                               if config.mode == "pairwise" and n else None),
         no_consensus=statuses["no_consensus"],
         parse_failures=statuses["parse_failure"],
         errors=statuses["error"],
         created_at=created_at or datetime.now(UTC),
         version=__version__,
     )
+
+
+def agreement_conventions(results: Sequence[JudgeResult], humans: Sequence[str]
+                          ) -> dict[str, dict[str, float | int | None]]:
+    """Agreement with people in hr's convention and the MT-bench paper's two (Zheng et al.
+    2023, Table 5; FastChat ``fastchat/llm_judge/compute_agreement.py``), side by side.
+
+    - ``hr``: an item without a combined verdict (no consensus, parse failure, error)
+      disagrees; every item counts.
+    - ``inconsistent_as_tie`` (the paper's S1): an item whose orders disagree is the
+      judge's tie; items without any verdict (parse failure, error) are left out.
+    - ``without_ties`` (S2): only items where neither the people nor the judge (with
+      inconsistent as tie) said tie.
+
+    Each has ``agreement``, ``n`` and its exact 95% interval (``ci_low``, ``ci_high``:
+    Clopper-Pearson over the items).
+
+    Example:
+        >>> from hr_core.judge.judging import JudgeResult
+        >>> def r(status, verdict):
+        ...     return JudgeResult(config_hash="x", mode="pairwise", n_candidates=2,
+        ...                        status=status, verdict=verdict, orders=(), usage={})
+        >>> found = agreement_conventions([r("ok", "A"), r("no_consensus", None),
+        ...                                r("ok", "B")], ["A", "tie", "A"])
+        >>> [round(found[k]["agreement"], 3) for k in ("hr", "inconsistent_as_tie",
+        ...                                             "without_ties")]
+        [0.333, 0.667, 0.5]
+    """
+    from hr_core.stats import clopper_pearson
+
+    def tie(value: str | None) -> bool:
+        return value is not None and str(value).casefold() == "tie"
+
+    counts = {"hr": [0, 0], "inconsistent_as_tie": [0, 0], "without_ties": [0, 0]}
+    for result, human in zip(results, humans, strict=True):
+        human = str(human)
+        counts["hr"][1] += 1
+        counts["hr"][0] += int(result.verdict is not None and result.verdict == human)
+        if result.status == "ok":
+            judge: str | None = result.verdict
+        elif result.status == "no_consensus":
+            judge = "tie"
+        else:
+            continue
+        counts["inconsistent_as_tie"][1] += 1
+        counts["inconsistent_as_tie"][0] += int(judge == human or (tie(judge) and tie(human)))
+        if not tie(judge) and not tie(human):
+            counts["without_ties"][1] += 1
+            counts["without_ties"][0] += int(judge == human)
+    out: dict[str, dict[str, float | int | None]] = {}
+    for name, (agree, n) in counts.items():
+        interval = clopper_pearson(agree, n)
+        out[name] = {"agreement": agree / n if n else None, "n": n,
+                     "ci_low": _finite(interval.low), "ci_high": _finite(interval.high)}
+    return out
 
 
 def _item_key(item: Any) -> str:
