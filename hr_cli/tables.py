@@ -142,6 +142,14 @@ def validation_table(record: Mapping[str, Any], title: str = "Judge validation")
     table.add_row("items (n)", _num(record.get("n")))
     table.add_row("agreement", f"{_pct(record.get('agreement'))} "
                                f"(95% CI {_pct(ci[0])}–{_pct(ci[1])})")
+    conventions = record.get("agreement_conventions") or {}
+    for name, label in (("inconsistent_as_tie", "agreement, inconsistent as tie (MT-bench S1)"),
+                        ("without_ties", "agreement without ties (MT-bench S2)")):
+        found = conventions.get(name)
+        if isinstance(found, Mapping):
+            table.add_row(label, f"{_pct(found.get('agreement'))} of {_num(found.get('n'))} "
+                                 f"(95% CI {_pct(found.get('ci_low'))}–"
+                                 f"{_pct(found.get('ci_high'))})")
     table.add_row("Cohen's kappa", _num(record.get("kappa")))
     table.add_row("consistency", _pct(record.get("consistency")))
     if record.get("position_bias"):

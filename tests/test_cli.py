@@ -356,6 +356,12 @@ def test_the_comparison_and_validation_tables_show_position_bias() -> None:
         "favoured_position_2": 0.0, "favoured_position_3": 0.0}}
     text = _rendered(validation_table(record))
     assert "position bias" in text and "100.0% chose shown position 1" in text
+    record["agreement_conventions"] = {
+        "hr": {"agreement": 0.5, "n": 4, "ci_low": 0.1, "ci_high": 0.9},
+        "inconsistent_as_tie": {"agreement": 0.75, "n": 4, "ci_low": 0.2, "ci_high": 0.99},
+        "without_ties": {"agreement": 1.0, "n": 2, "ci_low": 0.16, "ci_high": 1.0}}
+    text = _rendered(validation_table(record))
+    assert "inconsistent as tie" in text and "without ties" in text
 
 
 @pytest.mark.usefixtures("prefect_harness")
