@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint types pytest install browser clean
+.PHONY: demo test lint types pytest install browser clean test-real-model
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,13 @@ pytest: $(STAMP) browser
 	$(BIN)/python -m pytest
 
 test: lint types pytest
+
+# End-to-end tests against a real model server (tests_real_model/, not part of `make test`):
+# llama.cpp's llama-server and SmolLM2-135M-Instruct, downloaded and built once into
+# ~/.cache/hr/real-model/ by scripts/real_model.sh (the first build: 9-15 min on 2 cores).
+test-real-model: $(STAMP)
+	PYTHON=$(BIN)/python scripts/real_model.sh
+	$(BIN)/python -m pytest tests_real_model
 
 clean:
 	rm -rf $(VENV) results .pytest_cache .mypy_cache .ruff_cache
