@@ -77,9 +77,9 @@ class _AzureHandler(_Handler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
-    def _error(self, status: int, code: str, message: str,
+    def _error(self, http: int, code: str, message: str,
                headers: dict[str, str] | None = None, **more: Any) -> None:
-        self._json(status, {"error": {"code": code, "message": message, **more}},
+        self._json(http, {"error": {"code": code, "message": message, **more}},
                    {"apim-request-id": "00000000-0000-4000-8000-000000000000",
                     **(headers or {})})
 

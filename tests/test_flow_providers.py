@@ -79,3 +79,37 @@ def test_the_readme_example_of_native_providers_builds_both_models(
     body = claude.request(arms["claude"].llm.messages({"document": "d", "question": "q"}),
                           None, arms["claude"].llm.params)
     assert body["system"] == "Answer from the document only." and body["max_tokens"] == 256
+
+
+def test_a_yaml_judge_on_anthropic_scores_an_azure_arm_with_an_entra_token(
+        prefect_harness: None, tmp_path: Path, anthropic_server,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    anthropic_server.api_key = CLAUDE_KEY
+    monkeypatch.setenv("HR_TEST_CLAUDE_KEY", CLAUDE_KEY)
+    (tmp_path / "ref.jsonl").write_text("\n".join(json.dumps(i) for i in ITEMS))
+    token = "entra-e2e-token"
+    command = json.dumps([sys.executable, "-c", "print('entra-' + 'e2e-token')"])
+    with FakeAzureServer(deployments={"gpt4o-prod"}, token=token) as azure:
+        spec = tmp_path / "spec.yaml"
+        spec.write_text(
+            f"name: judged\nreference: ref.jsonl\nruns: 1\nstore: {tmp_path / 'results'}\n"
+            "arms:\n  azure:\n    model:\n      model: azure-openai:gpt4o-prod\n"
+            f"      base_url: {azure.url}\n      api_version: 2025-01-01-preview\n"
+            f"      token_command: {command}\n"
+            "    prompt: \"Context: {document}\\nQuestion: {question}\"\n"
+            "scorer:\n  judge:\n    model:\n      model: anthropic:claude-judge\n"
+            f"      base_url: {anthropic_server.url}\n      api_key_env: HR_TEST_CLAUDE_KEY\n"
+            "    rubric: Is the response's answer the reference's?\n    orders: 1\n")
+        bench = hr_benchmark(spec)
+        assert {r.headers["authorization"] for r in azure.requests} == {f"Bearer {token}"}
+        assert all(r.path.endswith("api-version=2025-01-01-preview") for r in azure.requests)
+    runs = bench.runs.sort_values("item_id")
+    assert runs["output"].tolist() == ["Helen Marsh", "NOT_IN_DOCUMENT"]
+    assert bool(runs["correct"].tolist()[0]) is True
+    judged = [r for r in anthropic_server.requests if r.body.get("model") == "claude-judge"]
+    assert judged and all("output_config" in r.body for r in judged)
+    assert {r.headers["x-api-key"] for r in judged} == {CLAUDE_KEY}
+    assert "2025-01-01-preview" in json.dumps(bench.manifest)  # the api-version decides
+    assert token not in json.dumps(bench.manifest)

@@ -13,7 +13,7 @@ from anthropic_server import FakeAnthropicServer, Fault
 from hr_core.judge.config import hr_judge_config
 from hr_core.judge.judging import judge_item
 from hr_core.models.anthropic_client import DEFAULT_MAX_TOKENS, AnthropicChatModel
-from hr_core.models.base import ModelCallError, ModelConfigError
+from hr_core.models.base import ModelCallError, ModelConfigError, StructuredOutputRejectedError
 from hr_core.models.registry import PROVIDERS, resolve_model
 
 KEY = "sk-ant-test-SECRET-77a1"
@@ -61,7 +61,8 @@ def test_message_text_usage_cache_tokens_and_cost(server: FakeAnthropicServer) -
     assert reply.text == "Paris" and not reply.cached and reply.latency_s > 0
     fresh = len(" ".join(m["content"] for m in MSGS).split())  # the server counts words
     assert reply.usage.tokens_in == fresh + 5 + 20 and reply.usage.tokens_out == 1
-    assert reply.usage.cost_usd == pytest.approx((fresh * 3.0 + 25 * 0.3 + 1 * 15.0) / 1e6)
+    # cache reads at the cached price, cache writes at the input price
+    assert reply.usage.cost_usd == pytest.approx(((fresh + 5) * 3.0 + 20 * 0.3 + 15.0) / 1e6)
     request = server.requests[0]
     assert request.path == "/v1/messages"
     assert request.headers["x-api-key"] == KEY and "authorization" not in request.headers
@@ -90,16 +91,28 @@ def test_openai_params_are_translated_or_refused(server: FakeAnthropicServer) ->
     assert len(server.requests) == 1  # refused before sending
 
 
-def test_reply_longer_than_max_tokens_is_cut_by_the_server(server: FakeAnthropicServer) -> None:
+def test_stop_reason_max_tokens_is_a_truncated_reply_kept_whole(
+        server: FakeAnthropicServer) -> None:
     server.reply = lambda body: "one two three four five"
     reply = _complete(_model(server), params={"max_tokens": 2})
     assert reply.text == "one two" and reply.usage.tokens_out == 2
+    assert reply.finish_reason == "length" and reply.truncated and reply.failure() is None
+    plain = _complete(_model(server))
+    assert plain.finish_reason == "stop" and not plain.truncated
 
 
-def test_refusal_stop_reason_gives_no_text(server: FakeAnthropicServer) -> None:
+def test_stop_reason_refusal_is_a_refusal(server: FakeAnthropicServer) -> None:
     server.inject("refusal")
     reply = _complete(_model(server))
-    assert reply.text == ""
+    assert reply.text == "" and reply.finish_reason == "refusal"
+    assert reply.failure() == ("refusal", "the model refused: the model stopped with "
+                                          "stop_reason 'refusal'")
+
+
+def test_a_reply_without_text_blocks_is_a_parse_failure(server: FakeAnthropicServer) -> None:
+    server.reply = lambda body: ""
+    kind, message = _complete(_model(server)).failure()
+    assert kind == "parse_failure" and "content null" in message
 
 
 def test_structured_output_goes_in_output_config(server: FakeAnthropicServer) -> None:
@@ -115,6 +128,26 @@ def test_structured_output_goes_in_output_config(server: FakeAnthropicServer) ->
 def _gaps(server: FakeAnthropicServer) -> list[float]:
     at = [r.at for r in server.requests]
     return [b - a for a, b in itertools.pairwise(at)]
+
+
+def test_structured_output_as_instructions_puts_the_schema_in_the_system_prompt(
+        server: FakeAnthropicServer) -> None:
+    cfg = hr_judge_config("anthropic:claude-test", "Right?", mode="grade")
+    model = _model(server, structured_output="instructions")
+    result = asyncio.run(judge_item(cfg, model, item="q", candidates=["Paris"],
+                                    reference="Paris"))
+    assert (result.status, result.verdict) == ("ok", "pass")
+    body = server.requests[0].body
+    assert "output_config" not in body and "JSON schema" in body["system"]
+    assert [m["role"] for m in body["messages"]] == ["user"]
+
+
+def test_a_rejected_json_schema_is_a_loud_configuration_error(
+        server: FakeAnthropicServer) -> None:
+    server.inject("400")
+    with pytest.raises(StructuredOutputRejectedError, match="structured_output: instructions"):
+        _complete(_model(server), schema={"type": "object"})
+    assert len(server.requests) == 1
 
 
 def test_429_waits_retry_after_then_succeeds(server: FakeAnthropicServer) -> None:

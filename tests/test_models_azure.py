@@ -135,9 +135,32 @@ def test_a_missing_deployment_or_a_wrong_key_is_not_retried(
     assert len(server.requests) == 1 and "wrong-key" not in str(info.value)
 
 
-def test_content_filtered_reply_has_no_text(server: FakeAzureServer) -> None:
+def test_a_content_filtered_reply_is_a_refusal(server: FakeAzureServer) -> None:
     server.inject("content_filter")
-    assert _complete(_model(server)).text == ""
+    reply = _complete(_model(server))
+    assert reply.text == "" and reply.failure()[0] == "refusal"
+
+
+@pytest.mark.parametrize("schema", [None, {"type": "object"}])
+def test_a_prompt_rejected_by_the_content_filter_is_a_refusal(server: FakeAzureServer,
+                                                              schema) -> None:
+    server.inject("content_filter_prompt")
+    reply = _complete(_model(server), schema=schema)
+    assert reply.failure() == ("refusal", "the model refused: Azure's content filter "
+                                          "refused the prompt (violence)")
+    assert len(server.requests) == 1
+
+
+def test_token_command_and_api_version_come_from_a_yaml_model_spec(
+        server: FakeAzureServer) -> None:
+    spec = {"model": "azure-openai:gpt4o-prod", "base_url": server.url,
+            "api_version": "2025-04-01-preview",
+            "token_command": [sys.executable, "-c", f"print({TOKEN!r})"]}
+    _complete(resolve_model(spec))
+    assert server.requests[0].path.endswith("?api-version=2025-04-01-preview")
+    assert _credentials(server) == [{"authorization": f"Bearer {TOKEN}"}]
+    with pytest.raises(ModelConfigError, match="api_version is for azure-openai models only"):
+        resolve_model({"model": "openai:gpt-4o", "api_version": "2024-10-21"})
 
 
 def test_api_version_comes_from_the_argument_or_openai_api_version(

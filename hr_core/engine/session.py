@@ -239,7 +239,8 @@ def _model_fingerprint(spec: Any) -> str:
     string's as before), with what else of its spec decides answers."""
     fields = {"model": spec.ref, "base_url": spec.base_url}
     decides = spec.decides()
-    if decides["params"] or decides["structured_output"] != "json_schema":
+    if (decides["params"] or decides["structured_output"] != "json_schema"
+            or "api_version" in decides):
         fields["spec"] = decides
     return fingerprint(fields)
 
@@ -253,11 +254,15 @@ def _check_api_keys(arms: Mapping[str, Arm]) -> None:
         if arm.llm is None:
             continue
         spec = arm.llm.model_spec()
-        if spec.provider in ("openai", "openai-compatible"):
-            try:
+        try:
+            if spec.provider in ("openai", "openai-compatible"):
                 check_api_key(spec.provider, spec.model, spec.api_key_env)
-            except HrError as exc:
-                raise SpecError(f"arm {name!r}: {exc}") from None
+            elif spec.provider in ("anthropic", "azure-openai"):
+                from hr_core.models.registry import resolve_model
+
+                resolve_model(spec)  # no request: its key, endpoint and credential checks
+        except HrError as exc:
+            raise SpecError(f"arm {name!r}: {exc}") from None
 
 
 MAX_PLANNED_RUNS = 10_000_000

@@ -6,15 +6,20 @@ sends :data:`DEFAULT_MAX_TOKENS` unless the params give ``max_tokens`` (or
 OpenAI's ``max_completion_tokens``); OpenAI's ``stop`` becomes ``stop_sequences``,
 and OpenAI-only parameters (``seed``, ``n``, ``frequency_penalty``, ...) are a
 :class:`ModelConfigError` naming them rather than a silent drop. A schema is
-sent as ``output_config.format`` (``json_schema``).
+sent as ``output_config.format`` (``json_schema``); a server that rejects it is a
+:class:`StructuredOutputRejectedError` naming the fix (``structured_output:
+instructions`` puts the schema in the system prompt instead).
 
 ``stop_reason`` is kept on the reply in the vocabulary of OpenAI's
 ``finish_reason`` (:func:`finish_reason`): ``end_turn``/``stop_sequence`` are
-``"stop"``, ``max_tokens`` is ``"length"`` (truncated), ``refusal`` is
-``"refusal"``. Tokens in are ``input_tokens`` plus
+``"stop"``, ``max_tokens`` is ``"length"`` (the run is kept, scored and marked
+truncated), ``refusal`` is ``"refusal"`` with the reply's ``refusal`` set (a
+``refusal`` run); a reply without any text block is ``content_null`` (a
+``parse_failure`` saying so). Tokens in are ``input_tokens`` plus
 ``cache_creation_input_tokens`` plus ``cache_read_input_tokens`` (Anthropic's
-``input_tokens`` counts only the uncached part); the cache counts are kept
-beside them.
+``input_tokens`` counts only the uncached part); cache reads are priced at
+``cached_input`` when the prices give it, cache writes at ``input`` (Anthropic
+bills them 1.25x: a cost that uses them is a lower bound).
 
 Rate limits go through the endpoint's shared limiter
 (:mod:`hr_core.models._ratelimit`, which reads ``retry-after`` and the
@@ -33,12 +38,13 @@ messages, records or cache keys.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import time
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Any, Final, Literal, cast
 
 from hr_core.models._ratelimit import (
     CALL_DEADLINE,
@@ -49,14 +55,20 @@ from hr_core.models._ratelimit import (
     estimate_tokens,
     limiter_for,
 )
-from hr_core.models.base import ChatMessage, ModelCallError, ModelConfigError, ModelReply
+from hr_core.models.base import (
+    ChatMessage,
+    ModelCallError,
+    ModelConfigError,
+    ModelReply,
+    StructuredOutputRejectedError,
+)
 from hr_core.models.openai_client import (
-    Price,
     Sleep,
     _backoff,
     _explicit_key_name,
     _retry_after,
     _Secret,
+    _with_schema,
     find_price,
 )
 from hr_core.results import Usage
@@ -114,8 +126,8 @@ class AnthropicChatModel:
         api_key: the key itself (kept private), else ...
         api_key_env: ... the environment variable holding it (default
             ``ANTHROPIC_API_KEY``; no other variable is read).
-        prices: USD per million tokens (see :func:`find_price`); cache reads and
-            writes are priced as input tokens unless ``cached_input`` is given.
+        prices: USD per million tokens (see :func:`find_price`); cache reads are
+            priced at ``cached_input`` when given, else as input tokens.
         timeout, max_retries, concurrency: seconds per attempt, retries of a
             transient failure (rate limits are waited out instead), this model's share
             of its endpoint's concurrency ceiling.
@@ -123,6 +135,8 @@ class AnthropicChatModel:
             known; without a run deadline, how long rate limits are waited out.
         max_tokens: ``max_tokens`` when the params give none.
         params: default request parameters.
+        structured_output: ``"json_schema"`` (``output_config.format``) or
+            ``"instructions"`` (the schema in the system prompt).
 
     Example:
         >>> AnthropicChatModel("claude-haiku-4-5", base_url="http://127.0.0.1:9/",
@@ -152,9 +166,14 @@ class AnthropicChatModel:
         rpm: float | None = None,
         tpm: float | None = None,
         rate_limit_wait_s: float = 900.0,
+        structured_output: Literal["json_schema", "instructions"] = "json_schema",
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ModelConfigError("anthropic: the model name must be a non-empty string")
+        if structured_output not in ("json_schema", "instructions"):
+            raise ModelConfigError(f"anthropic:{name}: structured_output must be 'json_schema' "
+                                   f"or 'instructions', not {structured_output!r}")
+        self.structured_output = structured_output
         if concurrency < 1 or max_retries < 0 or timeout <= 0 or max_tokens < 1:
             raise ModelConfigError(f"anthropic:{name}: need concurrency >= 1, max_retries >= 0,"
                                    " timeout > 0 and max_tokens >= 1")
@@ -168,7 +187,7 @@ class AnthropicChatModel:
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
         self.retry_after_max_s = retry_after_max_s
-        self.price, self.cached_input_per_million = _split_prices(prices, name)
+        self.price = find_price(prices, self.provider, name)
         self.params = dict(params or {})
         _check_params(name, self.params)
         self.rpm, self.tpm = rpm, tpm
@@ -196,6 +215,18 @@ class AnthropicChatModel:
     @property
     def spec(self) -> str:
         return f"{self.provider}:{self.name}"
+
+    @property
+    def endpoint(self) -> str:
+        """Where requests go (``base_url``, ``ANTHROPIC_BASE_URL`` or Anthropic's)."""
+        return self.base_url
+
+    def request_identity(self) -> dict[str, Any]:
+        """What decides a request besides messages, parameters and schema (the response
+        cache's key takes it): the endpoint, the default ``max_tokens``, how a schema
+        is asked for."""
+        return {"endpoint": self.endpoint, "max_tokens": self.max_tokens,
+                "structured_output": self.structured_output}
 
     def __repr__(self) -> str:
         return f"AnthropicChatModel({self.spec!r}, base_url={self.base_url!r})"
@@ -247,6 +278,8 @@ class AnthropicChatModel:
         if "stop" in merged:
             stop = merged.pop("stop")
             merged["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
+        use_format = schema is not None and self.structured_output == "json_schema"
+        messages = _with_schema(messages, schema, not use_format)
         system = [str(m.get("content", "")) for m in messages if m.get("role") == "system"]
         turns = [{"role": str(m.get("role")), "content": str(m.get("content", ""))}
                  for m in messages if m.get("role") != "system"]
@@ -254,7 +287,7 @@ class AnthropicChatModel:
                                 **merged, "messages": turns}
         if system:
             body["system"] = "\n\n".join(system)
-        if schema is not None:
+        if use_format and schema is not None:
             config = dict(body.get("output_config") or {})
             config["format"] = {"type": "json_schema", "schema": dict(schema)}
             body["output_config"] = config
@@ -316,7 +349,7 @@ class AnthropicChatModel:
             started = time.perf_counter()
             outcome: Outcome = "cancelled"
             headers: Any = None
-            reply: tuple[str, Usage, str | None] | None = None
+            reply: ModelReply | None = None
             try:
                 raw = await client.messages.with_raw_response.create(
                     model=body["model"], max_tokens=body["max_tokens"],
@@ -347,6 +380,13 @@ class AnthropicChatModel:
                     continue
                 if kind == "error":
                     outcome = "error"
+                    if "output_config" in body and _status(exc) in (400, 422):
+                        raise StructuredOutputRejectedError(self._redact(
+                            f"{self.spec}: the server rejected the request's JSON schema "
+                            f"(output_config.format json_schema): {_describe(exc)}; use a "
+                            "model with structured outputs, or set structured_output: "
+                            "instructions on the model (the schema then goes into the system "
+                            "prompt)")) from None
                     raise ModelCallError(self._redact(
                         f"{self.spec}: call failed: {_describe(exc)}")) from None
                 outcome = "server_error"
@@ -361,19 +401,19 @@ class AnthropicChatModel:
                 await self._sleep(self.delay(attempt, _retry_after(exc)))
                 continue
             finally:
-                used = None if reply is None else reply[1]
+                used = None if reply is None else reply.usage
                 tokens_used = None if used is None or used.tokens_in is None else (
                     used.tokens_in + (used.tokens_out or 0))
                 limiter.release(permit, outcome, headers=headers, tokens_used=tokens_used,
                                 completion_tokens=None if used is None else used.tokens_out)
-            return ModelReply(reply[0], reply[1], cached=False,
-                              latency_s=time.perf_counter() - started, finish_reason=reply[2])
+            return dataclasses.replace(reply, latency_s=time.perf_counter() - started)
 
     def _keep_limits(self, headers: Any) -> None:
         self.rate_limits = {k.lower(): v for k, v in headers.items()
                             if k.lower().startswith("anthropic-ratelimit-")}
 
-    def _read(self, message: Any) -> tuple[str, Usage, str | None]:
+    def _read(self, message: Any) -> ModelReply:
+        """The reply of a message: text, usage and cost, stop reason, refusal."""
         try:
             blocks = message.content
             parts = [b.text for b in blocks if getattr(b, "type", None) == "text"]
@@ -385,36 +425,18 @@ class AnthropicChatModel:
         read = getattr(usage, "cache_read_input_tokens", None) or 0
         tokens_out = getattr(usage, "output_tokens", None)
         tokens_in = None if fresh is None else fresh + written + read
+        cost = None if self.price is None or (tokens_in is None and tokens_out is None) \
+            else self.price.cost(tokens_in, tokens_out, read)
         stop = getattr(message, "stop_reason", None)
-        return "".join(parts), Usage(tokens_in=tokens_in, tokens_out=tokens_out,
-                                     cost_usd=self._cost(fresh, written + read, tokens_out)), \
-            finish_reason(stop if isinstance(stop, str) else None)
-
-    def _cost(self, fresh: int | None, cached: int, tokens_out: int | None) -> float | None:
-        if self.price is None or (fresh is None and tokens_out is None):
-            return None
-        cached_rate = self.cached_input_per_million
-        if cached_rate is None:
-            return self.price.cost((fresh or 0) + cached, tokens_out)
-        return (self.price.cost(fresh or 0, tokens_out) or 0.0) + cached * cached_rate / 1e6
-
-
-def _split_prices(prices: Any, name: str) -> tuple[Price | None, float | None]:
-    """This model's input/output price and its ``cached_input`` price (USD/M), if any."""
-    if not isinstance(prices, Mapping):
-        return find_price(prices, "anthropic", name), None
-    own = "input" in prices or "output" in prices
-    entry = prices if own else prices.get(f"anthropic:{name}", prices.get(name))
-    if not isinstance(entry, Mapping) or "cached_input" not in entry:
-        return find_price(prices, "anthropic", name), None
-    cached = entry["cached_input"]
-    plain = {k: v for k, v in entry.items() if k != "cached_input"}
-    if cached is None:
-        return find_price(plain, "anthropic", name), None
-    if not isinstance(cached, int | float) or isinstance(cached, bool) or cached < 0:
-        raise ModelConfigError(f"price for anthropic:{name}: cached_input must be a "
-                               f"non-negative number (USD/M), not {cached!r}")
-    return find_price(plain, "anthropic", name), float(cached)
+        refusal = None
+        if stop == "refusal":
+            details = getattr(message, "stop_details", None)
+            refusal = (getattr(details, "explanation", None)
+                       or "the model stopped with stop_reason 'refusal'")
+        return ModelReply("".join(parts), Usage(tokens_in=tokens_in, tokens_out=tokens_out,
+                                                cost_usd=cost),
+                          finish_reason=finish_reason(stop if isinstance(stop, str) else None),
+                          refusal=refusal, content_null=not parts)
 
 
 def _optional(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -448,6 +470,11 @@ def _kind(exc: BaseException) -> str:
     if status in _RATE_LIMIT_STATUSES:
         return "rate_limit"
     return "transient" if status in _RETRY_STATUSES or status >= 500 else "error"
+
+
+def _status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
 
 
 def _error_field(exc: Any, *path: str) -> Any:

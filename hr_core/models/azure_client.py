@@ -17,7 +17,10 @@ of:
   ``Authorization: Bearer``.
 
 Everything else (retries, rate limits, reply fields, structured output) is the
-OpenAI client's: Azure speaks the same chat-completions wire format.
+OpenAI client's: Azure speaks the same chat-completions wire format. A prompt
+that Azure's content filter rejects (HTTP 400 ``content_filter``) is a refusal
+reply, as a completion stopped by the filter (``finish_reason``
+``content_filter``) is.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 from urllib.parse import quote
 
-from hr_core.models.base import ModelConfigError
+from hr_core.models.base import ModelConfigError, ModelReply
 from hr_core.models.openai_client import OpenAIChatModel, _Secret
 
 __all__ = ["DEFAULT_API_VERSION", "AzureOpenAIChatModel", "TokenCommand"]
@@ -179,6 +182,20 @@ class AzureOpenAIChatModel(OpenAIChatModel):
         if self._azure_key_env is None:
             return ""
         return os.environ.get(self._azure_key_env) or ""
+
+    def _refused(self, exc: Any) -> ModelReply | None:
+        """Azure's content filter rejecting the prompt (HTTP 400, ``code``
+        ``content_filter``): the run is a ``refusal``, not an error."""
+        body = getattr(exc, "body", None)
+        error = body.get("error", body) if isinstance(body, dict) else None
+        if not isinstance(error, dict) or error.get("code") != "content_filter":
+            return None
+        categories = (error.get("innererror") or {}).get("content_filter_result") or {}
+        filtered = sorted(k for k, v in categories.items()
+                          if isinstance(v, dict) and v.get("filtered"))
+        why = f" ({', '.join(filtered)})" if filtered else ""
+        return ModelReply("", finish_reason="content_filter",
+                          refusal=f"Azure's content filter refused the prompt{why}")
 
     def _new_client(self) -> Any:
         from openai import AsyncAzureOpenAI

@@ -498,6 +498,9 @@ class OpenAIChatModel:
                 outcome = "ok"
             except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
                 outcome, headers = "error", exc.response.headers
+                refused = self._refused(exc)
+                if refused is not None:
+                    return refused
                 if use_format:
                     raise StructuredOutputRejectedError(self._redact(
                         f"{self.spec}: the server rejected the request's JSON schema "
@@ -546,6 +549,11 @@ class OpenAIChatModel:
                 limiter.release(permit, outcome, headers=headers, tokens_used=tokens_used,
                                 completion_tokens=used[1])
             return dataclasses.replace(reply, latency_s=time.perf_counter() - started)
+
+    def _refused(self, exc: Any) -> ModelReply | None:
+        """The reply for a rejection that is the provider refusing (Azure's prompt
+        filter), else ``None`` (the rejection is an error)."""
+        return None
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait before retry number ``attempt`` (1-based)."""

@@ -84,6 +84,9 @@ def resolve_model(
             extra["params"] = dict(spec.params)
         if spec.structured_output != "json_schema":
             extra["structured_output"] = spec.structured_output
+        for field in ("api_version", "token_command"):  # azure-openai's
+            if getattr(spec, field) is not None:
+                extra[field] = getattr(spec, field)
     if not isinstance(model, str):
         if not isinstance(model, ChatModel):
             raise ModelConfigError(f"model must be a model string, a ModelSpec or a ChatModel, "

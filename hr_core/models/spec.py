@@ -15,6 +15,7 @@ this mapping::
       concurrency: 8                   # ceiling of calls in flight
       params: {temperature: 0, max_tokens: 64}
       structured_output: json_schema   # or instructions (the schema in the system message)
+      api_version: 2024-10-21          # azure-openai only (also token_command: an Entra token)
 
 :func:`hr_core.models.registry.resolve_model` builds the chat model from it.
 :meth:`ModelSpec.decides` is what decides an answer (provider, model, endpoint,
@@ -81,6 +82,22 @@ class ModelSpec(BaseModel):
     concurrency: int | None = Field(default=None, ge=1, le=10_000)
     params: dict[str, Any] = Field(default_factory=dict)
     structured_output: Literal["json_schema", "instructions"] = "json_schema"
+    api_version: str | None = Field(default=None, min_length=1, max_length=64)
+    """``azure-openai`` only: the ``api-version`` (else ``OPENAI_API_VERSION``, else
+    hr's default); it decides answers."""
+    token_command: str | list[str] | None = Field(default=None, min_length=1)
+    """``azure-openai`` only: a command printing an Entra ID token, sent instead of a
+    key (the command is not the key; it decides no answer)."""
+
+    @model_validator(mode="after")
+    def _azure_fields_on_azure_only(self) -> ModelSpec:
+        for field in ("api_version", "token_command"):
+            if getattr(self, field) is not None and self.provider != "azure-openai":
+                raise ValueError(f"{field} is for azure-openai models only, not "
+                                 f"{self.provider}")
+        if self.token_command is not None and self.api_key_env is not None:
+            raise ValueError("give api_key_env or token_command, not both")
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -130,8 +147,11 @@ class ModelSpec(BaseModel):
     def decides(self) -> dict[str, Any]:
         """What decides an answer: provider, model, endpoint, request parameters and
         how structured output is asked for (no prices, limits or key variable)."""
-        return {"provider": self.provider, "model": self.model, "base_url": self.base_url,
-                "params": dict(self.params), "structured_output": self.structured_output}
+        decides = {"provider": self.provider, "model": self.model, "base_url": self.base_url,
+                   "params": dict(self.params), "structured_output": self.structured_output}
+        if self.api_version is not None:
+            decides["api_version"] = self.api_version
+        return decides
 
     @property
     def fingerprint(self) -> str:
