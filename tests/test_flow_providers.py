@@ -113,3 +113,17 @@ def test_a_yaml_judge_on_anthropic_scores_an_azure_arm_with_an_entra_token(
     assert {r.headers["x-api-key"] for r in judged} == {CLAUDE_KEY}
     assert "2025-01-01-preview" in json.dumps(bench.manifest)  # the api-version decides
     assert token not in json.dumps(bench.manifest)
+
+
+@pytest.mark.parametrize("model, variable", [("anthropic:claude-x", "ANTHROPIC_API_KEY"),
+                                             ("azure-openai:dep", "AZURE_OPENAI_API_KEY")])
+def test_a_missing_key_is_a_spec_error_before_any_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: str, variable: str) -> None:
+    """Before: every run of the arm was an error saying so; now the plan refuses at once."""
+    from hr_core.engine.session import plan_benchmark
+    from hr_core.errors import SpecError
+
+    monkeypatch.delenv(variable, raising=False)
+    arm = {"model": model, "base_url": "https://example.invalid", "prompt": "{question}"}
+    with pytest.raises(SpecError, match=f"arm 'llm': .*set the environment variable {variable}"):
+        plan_benchmark({"llm": arm}, ITEMS, store=str(tmp_path))
