@@ -105,8 +105,7 @@ def test_stop_reason_refusal_is_a_refusal(server: FakeAnthropicServer) -> None:
     server.inject("refusal")
     reply = _complete(_model(server))
     assert reply.text == "" and reply.finish_reason == "refusal"
-    assert reply.failure() == ("refusal", "the model refused: the model stopped with "
-                                          "stop_reason 'refusal'")
+    assert reply.failure() == ("refusal", "the model refused (finish_reason 'refusal')")
 
 
 def test_a_reply_without_text_blocks_is_a_parse_failure(server: FakeAnthropicServer) -> None:

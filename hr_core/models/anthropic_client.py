@@ -428,11 +428,10 @@ class AnthropicChatModel:
         cost = None if self.price is None or (tokens_in is None and tokens_out is None) \
             else self.price.cost(tokens_in, tokens_out, read)
         stop = getattr(message, "stop_reason", None)
-        refusal = None
+        refusal = None  # without an explanation, finish_reason 'refusal' says it
         if stop == "refusal":
-            details = getattr(message, "stop_details", None)
-            refusal = (getattr(details, "explanation", None)
-                       or "the model stopped with stop_reason 'refusal'")
+            explanation = getattr(getattr(message, "stop_details", None), "explanation", None)
+            refusal = explanation if isinstance(explanation, str) and explanation else None
         return ModelReply("".join(parts), Usage(tokens_in=tokens_in, tokens_out=tokens_out,
                                                 cost_usd=cost),
                           finish_reason=finish_reason(stop if isinstance(stop, str) else None),
