@@ -26,8 +26,8 @@ from hr_core.engine.lock import RunLock
 from hr_core.errors import CorruptRunError
 from hr_core.identity import fingerprint
 
-__all__ = ["RunStore", "git_commit", "local_dir", "package_versions", "rerun_hint", "run_id_for",
-           "utc_now"]
+__all__ = ["RunFolder", "RunStore", "git_commit", "local_dir", "package_versions", "rerun_hint",
+           "run_id_for", "utc_now"]
 
 MANIFEST = "manifest.json"
 RUNS = "runs.parquet"
@@ -167,7 +167,58 @@ def local_dir(url: str) -> Path:
     return Path(base) / digest
 
 
-class RunStore:
+class RunFolder:
+    """A run folder as read, on local disk or at an fsspec URL (``s3://...``): reports and
+    readers open any run folder with it; :class:`RunStore` (the writer, with the journal
+    and lock) is one too, so every reader and writer goes through one class.
+
+    Example:
+        >>> import tempfile
+        >>> folder = RunFolder(tempfile.mkdtemp() + "/")
+        >>> folder.exists("manifest.json"), folder.shown("manifest.json").endswith("/manifest.json")
+        (False, True)
+    """
+
+    def __init__(self, run_dir: str | os.PathLike[str]) -> None:
+        self.run_dir = os.fspath(run_dir).rstrip("/") or "."
+        """The folder as given (a path or URL): how messages name it."""
+        self.fs, self._root = fsspec.core.url_to_fs(self.run_dir)
+
+    def path(self, filename: str) -> str:
+        """A file's path on the folder's filesystem."""
+        return f"{self._root}/{filename}"
+
+    def shown(self, filename: str) -> str:
+        """How a file is named in messages: the folder as given, plus the file."""
+        return f"{self.run_dir}/{filename}"
+
+    def exists(self, filename: str) -> bool:
+        return bool(self.fs.exists(self.path(filename)))
+
+    def is_file(self, filename: str) -> bool:
+        return bool(self.fs.isfile(self.path(filename)))
+
+    def open(self, filename: str, mode: str = "rb") -> Any:
+        return self.fs.open(self.path(filename), mode)
+
+    def json_files(self, sub: str) -> list[str]:
+        """The ``.json`` files of a sub-folder (``validations``), as ``sub/name``, sorted."""
+        folder = self.path(sub)
+        if not self.fs.isdir(folder):
+            return []
+        return sorted(f"{sub}/{p.rsplit('/', 1)[-1]}" for p in self.fs.ls(folder, detail=False)
+                      if str(p).endswith(".json"))
+
+    def read_bytes(self, filename: str) -> bytes:
+        with self.fs.open(self.path(filename), "rb") as handle:
+            return bytes(handle.read())
+
+    def read_text(self, filename: str) -> str:
+        with self.fs.open(self.path(filename), "r", encoding="utf-8") as handle:
+            return str(handle.read())
+
+
+class RunStore(RunFolder):
     """Where one benchmark run lives: ``<store>/<name>/<run_id>/`` (local or fsspec URL).
 
     The journal is always a local file (appends with fsync): in the run folder for
@@ -186,9 +237,8 @@ class RunStore:
         self.store = os.fspath(store)
         self.name = name
         self.run_id = run_id
-        self.run_dir = inside(self.store, f"{self.store.rstrip('/')}/{name}/{run_id}",
-                              "run folder")
-        self.fs, self._root = fsspec.core.url_to_fs(self.run_dir)
+        super().__init__(inside(self.store, f"{self.store.rstrip('/')}/{name}/{run_id}",
+                                "run folder"))
         journal_dir = Path(self._root) if self.local else local_dir(self.run_dir)
         self.journal = Journal(journal_dir / JOURNAL)
         self.lock = RunLock(journal_dir, label=self.run_dir)
@@ -224,12 +274,6 @@ class RunStore:
             absolute = Path(os.path.abspath(text.removeprefix("file://")))
             return cls(str(absolute.parent.parent), absolute.parent.name, absolute.name)
         return cls(store, name, run_id)
-
-    def path(self, filename: str) -> str:
-        return f"{self._root}/{filename}"
-
-    def exists(self, filename: str) -> bool:
-        return bool(self.fs.exists(self.path(filename)))
 
     def _ensure_dir(self) -> None:
         self.fs.makedirs(self._root, exist_ok=True)
@@ -296,14 +340,6 @@ class RunStore:
 
         self._write(filename, write)
         return digest.hexdigest()
-
-    def read_bytes(self, filename: str) -> bytes:
-        with self.fs.open(self.path(filename), "rb") as handle:
-            return bytes(handle.read())
-
-    def read_text(self, filename: str) -> str:
-        with self.fs.open(self.path(filename), "r", encoding="utf-8") as handle:
-            return str(handle.read())
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         self.write_text(MANIFEST, json.dumps(manifest, indent=2, sort_keys=True, default=str))

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from hr_core.engine.runs_file import STAT_COLUMNS, RowTexts, RunsFile
-from hr_core.engine.store import rerun_hint
+from hr_core.engine.store import RunFolder, rerun_hint
 from hr_core.errors import HrError
 from hr_core.report.items import ItemText, ItemTexts
 
@@ -119,46 +119,19 @@ def attach_comparison(
                   {"judge": dict(judge), "summary": rows})
 
 
-class _Folder:
-    """A run folder on local disk or at an fsspec URL (``s3://...``): the reads a report needs."""
-
-    def __init__(self, run_dir: str | Path) -> None:
-        import fsspec
-
-        self.text = str(run_dir).rstrip("/") or "."
-        self.fs, self.root = fsspec.core.url_to_fs(self.text)
-
-    def name(self, filename: str) -> str:
-        """How a file is named in messages: the path or URL the user gave, plus the file."""
-        return f"{self.text}/{filename}"
-
-    def is_file(self, filename: str) -> bool:
-        return bool(self.fs.isfile(f"{self.root}/{filename}"))
-
-    def open(self, filename: str, mode: str = "rb") -> Any:
-        return self.fs.open(f"{self.root}/{filename}", mode)
-
-    def json_files(self, sub: str) -> list[str]:
-        folder = f"{self.root}/{sub}"
-        if not self.fs.isdir(folder):
-            return []
-        return sorted(f"{sub}/{p.rsplit('/', 1)[-1]}" for p in self.fs.ls(folder, detail=False)
-                      if str(p).endswith(".json"))
-
-
-def _read_json_dir(folder: _Folder, sub: str) -> list[dict[str, Any]]:
+def _read_json_dir(folder: RunFolder, sub: str) -> list[dict[str, Any]]:
     records = []
     for filename in folder.json_files(sub):
         try:
             with folder.open(filename) as handle:
                 records.append(json.loads(handle.read()))
         except (OSError, ValueError) as exc:
-            raise ReportError(f"{folder.name(filename)}: not a readable JSON record ({exc})"
+            raise ReportError(f"{folder.shown(filename)}: not a readable JSON record ({exc})"
                               ) from exc
     return records
 
 
-def _read_frame(folder: _Folder, stem: str) -> pd.DataFrame | None:
+def _read_frame(folder: RunFolder, stem: str) -> pd.DataFrame | None:
     for suffix, reader in ((".parquet", pd.read_parquet), (".csv", pd.read_csv)):
         filename = f"{stem}{suffix}"
         if folder.is_file(filename):
@@ -166,7 +139,7 @@ def _read_frame(folder: _Folder, stem: str) -> pd.DataFrame | None:
                 with folder.open(filename) as handle:
                     return reader(handle)
             except (OSError, ValueError) as exc:
-                raise ReportError(f"{folder.name(filename)} is corrupt or truncated "
+                raise ReportError(f"{folder.shown(filename)} is corrupt or truncated "
                                   f"({type(exc).__name__}: {exc}); {rerun_hint()}") from exc
     return None
 
@@ -178,10 +151,10 @@ class _LazyItems(Mapping[str, tuple[Any, Any]]):
     made; a lookup by id alone indexes the ids once (at 1M runs, indexing the 333k lines
     was half of ``hr report``'s time, parsing them all 1.8 s)."""
 
-    def __init__(self, folder: _Folder, filename: str) -> None:
+    def __init__(self, folder: RunFolder, filename: str) -> None:
         self._folder = folder
         self._filename = filename
-        self._name = folder.name(filename)
+        self._name = folder.shown(filename)
         self._starts: np.ndarray | None = None
         self._lines: dict[str, int] | None = None
 
@@ -271,7 +244,7 @@ _ID_START = '{"id":"'
 from the line's start without parsing the rest; other lines are parsed whole."""
 
 
-def _read_items(folder: _Folder) -> Mapping[str, ItemText]:
+def _read_items(folder: RunFolder) -> Mapping[str, ItemText]:
     filename = "reference.jsonl"
     if not folder.is_file(filename):
         return {}
@@ -298,33 +271,34 @@ def load_report_inputs(run_dir: str | Path) -> ReportInputs:
         ReportError: the folder is not a run directory (no ``manifest.json`` or
             ``runs.parquet``) or a file in it cannot be read.
     """
-    folder = _Folder(run_dir)
+    folder = RunFolder(run_dir)
     if not folder.is_file("manifest.json"):
         raise ReportError(
-            f"{folder.text}: no manifest.json here; give a run directory such as "
+            f"{folder.run_dir}: no manifest.json here; give a run directory such as "
             "results/<name>/<run id>/ (the path `hr run` printed)"
         )
     try:
         with folder.open("manifest.json") as handle:
             manifest = json.loads(handle.read())
     except (OSError, ValueError) as exc:
-        raise ReportError(f"{folder.name('manifest.json')} is corrupt or truncated (not valid "
+        raise ReportError(f"{folder.shown('manifest.json')} is corrupt or truncated (not valid "
                           f"JSON: {exc}); {rerun_hint()}") from exc
     texts = None
     runs: pd.DataFrame | None
     if folder.is_file("runs.parquet"):  # the columns the report computes from; texts by row
         stored = RunsFile(lambda: folder.open("runs.parquet"), lambda exc: ReportError(
-            f"{folder.name('runs.parquet')} is corrupt or truncated "
+            f"{folder.shown('runs.parquet')} is corrupt or truncated "
             f"({type(exc).__name__}: {exc}); {rerun_hint()}"))
         runs = stored.read(STAT_COLUMNS)
         texts = RowTexts(stored)
     else:
         runs = _read_frame(folder, "runs")
     if runs is None:
-        raise ReportError(f"{folder.text}: no runs.parquet; the run has not finished writing")
+        raise ReportError(f"{folder.run_dir}: no runs.parquet; the run has not finished writing")
     summary = _read_frame(folder, "summary")
     if summary is None:
-        raise ReportError(f"{folder.text}: no summary.parquet or summary.csv; rerun to finish it")
+        raise ReportError(f"{folder.run_dir}: no summary.parquet or summary.csv; rerun to "
+                          "finish it")
     validations = _read_json_dir(folder, "validations")
     scorer_record = _judge_scorer_record(manifest)
     if scorer_record is not None and all(v.get("hash") != scorer_record.get("hash")
@@ -336,7 +310,7 @@ def load_report_inputs(run_dir: str | Path) -> ReportInputs:
         summary=summary,
         validations=validations,
         comparisons=_read_json_dir(folder, "comparisons"),
-        run_dir=folder.text,
+        run_dir=folder.run_dir,
         items=_read_items(folder),
         texts=texts,
         slices=_read_frame(folder, "summary_slices"),
