@@ -11,7 +11,7 @@ from typing import Any
 
 from hr_core import ArmResult
 
-__all__ = ["metered", "rate_limited", "reference_rows"]
+__all__ = ["Counted", "metered", "rate_limited", "reference_rows"]
 
 TOKENS_PER_CALL = 10
 
@@ -35,3 +35,20 @@ async def rate_limited(question: str) -> str:
 
     await asyncio.sleep(0.05)
     return f"a{question}"
+
+
+class Counted:
+    """An arm that appends ``<pid> <question>`` to a file for each call (calls counted
+    across worker processes) and answers right after ``delay`` seconds."""
+
+    def __init__(self, path: str, delay: float = 0.02) -> None:
+        self.path = path
+        self.delay = delay
+
+    def __call__(self, question: str) -> str:
+        import os
+
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(f"{os.getpid()} {question}\n")
+        time.sleep(self.delay)
+        return f"a{question}"

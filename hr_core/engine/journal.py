@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -109,17 +110,55 @@ class Journal:
         """Records this process wrote to the fallback journal."""
 
     def read(self) -> dict[RunKey, dict[str, Any]]:
-        """Every complete record (the fallback's after the journal's), de-duplicated
-        by ``(arm, item_id, run)``."""
+        """Every complete record (the worker journals' and then the fallback's after the
+        journal's), de-duplicated by ``(arm, item_id, run)``."""
         records: dict[RunKey, dict[str, Any]] = {}
-        for path in (self.path, self.fallback):
-            if path.exists():
-                self._read_into(records, path)
+        for path in self.files():
+            self._read_into(records, path)
         return records
 
+    def files(self) -> list[Path]:
+        """The files that hold this journal's records, in reading order: the journal,
+        the worker journals (:meth:`worker_files`), the fallback; those that exist."""
+        paths = [self.path, *self.worker_files(), self.fallback]
+        return [path for path in paths if path.exists()]
+
+    def worker_path(self, chunk: int) -> Path:
+        """A new worker journal for one attempt of chunk ``chunk`` (a Dask or Ray worker
+        writes its finished runs there as they finish):
+        ``journal.w-<chunk>-<uuid>.jsonl`` beside the journal."""
+        return self.path.with_name(f"{self.path.stem}.w-{chunk}-{uuid.uuid4().hex}.jsonl")
+
+    def worker_files(self, chunk: int | None = None) -> list[Path]:
+        """The worker journals beside this journal (of one chunk's attempts, or all)."""
+        tag = "*" if chunk is None else f"{chunk}-*"
+        return sorted(self.path.parent.glob(f"{self.path.stem}.w-{tag}.jsonl"))
+
+    def take_in_workers(self) -> int:
+        """Append every worker journal's whole records to the journal (fsync'ed), then
+        delete the worker journals; returns how many files were taken in."""
+        sides = self.worker_files()
+        if not sides:
+            return 0
+        self.flush()  # repairs the journal's last line first
+        if self.error is not None:
+            return 0
+        for side in sides:
+            with side.open("rb") as handle:
+                end, newline = _records_end(handle)
+                handle.seek(0)
+                data = handle.read(end)
+            try:
+                _append(self.path, data + b"\n" if newline else data)
+            except OSError as exc:
+                self.error = write_error(self.path, exc)
+                return 0
+            side.unlink()
+        return len(sides)
+
     def clear(self) -> None:
-        """Delete the journal and its fallback (a run started over)."""
-        for path in (self.path, self.fallback):
+        """Delete the journal, its worker journals and its fallback (a run started over)."""
+        for path in (self.path, *self.worker_files(), self.fallback):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 

@@ -16,6 +16,7 @@ a million item ids. ``Benchmark.runs`` leaves it out.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
@@ -95,8 +96,8 @@ class RunPositions:
 
 
 def _journal_files(journal: Journal) -> list[Path]:
-    """The journal's files that exist: its own, then its fallback."""
-    return [Path(p) for p in (journal.path, journal.fallback) if Path(p).exists()]
+    """The journal's files that exist: its own, its worker journals, its fallback."""
+    return journal.files()
 
 
 def _journal_lines(journal: Journal) -> Iterator[tuple[int, int, bytes, dict[str, Any]]]:
@@ -223,7 +224,8 @@ def compact_journal(journal: Journal) -> bool:
         Whether the journal was rewritten.
     """
     fallback = Path(journal.fallback)
-    has_fallback = fallback.exists()
+    sides = journal.worker_files()
+    has_fallback = fallback.exists() or bool(sides)
     latest: dict[tuple[str, str, int], int] = {}
     count = 0
     for count, (_, _, _, record) in enumerate(_journal_lines(journal), start=1):
@@ -240,7 +242,8 @@ def compact_journal(journal: Journal) -> bool:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, journal.path)
-    if has_fallback:
-        fallback.unlink()
+    for path in (fallback, *sides):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
     return True
 

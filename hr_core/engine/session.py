@@ -840,7 +840,8 @@ class BenchmarkSession:
                          default=str)
             for i in self.plan.reference))
         self.store.write_manifest(bench.manifest)
-        if self._superseded or self.journal.fallback.exists():
+        if (self._superseded or self.journal.fallback.exists()
+                or self.journal.worker_files()):
             compact_journal(self.journal)  # the results are safely written
         self.store.copy_journal()
 

@@ -1,0 +1,79 @@
+"""A Dask worker process killed (SIGKILL, by PID) mid-chunk loses its runs in flight only.
+
+Each submitted chunk writes its finished runs to a worker journal beside the
+journal as they finish (tasks/remote.py); the next run of the benchmark reads it
+and calls the arm only for the runs not journaled. The arm appends one line per
+call to a file, so calls are counted across processes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from flows import hr_benchmark
+from flows.runners import make_task_runner
+from hr_core import hr_reference
+
+ITEMS = 300
+CONCURRENCY = 2
+KILL_AFTER = 60  # calls made before the worker is killed
+
+
+def _calls(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+def _kill_worker_after(path: Path, calls: int, killed: list[int]) -> None:
+    """Wait for ``calls`` calls, then SIGKILL the worker process that made the first."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        lines = _calls(path)
+        if len(lines) >= calls:
+            pid = int(lines[0].split()[0])
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+            return
+        time.sleep(0.005)
+
+
+def test_a_killed_dask_worker_costs_its_runs_in_flight_only(
+    prefect_harness: None, tmp_path: Path,
+) -> None:
+    import dask
+    from distributed import LocalCluster
+    from scale_arms import Counted, reference_rows
+
+    calls = tmp_path / "calls.txt"
+    reference = hr_reference(reference_rows(ITEMS), item="question")
+    arms = {"counted": Counted(str(calls))}
+    store = str(tmp_path / "store")
+    killed: list[int] = []
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
+        runner = make_task_runner("dask", address=cluster.scheduler_address)
+        killer = threading.Thread(target=_kill_worker_after, args=(calls, KILL_AFTER, killed))
+        killer.start()
+        with pytest.raises(Exception, match=r"(?i)killed|worker"):  # KilledWorker: no retry
+            hr_benchmark(arms, reference, store=store, chunk_size=ITEMS,
+                         concurrency=CONCURRENCY, task_runner=runner)
+        killer.join()
+    assert killed, "the worker was never killed"
+    first = len(_calls(calls))
+    assert KILL_AFTER <= first < ITEMS
+    journals = list(Path(store).rglob("journal.w-0-*.jsonl"))
+    assert len(journals) == 1, journals  # the dead worker's own journal, kept
+
+    bench = hr_benchmark(arms, reference, store=store, chunk_size=ITEMS,
+                         concurrency=CONCURRENCY)  # resumes the same run id
+    rerun = len(_calls(calls)) - first
+    print(f"first invocation: {first} calls; rerun: {rerun} calls")
+    # before: the rerun made all 300 calls (nothing of the chunk reached the journal)
+    assert ITEMS - first <= rerun <= ITEMS - first + CONCURRENCY + 1, (first, rerun)
+    assert len(bench.runs) == ITEMS and bench.runs["correct"].all()
+    assert not list(Path(store).rglob("journal.w-*.jsonl"))  # taken into the journal
