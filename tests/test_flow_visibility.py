@@ -12,7 +12,12 @@ from typing import Any
 import pandas as pd
 import pytest
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+from prefect.client.schemas.filters import (
+    FlowRunFilter,
+    FlowRunFilterId,
+    LogFilter,
+    LogFilterFlowRunId,
+)
 
 from flows import hr_benchmark
 from flows.benchmark import benchmark_flow
@@ -245,3 +250,22 @@ def test_a_misspelt_prompt_field_stops_hr_run_before_any_call(
                           "which no item has (did you mean `question`?"), err
     assert "Traceback" not in out + err
     assert not (tmp_path / "store").exists()  # nothing ran: no run folder, no journal
+
+
+def test_task_runs_carry_no_tags_so_no_tag_concurrency_slot_is_acquired(
+    prefect_harness: None, tmp_path: Path,
+) -> None:
+    """Issue 25: a tagged task run waits for a tag-concurrency slot (2+ s when Prefect's
+    no-limits cache has expired); the flow run keeps its tags, its task runs have none."""
+    bench = hr_benchmark({"good": good}, ITEMS, store=str(tmp_path), name="untagged")
+
+    async def read() -> tuple[list[str], list[list[str]]]:
+        async with get_client() as client:
+            run = await client.read_flow_run(bench.manifest["flow_run_id"])
+            tasks = await client.read_task_runs(flow_run_filter=FlowRunFilter(
+                id=FlowRunFilterId(any_=[run.id])))
+        return run.tags, [t.tags for t in tasks]
+
+    flow_tags, task_tags = asyncio.run(read())
+    assert {"hr", "untagged"} <= set(flow_tags)
+    assert task_tags and all(tags == [] for tags in task_tags)
