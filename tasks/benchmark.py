@@ -134,7 +134,8 @@ class ProgressPublisher:
         if percent == self.last:
             return
         self.last = percent
-        text = markdown_text("; ".join(progress_text(*row) for row in rows))
+        # the arm names are data (escaped); hr's own words stay plain
+        text = "; ".join(progress_text(markdown_text(arm), *rest) for arm, *rest in rows)
         client = _run_client()
         if self.id is None:
             created = await ProgressArtifact(
