@@ -77,3 +77,34 @@ def test_a_killed_dask_worker_costs_its_runs_in_flight_only(
     assert ITEMS - first <= rerun <= ITEMS - first + CONCURRENCY + 1, (first, rerun)
     assert len(bench.runs) == ITEMS and bench.runs["correct"].all()
     assert not list(Path(store).rglob("journal.w-*.jsonl"))  # taken into the journal
+
+
+def test_a_retried_chunk_skips_the_runs_its_dead_attempt_journaled(tmp_path: Path) -> None:
+    """What Dask's retry of a chunk does (its default): the runs in the dead attempt's
+    worker journal are returned, not made again (the task's own function, no cluster)."""
+    import asyncio
+
+    from scale_arms import Counted, reference_rows
+
+    from hr_core.engine.budget import BudgetLedger
+    from hr_core.engine.journal import Journal
+    from hr_core.engine.session import plan_benchmark
+    from tasks.remote import run_chunk_remote
+
+    calls = tmp_path / "calls.txt"
+    plan = plan_benchmark({"counted": Counted(str(calls), delay=0)},
+                          hr_reference(reference_rows(10), item="question"), store=str(tmp_path))
+    journal = Journal(tmp_path / "journal.jsonl")
+    dead = Journal(journal.worker_path(3))  # an earlier attempt of chunk 3 made q0..q3
+    for i in range(4):
+        dead.append({"arm": "counted", "item_id": f"q{i}", "run": 1, "output": f"a{i}"})
+    dead.flush()
+    work = [(item, 1) for item in plan.reference]
+    ledger = BudgetLedger(plan.budget, plan.arms)
+    records, errors = asyncio.run(run_chunk_remote.fn(
+        plan.arms["counted"], work, plan.scorer, ledger, 2, 3, "counted", str(journal.path)))
+    assert sorted(_calls(calls)) == sorted(f"{os.getpid()} {i}" for i in range(4, 10))
+    assert sorted(r["item_id"] for r in records) == [f"q{i}" for i in range(10)]
+    assert errors == []
+    assert len(journal.worker_files(3)) == 2  # the dead attempt's and this one's
+    assert len(journal.read()) == 10  # the reader merges them
