@@ -100,6 +100,8 @@ while it runs, so `mymodule:my_arm` next to the spec works without PYTHONPATH):
   [bold]judge_store[/]          folder of judge validation records, default judges
   [bold]shared_cache[/]         true: LLM replies cached for the whole store, so fresh
                        runs replay them; default false (each run its own cache)
+  [bold]slices[/]               [field, ...]: accuracy per value of these item fields (summary,
+                       report, hr diff); not part of the run id
   [bold]stop[/]                 {when: clear, margin, level, min_items, batch, seed}: items
                        in a random order, batch by batch, stopping once the verdict is
                        clear (anytime-valid); a run without it makes the rest
