@@ -29,7 +29,8 @@ from hr_core._text import _label_text, accepted_texts, output_text, plain_digits
 from hr_core.failures import FAILURE_KINDS
 from hr_core.results import ScoreResult
 
-__all__ = ["NO_ANSWER", "SquadPrediction", "squad_golds", "squad_prediction", "squad_result"]
+__all__ = ["NO_ANSWER", "SquadPrediction", "squad_golds", "squad_golds_memo", "squad_prediction",
+           "squad_result"]
 
 NO_ANSWER = "NOT_IN_DOCUMENT"
 """The label of an unanswerable question (SQuAD's empty gold answer)."""
@@ -42,7 +43,9 @@ text compared with the gold answers (``""`` for ``NOT_IN_DOCUMENT``), and whethe
 said there is no answer (empty, or ``NOT_IN_DOCUMENT``)."""
 
 _new = tuple.__new__
-_GOLDS: dict[tuple[Fold, str], tuple[str, ...]] = {}
+_GOLDS: dict[Fold, dict[Any, tuple[str, ...]]] = {}
+"""Each folding's memo of folded labels: a str label (or a number's plain digits) by
+itself, a list label by the tuple of its texts."""
 
 
 def squad_prediction(output: Any, fold: Fold, label: Any,
@@ -89,26 +92,39 @@ def squad_golds(label: Any, fold: Fold) -> tuple[str, ...] | None:
         >>> squad_golds(["The Rhine", "the"], squad_fold), squad_golds(NO_ANSWER, squad_fold)
         (('rhine',), ('',))
     """
+    memo = _GOLDS.get(fold)
+    if memo is None:
+        memo = squad_golds_memo(fold)
     kind = type(label)
     if kind is str:
-        golds = _GOLDS.get((fold, label))
-        return remember(_GOLDS, (fold, label), _str_golds) if golds is None else golds
-    if (kind is int or kind is float) and label == label:
-        return _fold_golds(fold, (str(label) if kind is int else plain_digits(label),))
-    if kind is list or kind is tuple:
-        texts = tuple(t for t in (_label_text(v) for v in label) if t is not None)
-        if not texts:  # [] is no label (hr_core._answers), as the reader reads it
+        key: Any = label
+    elif (kind is int or kind is float) and label == label:
+        key = str(label) if kind is int else plain_digits(label)
+    elif kind is list or kind is tuple:
+        key = tuple([v if type(v) is str else _label_text(v) for v in label])
+        if None in key:  # missing values are not accepted answers
+            key = tuple([t for t in key if t is not None])
+        if not key:  # [] is no label (hr_core._answers), as the reader reads it
             return None
     else:
         found = accepted_texts(label)
         if found is None:
             return None
-        texts = found
-    return _fold_golds(fold, texts)
+        key = found
+    golds = memo.get(key)
+    if golds is None:
+        golds = remember(memo, key, lambda texts: _fold_golds(
+            fold, (texts,) if type(texts) is str else texts))
+    return golds
 
 
-def _str_golds(key: tuple[Fold, str]) -> tuple[str, ...]:
-    return _fold_golds(key[0], (key[1],))
+def squad_golds_memo(fold: Fold) -> dict[Any, tuple[str, ...]]:
+    """The memo :func:`squad_golds` keeps for ``fold``: a scorer's hot path looks a str
+    label up in it first (the label is its key) and calls :func:`squad_golds` on a miss."""
+    memo = _GOLDS.get(fold)
+    if memo is None:
+        memo = _GOLDS[fold] = {}
+    return memo
 
 
 def _fold_golds(fold: Fold, texts: tuple[str, ...]) -> tuple[str, ...]:

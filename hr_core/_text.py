@@ -208,7 +208,10 @@ def squad_fold(text: str) -> str:
         # one C pass lower-cases and drops punctuation
         words = text.encode().translate(_ASCII_LOWER, _ASCII_PUNCTUATION).decode().split()
     else:
-        words = text.lower().translate(_PUNCTUATION_TABLE).split()
+        lowered = text.lower()
+        words = lowered.split()
+        if not "".join(words).isalnum():  # else no punctuation to delete (str.translate
+            words = lowered.translate(_PUNCTUATION_TABLE).split()  # is slow on non-ASCII)
     if not words:
         return ""
     if len(words) == 1:

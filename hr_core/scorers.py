@@ -10,8 +10,8 @@ from functools import cached_property
 from numbers import Real
 from typing import Any, Literal, cast, overload
 
-from hr_core._answers import failed, has_label, sort_out, unmatched
-from hr_core._squad import squad_golds, squad_prediction, squad_result
+from hr_core._answers import failed, has_label, plain_answer, sort_out, unmatched
+from hr_core._squad import squad_golds, squad_golds_memo, squad_prediction, squad_result
 from hr_core._text import (
     _label_text,
     accepted_texts,
@@ -332,8 +332,22 @@ def _exact_squad(choice: Normalise) -> ScoreFn:
     """``exact`` with SQuAD's folding and no-answer rule (:mod:`hr_core._squad`): the
     official evaluate-v2.0.py's EM (``"squad"``), or with hr's extra folding (``"squad_hr"``)."""
     folding = folder(choice)
+    memo = squad_golds_memo(folding)
 
+    # Hot path (one call per run): an output plain_answer passes at a glance whose text
+    # folds to something and holds no "_" (so it cannot be NOT_IN_DOCUMENT: see
+    # is_not_in_document) is its own prediction; a str label's golds come from
+    # squad_golds' memo. Everything else goes through squad_prediction (the same result:
+    # tests/test_squad_official.py, tests/test_scoring.py).
     def exact(item: Any, output: Any, label: Any) -> ScoreResult:
+        text = output if type(output) is str else plain_answer(output)
+        if type(text) is str and "_" not in text and (outcome := folding(text)):
+            golds = memo.get(label) if type(label) is str else None
+            if golds is None:
+                golds = squad_golds(label, folding)
+            if golds is not None and outcome in golds:
+                return _new(ScoreResult, (True, outcome, None))
+            return squad_result((outcome, outcome, False), False, golds is not None, None)
         prediction = squad_prediction(output, folding, label, None)
         if isinstance(prediction, ScoreResult):
             return prediction

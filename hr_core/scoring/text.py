@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from hr_core._squad import squad_golds, squad_prediction, squad_result
+from hr_core._answers import plain_answer
+from hr_core._squad import squad_golds, squad_golds_memo, squad_prediction, squad_result
 from hr_core._text import remember
 from hr_core.errors import SpecError
 from hr_core.results import ScoreResult
@@ -77,29 +78,42 @@ def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD,
         raise SpecError(f"scorer 'f1', option 'normalise': {normalise!r} is not 'squad' "
                         "or 'squad_hr'")
     folding = folder(normalise)
+    memo = squad_golds_memo(folding)
     tokens_of: dict[str, list[str]] = {}
 
-    def tokens(folded: str) -> list[str]:
-        found = tokens_of.get(folded)
-        return remember(tokens_of, folded, str.split) if found is None else found
-
+    # Hot path (one call per run), as exact squad's (hr_core.scorers._exact_squad): a
+    # plain answer folding to something, without "_" (never NOT_IN_DOCUMENT), is its own
+    # prediction; a str label's golds from squad_golds' memo, their tokens remembered.
     def f1(item: Any, output: Any, label: Any) -> ScoreResult:
-        prediction = squad_prediction(output, folding, label, 0.0)
-        if isinstance(prediction, ScoreResult):
-            return prediction
-        golds = squad_golds(label, folding)
+        text = output if type(output) is str else plain_answer(output)
+        if type(text) is str and "_" not in text and (compared := folding(text)):
+            golds = memo.get(label) if type(label) is str else None
+            if golds is None:
+                golds = squad_golds(label, folding)
+            prediction: Any = (compared, compared, False)
+        else:
+            prediction = squad_prediction(output, folding, label, 0.0)
+            if isinstance(prediction, ScoreResult):
+                return prediction
+            golds = squad_golds(label, folding)
+            compared = prediction[1]
         if golds is None:
             return squad_result(prediction, False, False, None)
-        compared = prediction[1]
         if compared in golds:
-            best = 1.0
-        else:
-            predicted = compared.split()
-            best = 0.0
-            for gold in golds:
-                found = token_f1(predicted, tokens(gold))
-                if found > best:
-                    best = found
+            return squad_result(prediction, True, True, 1.0)
+        predicted = None
+        best = 0.0
+        for gold in golds:
+            gold_tokens = tokens_of.get(gold)
+            if gold_tokens is None:
+                gold_tokens = remember(tokens_of, gold, str.split)
+            if len(gold_tokens) == 1 and gold_tokens[0] not in compared:
+                continue  # one gold token, not even a substring of the answer: F1 0
+            if predicted is None:
+                predicted = compared.split()
+            found = token_f1(predicted, gold_tokens)
+            if found > best:
+                best = found
         return squad_result(prediction, best >= limit, True, best)
 
     return builtin_scorer("f1", f1, {"threshold": limit, "normalise": normalise})
