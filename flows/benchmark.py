@@ -147,8 +147,12 @@ def _plan_spec(spec: BenchmarkSpec, *, store: str | None, name: str | None, fres
         shared_cache=given("shared_cache", spec.shared_cache),
         stop=given("stop", spec.stop), run_id=run_id,
     )
+    from hr_core.judge import ValidityThresholds
+
     apply_judge_policy(plan, require_valid_judge or spec.require_valid_judge,
-                judge_store or spec.judge_store)
+                       judge_store or spec.judge_store,
+                       ValidityThresholds(min_items=spec.judge_min_items,
+                                          min_agreement=spec.judge_min_agreement))
     return plan
 
 

@@ -423,28 +423,39 @@ def validate_judge(console: Console, judge: Path, labels: Path, *, store: Path,
 
 
 def check_judge(console: Console, judge: Path, *, store: Path) -> bool:
-    """``hr judge check JUDGE.yaml``: valid, or which fields changed since the last record.
+    """``hr judge check JUDGE.yaml``: valid, or why not (too few items, agreement too
+    low, changed config), under the judge file's ``min_items`` / ``min_agreement``.
 
     Exits with status 1 when the judge has no valid record (a check, not a mistake).
     """
+    from hr_cli.judges import judge_thresholds
     from hr_core.judge import validation_status
 
     config = load_judge(judge)
-    status = validation_status(config, store)
+    limits = judge_thresholds(judge)
+    status = validation_status(config, store, limits)
     record = status.record
-    if status.status == "valid" and record is not None:
+    if status.status in ("valid", "insufficient") and record is not None:
         agreement = "–" if record.agreement is None else f"{record.agreement:.1%}"
+        low = "–" if record.agreement_ci is None else f"{record.agreement_ci[0]:.1%}"
         kappa = "–" if record.kappa is None else f"{record.kappa:.2f}"
-        console.print(f"[green]valid[/]: judge {config.hash[:12]} was validated on "
-                      f"{record.n} items: agreement {agreement}, kappa {kappa} "
-                      f"(recorded {record.created_at:%Y-%m-%d %H:%M} UTC)")
-        return True
+        facts = (f"judge {config.hash[:12]} was validated on {record.n} items: agreement "
+                 f"{agreement} (lower bound {low}), kappa {kappa} (recorded "
+                 f"{record.created_at:%Y-%m-%d %H:%M} UTC)")
+        if status.status == "valid":
+            console.print(f"[green]valid[/]: {facts}; thresholds min_items "
+                          f"{limits.min_items}, min_agreement {limits.min_agreement:.1%}")
+            return True
+        console.print(f"[red]not valid[/]: {facts}; {lit('; '.join(status.reasons))}; "
+                      f"validate on more labelled items or set min_items / min_agreement "
+                      f"in {lit(judge)}")
+        raise SystemExit(1)
     if status.status == "missing" or record is None:
         console.print(f"[red]not validated[/]: no record in {lit(store)}/ for judge "
                       f"{config.hash[:12]}; run `hr judge validate {lit(judge)} LABELS`")
         raise SystemExit(1)
-    console.print(f"[red]not validated[/]: judge {config.hash[:12]} differs from the last "
-                  f"validated {lit(record.config.get('mode'))} judge {lit(record.hash[:12])} "
-                  f"in: {lit(', '.join(status.differences))}; run `hr judge validate "
-                  f"{lit(judge)} LABELS`")
+    console.print(f"[red]not validated[/]: changed config: judge {config.hash[:12]} differs "
+                  f"from the last validated {lit(record.config.get('mode'))} judge "
+                  f"{lit(record.hash[:12])} in: {lit(', '.join(status.differences))}; run "
+                  f"`hr judge validate {lit(judge)} LABELS`")
     raise SystemExit(1)

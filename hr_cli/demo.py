@@ -67,6 +67,12 @@ def run_demo(console: Console, *, store: Path, judges: Path) -> Path:
 
     record = record_dict(hr_judge_validate(grade, str(labels), store=str(judges)))
     console.print(validation_table(record))
+    from hr_core.judge import validation_status
+
+    status = validation_status(grade, judges)
+    why = f": {lit('; '.join(status.reasons))}" if status.reasons else ""
+    console.print(f"Validity under the default thresholds: [bold]{status.status}[/]{why}"
+                  + (" (a demo's few labels; see docs/judges.md)" if why else ""))
     attach_validation(run_dir, record)
 
     best = two_best(bench.summary())

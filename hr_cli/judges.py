@@ -29,7 +29,7 @@ from hr_core._yaml import line_of, read_yaml_mapping
 from hr_core.errors import HrError, SpecError
 from hr_core.models.spec import ModelSpec
 
-__all__ = ["JudgeFile", "judge_model", "load_judge", "read_judge_file"]
+__all__ = ["JudgeFile", "judge_model", "judge_thresholds", "load_judge", "read_judge_file"]
 
 
 class JudgeFile(BaseModel):
@@ -45,6 +45,10 @@ class JudgeFile(BaseModel):
     positive: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
+    min_items: int = Field(default=50, ge=0, strict=True)
+    """When the judge is valid (``hr judge check``): trust, not answers, so never
+    part of the config hash (``hr_core.judge.ValidityThresholds``)."""
+    min_agreement: float = Field(default=0.7, ge=0, le=1)
 
 
 def read_judge_file(path: str | Path) -> JudgeFile:
@@ -85,6 +89,14 @@ def load_judge(path: str | Path) -> Any:
                                schema=spec.schema_, positive=spec.positive)
     except (ValueError, HrError) as exc:
         raise SpecError(f"{path}: {exc}") from None
+
+
+def judge_thresholds(path: str | Path) -> Any:
+    """The ``ValidityThresholds`` of a judge file (``min_items``, ``min_agreement``)."""
+    from hr_core.judge import ValidityThresholds
+
+    spec = read_judge_file(path)
+    return ValidityThresholds(min_items=spec.min_items, min_agreement=spec.min_agreement)
 
 
 def judge_model(path: str | Path) -> Any:

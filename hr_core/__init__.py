@@ -78,7 +78,13 @@ from hr_core.judge import (
     save_validation,
     validation_status,
 )
-from hr_core.judge.validation import ValidationStoreError
+from hr_core.judge.validation import (
+    DEFAULT_MIN_AGREEMENT,
+    DEFAULT_MIN_ITEMS,
+    ValidationStoreError,
+    ValidityThresholds,
+    validity_problems,
+)
 from hr_core.models import (
     PROVIDERS,
     CachedModel,
@@ -179,6 +185,8 @@ __all__ = [
     "ChatMessage",
     "ChatModel",
     "CorruptRunError",
+    "DEFAULT_MIN_AGREEMENT",
+    "DEFAULT_MIN_ITEMS",
     "DiffVerdict",
     "ErrorRateExceeded",
     "FAILURE_KINDS",
@@ -253,6 +261,7 @@ __all__ = [
     "Usage",
     "ValidationStatus",
     "ValidationStoreError",
+    "ValidityThresholds",
     "__version__",
     "accuracy_interval",
     "agreement_conventions",
@@ -319,6 +328,7 @@ __all__ = [
     "spec_fingerprint",
     "t_for",
     "validation_status",
+    "validity_problems",
     "wilson_interval",
     "win_rate",
     "write_report",

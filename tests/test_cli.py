@@ -167,8 +167,8 @@ def _save_record(store: Path, judge: Path) -> None:
 
     config = load_judge(judge)
     save_validation(JudgeValidation(
-        hash=config.hash, config=config.to_dict(), n=40, agreement=0.9,
-        agreement_ci=(0.77, 0.96), kappa=0.8, confusion={"pass": {"pass": 20}},
+        hash=config.hash, config=config.to_dict(), n=60, agreement=0.9,
+        agreement_ci=(0.79, 0.96), kappa=0.8, confusion={"pass": {"pass": 20}},
         consistency=1.0, no_consensus=0, parse_failures=0, errors=0, version="0.1.0",
     ), store)
 
@@ -189,7 +189,7 @@ def test_judge_check_names_the_fields_changed_since_the_record(
     changed.write_text(GRADE.read_text().replace("Is the response's answer", "Is the answer"))
     code, out, _ = hr(capsys, "judge", "check", changed, "--store", tmp_path / "judges")
     assert code == 1
-    assert "not validated" in out and "rubric" in out
+    assert "not validated" in out and "changed config" in out and "rubric" in out
 
 
 @pytest.mark.usefixtures("prefect_harness")
@@ -224,7 +224,12 @@ def test_judge_validate_saves_prints_and_attaches_the_record(
     assert (run_dir / "validations" / f"{config.hash}.json").is_file()
     assert "agreement" in out and "kappa" in out
     code, out, _ = hr(capsys, "judge", "check", GRADE, "--store", tmp_path / "judges")
-    assert code == 0 and "valid" in out
+    # the example's 48 labelled rows are below the default min_items 50: not valid, and why
+    assert code == 1 and "not valid" in out and "too few items: 48 < min_items 50" in out
+    lowered = tmp_path / "judge.yaml"
+    lowered.write_text(GRADE.read_text() + "min_items: 40\nmin_agreement: 0.6\n")
+    code, out, _ = hr(capsys, "judge", "check", lowered, "--store", tmp_path / "judges")
+    assert code == 0 and "valid" in out and "min_items 40" in out
 
 
 @pytest.mark.usefixtures("prefect_harness")

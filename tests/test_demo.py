@@ -89,6 +89,10 @@ def test_demo_validates_the_grade_judge_against_48_human_labels(demo: dict[str, 
     assert record["n"] == 48
     assert 0.7 < record["agreement"] < 0.95 and record["kappa"] > 0.4
     assert (demo["base"] / "judges" / records[0].name).is_file()
+    # 48 labels are below the default min_items 50: the demo says so, and why, and goes on
+    text = " ".join(demo["out"].split())
+    assert "Validity under the default thresholds: insufficient: too few items: 48 < " \
+        "min_items 50" in text
 
 
 def test_demo_compares_the_two_best_arms_pairwise(demo: dict[str, Any]) -> None:

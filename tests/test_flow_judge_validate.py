@@ -15,7 +15,7 @@ from flows.judge_validate import judge_validate_flow
 from hr_core.errors import HrError, HrTypeError, SpecError
 from hr_core.judge.config import hr_judge_config
 from hr_core.judge.labelled import LabelledDataError
-from hr_core.judge.validation import hr_judge_valid, load_validation
+from hr_core.judge.validation import ValidityThresholds, hr_judge_valid, load_validation
 from hr_core.models.scripted import ScriptedModel
 
 GRADE = hr_judge_config("mock-model", "Is the response's answer the reference's?", mode="grade")
@@ -32,7 +32,8 @@ def test_sync_call_returns_and_saves_the_record(prefect_harness: None, tmp_path:
     assert (record.n, record.agreement, record.consistency) == (4, 0.75, 1.0)
     assert record.confusion == {"pass": {"fail": 1, "pass": 2}, "fail": {"fail": 1}}
     saved = load_validation(GRADE, tmp_path)
-    assert saved == record and hr_judge_valid(saved, GRADE)
+    loose = ValidityThresholds(min_items=0, min_agreement=0)
+    assert saved == record and hr_judge_valid(saved, GRADE, loose)
     assert (tmp_path / f"{GRADE.hash}.json").is_file()
 
 

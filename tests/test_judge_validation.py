@@ -14,7 +14,10 @@ from hr_core.judge.config import hr_judge_config
 from hr_core.judge.judging import JudgeResult, OrderVerdict
 from hr_core.judge.labelled import LabelledDataError, read_labelled
 from hr_core.judge.validation import (
+    DEFAULT_MIN_AGREEMENT,
+    DEFAULT_MIN_ITEMS,
     JudgeValidation,
+    ValidityThresholds,
     compute_validation,
     hr_judge_valid,
     judge_labelled,
@@ -22,10 +25,13 @@ from hr_core.judge.validation import (
     load_validation,
     save_validation,
     validation_status,
+    validity_problems,
 )
 from hr_core.models.mock import MockModel
 from hr_core.results import Usage
 from hr_core.stats import clopper_pearson, cohen_kappa
+
+LOOSE = ValidityThresholds(min_items=0, min_agreement=0)
 
 GRADE = hr_judge_config("mock-model", "Is the response's answer the reference's?", mode="grade")
 GRADE_ROWS = [
@@ -118,9 +124,9 @@ def test_store_one_file_per_hash_round_trip(tmp_path: Path) -> None:
 
 def test_valid_only_for_the_exact_config_and_differences_name_fields() -> None:
     record = compute_validation(GRADE, [_result("ok", "pass")], ["pass"])
-    assert hr_judge_valid(record, GRADE) and record.differences(GRADE) == []
+    assert hr_judge_valid(record, GRADE, LOOSE) and record.differences(GRADE) == []
     other = hr_judge_config("mock-model", "Is the response fully correct?", mode="grade")
-    assert not hr_judge_valid(record, other) and record.differences(other) == ["rubric"]
+    assert not hr_judge_valid(record, other, LOOSE) and record.differences(other) == ["rubric"]
     swapped = hr_judge_config("mock:judge", GRADE.rubric, mode="grade", orders=1,
                               positive="fail")
     assert record.differences(swapped) == ["model", "orders", "positive"]
@@ -133,7 +139,7 @@ def test_a_hand_edited_record_does_not_hold(tmp_path: Path) -> None:
     data = json.loads(record.model_dump_json())
     data["config"]["rubric"] = "edited"
     edited = JudgeValidation.model_validate(data)
-    assert edited.hash == GRADE.hash and not hr_judge_valid(edited, GRADE)
+    assert edited.hash == GRADE.hash and not hr_judge_valid(edited, GRADE, LOOSE)
     assert edited.differences(GRADE) == ["rubric"]
 
 
@@ -141,11 +147,44 @@ def test_validation_status_valid_stale_missing(tmp_path: Path) -> None:
     store = tmp_path / "judges"
     assert validation_status(GRADE, store).status == "missing"
     save_validation(compute_validation(GRADE, [_result("ok", "pass")], ["pass"]), store)
-    assert validation_status(GRADE, store).status == "valid"
+    assert validation_status(GRADE, store, LOOSE).status == "valid"
     other = hr_judge_config("mock-model", "Is the response fully correct?", mode="grade")
-    status = validation_status(other, store)
+    status = validation_status(other, store, LOOSE)
     assert status.status == "stale" and status.differences == ["rubric"]
+    assert status.reasons == ["changed config: differs in rubric"]
     assert latest_validation(store).hash == GRADE.hash
+
+
+def _record(agreed: int, n: int) -> JudgeValidation:
+    results = [_result("ok", "pass")] * agreed + [_result("ok", "fail")] * (n - agreed)
+    return compute_validation(GRADE, results, ["pass"] * n)
+
+
+@pytest.mark.parametrize(("agreed", "n", "reasons"), [
+    (48, 48, ["too few items: 48 < min_items 50"]),
+    (40, 50, ["agreement too low: lower bound 66.3% < min_agreement 70.0%"]),
+    (2, 4, ["too few items: 4 < min_items 50",
+            "agreement too low: lower bound 6.8% < min_agreement 70.0%"]),
+    (45, 50, []),
+])
+def test_a_record_is_valid_only_above_the_default_thresholds_and_says_why(
+        agreed: int, n: int, reasons: list[str], tmp_path: Path) -> None:
+    record = _record(agreed, n)
+    assert validity_problems(record) == reasons
+    assert hr_judge_valid(record, GRADE) is (not reasons)
+    save_validation(record, tmp_path)
+    status = validation_status(GRADE, tmp_path)
+    assert (status.status, status.reasons) == ("insufficient" if reasons else "valid", reasons)
+
+
+def test_thresholds_are_set_per_use_and_bounded() -> None:
+    record = _record(40, 50)
+    assert validity_problems(record, ValidityThresholds(min_items=50, min_agreement=0.6)) == []
+    assert validity_problems(record, ValidityThresholds(min_items=51, min_agreement=0.6)) == [
+        "too few items: 50 < min_items 51"]
+    with pytest.raises(ValueError, match="min_agreement"):
+        ValidityThresholds(min_agreement=1.5)
+    assert (DEFAULT_MIN_ITEMS, DEFAULT_MIN_AGREEMENT) == (50, 0.7)
 
 
 def test_read_labelled_from_csv_jsonl_parquet_alike(tmp_path: Path) -> None:

@@ -217,6 +217,19 @@ def test_a_judge_scorer_s_record_comes_from_the_store_the_run_named(tmp_path: Pa
     assert 'id="fig-confusion-1"' in page
 
 
+def test_a_judge_below_the_thresholds_shows_why_in_the_report(tmp_path: Path) -> None:
+    run_dir = fake_run_dir(tmp_path / "run", with_judges=False)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest["judge"] = {"hash": VALIDATION["hash"], "validation": "insufficient",
+                         "differences": [], "reasons": [
+                             "too few items: 48 < min_items 50",
+                             "agreement too low: lower bound 66.3% < min_agreement 70.0%"]}
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    page = render_report(load_report_inputs(run_dir))
+    assert ("validation: insufficient (too few items: 48 &lt; min_items 50; agreement too low: "
+            "lower bound 66.3% &lt; min_agreement 70.0%)") in page
+
+
 def test_judge_failure_counts_appear_in_the_summary_when_there_are_any() -> None:
     inputs = fake_inputs(with_judges=False)
     summary = inputs.summary.assign(judge_no_consensus=[3, 0, 0], judge_error=[0, 0, 0])

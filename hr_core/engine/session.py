@@ -879,14 +879,18 @@ class BenchmarkSession:
 
 
 def apply_judge_policy(plan: BenchmarkPlan, policy: JudgePolicy = "warn",
-                       judge_store: str = "judges") -> str | None:
+                       judge_store: str = "judges",
+                       thresholds: Any = None) -> str | None:
     """Apply ``require_valid_judge`` to a benchmark's judge scorer; record the status in
     ``plan.judge`` (``hr judge check`` reports the same status for a judge file).
 
-    Status (``hr_core.judge.validation_status``): ``"valid"``, ``"stale"`` (only
-    records of other configurations: the differing fields of the latest are
-    named) or ``"missing"``; ``None`` without a judge. ``policy`` ``"warn"``
-    warns, ``"refuse"`` raises :class:`SpecError`, ``"ignore"`` only records it.
+    Status (``hr_core.judge.validation_status``): ``"valid"``, ``"insufficient"``
+    (a record for this config misses ``thresholds``, a
+    ``hr_core.judge.ValidityThresholds``: too few items or agreement too low),
+    ``"stale"`` (only records of other configurations: the differing fields of the
+    latest are named) or ``"missing"``; ``None`` without a judge. The reasons go
+    to ``plan.judge["reasons"]``. ``policy`` ``"warn"`` warns, ``"refuse"`` raises
+    :class:`SpecError`, ``"ignore"`` only records it.
 
     Example:
         >>> plan = plan_benchmark({"a": str}, [{"id": "q1", "label": "x"}])
@@ -898,13 +902,33 @@ def apply_judge_policy(plan: BenchmarkPlan, policy: JudgePolicy = "warn",
     judge = getattr(plan.scorer, "judge", None)
     if judge is None or plan.judge is None:
         return None
-    from hr_core.judge import validation_status
+    from hr_core.judge import ValidityThresholds, validation_status
 
-    status, _, differences = validation_status(judge, judge_store)
+    limits = thresholds or ValidityThresholds()
+    status, _, differences, reasons = validation_status(judge, judge_store, limits)
     plan.judge = {"hash": judge.hash, "validation": status, "differences": list(differences),
+                  "reasons": list(reasons), "min_items": limits.min_items,
+                  "min_agreement": limits.min_agreement,
                   "policy": policy, "store": str(judge_store)}
     if status == "valid":
         return status
+    if status == "missing":
+        message = (f"judge {judge.hash[:12]} has no validation record in {str(judge_store)!r}; "
+                   "run hr_judge_validate(config, labelled) first")
+    elif status == "insufficient":
+        message = (f"judge {judge.hash[:12]} is not valid: {'; '.join(reasons)}; validate it "
+                   "on more labelled items (hr_judge_validate) or set judge_min_items / "
+                   "judge_min_agreement")
+    else:
+        message = (f"judge {judge.hash[:12]}: the latest validation record in "
+                   f"{str(judge_store)!r} is for another configuration (changed config: "
+                   f"differs in {', '.join(differences) or 'hash'}); validate this one with "
+                   "hr_judge_validate")
+    if policy == "refuse":
+        raise SpecError(message)
+    if policy == "warn":
+        warnings.warn(message, stacklevel=3)
+    return status
     if status == "missing":
         message = (f"judge {judge.hash[:12]} has no validation record in {str(judge_store)!r}; "
                    "run hr_judge_validate(config, labelled) first")

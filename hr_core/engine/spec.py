@@ -105,6 +105,11 @@ class BenchmarkSpec(BaseModel):
     chunk_size: int | None = Field(default=None, ge=1, strict=True)
     require_valid_judge: Literal["warn", "refuse", "ignore"] = "warn"
     judge_store: str = "judges"
+    judge_min_items: int = Field(default=50, ge=0, strict=True)
+    """A judge scorer is valid only on a record of at least this many labelled items
+    (``hr_core.judge.ValidityThresholds``); trust, not answers: not part of the run id."""
+    judge_min_agreement: float = Field(default=0.7, ge=0, le=1)
+    """... and with agreement's 95% lower bound at least this (docs/judges.md)."""
     max_error_rate: float = Field(default=DEFAULT_MAX_ERROR_RATE, ge=0, le=1)
     shared_cache: bool = Field(default=False, strict=True)
     """LLM replies from the store's shared ``responses.sqlite`` instead of the run's own."""

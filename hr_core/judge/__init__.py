@@ -7,8 +7,11 @@ from hr_core.judge.parse import ParsedReply, parse_reply
 from hr_core.judge.prompts import build_messages
 from hr_core.judge.scorer import JUDGE_FAILURE_OUTCOMES, JudgeScorer, hr_scorer_judge
 from hr_core.judge.validation import (
+    DEFAULT_MIN_AGREEMENT,
+    DEFAULT_MIN_ITEMS,
     JudgeValidation,
     ValidationStatus,
+    ValidityThresholds,
     agreement_conventions,
     compute_validation,
     hr_judge_valid,
@@ -18,9 +21,12 @@ from hr_core.judge.validation import (
     load_validation,
     save_validation,
     validation_status,
+    validity_problems,
 )
 
 __all__ = [
+    "DEFAULT_MIN_AGREEMENT",
+    "DEFAULT_MIN_ITEMS",
     "JUDGE_FAILURE_OUTCOMES",
     "JudgeConfig",
     "JudgeConfigError",
@@ -34,6 +40,7 @@ __all__ = [
     "OrderVerdict",
     "ParsedReply",
     "ValidationStatus",
+    "ValidityThresholds",
     "agreement_conventions",
     "build_messages",
     "compute_validation",
@@ -49,4 +56,5 @@ __all__ = [
     "read_labelled",
     "save_validation",
     "validation_status",
+    "validity_problems",
 ]

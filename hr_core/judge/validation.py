@@ -30,10 +30,13 @@ from hr_core.models.base import ChatModel
 from hr_core.stats import cohen_kappa, pooled_share_ci
 
 __all__ = [
+    "DEFAULT_MIN_AGREEMENT",
+    "DEFAULT_MIN_ITEMS",
     "NO_VERDICT",
     "JudgeValidation",
     "ValidationStatus",
     "ValidationStoreError",
+    "ValidityThresholds",
     "agreement_conventions",
     "compute_validation",
     "hr_judge_valid",
@@ -43,10 +46,32 @@ __all__ = [
     "load_validation",
     "save_validation",
     "validation_status",
+    "validity_problems",
 ]
 
 NO_VERDICT = "no_verdict"
 """The judge's column in the confusion table for items without a combined verdict."""
+
+DEFAULT_MIN_ITEMS = 50
+"""Fewest labelled items a valid record rests on (docs/judges.md, "When a judge is valid")."""
+
+DEFAULT_MIN_AGREEMENT = 0.7
+"""Lowest lower bound of the agreement interval a valid record may have (docs/judges.md)."""
+
+
+class ValidityThresholds(BaseModel):
+    """When a validation record makes its judge valid: at least ``min_items`` labelled
+    items and the lower bound of agreement's 95% interval at least ``min_agreement``.
+
+    They decide trust, not answers: never part of the judge config's hash. Set per
+    benchmark spec (``judge_min_items``, ``judge_min_agreement``) or judge file
+    (``min_items``, ``min_agreement``).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min_items: int = Field(default=DEFAULT_MIN_ITEMS, ge=0, strict=True)
+    min_agreement: float = Field(default=DEFAULT_MIN_AGREEMENT, ge=0, le=1)
 
 
 class JudgeValidation(BaseModel):
@@ -242,11 +267,43 @@ def _item_key(item: Any) -> str:
     return item if isinstance(item, str) else json.dumps(item, sort_keys=True, default=str)
 
 
-def hr_judge_valid(record: JudgeValidation | None, config: JudgeConfig) -> bool:
-    """True when the record was made for exactly this config.
+def validity_problems(record: JudgeValidation,
+                      thresholds: ValidityThresholds | None = None) -> list[str]:
+    """Why a record for this config still does not make its judge valid; ``[]`` if it does.
 
-    The hashes are equal and the record's stored config still hashes to it
-    (a hand-edited record does not hold).
+    Example:
+        >>> from hr_core.judge.config import hr_judge_config
+        >>> cfg = hr_judge_config("mock-model", "Right?", mode="grade")
+        >>> record = JudgeValidation(hash=cfg.hash, config=cfg.to_dict(), n=12,
+        ...     agreement=0.5, agreement_ci=(0.21, 0.79), kappa=None, confusion={},
+        ...     consistency=None, no_consensus=0, parse_failures=0, errors=0, version="0")
+        >>> for problem in validity_problems(record):
+        ...     print(problem)
+        too few items: 12 < min_items 50
+        agreement too low: lower bound 21.0% < min_agreement 70.0%
+    """
+    limits = thresholds or ValidityThresholds()
+    problems = []
+    if record.n < limits.min_items:
+        problems.append(f"too few items: {record.n} < min_items {limits.min_items}")
+    low = record.agreement_ci[0] if record.agreement_ci is not None else None
+    if low is None:
+        if limits.min_agreement > 0:
+            problems.append(f"agreement too low: no interval < min_agreement "
+                            f"{limits.min_agreement:.1%}")
+    elif low < limits.min_agreement:
+        problems.append(f"agreement too low: lower bound {low:.1%} < min_agreement "
+                        f"{limits.min_agreement:.1%}")
+    return problems
+
+
+def hr_judge_valid(record: JudgeValidation | None, config: JudgeConfig,
+                   thresholds: ValidityThresholds | None = None) -> bool:
+    """True when the record was made for exactly this config and meets the thresholds.
+
+    The hashes are equal, the record's stored config still hashes to it
+    (a hand-edited record does not hold), and :func:`validity_problems` finds none
+    (``thresholds`` default to :class:`ValidityThresholds`'s defaults).
 
     Example:
         >>> from hr_core.judge.config import hr_judge_config
@@ -255,6 +312,11 @@ def hr_judge_valid(record: JudgeValidation | None, config: JudgeConfig) -> bool:
     """
     if record is None:
         return False
+    return (_same_config(record, config)
+            and not validity_problems(record, thresholds))
+
+
+def _same_config(record: JudgeValidation, config: JudgeConfig) -> bool:
     return record.hash == config.hash and config_hash(record.config) == record.hash
 
 
@@ -363,17 +425,22 @@ def latest_validation(
 
 
 class ValidationStatus(NamedTuple):
-    """``valid``: a record holds for this config; ``stale``: only records for
+    """``valid``: a record holds for this config and meets the thresholds;
+    ``insufficient``: a record holds for this config but ``reasons`` says which
+    threshold it misses (:func:`validity_problems`); ``stale``: only records for
     other configs exist (``differences`` names the fields that differ from the
-    latest one); ``missing``: no record at all."""
+    latest one); ``missing``: no record at all. ``reasons`` is always the why, one
+    line each (``changed config: ...`` when stale)."""
 
-    status: Literal["valid", "stale", "missing"]
+    status: Literal["valid", "insufficient", "stale", "missing"]
     record: JudgeValidation | None
     differences: list[str]
+    reasons: list[str]
 
 
 def validation_status(
-    config: JudgeConfig, store: str | os.PathLike[str] = "judges"
+    config: JudgeConfig, store: str | os.PathLike[str] = "judges",
+    thresholds: ValidityThresholds | None = None,
 ) -> ValidationStatus:
     """Whether the store holds a valid record for ``config`` (for benchmarks).
 
@@ -383,10 +450,15 @@ def validation_status(
         'missing'
     """
     record = load_validation(config, store)
-    if record is not None and hr_judge_valid(record, config):
-        return ValidationStatus("valid", record, [])
+    if record is not None and _same_config(record, config):
+        problems = validity_problems(record, thresholds)
+        if problems:
+            return ValidationStatus("insufficient", record, [], problems)
+        return ValidationStatus("valid", record, [], [])
     latest = record or latest_validation(store, mode=config.mode) or latest_validation(store)
     if latest is None:
-        return ValidationStatus("missing", None, [])
-    return ValidationStatus("stale", latest, latest.differences(config))
+        return ValidationStatus("missing", None, [], ["no validation record"])
+    changed = latest.differences(config)
+    return ValidationStatus("stale", latest, changed,
+                            [f"changed config: differs in {', '.join(changed) or 'hash'}"])
 

@@ -70,7 +70,10 @@ def facts_section(inputs: ReportInputs) -> str:
     if isinstance(judge_status, Mapping):
         judge_status = judge_status.get("status") or json.dumps(judge_status)
     changed = pick(m, "judge.differences")
-    if judge_status and changed:
+    reasons = pick(m, "judge.reasons")
+    if judge_status and reasons:  # too few items, agreement too low, changed config
+        judge_status = f"{judge_status} ({'; '.join(map(str, reasons))})"
+    elif judge_status and changed:
         judge_status = f"{judge_status} (differs in: {', '.join(map(str, changed))})"
     validated = [v for v in inputs.validations if v.get("hash")]
     judge_cell = (
