@@ -929,16 +929,3 @@ def apply_judge_policy(plan: BenchmarkPlan, policy: JudgePolicy = "warn",
     if policy == "warn":
         warnings.warn(message, stacklevel=3)
     return status
-    if status == "missing":
-        message = (f"judge {judge.hash[:12]} has no validation record in {str(judge_store)!r}; "
-                   "run hr_judge_validate(config, labelled) first")
-    else:
-        message = (f"judge {judge.hash[:12]}: the latest validation record in "
-                   f"{str(judge_store)!r} is for another configuration (differs in: "
-                   f"{', '.join(differences) or 'hash'}); validate this one with "
-                   "hr_judge_validate")
-    if policy == "refuse":
-        raise SpecError(message)
-    if policy == "warn":
-        warnings.warn(message, stacklevel=3)
-    return status
