@@ -67,11 +67,9 @@ def _lost(url: str, resume: str) -> None:
 
 
 @contextlib.contextmanager
-def watching_api(url_of: Callable[[], str | None], resume: str,
-                 answered: bool = False) -> Iterator[None]:
+def watching_api(url_of: Callable[[], str | None], resume: str) -> Iterator[None]:
     """Within the block, watch the API whose ``/api`` URL ``url_of()`` gives (``None``
-    while not known yet, e.g. a temporary server still starting). ``answered``: the
-    server was seen healthy already (the hr server is checked when it is chosen)."""
+    while not known yet, e.g. a temporary server still starting)."""
     import logging
 
     # Prefect's API log worker writes "--- Error logging to API ---" to stderr while the
@@ -83,7 +81,7 @@ def watching_api(url_of: Callable[[], str | None], resume: str,
         from hr_core.engine.interrupt import stop_requested
 
         refused_since: float | None = None
-        seen = answered  # a server still starting refuses too: count only after it answered
+        answered = False  # a server still starting refuses too: count only after it answered
         while not done.wait(_POLL_S):
             if stop_requested():  # Ctrl-C / SIGTERM is stopping hr (and its server): not lost
                 return
@@ -92,9 +90,9 @@ def watching_api(url_of: Callable[[], str | None], resume: str,
                 continue
             health = url.rstrip("/") + "/health"
             if not _refused(health):
-                refused_since, seen = None, True
+                refused_since, answered = None, True
                 continue
-            if not seen:
+            if not answered:
                 continue
             now = time.monotonic()
             refused_since = refused_since or now

@@ -124,8 +124,7 @@ def run_benchmark(console: Console, spec: Any, *, fresh: bool = False,
 
     quiet_prefect_console()
     resume = f"`hr run {spec.source}`" if getattr(spec, "source", None) else "the same command"
-    with interruptible(), watching_api(lambda: _api_url(api), resume,
-                                       answered=api.kind == "hr-server"), \
+    with interruptible(), watching_api(lambda: _api_url(api), resume), \
             ArmProgress(console) as progress:
         try:
             bench = hr_benchmark(spec, fresh=fresh, on_progress=progress,
