@@ -9,8 +9,7 @@ processes hr started are stopped, one line names the unreachable server and the
 command that resumes, and hr exits with status :data:`EXIT_API_LOST`. Prefect's
 own retries (minutes of connection errors and event dumps) never reach the
 terminal. A server that answers slowly (a busy machine) is not lost: only refused
-or reset connections count, and only once the server has answered (a temporary
-server that is still starting refuses connections too).
+or reset connections count.
 """
 
 from __future__ import annotations
@@ -78,26 +77,18 @@ def watching_api(url_of: Callable[[], str | None], resume: str) -> Iterator[None
     done = threading.Event()
 
     def watch() -> None:
-        from hr_core.engine.interrupt import stop_requested
-
         refused_since: float | None = None
-        answered = False  # a server still starting refuses too: count only after it answered
         while not done.wait(_POLL_S):
-            if stop_requested():  # Ctrl-C / SIGTERM is stopping hr (and its server): not lost
-                return
             url = url_of()
             if url is None:
                 continue
             health = url.rstrip("/") + "/health"
             if not _refused(health):
-                refused_since, answered = None, True
-                continue
-            if not answered:
+                refused_since = None
                 continue
             now = time.monotonic()
             refused_since = refused_since or now
-            if (now - refused_since >= LOST_AFTER_S and not done.is_set()
-                    and not stop_requested()):
+            if now - refused_since >= LOST_AFTER_S and not done.is_set():
                 _lost(url, resume)
 
     thread = threading.Thread(target=watch, name="hr-api-watch", daemon=True)
