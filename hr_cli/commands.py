@@ -117,15 +117,12 @@ def run_benchmark(console: Console, spec: Any, *, fresh: bool = False,
     from flows import hr_benchmark
     from flows.clients import announce_api
 
-    api = announce_api(lambda note, kind: console.print(
+    announce_api(lambda note, kind: console.print(
         line(note), style="yellow" if kind == "temporary" else "dim", markup=False))
-    from hr_cli.api_watch import watching_api
     from hr_core.engine.health import ErrorRateExceeded
 
     quiet_prefect_console()
-    resume = f"`hr run {spec.source}`" if getattr(spec, "source", None) else "the same command"
-    with interruptible(), watching_api(lambda: _api_url(api), resume), \
-            ArmProgress(console) as progress:
+    with interruptible(), ArmProgress(console) as progress:
         try:
             bench = hr_benchmark(spec, fresh=fresh, on_progress=progress,
                                  max_error_rate=max_error_rate, wait=wait)
@@ -136,17 +133,6 @@ def run_benchmark(console: Console, spec: Any, *, fresh: bool = False,
             raise
         _mark_budget_stops(progress, bench)
     return bench
-
-
-def _api_url(api: Any) -> str | None:
-    """The API URL to watch: the hr server's or an explicit one, else the temporary
-    server's once it runs."""
-    if api.url:
-        return str(api.url)
-    from prefect.server.api.server import SubprocessASGIServer
-
-    server = SubprocessASGIServer._instances.get(None)  # never made here (thread safety)
-    return server.api_url if server is not None and server.running else None
 
 
 def _mark_budget_stops(progress: ArmProgress, bench: Any) -> None:
