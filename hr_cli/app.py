@@ -98,6 +98,8 @@ while it runs, so `mymodule:my_arm` next to the spec works without PYTHONPATH):
   [bold]max_error_rate[/]       share of an arm's runs that may be errors, default 0.5
   [bold]require_valid_judge[/]  warn (default), refuse or ignore
   [bold]judge_store[/]          folder of judge validation records, default judges
+  [bold]judge_min_items[/]      a valid judge's record needs this many items, default 50
+  [bold]judge_min_agreement[/]  ... and agreement's lower bound at least this, default 0.7
   [bold]shared_cache[/]         true: LLM replies cached for the whole store, so fresh
                        runs replay them; default false (each run its own cache)
   [bold]slices[/]               [field, ...]: accuracy per value of these item fields (summary,
