@@ -7,15 +7,20 @@ read end of a pipe whose write end only hr holds. Any death of hr closes the
 pipe (the kernel does it, whatever the signal), the watchdog's read returns at
 once, and it stops the server (SIGTERM, then SIGKILL after 3 s), checking the
 process start time so that a reused PID is never signalled. When hr ends
-normally it stops the server itself; the watchdog then finds it gone and exits.
-The watchdog is in its own session, so Ctrl-C on hr's terminal does not reach it.
+normally it stops the server itself (``stop``), closes the pipe and waits for
+the watchdog to exit, so that nothing of hr's is left once hr has exited (a CI
+run saw the watchdog still there a moment later). The watchdog is in its own
+session, so Ctrl-C on hr's terminal does not reach it.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 
 __all__ = ["guard"]
 
@@ -52,9 +57,10 @@ def _start_time(pid: int) -> str | None:
         return None
 
 
-def guard(pid: int) -> subprocess.Popen[bytes] | None:
+def guard(pid: int, stop: Callable[[], object] | None = None) -> subprocess.Popen[bytes] | None:
     """Start the watchdog that stops process ``pid`` when this process dies (Linux; on
-    systems without /proc nothing is started)."""
+    systems without /proc nothing is started). At a normal exit ``stop`` (if given)
+    stops the process first, then the watchdog is released and waited for."""
     started = _start_time(pid)
     if started is None:
         return None
@@ -67,8 +73,23 @@ def guard(pid: int) -> subprocess.Popen[bytes] | None:
     finally:
         os.close(read_end)
     os.set_inheritable(write_end, False)  # only this process holds it: children exit freely
-    _HELD.append(write_end)
+    atexit.register(_release, write_end, watchdog, stop)
     return watchdog
 
 
-_HELD: list[int] = []  # the write ends, open until the process ends
+_WATCHDOG_EXIT_S = 5.0  # it sends SIGKILL 3 s after SIGTERM, so this is enough
+
+
+def _release(write_end: int, watchdog: subprocess.Popen[bytes],
+             stop: Callable[[], object] | None) -> None:
+    """At exit: stop the guarded process, close the pipe, wait for the watchdog."""
+    if stop is not None:
+        with contextlib.suppress(Exception):
+            stop()
+    with contextlib.suppress(OSError):
+        os.close(write_end)
+    try:
+        watchdog.wait(timeout=_WATCHDOG_EXIT_S)
+    except subprocess.TimeoutExpired:
+        watchdog.kill()
+        watchdog.wait()

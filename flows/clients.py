@@ -139,7 +139,7 @@ def use_prefect_api(api: PrefectApi | None = None) -> Iterator[PrefectApi]:
         if fresh and server.server_process is not None:
             from flows._guard import guard
 
-            guard(server.server_process.pid)  # it dies with this process, even on kill -9
+            guard(server.server_process.pid, stop=server.stop)  # dies with hr, even on kill -9
     yield api
 
 

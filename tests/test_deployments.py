@@ -101,15 +101,19 @@ def test_prefect_deploy_from_another_folder_says_where_to_run_it_without_a_trace
     prefect = str(Path(sys.executable).with_name("prefect"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env.update(PREFECT_HOME=str(tmp_path / "home"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
-               DO_NOT_TRACK="1", PREFECT_CLI_WRAP_LINES="false", COLUMNS="250")
+               DO_NOT_TRACK="1", PREFECT_CLI_WRAP_LINES="false", COLUMNS="250",
+               # the CLI's own temporary server: Prefect waits 20 s for it by default, and
+               # on a loaded 2-core machine it can take longer (a CI run failed so)
+               PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="180")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([prefect, "--no-prompt", *args], cwd=elsewhere, env=env,
-                              capture_output=True, text=True, timeout=180)
+                              capture_output=True, text=True, timeout=400)
 
-    assert run("work-pool", "create", "hr-process", "--type", "process").returncode == 0
+    pool = run("work-pool", "create", "hr-process", "--type", "process")
+    assert pool.returncode == 0, pool.stdout + pool.stderr
     done = run("deploy", "--all", "--prefect-file", str(ROOT / "deployments" / "prefect.yaml"))
     shown = done.stdout + done.stderr
     assert done.returncode != 0, shown
