@@ -40,6 +40,12 @@ def test_the_spec_refuses_unknown_fields_and_bad_values() -> None:
         ModelSpec.of({"model": "openai:x", "prices": {"input": -1, "output": 1}})
     with pytest.raises(ModelConfigError, match="names no provider"):
         ModelSpec.of("gpt-4o")
+    for field, bad in (("rpm", 0), ("tpm", -5), ("rpm", True), ("tpm", "1000"), ("rpm", 1e12)):
+        with pytest.raises(ModelConfigError, match=f"field '{field}'"):
+            ModelSpec.of({"model": "openai:x", field: bad})
+    paced = ModelSpec.of({"model": "openai:x", "rpm": 500, "tpm": 90_000.5})
+    assert (paced.rpm, paced.tpm) == (500, 90_000.5)
+    assert paced.fingerprint == ModelSpec.of("openai:x").fingerprint  # pacing, no answer
     with pytest.raises(SpecError, match="arm 'a': not a valid LLM arm"):
         normalise_arms({"a": {"model": {"model": "openai:x", "retries": 3}, "prompt": "q"}})
 

@@ -175,6 +175,31 @@ def test_a_tokens_per_minute_limit_is_paced_from_the_headers(tmp_path: Path) -> 
     assert counts.rate_limited <= 3, counts.rate_limited
 
 
+@pytest.mark.parametrize("limit, value", [("rpm", 1200), ("tpm", 12_000)])
+def test_the_model_specs_rpm_and_tpm_pace_the_calls_from_the_first_one(
+        tmp_path: Path, limit: str, value: int) -> None:
+    # a server that announces nothing (no x-ratelimit-* headers): without the spec's
+    # rate hr only learns it from 429s (test_a_429_storm...: a storm at 32 at once)
+    n = 30
+    with RateLimitedServer(**{limit: value}, burst_s=0.5, latency_s=0.02,
+                           rate_headers=False, answers=_answers(n)) as server:
+        spec = {"provider": "openai-compatible", "model": "rl", "base_url": server.url,
+                limit: value}
+        plan = plan_benchmark({"llm": {"model": spec, "prompt": "{question}"}}, _items(n),
+                              store=str(tmp_path), concurrency=32)
+        bench = BenchmarkSession(plan).run_sync()
+        counts = server.counts
+    assert _kinds(bench) == {"correct": 21, "wrong": 9}
+    limits = bench.manifest["rate_limits"][0]
+    assert limits[limit] == value  # from the spec, before any reply said anything
+    # paced at 99% of it, at most 3 calls at once after a stall: a loaded machine may
+    # bunch a few arrivals at the server, never a storm
+    assert counts.rate_limited <= 3, counts.rate_limited
+    assert plan.run_id == plan_benchmark(  # pacing decides no answer: the same run
+        {"llm": {"model": {**spec, limit: value * 2}, "prompt": "{question}"}}, _items(n),
+        store=str(tmp_path)).run_id
+
+
 def test_one_limiter_per_endpoint_and_key_name_shared_and_never_holding_the_key() -> None:
     a = OpenAIChatModel("m1", provider="openai-compatible", base_url="http://127.0.0.1:9/v1",
                         api_key="sk-SECRET-123456", concurrency=4)

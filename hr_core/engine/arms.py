@@ -301,7 +301,10 @@ def _one_arm(name: str, value: Any) -> Arm:
         except ValueError as exc:
             raise SpecError(f"arm {name!r}: not a valid LLM arm: {exc}") from None
     if isinstance(value, LLMArm):
-        spec = {"kind": "llm", **value.model_dump(mode="json", exclude={"runs", "timeout_s"})}
+        exclude: dict[str, Any] = {"runs": True, "timeout_s": True}
+        if isinstance(value.model, ModelSpec):  # rpm/tpm pace calls: not in the run id
+            exclude["model"] = {"rpm": True, "tpm": True}
+        spec = {"kind": "llm", **value.model_dump(mode="json", exclude=exclude)}
         llm_arm = Arm(name, None, spec, value, value.runs)
         llm_arm.timeout_s = value.timeout_s
         return llm_arm

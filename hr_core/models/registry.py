@@ -38,7 +38,8 @@ def resolve_model(
         model: the model string, a :class:`ModelSpec` or its mapping (a
             :class:`ChatModel` is returned as it is, wrapped in the cache when one
             is given). A spec's fields say base URL, key variable, prices,
-            timeout, retries, concurrency ceiling, parameters; the keyword
+            timeout, retries, concurrency ceiling, ``rpm``/``tpm`` pacing,
+            parameters; the keyword
             arguments below fill what it leaves unset (``concurrency``: the lower
             of the two).
         base_url: the server URL (``openai-compatible`` needs it; ``openai``
@@ -84,7 +85,7 @@ def resolve_model(
             extra["params"] = dict(spec.params)
         if spec.structured_output != "json_schema":
             extra["structured_output"] = spec.structured_output
-        for field in ("api_version", "token_command"):  # azure-openai's
+        for field in ("api_version", "token_command", "rpm", "tpm"):
             if getattr(spec, field) is not None:
                 extra[field] = getattr(spec, field)
     if not isinstance(model, str):

@@ -13,6 +13,8 @@ this mapping::
       timeout_s: 60                    # per attempt
       retry: {max_retries: 4, backoff_base_s: 0.5, backoff_max_s: 30}
       concurrency: 8                   # ceiling of calls in flight
+      rpm: 500                         # the endpoint's requests per minute, when known
+      tpm: 200000                      # ... and tokens per minute: calls are paced below them
       params: {temperature: 0, max_tokens: 64}
       structured_output: json_schema   # or instructions (the schema in the system message)
       api_version: 2024-10-21          # azure-openai only (also token_command: an Entra token)
@@ -20,8 +22,8 @@ this mapping::
 :func:`hr_core.models.registry.resolve_model` builds the chat model from it.
 :meth:`ModelSpec.decides` is what decides an answer (provider, model, endpoint,
 request parameters, structured output): the part fingerprinted
-(:func:`hr_core.identity.fingerprint`); prices, timeouts, retries and concurrency
-decide no answer, and the key is never in it.
+(:func:`hr_core.identity.fingerprint`); prices, timeouts, retries, concurrency and
+the ``rpm``/``tpm`` pacing decide no answer, and the key is never in it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ from hr_core.identity import fingerprint
 from hr_core.models.base import ModelConfigError, UnknownProviderError
 
 __all__ = ["ModelPrices", "ModelSpec", "RetryPolicy"]
+
+MAX_PER_MINUTE = 1e9
+"""The largest ``rpm`` / ``tpm`` a spec may give (a bound, far above any API's)."""
 
 
 class ModelPrices(BaseModel):
@@ -82,6 +87,15 @@ class ModelSpec(BaseModel):
     concurrency: int | None = Field(default=None, ge=1, le=10_000)
     params: dict[str, Any] = Field(default_factory=dict)
     structured_output: Literal["json_schema", "instructions"] = "json_schema"
+    rpm: float | None = Field(default=None, gt=0, le=MAX_PER_MINUTE, strict=True)
+    """The endpoint's requests per minute, when known: the endpoint's shared limiter
+    paces calls at 99% of it from the first call on (else it reads the
+    ``x-ratelimit-limit-*`` headers or learns the rate from 429s). Several models of
+    one endpoint: the lowest. Pacing, not an answer: not in the fingerprint."""
+    tpm: float | None = Field(default=None, gt=0, le=MAX_PER_MINUTE, strict=True)
+    """The endpoint's tokens per minute, when known: each call's tokens (estimated
+    from its messages and ``max_tokens`` before it is sent, corrected by the reply's
+    usage) are spent from that budget at 99% of it. Not in the fingerprint."""
     api_version: str | None = Field(default=None, min_length=1, max_length=64)
     """``azure-openai`` only: the ``api-version`` (else ``OPENAI_API_VERSION``, else
     hr's default); it decides answers."""
