@@ -11,6 +11,7 @@ from typing import Any
 
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from hr_cli.literal import cell
 
@@ -175,14 +176,22 @@ def slice_table(slices: Any, title: str = "Accuracy by slice") -> Table:
         1
     """
     from hr_cli.literal import cell
+    from hr_core._slice_compare import comparison_text, correction_text
 
+    compared = "verdict" in slices.columns
+    caption = Text("\n").join(  # the correction, per field, under the table
+        cell(f"{field}: {correction_text(rows)}")
+        for field, rows in slices.groupby("slice", sort=False)) if compared else None
     table = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD,
-                  pad_edge=False, collapse_padding=True)
-    for column in ("slice", "value", "arm", "items", "accuracy (95% CI)", "note"):
+                  pad_edge=False, collapse_padding=True, caption=caption,
+                  caption_justify="left")
+    columns = ["slice", "value", "arm", "items", "accuracy (95% CI)", "note"]
+    for column in columns + (["vs best (points, 95% CI)"] if compared else []):
         table.add_column(column, overflow="fold")
     for row in slices.to_dict("records"):
         table.add_row(cell(str(row["slice"])), cell(str(row["value"])), cell(str(row["arm"])),
                       _num(row.get("items")),
                       f"{_pct(row.get('accuracy'))} ({_pct(row.get('ci_low'))}–"
-                      f"{_pct(row.get('ci_high'))})", cell(str(row.get("note") or "")))
+                      f"{_pct(row.get('ci_high'))})", cell(str(row.get("note") or "")),
+                      *([cell(comparison_text(row))] if compared else []))
     return table

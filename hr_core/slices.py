@@ -4,7 +4,9 @@ A spec's ``slices: [field, ...]`` (``hr_benchmark(slices=...)``) names keys of t
 items' payloads; with the reference's default ``item: None`` every column but the id
 and the label is one. Each value of a field is a slice: the summary's slice table
 gives each arm's accuracy (the one accuracy of :mod:`hr_core.accuracy`) with its CI
-per slice, and ``hr diff`` and the regression check the paired difference per slice.
+per slice and its paired comparison with the run's best arm there (Holm-corrected over
+the field's slices, :mod:`hr_core._slice_compare`), and ``hr diff`` and the regression
+check the paired difference per slice between two runs.
 An item without the key (or with ``null``) is in the slice :data:`MISSING_SLICE`; a
 slice of fewer than ``hr_core.stats.MIN_ITEMS`` items says so instead of a verdict.
 
@@ -21,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hr_core._slice_compare import COMPARE_COLUMNS, slice_comparisons
 from hr_core.errors import SpecError
 from hr_core.identity import canonical_json
 from hr_core.stats import MIN_ITEMS, TOO_FEW_ITEMS, accuracy_interval, paired_difference
@@ -40,8 +43,11 @@ MAX_SLICE_VALUES = 50
 """Values kept per field, the largest slices first (a field with a value per item, such as a
 document id over 100k items, would otherwise make a table as long as the run)."""
 
-SLICE_COLUMNS = ("slice", "value", "arm", "items", "accuracy", "ci_low", "ci_high", "note")
-"""The columns of the summary's slice table (``summary_slices.parquet``)."""
+SLICE_COLUMNS = ("slice", "value", "arm", "items", "accuracy", "ci_low", "ci_high", "note",
+                 *COMPARE_COLUMNS)
+"""The columns of the summary's slice table (``summary_slices.parquet``): each arm's
+accuracy per slice value, then its paired comparison with the best arm
+(``hr_core._slice_compare.COMPARE_COLUMNS``)."""
 
 SLICE_SUMMARY = "summary_slices.parquet"
 """The slice table's file in a run folder (and ``summary_slices.csv``), when the spec has
@@ -134,13 +140,16 @@ def _groups(ids: pd.Index, values: Mapping[str, str]) -> list[tuple[str, np.ndar
 
 
 def slice_accuracy(counts: Mapping[str, pd.DataFrame],
-                   values: Mapping[str, Mapping[str, str]], level: float = 0.95
-                   ) -> pd.DataFrame:
-    """Each arm's accuracy with its CI per slice value: one row per (field, value, arm).
+                   values: Mapping[str, Mapping[str, str]], level: float = 0.95,
+                   best: str | None = None) -> pd.DataFrame:
+    """Each arm's accuracy with its CI per slice value, and its paired comparison with
+    ``best`` there: one row per (field, value, arm), the columns :data:`SLICE_COLUMNS`.
 
     ``counts`` are each arm's per-item ``correct`` and ``scored`` runs made
     (:func:`hr_core.accuracy.item_counts`); ``note`` is ``hr_core.stats.TOO_FEW_ITEMS``
-    for a slice of fewer than ``MIN_ITEMS`` items.
+    for a slice of fewer than ``MIN_ITEMS`` items. ``best`` is the run's best arm (the
+    verdict's; default: the arm with the highest accuracy over all its runs); the
+    comparison is :func:`hr_core._slice_compare.slice_comparisons`.
 
     Example:
         >>> counts = {"a": pd.DataFrame({"correct": [1, 0], "scored": [1, 1]},
@@ -160,9 +169,17 @@ def slice_accuracy(counts: Mapping[str, pd.DataFrame],
                              "accuracy": interval.estimate, "ci_low": interval.low,
                              "ci_high": interval.high,
                              "note": TOO_FEW_ITEMS if len(at) < MIN_ITEMS else ""})
-    frame = pd.DataFrame(rows, columns=list(SLICE_COLUMNS))
-    return frame.astype({"items": "int64", "accuracy": "float64", "ci_low": "float64",
-                         "ci_high": "float64"})
+    frame = pd.DataFrame(rows, columns=list(SLICE_COLUMNS[:8]))
+    frame = frame.astype({"items": "int64", "accuracy": "float64", "ci_low": "float64",
+                          "ci_high": "float64"})
+    shares = pd.DataFrame({arm: table["correct"] / table["scored"]
+                           for arm, table in counts.items()}, dtype="float64")
+    if best is None and counts:
+        best = max(counts, key=lambda a: (counts[a]["correct"].sum()
+                                          / max(int(counts[a]["scored"].sum()), 1)))
+    groups = {field: _groups(shares.index, of_field) for field, of_field in values.items()}
+    compared = slice_comparisons(shares, groups, best)
+    return frame.merge(compared, on=["slice", "value", "arm"], how="left", validate="1:1")
 
 
 def slice_differences(ids: pd.Index, now: np.ndarray, then: np.ndarray,

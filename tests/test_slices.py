@@ -137,3 +137,68 @@ def test_a_rescored_run_keeps_its_slices(tmp_path: Path) -> None:
     again = rescore_run(bench.run_dir, "includes")
     assert again.manifest["slices"] == ["kind"]
     assert (Path(again.run_dir) / "summary_slices.parquet").is_file()
+
+
+def _two_arms(store: Path) -> Any:
+    plan = plan_benchmark({"right": always_right, "even": right_on_even}, _items(),
+                          store=str(store), fresh=True, slices=["kind"])
+    return BenchmarkSession(plan).run_sync()
+
+
+def test_each_slice_compares_each_arm_with_the_best_arm_holm_corrected(
+        tmp_path: Path) -> None:
+    from hr_core.multiplicity import holm
+    from hr_core.stats import paired_difference
+
+    bench = _two_arms(tmp_path)
+    table = bench.slice_summary()
+    rows = {(r["value"], r["arm"]): r for r in table.to_dict("records")}
+    assert set(table["vs"]) == {"right"}  # the verdict's best arm
+    assert rows[("odd", "right")]["verdict"] == "" and rows[("odd", "right")]["paired"] == 0
+    odd = rows[("odd", "even")]
+    ids = [f"q{i}" for i in range(1, 24, 2)]
+    expected = paired_difference(bench.item_accuracy("even")[ids].tolist(),
+                                 bench.item_accuracy("right")[ids].tolist())
+    assert (odd["diff"], odd["diff_low"], odd["diff_high"], odd["p_value"], odd["paired"]) == (
+        expected.diff, expected.ci_low, expected.ci_high, expected.p_value, 12)
+    even = rows[("even", "even")]
+    # the family: one pair of arms in each value with >= MIN_ITEMS paired items (even, odd)
+    assert odd["family"] == 2
+    assert [odd["p_holm"], even["p_holm"]] == holm([odd["p_value"], even["p_value"]])
+    assert odd["verdict"] == "lower" and even["verdict"] == "no clear difference"
+    # a single-item slice and the items without the key: no verdict, not in the family
+    for value, n in (("rare", 1), (MISSING_SLICE, 5)):
+        row = rows[(value, "even")]
+        assert row["verdict"] == TOO_FEW_ITEMS and row["paired"] == n
+        assert pd.isna(row["p_holm"])
+    stored = pd.read_parquet(Path(bench.run_dir) / "summary_slices.parquet")
+    pd.testing.assert_frame_equal(stored, table)
+
+
+def test_the_report_the_markdown_and_hr_summary_show_the_slice_comparison(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench = _two_arms(tmp_path)
+    run = Path(bench.run_dir)
+    page = (run / "report.html").read_text()
+    section = page[page.index('id="slices"'):page.index('id="outcomes"')]
+    assert "-100.0 points" in section and "lower" in section
+    assert "Holm-corrected over the 2 comparisons of this field" in section
+    assert section.count(TOO_FEW_ITEMS) >= 2  # rare and (missing), as note and verdict
+    markdown = (run / "report.md").read_text()
+    assert "## By slice" in markdown and "Holm-corrected over the 2 comparisons" in markdown
+    assert "| odd | even | 12 | 0.0% (" in markdown and ": lower |" in markdown
+    assert "| rare | even | 1 | 100.0% (" in markdown
+    code, out, err = hr(capsys, "summary", bench.run_dir)
+    assert code == 0, err
+    assert "vs best" in out and "Holm-corrected" in out and "lower" in out
+
+
+def test_a_slice_table_without_comparisons_still_renders(tmp_path: Path) -> None:
+    from hr_core.report import ReportInputs, render_report
+
+    bench = _two_arms(tmp_path)
+    old = bench.slice_summary().iloc[:, :8]  # a table written before the comparison
+    page = render_report(ReportInputs(bench.manifest, bench.stat_runs(), bench.summary(),
+                                      slices=old))
+    assert "has no paired comparisons" in page and "points" not in page.split(
+        'id="slices"')[1].split("</section>")[0]

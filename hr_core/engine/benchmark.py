@@ -462,17 +462,24 @@ class Benchmark:
         ``fields`` default to the manifest's ``slices`` (the spec's); the values come
         from the items' payloads (:mod:`hr_core.slices`: a missing key is the slice
         ``(missing)``, a slice below ``MIN_ITEMS`` items has the note "too few items
-        to tell"). Empty (with the columns) without slices.
+        to tell"), and each arm's paired comparison with the verdict's best arm per
+        slice (:mod:`hr_core._slice_compare`: Holm over the field's slices). Empty (with
+        the columns) without slices.
         """
         from hr_core.slices import check_slices, slice_accuracy, slice_values
 
         names = check_slices(list(self.manifest.get("slices") or []) if fields is None
                              else list(fields))
+        key = ("slices", tuple(names))
+        found: pd.DataFrame | None = self._memo.get(key)
+        if found is not None:  # report.md and summary_slices.parquet: computed once
+            return found
         reference = self.reference
         values = slice_values(reference if reference is not None else [], names)
         runs = self.stat_runs()
         counts = {arm: item_counts(_rows_of(runs, arm), arm) for arm in self.arms}
-        return slice_accuracy(counts, values)
+        found = self._memo[key] = slice_accuracy(counts, values, best=self.verdict().best)
+        return found
 
     def compare(self, a: str, b: str) -> PairedDifference:
         """Paired difference ``accuracy(a) - accuracy(b)`` over the items both scored.

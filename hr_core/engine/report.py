@@ -75,6 +75,35 @@ def _points(value: float) -> str:
     return "–" if math.isnan(value) else f"{value * 100:+.1f}"
 
 
+_SLICE_ROWS = 60
+"""Rows of the slice table in report.md (the rest are in summary_slices.csv)."""
+
+
+def _slice_lines(slices: pd.DataFrame) -> list[str]:
+    """report.md's "By slice": each arm's accuracy per slice value and its paired
+    comparison with the best arm there, with the correction used, per field."""
+    from hr_core._slice_compare import comparison_text, correction_text
+
+    lines = ["", "## By slice", ""]
+    shown = 0
+    for field, rows in slices.groupby("slice", sort=False):
+        lines += [f"**{_cell(field)}**: {_cell(correction_text(rows))}.", "",
+                  "| value | arm | items | accuracy (95% CI) | vs best | note |",
+                  "|---|---|---|---|---|---|"]
+        for row in rows.to_dict("records"):
+            if shown == _SLICE_ROWS:
+                break
+            shown += 1
+            lines.append(f"| {_cell(row['value'])} | {_cell(row['arm'])} | "
+                         f"{_count(row.get('items'))} | {_pct(row.get('accuracy'))} "
+                         f"({_pct(row.get('ci_low'))}–{_pct(row.get('ci_high'))}) | "
+                         f"{_cell(comparison_text(row))} | {_cell(row.get('note') or '')} |")
+        lines.append("")
+    if len(slices) > shown:
+        lines.append(f"{len(slices) - shown} more rows in `summary_slices.csv`.")
+    return lines
+
+
 def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> str:
     """The markdown report (the dashboard's artifact): the verdict first, then the summary
     (two tables, so that no column is cut off), the top errors, and where the HTML report is.
@@ -134,6 +163,8 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
         lines.append(f"| {_cell(row['arm'])} | {_fmt(row.get('latency_mean_s'))} | "
                      f"{_count(row.get('tokens_in'))} | {_count(row.get('tokens_out'))} | "
                      f"{_fmt(row.get('cost_usd'), 4)} |")
+    if m.get("slices"):
+        lines += _slice_lines(bench.slice_summary())
     from hr_core.engine.stopping import sequential_note
 
     warnings = coverage_warnings(summary)

@@ -1,10 +1,13 @@
-"""The report's "Accuracy by slice" section (:mod:`hr_core.slices`)."""
+"""The report's "Accuracy by slice" section (:mod:`hr_core.slices`): each arm's accuracy
+per slice value and, under it, its paired comparison with the best arm there
+(:mod:`hr_core._slice_compare`, Holm-corrected over the field's slices)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from hr_core._slice_compare import comparison_text, correction_text
 from hr_core.report._format import escape, fmt, is_missing, table
 from hr_core.report.inputs import ReportInputs
 
@@ -15,7 +18,12 @@ def _accuracy(row: Mapping[Any, Any]) -> str:
     value, low, high = row.get("accuracy"), row.get("ci_low"), row.get("ci_high")
     if is_missing(value):
         return "–"
-    return f"{fmt(value, 'pct')} [{fmt(low, 'pct')}, {fmt(high, 'pct')}]"
+    text = f"{fmt(value, 'pct')} [{fmt(low, 'pct')}, {fmt(high, 'pct')}]"
+    compared = comparison_text(row)
+    if compared:
+        bad = ' bad' if row.get("verdict") == "lower" else ""
+        text += f'<br><span class="cmp{bad}">{escape(compared)}</span>'
+    return text
 
 
 def slices_section(inputs: ReportInputs) -> str:
@@ -26,8 +34,14 @@ def slices_section(inputs: ReportInputs) -> str:
         return ('<p class="note">No slices: add <code>slices: [field, ...]</code> (item '
                 "fields) to the spec for accuracy by slice.</p>")
     arms = [str(a) for a in inputs.summary["arm"]]
+    compared = "verdict" in frame.columns
     parts = ['<p>Accuracy (95% CI) of each arm on the items of each value of a slice field; '
-             'an item without the field is in <code>(missing)</code>.</p>']
+             'an item without the field is in <code>(missing)</code>. '
+             + ("Under it: the paired difference with the best arm on the slice's items "
+                "(points, 95% interval), its Holm-corrected p-value and verdict, as in the "
+                "verdict above.</p>" if compared else
+                "This run's slice table has no paired comparisons (made before hr had "
+                "them): <code>hr rescore RUN_DIR --scorer SCORER</code> makes it again.</p>")]
     for index, (field, rows) in enumerate(frame.groupby("slice", sort=False), start=1):
         cells: dict[str, dict[str, dict[Any, Any]]] = {}
         sizes: dict[str, int] = {}
@@ -44,4 +58,6 @@ def slices_section(inputs: ReportInputs) -> str:
         parts.append(f"<h3>{escape(field)}</h3>" + table(
             ["value", "items", *arms, "note"], body, left=1,
             table_id=f"table-slices-{index}"))
+        if compared:
+            parts.append(f'<p class="note">Comparison: {escape(correction_text(rows))}.</p>')
     return "".join(parts)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from hr_core.diff import ArmDiff, RunDiff
 from hr_core.report._format import escape, fmt, table
-from hr_core.report.html import _CSP, _CSS, SEARCH_SCRIPT
+from hr_core.report.html import _CSP, _CSS, SEARCH_SCRIPT, _write_page
 
 __all__ = ["render_diff", "write_diff_html"]
 
@@ -168,15 +168,4 @@ def render_diff(diff: RunDiff) -> str:
 
 def write_diff_html(diff: RunDiff, out: str | Path) -> Path | str:
     """Write :func:`render_diff` to ``out`` (a path or an fsspec URL); returns where."""
-    text = render_diff(diff)
-    target = str(out)
-    if "://" in target and not target.startswith("file://"):
-        import fsspec
-
-        with fsspec.open(target, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        return target
-    path = Path(target)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
+    return _write_page(render_diff(diff), out)

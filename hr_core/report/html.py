@@ -187,8 +187,17 @@ def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path | s
         write_report("results/demo/3f2a9c1e")  # -> PosixPath('results/demo/3f2a9c1e/report.html')
     """
     inputs = load_report_inputs(run_dir)
-    text = render_report(inputs)
     target = str(out) if out is not None else f"{str(run_dir).rstrip('/')}/report.html"
+    return _write_page(render_report(inputs), target)
+
+
+def _write_page(text: str, target: str | Path) -> Path | str:
+    """Write a page (UTF-8) to ``target``: a local path (its folder made) or an fsspec URL.
+
+    Returns the ``Path`` written, or the URL. The one write of report.html and the diff
+    page (:func:`hr_core.report.diff_html.write_diff_html`).
+    """
+    target = str(target)
     if "://" in target and not target.startswith("file://"):
         import fsspec
 

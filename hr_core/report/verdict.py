@@ -27,6 +27,7 @@ from typing import Any
 
 import pandas as pd
 
+from hr_core._slice_compare import corrected_verdict
 from hr_core.multiplicity import holm
 from hr_core.planning import detectable_difference
 from hr_core.report.analysis import PairedRow, pair_statistics, paired_differences
@@ -195,9 +196,6 @@ def _detectable(pair: Any) -> float:
 
 
 def _corrected(paired: PairedRow, p_holm: float, alpha: float = 0.05) -> str:
-    """The paired verdict with the Holm-corrected p-value in place of the raw one."""
-    if paired.n_items < MIN_ITEMS or paired.verdict == TOO_FEW_ITEMS:
-        return TOO_FEW_ITEMS
-    if paired.verdict in ("higher", "lower") and p_holm < alpha:
-        return paired.verdict
-    return "no clear difference"
+    """The paired verdict with the Holm-corrected p-value in place of the raw one (the
+    per-slice comparison's rule too: :func:`hr_core._slice_compare.corrected_verdict`)."""
+    return corrected_verdict(paired.verdict, paired.n_items, p_holm, alpha)
