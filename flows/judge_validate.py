@@ -125,7 +125,8 @@ async def judge_validate_flow(
     ))
     results = [result for chunk in chunks for result in chunk]
     record: JudgeValidation = await save_judge_validation(
-        judge, results, [row.human for row in rows], store, [row.item for row in rows])
+        judge, results, [row.human for row in rows], store, [row.item for row in rows],
+        [[len(c) for c in row.candidates] for row in rows])
     return record
 
 

@@ -47,7 +47,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
 )
-judge_app = typer.Typer(help="Validate a judge against people's labels, or check its record.",
+judge_app = typer.Typer(help="Validate a judge against people's labels, check its record, or "
+                        "import stored verdicts.",
                         no_args_is_help=True)
 app.add_typer(judge_app, name="judge")
 server_app = typer.Typer(help="A local Prefect server for hr: faster runs, kept in the dashboard.",
@@ -292,6 +293,34 @@ def judge_validate(
     from hr_cli.commands import validate_judge
 
     validate_judge(console, judge, labels, store=store, attach=attach)
+
+
+@judge_app.command("import", context_settings={"allow_extra_args": True})
+def judge_import(
+    ctx: typer.Context,
+    judge: ExistingFile,
+    verdicts: ExistingFile,
+    column: Annotated[list[str] | None, typer.Option(
+        "--column", help="Map one of hr's columns to the table's: --column "
+        "item_id=question_id (repeatable; item_id=question_id+turn joins two).")] = None,
+    arms: Annotated[list[str] | None, typer.Option(
+        "--arms", help="The candidates to compare (--arms A B); default: the one pair the "
+        "table names.")] = None,
+    store: Annotated[Path, typer.Option(help="Where validation records go.")] = Path("judges"),
+    run: Annotated[Path | None, typer.Option(
+        file_okay=False, exists=True,
+        help="A run directory: compare its arms' outputs, attach to its report.")] = None,
+) -> None:
+    """Import stored per-order verdicts (JSONL/CSV/Parquet) made by the judge JUDGE.yaml
+    describes: validated, compared and reported as if hr's judge had made them."""
+    import_paused("hr_cli.stored")  # hr_core, pandas: collector paused
+    from hr_cli.stored import import_judge_verdicts
+
+    extra = [*ctx.args]
+    if extra and not arms:
+        raise typer.BadParameter(f"unexpected argument(s): {' '.join(extra)}")
+    import_judge_verdicts(console, judge, verdicts, columns=column or [],
+                          arms=[*(arms or []), *extra], store=store, run_dir=run)
 
 
 @judge_app.command("check")

@@ -99,24 +99,27 @@ def comparison_table(summary: Any, title: str = "Comparison") -> Table:
     (the judge's position bias: :func:`position_bias_line`)."""
     table = Table(title=cell(title), title_justify="left", header_style="bold")
     if "arm" in summary.columns:  # select: each arm's share of being chosen
-        for name in ("arm", "n", "chosen", "share", "95% CI", "consistency", "no verdict"):
+        for name in ("arm", "n", "chosen", "share", "95% CI", "consistency", "parse failures",
+                     "no verdict"):
             table.add_column(name, justify="left" if name == "arm" else "right")
         for row in summary.to_dict("records"):
             table.add_row(
                 cell(row.get("arm")), _num(row.get("n")), _num(row.get("chosen")),
                 _pct(row.get("share")), f"{_pct(row.get('ci_low'))}–{_pct(row.get('ci_high'))}",
-                _pct(row.get("consistency")), _num(row.get("no_verdict")),
+                _pct(row.get("consistency")), _num(row.get("parse_failures")),
+                _num(row.get("no_verdict")),
             )
         return table
     for name in ("a", "b", "n", "a wins", "b wins", "ties", "win rate (a)", "95% CI",
-                 "consistency", "no verdict"):
+                 "consistency", "parse failures", "no verdict"):
         table.add_column(name, justify="left" if name in ("a", "b") else "right")
     for row in summary.to_dict("records"):
         table.add_row(
             cell(row.get("a")), cell(row.get("b")), _num(row.get("n")), _num(row.get("a_wins")),
             _num(row.get("b_wins")), _num(row.get("ties")), _pct(row.get("win_rate")),
             f"{_pct(row.get('ci_low'))}–{_pct(row.get('ci_high'))}",
-            _pct(row.get("consistency")), _num(row.get("no_verdict")),
+            _pct(row.get("consistency")), _num(row.get("parse_failures")),
+            _num(row.get("no_verdict")),
         )
     return table
 
@@ -152,7 +155,9 @@ def validation_table(record: Mapping[str, Any], title: str = "Judge validation")
                                  f"(95% CI {_pct(found.get('ci_low'))}–"
                                  f"{_pct(found.get('ci_high'))})")
     table.add_row("Cohen's kappa", _num(record.get("kappa")))
-    table.add_row("consistency", _pct(record.get("consistency")))
+    from hr_core.judge.position import consistency_text
+
+    table.add_row("consistency", cell(consistency_text(record)))
     if record.get("position_bias"):
         from hr_core.judge.position import position_bias_text
 

@@ -19,7 +19,7 @@ from prefect.cache_policies import NO_CACHE
 from hr_core.judge.config import JudgeConfig
 from hr_core.judge.judging import JudgeResult
 from hr_core.judge.labelled import LabelledRow
-from hr_core.judge.position import position_bias_text
+from hr_core.judge.position import consistency_text, position_bias_text
 from hr_core.judge.validation import (
     JudgeValidation,
     compute_validation,
@@ -61,7 +61,7 @@ def validation_markdown(record: JudgeValidation) -> str:
         f"- items: {record.n}",
         f"- agreement with people: {_figure(record.agreement)} (95% CI {ci_text})",
         f"- Cohen's kappa: {_figure(record.kappa)}",
-        f"- consistency across orders: {_figure(record.consistency)}",
+        f"- consistency across orders: {consistency_text(record.model_dump())}",
         *([f"- position bias: {position_bias_text(record.position_bias)}"]
           if record.position_bias else []),
         f"- no consensus: {record.no_consensus}, parse failures: {record.parse_failures}, "
@@ -87,9 +87,10 @@ async def save_judge_validation(
     humans: Sequence[str],
     store: str | os.PathLike[str],
     items: Sequence[Any] | None = None,
+    lengths: Sequence[Sequence[int] | None] | None = None,
 ) -> JudgeValidation:
     """Compute the record, write ``<store>/<hash>.json`` and publish a markdown artifact."""
-    record = compute_validation(config, results, humans, items=items)
+    record = compute_validation(config, results, humans, items=items, lengths=lengths)
     save_validation(record, store)
     await acreate_markdown_artifact(
         key=f"judge-validation-{record.hash[:12]}",

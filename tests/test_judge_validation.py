@@ -63,7 +63,9 @@ def test_figures_are_a_pure_function_of_results_and_labels() -> None:
     assert record.kappa == pytest.approx(cohen_kappa(list(zip(humans, judged, strict=True))))
     assert record.confusion == {"pass": {"pass": 1, "no_verdict": 2},
                                 "fail": {"fail": 1, "pass": 1, "no_verdict": 1}}
-    assert record.consistency == pytest.approx(3 / 4)  # 3 ok of 4 where every order parsed
+    # hr's one consistency (MT-bench Table 2): 3 ok of all 6, the parse failure and the
+    # error counted beside it (before: 3 / 4, of the items where every order parsed)
+    assert record.consistency == pytest.approx(3 / 6)
     assert (record.no_consensus, record.parse_failures, record.errors) == (1, 1, 1)
     assert record.hash == GRADE.hash and record.config["rubric"] == GRADE.rubric
     assert record.config["hash"] == GRADE.hash and record.version

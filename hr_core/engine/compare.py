@@ -11,14 +11,14 @@ import pandas as pd
 
 from hr_core.engine.benchmark import Benchmark
 from hr_core.errors import SpecError
-from hr_core.judge.position import position_bias, position_bias_columns
+from hr_core.judge.position import consistency_columns, position_bias, position_bias_columns
 from hr_core.reference import Item
 from hr_core.stats import accuracy_interval
 
 __all__ = ["Comparison", "ComparisonRow", "comparison_rows", "judge_rows"]
 
 PAIR_COLUMNS = ("item_id", "run", "arms", "status", "verdict", "winner", "order_verdicts",
-                "consistent", "shown_verdicts")
+                "consistent", "shown_verdicts", "lengths")
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,26 @@ def comparison_rows(bench: Benchmark, arms: Sequence[str],
     return rows, len(joined) - len(complete)
 
 
+def pair_record(item_id: str, run: int, arms: Sequence[str], result: Any,
+                lengths: Sequence[int] | None) -> dict[str, Any]:
+    """One judged (item, run) as a row of :attr:`Comparison.pairs`, from its
+    :class:`~hr_core.judge.JudgeResult` (a live judge's or stored verdicts' alike)."""
+    winner = None
+    if result.verdict is not None:
+        if result.verdict == "tie":
+            winner = "tie"
+        else:
+            index = ord(result.verdict.upper()) - ord("A")
+            winner = arms[index] if 0 <= index < len(arms) else None
+    return {
+        "item_id": item_id, "run": run, "arms": list(arms),
+        "status": result.status, "verdict": result.verdict, "winner": winner,
+        "order_verdicts": list(result.order_verdicts), "consistent": result.consistent,
+        "shown_verdicts": [o.shown_verdict for o in result.orders],
+        "lengths": None if lengths is None else [int(n) for n in lengths],
+    }
+
+
 async def judge_rows(config: Any, model: Any, rows: Sequence[ComparisonRow], arms: Sequence[str],
                      concurrency: int = 16) -> list[dict[str, Any]]:
     """Judge each row (pairwise or select) and return one record per row."""
@@ -75,19 +95,7 @@ async def judge_rows(config: Any, model: Any, rows: Sequence[ComparisonRow], arm
         async with semaphore:
             result = await judge_item(config, model, item=row.item, candidates=list(row.outputs),
                                       reference=reference, run=row.run)
-        winner = None
-        if result.verdict is not None:
-            if result.verdict == "tie":
-                winner = "tie"
-            else:
-                index = ord(result.verdict.upper()) - ord("A")
-                winner = arms[index] if 0 <= index < len(arms) else None
-        return {
-            "item_id": row.item_id, "run": row.run, "arms": list(arms),
-            "status": result.status, "verdict": result.verdict, "winner": winner,
-            "order_verdicts": list(result.order_verdicts), "consistent": result.consistent,
-            "shown_verdicts": [o.shown_verdict for o in result.orders],
-        }
+        return pair_record(row.item_id, row.run, arms, result, [len(o) for o in row.outputs])
 
     return list(await asyncio.gather(*(one(r) for r in rows)))
 
@@ -96,17 +104,20 @@ class Comparison:
     """Judge verdicts between arms of one benchmark: ``.pairs`` and ``.summary()``.
 
     Pairwise: ``summary()`` has ``a, b, n, a_wins, b_wins, ties, win_rate`` (ties
-    count half), ``ci_low, ci_high`` and ``consistency`` (share of judged pairs
-    whose orders agreed). Select: one row per arm with ``arm, n, chosen, share,
-    ci_low, ci_high, consistency``. Pairs without a verdict (no consensus, parse
-    failure, error) are left out of ``n`` and counted in ``no_verdict``. The 95%
+    count half), ``ci_low, ci_high`` and ``consistency`` (hr's one definition,
+    :func:`hr_core.judge.position.consistency_columns`: the share of all judged pairs
+    whose every order gave a verdict and they agreed) with ``parse_failures`` and
+    ``errors`` beside it. Select: one row per arm with ``arm, n, chosen, share,
+    ci_low, ci_high, consistency, parse_failures, errors``. Pairs without a verdict
+    (no consensus, parse failure, error) are left out of ``n`` and counted in
+    ``no_verdict``. The 95%
     intervals are clustered by item (the runs of one item are not independent:
     ``hr_core.stats.accuracy_interval`` over per-item shares). Both modes add the
     judge's position bias (``hr_core.judge.position``, docs/judges.md): ``pairs``,
     ``favoured_position_1, favoured_position_2, ...`` (the share of all judgements
     where every order chose that shown position: MT-bench Table 2),
-    ``first_position_win_rate`` and ``strict_flip_rate``, each with ``_ci_low`` and
-    ``_ci_high``.
+    ``first_position_win_rate``, ``strict_flip_rate`` and the length bias
+    ``longer_answer_win_rate``, each with ``_ci_low`` and ``_ci_high``.
 
     Example:
         >>> pairs = [{"item_id": "q1", "run": 1, "arms": ["x", "y"], "status": "ok",
@@ -130,13 +141,15 @@ class Comparison:
     def position_bias(self) -> dict[str, Any]:
         """``order_disagreements`` and ``favoured_position_<j>`` (see the class docstring)."""
         positions = len(self.arms)
-        shown = self.pairs["shown_verdicts"]
-        judgements = [  # pairs judged before shown verdicts were kept have none
-            list(zip(s, o, strict=False))
-            for s, o in zip(shown, self.pairs["order_verdicts"], strict=True)
-            if s is not None and not isinstance(s, float)
-        ]
-        return position_bias_columns(position_bias(judgements, positions))
+        judgements, lengths = [], []
+        for shown, mapped, size in zip(self.pairs["shown_verdicts"],
+                                       self.pairs["order_verdicts"], self.pairs["lengths"],
+                                       strict=True):
+            if shown is None or isinstance(shown, float):
+                continue  # pairs judged before shown verdicts were kept have none
+            judgements.append(list(zip(shown, mapped, strict=False)))
+            lengths.append(None if size is None or isinstance(size, float) else list(size))
+        return position_bias_columns(position_bias(judgements, positions, lengths))
 
     def _item_interval(self, judged: pd.DataFrame, points: pd.Series) -> Any:
         per_item = points.groupby(judged["item_id"].astype(str), sort=False).agg(["sum", "count"])
@@ -148,7 +161,9 @@ class Comparison:
         pairs = self.pairs
         total = len(pairs)
         judged = pairs[pairs["winner"].notna()]
-        consistency = float(pairs["consistent"].mean()) if total else float("nan")
+        found = consistency_columns(pairs["status"].astype(str).tolist())
+        consistency = {"consistency": found["consistency"],
+                       "parse_failures": found["parse_failures"], "errors": found["errors"]}
         no_verdict = total - len(judged)
         bias = self.position_bias()
         if self.mode == "pairwise":
@@ -161,7 +176,7 @@ class Comparison:
             return pd.DataFrame([{
                 "a": a, "b": b, "n": len(judged), "a_wins": a_wins, "b_wins": b_wins,
                 "ties": ties, "win_rate": interval.estimate, "ci_low": interval.low,
-                "ci_high": interval.high, "consistency": consistency, "no_verdict": no_verdict,
+                "ci_high": interval.high, **consistency, "no_verdict": no_verdict,
                 **bias,
             }])
         rows = []
@@ -170,6 +185,6 @@ class Comparison:
             interval = self._item_interval(judged, (judged["winner"] == arm).astype(float))
             rows.append({"arm": arm, "n": len(judged), "chosen": chosen,
                          "share": interval.estimate, "ci_low": interval.low,
-                         "ci_high": interval.high, "consistency": consistency,
+                         "ci_high": interval.high, **consistency,
                          "no_verdict": no_verdict, **bias})
         return pd.DataFrame(rows)

@@ -6,6 +6,7 @@ from hr_core.judge.labelled import LabelledDataError, LabelledRow, read_labelled
 from hr_core.judge.parse import ParsedReply, parse_reply
 from hr_core.judge.prompts import build_messages
 from hr_core.judge.scorer import JUDGE_FAILURE_OUTCOMES, JudgeScorer, hr_scorer_judge
+from hr_core.judge.stored import StoredVerdicts, StoredVerdictsError, import_verdicts
 from hr_core.judge.validation import (
     DEFAULT_MIN_AGREEMENT,
     DEFAULT_MIN_ITEMS,
@@ -39,6 +40,8 @@ __all__ = [
     "LabelledRow",
     "OrderVerdict",
     "ParsedReply",
+    "StoredVerdicts",
+    "StoredVerdictsError",
     "ValidationStatus",
     "ValidityThresholds",
     "agreement_conventions",
@@ -47,6 +50,7 @@ __all__ = [
     "hr_judge_config",
     "hr_judge_valid",
     "hr_scorer_judge",
+    "import_verdicts",
     "judge_item",
     "judge_labelled",
     "labelled_rows",

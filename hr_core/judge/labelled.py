@@ -46,14 +46,21 @@ class LabelledRow:
     human: str
 
 
-def _frame(data: Any) -> tuple[pd.DataFrame, str]:
+def read_table(data: Any, what: str = "labelled data") -> tuple[pd.DataFrame, str]:
+    """A table (DataFrame, list of dicts, or .csv/.jsonl/.parquet path) and how messages
+    name it (the path, or ``what``); CSV cells stay text. Shared by labelled items and
+    stored verdicts (:mod:`hr_core.judge.stored`).
+
+    Raises:
+        LabelledDataError: naming the file (and line, for JSONL) that cannot be read.
+    """
     if isinstance(data, pd.DataFrame):
-        return data.reset_index(drop=True), "labelled data"
+        return data.reset_index(drop=True), what
     if isinstance(data, list):
-        return pd.DataFrame(data), "labelled data"
+        return pd.DataFrame(data), what
     if not isinstance(data, str | Path):
         raise LabelledDataError(
-            f"labelled data must be a DataFrame, a list of dicts or a path to .csv/.jsonl/"
+            f"{what} must be a DataFrame, a list of dicts or a path to .csv/.jsonl/"
             f".parquet, not {type(data).__name__}"
         )
     path = Path(data)
@@ -140,7 +147,7 @@ def read_labelled(
     """
     if mode not in LABELLED_COLUMNS:
         raise LabelledDataError(f"mode {mode!r} is unknown; use grade, pairwise or select")
-    frame, where = _frame(data)
+    frame, where = read_table(data)
     needed = LABELLED_COLUMNS[mode]
     missing = [c for c in needed if c not in frame.columns]
     if missing:

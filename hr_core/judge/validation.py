@@ -25,7 +25,7 @@ from hr_core.errors import HrError
 from hr_core.judge.config import CONFIG_FIELDS, JudgeConfig, config_hash
 from hr_core.judge.judging import JudgeResult, judge_item
 from hr_core.judge.labelled import LabelledDataError, LabelledRow, read_labelled
-from hr_core.judge.position import position_bias, position_bias_columns
+from hr_core.judge.position import consistency_columns, position_bias, position_bias_columns
 from hr_core.models.base import ChatModel
 from hr_core.stats import cohen_kappa, pooled_share_ci
 
@@ -82,13 +82,16 @@ class JudgeValidation(BaseModel):
     around that pooled share (exact with one row per item, clustered by item
     otherwise);
     ``kappa`` is Cohen's between people and the judge (no verdict as its own
-    category); ``confusion`` is human -> judge -> count; ``consistency`` is the
-    share of items whose orders agreed among those where every order gave a
-    verdict; ``position_bias`` (pairwise and select) holds the columns of
+    category); ``confusion`` is human -> judge -> count; ``consistency`` is hr's one
+    definition (:func:`hr_core.judge.position.consistency_columns`, MT-bench Table 2):
+    the share of **all** items whose every order gave a verdict and they agreed, parse
+    failures and errors counting as not consistent and shown beside it
+    (``parse_failures``, ``errors``; before, they were left out of this share);
+    ``position_bias`` (pairwise and select) holds the columns of
     :func:`hr_core.judge.position.position_bias_columns`: ``favoured_position_<j>``,
     the share of all items where every order chose shown position ``j`` (MT-bench
-    Table 2), ``first_position_win_rate`` and ``strict_flip_rate`` (FastChat #3911),
-    each with its interval (docs/judges.md).
+    Table 2), ``first_position_win_rate``, ``strict_flip_rate`` and the length bias
+    ``longer_answer_win_rate`` (FastChat #3911), each with its interval (docs/judges.md).
     ``None`` where a figure is undefined (no rows, one category only, grade mode
     for position bias).
     """
@@ -133,12 +136,14 @@ def compute_validation(
     *,
     created_at: datetime | None = None,
     items: Sequence[Any] | None = None,
+    lengths: Sequence[Sequence[int] | None] | None = None,
 ) -> JudgeValidation:
     """The validation record of judged rows against the people's labels.
 
     ``items`` (what each row asked) clusters the agreement interval by item: rows
     of one item (e.g. several pairs of answers to one question) are not
-    independent. Without them each row is its own item.
+    independent. Without them each row is its own item. ``lengths`` (each row's
+    candidates' lengths in characters, given order) adds the length bias.
 
     Example:
         >>> import asyncio
@@ -162,7 +167,6 @@ def compute_validation(
     for (h, j), count in sorted(Counter(pairs).items()):
         confusion[h][j] = count
     statuses = Counter(r.status for r in results)
-    judged = statuses["ok"] + statuses["no_consensus"]
     if n:
         keys = [_item_key(i) for i in items] if items is not None else list(range(n))
         if len(keys) != n:
@@ -183,7 +187,7 @@ def compute_validation(
     bias = None
     if config.mode != "grade" and results:
         found = position_bias([[(o.shown_verdict, o.verdict) for o in r.orders] for r in results],
-                              max(r.n_candidates for r in results))
+                              max(r.n_candidates for r in results), lengths)
         bias = {k: _finite(v) if isinstance(v, float) else v
                 for k, v in position_bias_columns(found).items()}
 
@@ -196,7 +200,7 @@ def compute_validation(
         agreement_ci=ci,
         kappa=_finite(cohen_kappa(pairs)) if n else None,
         confusion=dict(confusion),
-        consistency=statuses["ok"] / judged if judged else None,
+        consistency=_finite(consistency_columns(r.status for r in results)["consistency"]),
         position_bias=bias,
         agreement_conventions=(agreement_conventions(results, humans)
                                if config.mode == "pairwise" and n else None),

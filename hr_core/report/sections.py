@@ -13,7 +13,7 @@ import pandas as pd
 from hr_core.accuracy import coverage_warnings, item_total
 from hr_core.engine.memory import give_back
 from hr_core.failures import FAILURE_KINDS
-from hr_core.judge.position import position_bias_text
+from hr_core.judge.position import consistency_text, position_bias_text
 from hr_core.report._format import compact, escape, figure, fmt, pick, table
 from hr_core.report.analysis import outcome_counts
 from hr_core.report.inputs import ReportInputs
@@ -336,7 +336,7 @@ def _validation(record: Mapping[str, Any], index: int) -> str:
         ("agreement with people", f"{fmt(record.get('agreement'), 'pct')} "
                                   f"(95% {fmt(ci[0], 'pct')} – {fmt(ci[1], 'pct')})"),
         ("Cohen's kappa", fmt(record.get("kappa"))),
-        ("consistency across orders", fmt(record.get("consistency"), "pct")),
+        ("consistency across orders", escape(consistency_text(record))),
         *([("position bias", escape(position_bias_text(record["position_bias"])))]
           if record.get("position_bias") else []),
         ("no consensus", fmt(record.get("no_consensus"))),
@@ -371,11 +371,13 @@ def validation_section(inputs: ReportInputs) -> str:
 
 def _select_table(rows: list[dict[str, Any]]) -> str:
     return table(
-        ["arm", "n", "chosen", "share", "95% interval", "consistency", "no verdict"],
+        ["arm", "n", "chosen", "share", "95% interval", "consistency", "parse failures",
+         "no verdict"],
         [[f"<b>{escape(r.get('arm'))}</b>", fmt(r.get("n")), fmt(r.get("chosen")),
           fmt(r.get("share"), "pct"),
           f"{fmt(r.get('ci_low'), 'pct')} – {fmt(r.get('ci_high'), 'pct')}",
-          fmt(r.get("consistency"), "pct"), fmt(r.get("no_verdict"))] for r in rows],
+          fmt(r.get("consistency"), "pct"), fmt(r.get("parse_failures")),
+          fmt(r.get("no_verdict"))] for r in rows],
         table_id="table-select",
     )
 
@@ -395,12 +397,13 @@ def pairwise_section(inputs: ReportInputs) -> str:
     frame = pd.DataFrame(rows)
     html_table = table(
         ["a", "b", "n", "a wins", "b wins", "ties", "win rate of a", "95% interval",
-         "consistency", "no verdict"],
+         "consistency", "parse failures", "no verdict"],
         [[f"<b>{escape(r.get('a'))}</b>", f"<b>{escape(r.get('b'))}</b>", fmt(r.get("n")),
           fmt(r.get("a_wins")), fmt(r.get("b_wins")), fmt(r.get("ties")),
           fmt(r.get("win_rate"), "pct"),
           f"{fmt(r.get('ci_low'), 'pct')} – {fmt(r.get('ci_high'), 'pct')}",
-          fmt(r.get("consistency"), "pct"), fmt(r.get("no_verdict"))] for r in rows],
+          fmt(r.get("consistency"), "pct"), fmt(r.get("parse_failures")),
+          fmt(r.get("no_verdict"))] for r in rows],
         left=2, table_id="table-pairwise",
     ) if rows else ""
     judge_text = "; ".join(

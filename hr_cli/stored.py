@@ -1,0 +1,116 @@
+"""``hr judge import``: stored verdicts validated, compared and reported as a live judge's."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from hr_cli.judges import load_judge
+from hr_cli.literal import line, lit
+from hr_cli.tables import comparison_table, position_bias_line, validation_table
+from hr_core.errors import SpecError
+
+__all__ = ["import_judge_verdicts", "parse_columns"]
+
+
+def parse_columns(pairs: Sequence[str]) -> dict[str, str]:
+    """``--column item_id=question_id`` options as hr name -> the table's column.
+
+    Example:
+        >>> parse_columns(["item_id=question_id+turn", "order_1 = g1_winner"])
+        {'item_id': 'question_id+turn', 'order_1': 'g1_winner'}
+    """
+    found: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, column = pair.partition("=")
+        if not sep or not name.strip() or not column.strip():
+            raise SpecError(f"--column {pair!r}: write it as HR_NAME=YOUR_COLUMN, e.g. "
+                            "--column item_id=question_id")
+        found[name.strip()] = column.strip()
+    return found
+
+
+def import_judge_verdicts(console: Console, judge: Path, verdicts: Path, *,
+                          columns: Sequence[str], arms: Sequence[str], store: Path,
+                          run_dir: Path | None) -> dict[str, Any]:
+    """``hr judge import JUDGE.yaml VERDICTS``: read stored per-order verdicts for the
+    judge's config; with people's labels save (and print) the validation record; for
+    pairwise/select verdicts print the comparison of two (or more) candidates; with
+    ``--run`` attach both to the run's report as ``hr compare`` and ``hr judge validate
+    --attach`` do. Returns what was made (``validation``, ``comparison``)."""
+    from hr_cli.commands import load_benchmark, record_dict, refresh_report
+    from hr_core.judge import StoredVerdictsError, import_verdicts, save_validation
+
+    config = load_judge(judge)
+    names = [a.strip() for arg in arms for a in arg.split(",") if a.strip()]
+    stored = import_verdicts(verdicts, config, columns=parse_columns(columns),
+                             arms=names or None)
+    console.print(f"[bold]Imported[/] {len(stored.rows)} stored judgement(s) for the "
+                  f"{config.mode} judge {config.hash[:12]} on {lit(config.model)} from "
+                  f"{lit(verdicts)}")
+    made: dict[str, Any] = {}
+    if stored.labelled():
+        validation = stored.validation()
+        path = save_validation(validation, store)
+        record = record_dict(validation)
+        console.print(validation_table(record))
+        console.print(f"[bold]Record:[/] {lit(path)}")
+        from hr_cli.judges import judge_thresholds
+        from hr_core.judge import validity_problems
+
+        problems = validity_problems(validation, judge_thresholds(judge))
+        console.print(line(f"not valid yet: {'; '.join(problems)}" if problems else
+                           "valid under the judge file's min_items and min_agreement"),
+                      markup=False)
+        made["validation"] = record
+        if run_dir is not None:
+            from hr_core.report import attach_validation
+
+            attach_validation(run_dir, record)
+    if config.mode != "grade":
+        many = len(stored.pairs()) > 1 and not names
+        if many and "validation" in made:
+            console.print(line(f"comparison: the verdicts hold {len(stored.pairs())} sets of "
+                               "candidates; choose two with --arms A B to compare them"),
+                          markup=False)
+        else:
+            bench = load_benchmark(run_dir) if run_dir is not None else None
+            try:
+                comparison = stored.comparison(names or None, bench)
+            except StoredVerdictsError:
+                if "validation" not in made:
+                    raise
+                comparison = None
+            if comparison is not None:
+                _print_comparison(console, comparison, config, run_dir)
+                made["comparison"] = comparison
+    elif "validation" not in made:
+        raise SpecError(f"{verdicts}: grade verdicts without people's labels (a 'human' "
+                        "column) make no record; map it with --column human=YOUR_COLUMN")
+    if run_dir is not None:
+        refresh_report(console, run_dir)
+    return made
+
+
+def _print_comparison(console: Console, comparison: Any, config: Any,
+                      run_dir: Path | None) -> None:
+    summary = comparison.summary()
+    console.print(comparison_table(summary, title=f"{config.mode.capitalize()} comparison "
+                                                  "(stored verdicts)"))
+    bias = position_bias_line(summary)
+    if bias:
+        console.print(line(bias), markup=False)
+    if comparison.skipped:
+        console.print(line(f"{comparison.skipped} (item, run) of the run have no stored "
+                           "verdict (or an arm no output): left out"), markup=False)
+    unused = int(comparison.manifest.get("unused_verdicts") or 0)
+    if unused:
+        console.print(line(f"{unused} stored verdict(s) are for an (item, run) the run does "
+                           "not have with every arm's output: not used"), markup=False)
+    if run_dir is not None:
+        from hr_core.report import attach_comparison
+
+        attach_comparison(run_dir, {**config.to_dict(), "hash": config.hash}, summary)
