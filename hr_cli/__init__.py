@@ -63,6 +63,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     Example:
         >>> main(["--help"])  # doctest: +SKIP
     """
+    if argv is None:  # the hr command: the warm runner, when it is up, before any import
+        from hr_cli._thin import run_in_runner, wants_runner
+
+        if wants_runner(sys.argv[1:]):
+            status = run_in_runner(sys.argv[1:])
+            if status is not None:
+                raise SystemExit(status)
     from hr_cli.app import app, console
 
     _show_warnings_as_lines(console)

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from hr_cli.gcpause import import_paused
 
-__all__ = ["app", "console", "judge_app", "server_app"]
+__all__ = ["app", "console", "judge_app", "make_console", "server_app"]
 
 def _flags_as_flags() -> None:
     """Typer's rich help shows a flag as ``--fresh <bool>``, as if it took a value: show
@@ -34,9 +34,16 @@ def _flags_as_flags() -> None:
 
 _flags_as_flags()
 
-# piped output (CI logs, `make demo | tee`) gets a readable width instead of 80 columns
-console = Console(highlight=False, emoji=False,  # data such as ":smile:" stays as written
-                  width=None if sys.stdout.isatty() else 140)
+
+
+def make_console() -> Console:
+    """hr's console on this process's stdout (the warm runner's child makes its own)."""
+    # piped output (CI logs, `make demo | tee`) gets a readable width instead of 80 columns
+    return Console(highlight=False, emoji=False,  # data such as ":smile:" stays as written
+                   width=None if sys.stdout.isatty() else 140)
+
+
+console = make_console()
 
 app = typer.Typer(
     name="hr",
