@@ -43,7 +43,8 @@ def _become_client(fds: list[int], request: dict[str, Any], api_url: str | None)
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
         signal.signal(signum, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTTOU, signal.SIG_IGN)  # not the terminal's foreground group
+    for signum in (signal.SIGTTOU, signal.SIGTTIN):  # not the terminal's foreground group:
+        signal.signal(signum, signal.SIG_IGN)  # its settings can be changed, reads get EIO
     os.chdir(str(request["cwd"]))
     os.umask(int(request["umask"]))
     os.environ.clear()
