@@ -10,9 +10,12 @@ changed and a slice field of 5 values. Then interleaves ``--repeat`` passes of
 - **hr diff**: a fresh process running ``hr diff A B -o diff.html`` (the terminal table
   to /dev/null, the HTML page written),
 
-each reporting its wall and CPU time (imports included) and its peak RSS (``VmHWM``).
-Prints medians and p90, and the ratio of the CPU medians (wall time on a loaded shared
-machine is mostly waiting for a core). Targets: under 5 s and under 500 MB.
+each reporting its wall and CPU time (imports included), its main thread's time waiting
+for a core (``/proc/self/schedstat``: where wall goes beyond CPU on a shared machine)
+and its peak RSS (``VmHWM``). A second floor, **pyarrow**, reads the same columns of
+both ``runs.parquet`` and both ``reference.jsonl`` with pyarrow alone (no pandas, no
+hr). Prints medians and p90, and the ratios of the CPU medians. Targets: under 5 s and
+under 500 MB.
 
     .venv/bin/python bench/bench_diff.py [--items 100000] [--repeat 10] [--store DIR]
 """
@@ -37,17 +40,32 @@ def figures(started):
     with open("/proc/self/status") as status:
         peak = next(int(l.split()[1]) for l in status if l.startswith("VmHWM:"))
     used = resource.getrusage(resource.RUSAGE_SELF)
+    # the main thread's time waiting for a core (run queue): where wall goes beyond CPU
+    with open("/proc/self/schedstat") as stat:
+        waited = int(stat.read().split()[1]) / 1e9
     return {"s": time.perf_counter() - started, "cpu": used.ru_utime + used.ru_stime,
-            "mb": peak / 1024}
+            "mb": peak / 1024, "wait": waited}
 started = time.perf_counter()
 """
 
+_ARROW_FLOOR = _FIGURES + """
+import pyarrow.parquet as pq
+columns = json.loads(sys.argv[3])  # hr_core._diff_items.DIFF_COLUMNS
+for run_dir in sys.argv[1:3]:
+    pq.read_table(run_dir + "/runs.parquet", columns=columns,
+                  read_dictionary=["arm", "failure_kind"])  # coded, as hr reads them
+    with open(run_dir + "/reference.jsonl", "rb") as handle:
+        handle.read().splitlines()
+print(json.dumps(figures(started)))
+"""
+
 _FLOOR = _FIGURES + """
+from hr_core._diff_items import DIFF_COLUMNS
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.store import REFERENCE, RunStore
 for run_dir in sys.argv[1:3]:
     bench = Benchmark.load(run_dir)
-    bench.stat_runs()
+    bench.columns(DIFF_COLUMNS)
     RunStore.at(run_dir).read_bytes(REFERENCE).splitlines()
 print(json.dumps(figures(started)))
 """
@@ -151,21 +169,30 @@ def main(argv: list[str]) -> None:
     if options.repeat < 1:  # only make the runs
         return
     page = str(store / "diff.html")
-    floors, diffs = [], []
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from hr_core._diff_items import DIFF_COLUMNS
+
+    columns = json.dumps(list(DIFF_COLUMNS))
+    arrow, floors, diffs = [], [], []
+    loads = []
     for _ in range(options.repeat):  # interleaved: the machine is shared
+        arrow.append(_measure(_ARROW_FLOOR, [run_a, run_b, columns], "stdout"))
         floors.append(_measure(_FLOOR, [run_a, run_b], "stdout"))
         diffs.append(_measure(_DIFF, [run_a, run_b, page], "stderr"))
-    for what, rows in (("floor (load both runs)", floors), ("hr diff -o diff.html", diffs)):
-        seconds, cpu, mb = ([r[k] for r in rows] for k in ("s", "cpu", "mb"))
-        print(f"{what:24s} wall median {statistics.median(seconds):.2f} s, p90 "
+        loads.append(os.getloadavg()[0])
+    for what, rows in (("floor: pyarrow reads", arrow), ("floor: hr loads both runs", floors),
+                       ("hr diff -o diff.html", diffs)):
+        seconds, cpu, mb, wait = ([r[k] for r in rows] for k in ("s", "cpu", "mb", "wait"))
+        print(f"{what:26s} wall median {statistics.median(seconds):.2f} s, p90 "
               f"{_p90(seconds):.2f} s; CPU median {statistics.median(cpu):.2f} s, p90 "
-              f"{_p90(cpu):.2f} s; peak RSS median {statistics.median(mb):.0f} MB, p90 "
-              f"{_p90(mb):.0f} MB")
-    ratio = statistics.median(r["cpu"] for r in diffs) / statistics.median(
-        r["cpu"] for r in floors)
-    print(f"ratio hr diff / floor (CPU medians): {ratio:.2f}x; load "
-          f"{os.getloadavg()[0]:.1f}; "
-          f"{options.items:,} items x {len(ARMS)} arms; page {os.path.getsize(page):,} bytes")
+              f"{_p90(cpu):.2f} s; waiting for a core median {statistics.median(wait):.2f} s; "
+              f"peak RSS median {statistics.median(mb):.0f} MB, p90 {_p90(mb):.0f} MB")
+    for what, rows in (("pyarrow", arrow), ("hr load", floors)):
+        ratio = statistics.median(r["cpu"] for r in diffs) / statistics.median(
+            r["cpu"] for r in rows)
+        print(f"ratio hr diff / floor {what} (CPU medians): {ratio:.2f}x")
+    print(f"load {min(loads):.1f}-{max(loads):.1f}; {options.items:,} items x {len(ARMS)} "
+          f"arms; page {os.path.getsize(page):,} bytes")
 
 
 if __name__ == "__main__":

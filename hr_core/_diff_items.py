@@ -1,6 +1,6 @@
 """Per (arm, item) outcomes of one stored run, for ``hr diff`` (:mod:`hr_core.diff`).
 
-One pass over a run's small columns (``Benchmark.stat_runs``) with integer codes and
+One pass over the columns of a run it needs (:data:`DIFF_COLUMNS`) with integer codes and
 ``bincount`` (no groupby on item ids: 400k runs of 100k items take ~0.1 s): each cell
 ``(arm, item)`` gets its scored runs made, correct runs, error runs, its most frequent
 outcome kind and whether its runs disagree (flaky). Accuracy is the one accuracy of
@@ -15,12 +15,24 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hr_core.accuracy import arms_in_order, flaky_cells, item_codes, name_codes, runs_made
+from hr_core.accuracy import (
+    ITEM_INDEX,
+    arms_in_order,
+    flaky_cells,
+    item_codes,
+    name_codes,
+    runs_made,
+)
 from hr_core.engine.benchmark import Benchmark
 from hr_core.failures import FAILURE_KINDS
 from hr_core.report.items import _column_at
 
 __all__: list[str] = []  # internal: hr_core.diff uses it
+
+DIFF_COLUMNS = ("arm", "item_id", "run", "correct", "failure_kind", "latency_s", "cost_usd",
+                ITEM_INDEX)
+"""The columns of ``runs.parquet`` a diff reads (a stored run reads only these: the
+scores, tokens and judge columns are not read)."""
 
 KINDS: tuple[str, ...] = ("correct", "unscored", *FAILURE_KINDS)
 """Outcome kinds of a run: correct, unscored (no verdict), or its failure kind."""
@@ -43,7 +55,7 @@ class RunOutcomes:
 
     def __init__(self, bench: Benchmark) -> None:
         self.bench = bench
-        runs = bench.stat_runs()
+        runs = bench.columns(DIFF_COLUMNS)
         self.table = runs
         self.arms: list[str] = [str(a) for a in arms_in_order(runs)]
         arm_codes = name_codes(self.arms, runs["arm"])
@@ -129,14 +141,8 @@ def content_digest(record: Mapping[str, Any]) -> bytes:
     return hashlib.blake2b(text, digest_size=16).digest()
 
 
-def reference_records(bench: Benchmark, *, keep: bool = True
-                      ) -> tuple[pd.Index, list[bytes], list[dict[str, Any]]] | None:
-    """The ids of ``reference.jsonl``, each item's :func:`content_digest` and, with
-    ``keep``, its record (``id, payload, label``); each line parsed once. ``None`` without
-    the file. Without ``keep`` only the digests stay (run a's records at 100k items were
-    ~65 MB)."""
-    import orjson
-
+def reference_bytes(bench: Benchmark) -> bytes | None:
+    """The bytes of a stored run's ``reference.jsonl`` (``None`` without the file)."""
     from hr_core.engine.store import REFERENCE, RunStore
 
     if bench.run_dir is None:
@@ -144,18 +150,62 @@ def reference_records(bench: Benchmark, *, keep: bool = True
     store = RunStore.at(bench.run_dir)
     if not store.exists(REFERENCE):
         return None
-    ids: list[str] = []
-    digests: list[bytes] = []
-    records: list[dict[str, Any]] = []
+    return store.read_bytes(REFERENCE)
+
+
+def _corrupt(bench: Benchmark, exc: Exception) -> Exception:
+    from hr_core.engine.store import REFERENCE, RunStore
+
+    return RunStore.at(str(bench.run_dir)).corrupt_error(REFERENCE, exc)
+
+
+def parse_reference(bench: Benchmark, raw: bytes
+                    ) -> tuple[list[bytes], pd.Index, list[dict[str, Any]]]:
+    """``reference.jsonl``'s lines (blank ones left out), their ids and records (``id,
+    payload, label``), each line parsed once; a line that is not a record is the file's
+    :class:`~hr_core.errors.CorruptRunError`."""
+    import orjson
+
+    lines = [line for line in raw.splitlines() if line and not line.isspace()]
     try:
-        for line in store.read_bytes(REFERENCE).splitlines():
-            if not line.strip():
+        records = [orjson.loads(line) for line in lines]
+        ids = [str(record["id"]) for record in records]
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise _corrupt(bench, exc) from None
+    return lines, pd.Index(ids, name="item_id"), records
+
+
+def reference_changes(bench_a: Benchmark, raw_a: bytes, lines_b: list[bytes], ids_b: pd.Index,
+                      records_b: list[dict[str, Any]]) -> tuple[pd.Index, list[str]]:
+    """Run a's item ids, and those of the items both runs have whose contents differ
+    (:func:`content_digest`: key order aside), in a's order.
+
+    A line of a that is byte for byte a line of b is that item, unchanged: only the
+    other lines are parsed and digested (a nightly run on the same reference parses
+    one file, not two, and digests nothing)."""
+    import orjson
+
+    same = dict(zip(lines_b, range(len(lines_b)), strict=True))
+    at_b: dict[str, int] | None = None
+    listed_b = ids_b.tolist()
+    ids: list[str] = []
+    changed: list[str] = []
+    try:
+        for line in raw_a.splitlines():
+            found = same.get(line)
+            if found is not None:
+                ids.append(listed_b[found])
+                continue
+            if not line or line.isspace():
                 continue
             record = orjson.loads(line)
-            ids.append(str(record["id"]))
-            digests.append(content_digest(record))
-            if keep:
-                records.append(record)
+            item = str(record["id"])
+            ids.append(item)
+            if at_b is None:
+                at_b = {item_id: i for i, item_id in enumerate(listed_b)}
+            j = at_b.get(item)
+            if j is not None and content_digest(record) != content_digest(records_b[j]):
+                changed.append(item)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise store.corrupt_error(REFERENCE, exc) from None
-    return pd.Index(ids, name="item_id"), digests, records
+        raise _corrupt(bench_a, exc) from None
+    return pd.Index(ids, name="item_id"), changed

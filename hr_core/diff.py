@@ -28,7 +28,13 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from hr_core._diff_items import KINDS, RunOutcomes, reference_records
+from hr_core._diff_items import (
+    KINDS,
+    RunOutcomes,
+    parse_reference,
+    reference_bytes,
+    reference_changes,
+)
 from hr_core._diff_manifest import ManifestChange, manifest_changes
 from hr_core._safe import markdown_text as md_cell
 from hr_core.engine.benchmark import Benchmark
@@ -279,25 +285,27 @@ def _reference_diff(a: Benchmark, b: Benchmark, ids_a: pd.Index, ids_b: pd.Index
                     ) -> tuple[ReferenceDiff, dict[str, dict[str, Any]]]:
     """The reference change, and run b's records (a's when b has no ``reference.jsonl``):
     the texts and slice values of the items both runs scored are b's."""
-    found_a, found_b = reference_records(a, keep=False), reference_records(b)
-    if found_a is not None:
-        ids_a = found_a[0]
-    if found_b is not None:
-        ids_b = found_b[0]
+    raw_a, raw_b = reference_bytes(a), reference_bytes(b)
+    changed: list[str] = []
+    texts: tuple[pd.Index, list[dict[str, Any]]] | None = None
+    if raw_b is not None:
+        lines_b, ids_b, records_b = parse_reference(b, raw_b)
+        texts = ids_b, records_b
+        if raw_a == raw_b:  # the same file: the same items, nothing changed
+            ids_a = ids_b
+        elif raw_a is not None:
+            ids_a, changed = reference_changes(a, raw_a, lines_b, ids_b, records_b)
+        del lines_b
+    elif raw_a is not None:  # b has no reference.jsonl: a's texts
+        _, ids_a, records_a = parse_reference(a, raw_a)
+        texts = ids_a, records_a
+    del raw_a, raw_b
     where = ids_b.get_indexer(ids_a)
     common = where >= 0
-    changed: list[str] = []
-    if found_a is not None and found_b is not None:
-        digests_a, digests_b = found_a[1], found_b[1]
-        changed = [str(ids_a[i]) for i in np.flatnonzero(common).tolist()
-                   if digests_a[i] != digests_b[int(where[i])]]
     removed = ids_a[~common]
     added = ids_b[ids_a.get_indexer(ids_b) < 0]
-    if found_b is None and found_a is not None:  # b has no reference.jsonl: a's texts
-        found_a = reference_records(a)
-    texts = found_b if found_b is not None else found_a  # flips are items both have: b's
     records: dict[str, dict[str, Any]] = {} if texts is None else dict(
-        zip(texts[0].tolist(), texts[2], strict=True))  # a list: iterating an Index is slow
+        zip(texts[0].tolist(), texts[1], strict=True))  # a list: iterating an Index is slow
     return ReferenceDiff(
         hash_a=a.manifest.get("reference_hash"), hash_b=b.manifest.get("reference_hash"),
         items_a=len(ids_a), items_b=len(ids_b), common=int(common.sum()),

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from cli_support import hr
 
-from hr_core import Benchmark, diff_runs
+from hr_core import Benchmark, CorruptRunError, diff_runs
 from hr_core.engine.session import BenchmarkSession, plan_benchmark
 from hr_core.engine.spec import scorer_from
 
@@ -106,6 +106,24 @@ def test_runs_on_other_references_pair_the_common_items_and_name_the_changes(
     assert arm.n_items == 15  # the common items only
     assert arm.right_to_wrong == 1  # q6: its label changed
     assert found.flips[0].item_id == "q6" and found.flips[0].label == "changed"
+
+
+def test_a_reference_rewritten_in_another_key_order_is_unchanged_and_a_bad_line_named(
+        tmp_path: Path) -> None:
+    import json
+
+    before = _run(tmp_path / "a", {"x": first_twenty})
+    after = _run(tmp_path / "b", {"x": first_twenty})
+    path = Path(before.run_dir) / "reference.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    records[3] = {k: records[3][k] for k in reversed(list(records[3]))}  # q3: keys reversed
+    records[4]["label"] = "other"  # q4: its content changed
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    ref = diff_runs(before.run_dir, after.run_dir).reference
+    assert (ref.common, ref.added, ref.removed, ref.changed_ids) == (30, 0, 0, ["q4"])
+    path.write_text(path.read_text() + "{not json\n")
+    with pytest.raises(CorruptRunError, match=r"reference.jsonl is corrupt"):
+        diff_runs(before.run_dir, after.run_dir)
 
 
 def test_a_changed_prompt_is_named_as_the_prompt_part_of_the_arm(tmp_path: Path) -> None:
