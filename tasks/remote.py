@@ -21,7 +21,10 @@ whose journal lives on the flow's machine, run on workers elsewhere), the chunk
 only returns its records, as before: a lost worker then costs its whole chunk.
 The budget ledger is a
 :class:`~hr_core.engine.budget.SharedLedger`: a file beside the journal that every
-chunk locks for each call it reserves, so one budget holds across processes. One task per chunk, so
+chunk locks for each call it reserves, so one budget holds across processes; and an
+arm's ``concurrency`` holds across them too, through ``concurrency`` lock files per
+arm in ``slots/`` beside the journal (``hr_core.engine._slots``; a worker that
+cannot see the folder takes its share of the arm's concurrency instead). One task per chunk, so
 the ~150 ms a ``DaskTaskRunner`` adds per task stays negligible (SPEC section 11).
 """
 
@@ -29,6 +32,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +41,7 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from hr_core.engine._slots import SharedSlots
 from hr_core.engine.arms import Arm
 from hr_core.engine.budget import BudgetLedger, SharedLedger
 from hr_core.engine.journal import Journal, RunKey
@@ -45,10 +51,13 @@ from hr_core.engine.threads import DaemonPool
 from hr_core.reference import Item
 from hr_core.scorers import Scorer
 
-__all__ = ["BUDGET_LEDGER", "ChunkOutcome", "run_chunk_remote", "run_chunks_submitted"]
+__all__ = ["BUDGET_LEDGER", "SLOTS", "ChunkOutcome", "run_chunk_remote", "run_chunks_submitted"]
 
 BUDGET_LEDGER = "budget.json"
 """The shared budget ledger's file name (beside the journal, while chunks run)."""
+
+SLOTS = "slots"
+"""The folder of the arms' concurrency slots (beside the journal, while chunks run)."""
 
 ChunkOutcome = tuple[list[dict[str, Any]], list[str]]
 """A submitted chunk's result: its records and the scorer errors it met."""
@@ -78,16 +87,23 @@ async def _flushing(journal: Journal, ready: asyncio.Event) -> None:
       task_run_name="{arm_name}-submitted-chunk-{index}")
 async def run_chunk_remote(arm: Arm, work: Sequence[tuple[Item, int]], scorer: Scorer,
                            ledger: BudgetLedger, concurrency: int, index: int,
-                           arm_name: str, journal: str | None = None) -> ChunkOutcome:
+                           arm_name: str, journal: str | None = None,
+                           slots: SharedSlots | None = None, share: int = 1) -> ChunkOutcome:
     """Run one chunk wherever the task runner puts it; returns records and scorer errors.
 
     With ``journal`` (the benchmark journal's path) visible from this worker, each
     finished run is also written to a worker journal of this attempt as it finishes,
-    and the runs an earlier attempt of the chunk journaled are returned, not run again.
+    and the runs an earlier attempt of the chunk journaled are returned, not run again;
+    and the arm's calls in flight are bounded by ``slots`` across every worker. A
+    worker that cannot see the folder runs ``concurrency // share`` calls at a time
+    (``share``: the arm's chunks), at least one.
     """
     records: list[dict[str, Any]] = []
     side: Journal | None = None
-    if journal is not None and Path(journal).parent.is_dir():
+    visible = journal is not None and Path(journal).parent.is_dir()
+    if not visible:
+        slots, concurrency = None, max(1, concurrency // max(1, share))
+    if journal is not None and visible:
         main = Journal(Path(journal))
         earlier = _earlier_attempts(main, arm_name, index, work)
         records.extend(earlier.values())
@@ -105,9 +121,13 @@ async def run_chunk_remote(arm: Arm, work: Sequence[tuple[Item, int]], scorer: S
     flusher = asyncio.ensure_future(_flushing(side, ready)) if side is not None else None
     with DaemonPool(min(concurrency, 64), thread_name_prefix="hr-arm") as executor:
         ctx = ChunkContext(scorer, ledger, executor, concurrency, keep)
+        if slots is not None:
+            ctx.share(arm_name, slots)
         try:
             await run_chunk(arm, work, ctx)
         finally:
+            if slots is not None:
+                slots.close()
             if flusher is not None:
                 flusher.cancel()
             if side is not None:
@@ -138,9 +158,14 @@ async def run_chunks_submitted(session: BenchmarkSession) -> int:
     if plan.budget is not None:
         shared = ledger = SharedLedger.create(session.ledger,
                                               session.journal.path.with_name(BUDGET_LEDGER))
+    folder = journal.path.with_name(SLOTS)
+    slots = {arm: SharedSlots(folder, f"arm-{number}", plan.concurrency)
+             for number, arm in enumerate(plan.arms)}  # names are data: never file names
+    shares = Counter(chunk.arm for chunk in session.chunks)
     futures = [
         run_chunk_remote.submit(plan.arms[chunk.arm], chunk.work(), plan.scorer, ledger,
-                                plan.concurrency, index, chunk.arm, str(journal.path))
+                                plan.concurrency, index, chunk.arm, str(journal.path),
+                                slots[chunk.arm], shares[chunk.arm])
         for index, chunk in enumerate(session.chunks)
     ]
 
@@ -158,4 +183,5 @@ async def run_chunks_submitted(session: BenchmarkSession) -> int:
     finally:
         if shared is not None:
             Path(shared.path).unlink(missing_ok=True)
+        shutil.rmtree(folder, ignore_errors=True)
     return sum(done)

@@ -11,7 +11,7 @@ from typing import Any
 
 from hr_core import ArmResult
 
-__all__ = ["Counted", "metered", "rate_limited", "reference_rows"]
+__all__ = ["Counted", "InFlight", "metered", "rate_limited", "reference_rows"]
 
 TOKENS_PER_CALL = 10
 
@@ -51,4 +51,39 @@ class Counted:
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(f"{os.getpid()} {question}\n")
         time.sleep(self.delay)
+        return f"a{question}"
+
+
+class InFlight:
+    """An arm that counts its calls in flight across processes in a file (locked with
+    ``flock``) and appends the count seen at each call's start to ``<path>.seen``."""
+
+    def __init__(self, path: str, delay: float = 0.05) -> None:
+        self.path = path
+        self.delay = delay
+
+    def _add(self, step: int) -> int:
+        import fcntl
+        import os
+
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            now = int(os.read(fd, 32) or b"0") + step
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.ftruncate(fd, 0)
+            os.write(fd, str(now).encode())
+            if step > 0:
+                with open(self.path + ".seen", "a", encoding="utf-8") as seen:
+                    seen.write(f"{now}\n")
+            return now
+        finally:
+            os.close(fd)
+
+    def __call__(self, question: str) -> str:
+        self._add(1)
+        try:
+            time.sleep(self.delay)
+        finally:
+            self._add(-1)
         return f"a{question}"

@@ -8,6 +8,7 @@ import inspect
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from hr_core._answers import has_label
@@ -60,9 +61,14 @@ class ChunkContext:
         self.halted = halted
         self.scorer_errors: list[str] = []
         self.scorer_is_async = scorer.is_async
-        self._semaphores: dict[str, asyncio.Semaphore] = {}
+        self._semaphores: dict[str, AbstractAsyncContextManager[Any]] = {}
 
-    def semaphore(self, arm: str) -> asyncio.Semaphore:
+    def share(self, arm: str, limit: AbstractAsyncContextManager[Any]) -> None:
+        """Bound ``arm``'s calls in flight with ``limit`` (e.g. :class:`SharedSlots`,
+        across processes) instead of a semaphore of this context's own."""
+        self._semaphores[arm] = limit
+
+    def semaphore(self, arm: str) -> AbstractAsyncContextManager[Any]:
         if arm not in self._semaphores:
             self._semaphores[arm] = asyncio.Semaphore(self.concurrency)
         return self._semaphores[arm]
