@@ -18,6 +18,13 @@ Faults queued with :meth:`FakeAzureServer.inject`, one per request:
   with ``innererror.content_filter_result``;
 - ``Fault("content_filter")``: 200 with ``finish_reason: "content_filter"`` and no content;
 - ``Fault("500")`` / ``Fault("503")``: server errors.
+
+An exhausted quota, once ``quota_after`` requests were answered (``None``: never), for
+every request after: ``quota="daily"`` is the 429 Azure sends when the tier's quota is
+spent ("... Please retry after 86400 seconds", ``retry-after: 86400``; without
+the header: ``quota="daily-message"``),
+``quota="monthly"`` the 403 "Out of call volume quota. Quota will be replenished in
+D.HH:MM:SS".
 """
 
 from __future__ import annotations
@@ -50,6 +57,9 @@ class FakeAzureServer(FakeOpenAIServer):
         self.deployments = deployments
         self.api_key = api_key
         self.token = token
+        self.quota_after: int | None = None
+        self.quota = "daily"
+        self.answered = 0
 
     @property
     def url(self) -> str:
@@ -107,6 +117,17 @@ class _AzureHandler(_Handler):
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             return self._error(400, "BadRequest", "'messages' is a required property")
         kind = fault.kind if fault else None
+        if state.quota_after is not None and state.answered >= state.quota_after:
+            if state.quota == "monthly":
+                return self._error(403, "403", "Out of call volume quota. Quota will be "
+                                   "replenished in 12.04:31:07.")
+            return self._error(429, "429", (
+                f"Requests to the ChatCompletions_Create Operation under Azure OpenAI API "
+                f"version {version} have exceeded token rate limit of your current OpenAI S0 "
+                "pricing tier. Please retry after 86400 seconds. Please go here: "
+                "https://aka.ms/oai/quotaincrease if you would like to further increase the "
+                "default rate limit."), {} if state.quota == "daily-message" else {
+                    "retry-after": "86400"})
         if kind == "429":
             wait = (fault.retry_after if fault else None) or "1"
             return self._error(429, "429", (
@@ -133,6 +154,8 @@ class _AzureHandler(_Handler):
             return self._completion(body, None, "content_filter", {
                 **_FILTERS_OK, "violence": {"filtered": True, "severity": "high"}})
         value = state.reply(body)
+        with state._lock:
+            state.answered += 1
         if isinstance(value, dict):
             return self._json(200, value)
         return self._completion(body, str(value), "stop", _FILTERS_OK)

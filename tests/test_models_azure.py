@@ -209,3 +209,58 @@ def test_azure_openai_is_a_provider() -> None:
                           api_key="k")
     assert isinstance(model, AzureOpenAIChatModel) and model.azure_endpoint == \
         "https://r.openai.azure.com"
+
+
+@pytest.mark.parametrize("quota, says", [("daily", "asks to wait 24 h"),
+                                         ("daily-message", "retry after 24 h"),
+                                         ("monthly", "out of call volume quota")])
+def test_an_exhausted_quota_halts_the_endpoint_at_once(server: FakeAzureServer, quota: str,
+                                                       says: str) -> None:
+    # before: the daily quota's 429 (Retry-After 86400) was waited out like a rate limit,
+    # each call until its deadline (15 min without one), then an error; the monthly 403
+    # was an error of every call, each one sent
+    from hr_core.models._ratelimit import EndpointStoppedError
+
+    server.quota_after, server.quota = 0, quota
+    model = _model(server, rate_limit_wait_s=2.0)
+    with pytest.raises(ModelCallError, match=f"quota exhausted .*{says}.*calls to this "
+                                             "endpoint stopped") as info:
+        _complete(model)
+    assert "86400" in str(info.value) or "call volume" in str(info.value)
+    with pytest.raises(EndpointStoppedError, match="quota exhausted"):
+        _complete(model)
+    assert len(server.requests) == 1  # not retried, and nothing more sent
+
+
+def test_an_exhausted_quota_makes_the_runs_not_made_budget_stops_and_a_resume_makes_them(
+        server: FakeAzureServer, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hr_core.engine.session import BenchmarkSession, plan_benchmark
+    from hr_core.models._ratelimit import reset_limiters
+
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
+    items = [{"id": f"i{i}", "document": "Paris is the capital of France.",
+              "question": f"What is the capital of France? (#{i})", "label": "Paris"}
+             for i in range(30)]
+    arm = {"model": "azure-openai:gpt4o-prod", "base_url": server.url,
+           "prompt": "Document: {document}\nQuestion: {question}"}
+
+    def run() -> object:
+        plan = plan_benchmark({"azure": arm}, items, store=str(tmp_path), concurrency=4)
+        return BenchmarkSession(plan).run_sync()
+
+    server.quota_after = 5
+    bench = run()
+    runs = bench.runs  # type: ignore[attr-defined]
+    kinds = runs["failure_kind"].fillna("correct").value_counts().to_dict()
+    sent = len(server.requests)
+    assert sent <= 5 + 4, sent  # the answered ones, then at most the 4 in flight
+    assert kinds["error"] == 1 and kinds["budget_stop"] >= 30 - 9, kinds
+    stops = runs[runs["failure_kind"] == "budget_stop"]
+    assert stops["error"].str.contains("quota exhausted").all()
+    assert "86400" in runs.loc[runs["failure_kind"] == "error", "error"].iloc[0]
+    assert "quota exhausted" in bench.manifest["halts"]["azure"]  # type: ignore[attr-defined]
+    server.quota_after = None  # the quota is back: a resume (a new process) makes the rest
+    reset_limiters()
+    again = run()
+    assert len(server.requests) - sent == kinds["budget_stop"]
+    assert "budget_stop" not in set(again.runs["failure_kind"].dropna())  # type: ignore[attr-defined]

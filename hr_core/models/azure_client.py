@@ -20,13 +20,17 @@ Everything else (retries, rate limits, reply fields, structured output) is the
 OpenAI client's: Azure speaks the same chat-completions wire format. A prompt
 that Azure's content filter rejects (HTTP 400 ``content_filter``) is a refusal
 reply, as a completion stopped by the filter (``finish_reason``
-``content_filter``) is.
+``content_filter``) is. A quota that will not clear within a run halts the endpoint
+like OpenAI's ``insufficient_quota`` (one ``error`` run, the rest ``budget_stop``): a 429
+asking to retry after an hour or more (header or message; an exhausted S0 quota says
+86400 seconds) or a 403 "Out of call volume quota".
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shlex
 import subprocess
 import time
@@ -35,7 +39,7 @@ from typing import Any, Final
 from urllib.parse import quote
 
 from hr_core.models.base import ModelConfigError, ModelReply
-from hr_core.models.openai_client import OpenAIChatModel, _Secret
+from hr_core.models.openai_client import _QUOTA_WAIT_S, OpenAIChatModel, _Secret
 
 __all__ = ["DEFAULT_API_VERSION", "AzureOpenAIChatModel", "TokenCommand"]
 
@@ -44,6 +48,9 @@ DEFAULT_API_VERSION: Final[str] = "2024-10-21"
 one: Azure OpenAI's GA data-plane version with structured outputs."""
 
 TokenProvider = Callable[[], "str | Awaitable[str]"]
+
+_RETRY_IN = re.compile(r"retry after (\d+(?:\.\d+)?) seconds", re.IGNORECASE)
+_CALL_VOLUME = "out of call volume quota"
 
 
 class TokenCommand:
@@ -182,6 +189,26 @@ class AzureOpenAIChatModel(OpenAIChatModel):
         if self._azure_key_env is None:
             return ""
         return os.environ.get(self._azure_key_env) or ""
+
+    def _quota_exhausted(self, exc: BaseException) -> str | None:
+        """Azure's quota that will not clear within a run, beside OpenAI's: a 429 whose
+        message says to retry after an hour or more (the S0 tier's exhausted daily quota
+        says "Please retry after 86400 seconds"), or a 403 "Out of call volume quota.
+        Quota will be replenished in D.HH:MM:SS" (a resource's monthly call quota)."""
+        why = super()._quota_exhausted(exc)
+        if why is not None:
+            return why
+        body = getattr(exc, "body", None)
+        error = body.get("error", body) if isinstance(body, dict) else None
+        message = str((error or {}).get("message") or getattr(exc, "message", "") or "")
+        status = getattr(exc, "status_code", None)
+        if status == 403 and _CALL_VOLUME in message.lower():
+            return "quota exhausted (out of call volume quota)"
+        found = _RETRY_IN.search(message)
+        if status == 429 and found and float(found.group(1)) >= _QUOTA_WAIT_S:
+            return (f"quota exhausted (Azure asks to retry after "
+                    f"{float(found.group(1)) / 3600:.3g} h)")
+        return None
 
     def _refused(self, exc: Any) -> ModelReply | None:
         """Azure's content filter rejecting the prompt (HTTP 400, ``code``

@@ -6,7 +6,8 @@ shared by every model of the process calling that endpoint, paced by the known o
 learned requests/tokens per minute). A 429 pauses the endpoint for at least
 ``retry-after-ms`` / ``Retry-After`` and is retried until the run's deadline
 (``timeout_s`` / ``budget.max_seconds``; without one, for ``rate_limit_wait_s``); a
-429 ``insufficient_quota`` halts the endpoint (the calls not sent raise
+429 ``insufficient_quota``, or one asking to wait an hour or more (:data:`_QUOTA_WAIT_S`:
+a daily or monthly quota), halts the endpoint (the calls not sent raise
 :class:`EndpointStoppedError`). 408/409, 5xx, timeouts, connection errors and
 malformed bodies are retried ``max_retries`` times with exponential backoff and
 jitter (``base * 2**(attempt-1)`` capped, times a factor in [0.5, 1]), at least the
@@ -40,7 +41,7 @@ import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from hr_core.models._ratelimit import (
     CALL_DEADLINE,
@@ -227,6 +228,9 @@ def add_usage(usages: Sequence[Usage]) -> Usage:
 _NO_KEY = "hr-no-key-declared"
 """The SDK needs some api_key to build a client; with no key declared this one is
 given and never sent (the request omits its Authorization header)."""
+
+_QUOTA_WAIT_S = 3600.0
+"""A 429 asking to wait this long or longer is a quota, not a rate limit: a hard stop."""
 
 _RETRY_STATUSES = frozenset({408, 409, 429})
 _OPENAI_URL = "https://api.openai.com/v1"
@@ -512,13 +516,10 @@ class OpenAIChatModel:
                 )) from None
             except openai.RateLimitError as exc:
                 headers = exc.response.headers
-                if _hard_quota(exc):
+                why = self._quota_exhausted(exc)
+                if why is not None:
                     outcome = "error"
-                    reason = (f"{self.spec} at {limiter.label}: quota exhausted "
-                              f"({_describe(exc)}); calls to this endpoint stopped")
-                    if limiter.halt(self._redact(reason)):
-                        raise ModelCallError(self._redact(reason)) from None
-                    raise EndpointStoppedError(self._redact(reason)) from None
+                    self._stop_endpoint(limiter, why, exc)
                 outcome = "rate_limit"
                 limited += 1
                 attempt -= 1  # waited out until the deadline, not counted as a retry
@@ -527,6 +528,10 @@ class OpenAIChatModel:
                 retry = True
                 continue
             except Exception as exc:
+                why = self._quota_exhausted(exc)
+                if why is not None:
+                    outcome, headers = "error", _headers(exc)
+                    self._stop_endpoint(limiter, why, exc)
                 if not _retryable(exc):
                     outcome = "error"
                     raise ModelCallError(self._redact(
@@ -549,6 +554,28 @@ class OpenAIChatModel:
                 limiter.release(permit, outcome, headers=headers, tokens_used=tokens_used,
                                 completion_tokens=used[1])
             return dataclasses.replace(reply, latency_s=time.perf_counter() - started)
+
+    def _quota_exhausted(self, exc: BaseException) -> str | None:
+        """Why a failed attempt is a quota that waiting will not clear (the endpoint is
+        halted), else ``None``: OpenAI's 429 ``insufficient_quota``, or a 429 whose
+        ``Retry-After`` is :data:`_QUOTA_WAIT_S` or more (a daily or monthly quota:
+        per-minute limits clear within a minute)."""
+        if _hard_quota(exc):
+            return "quota exhausted"
+        if getattr(exc, "status_code", None) == 429:
+            wait = _retry_after(exc)
+            if wait is not None and wait >= _QUOTA_WAIT_S:
+                return f"quota exhausted (the server asks to wait {wait / 3600:.3g} h)"
+        return None
+
+    def _stop_endpoint(self, limiter: EndpointLimiter, why: str, exc: BaseException) -> NoReturn:
+        """Halt the endpoint: the first call to see the quota is the ``error`` that says
+        so, the others are not made (:class:`EndpointStoppedError`: ``budget_stop``)."""
+        reason = self._redact(f"{self.spec} at {limiter.label}: {why} ({_describe(exc)}); "
+                              "calls to this endpoint stopped")
+        if limiter.halt(reason):
+            raise ModelCallError(reason) from None
+        raise EndpointStoppedError(reason) from None
 
     def _refused(self, exc: Any) -> ModelReply | None:
         """The reply for a rejection that is the provider refusing (Azure's prompt
