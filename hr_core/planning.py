@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from statistics import NormalDist
 from typing import NamedTuple
 
@@ -133,22 +134,40 @@ def paired_power(n_items: int, difference: float, discordance: float,
         sd = math.sqrt(max(discordance - difference * difference, 1e-12))
         return _NORMAL.cdf(difference * math.sqrt(n_items) / sd
                            - _NORMAL.inv_cdf(1 - (1 - level) / 2))
-    alpha = 1 - level
     favour = min(1.0, max(0.0, (discordance + difference) / (2 * discordance)))
-    counts = np.arange(n_items + 1)
     discordant = _binomial_pmf(n_items, discordance)
-    power = 0.0
-    for m in counts[1:].tolist():
-        if discordant[m] < 1e-15:
-            continue
-        half = _binomial_pmf(m, 0.5)
-        upper = np.cumsum(half[::-1])[::-1]  # P(X >= k), k = 0..m
-        rejecting = np.nonzero(np.minimum(1.0, 2 * upper) < alpha)[0]
-        rejecting = rejecting[rejecting > m / 2]
-        if rejecting.size == 0:
-            continue
-        power += discordant[m] * float(_binomial_pmf(m, favour)[int(rejecting[0]):].sum())
-    return min(1.0, power)
+    m = np.nonzero(discordant >= 1e-15)[0]  # the discordant counts that weigh at all
+    size = min(_EXACT_UP_TO, 1 << int(m.max()).bit_length()) if m.size else 1
+    k = _critical_counts(1 - level, size)[m]  # the test rejects when a's wins reach k
+    m, k = m[(m > 0) & (k <= m)], k[(m > 0) & (k <= m)]
+    if m.size == 0 or favour <= 0:
+        return 0.0
+    if favour >= 1:
+        return min(1.0, float(discordant[m].sum()))
+    # P(Binomial(m, favour) >= k) for every such m at once: a (len(m), max(m)+1) table
+    wins = np.arange(int(m.max()) + 1)[None, :]
+    rows, first = m[:, None], k[:, None]
+    table = _log_factorials(n_items)
+    logs = (table[rows] - table[wins] - table[np.clip(rows - wins, 0, None)]
+            + wins * math.log(favour) + (rows - wins) * math.log1p(-favour))
+    tails = np.where((wins >= first) & (wins <= rows), np.exp(logs), 0.0).sum(axis=1)
+    return min(1.0, float((discordant[m] * tails).sum()))
+
+
+@lru_cache(maxsize=32)
+def _critical_counts(alpha: float, top: int) -> np.ndarray:
+    """For ``m = 0..top`` discordant items, the smallest count ``k > m / 2`` of one arm's
+    wins whose two-sided exact sign-test p-value is below ``alpha`` (``m + 1`` when none
+    is): it depends on ``m`` and ``alpha`` only, so it is computed once per process."""
+    table = _log_factorials(top)
+    m, k = np.arange(top + 1)[:, None], np.arange(top + 1)[None, :]
+    half = np.where(k <= m, np.exp(table[m] - table[k] - table[np.clip(m - k, 0, None)]
+                                   - m * math.log(2.0)), 0.0)  # P(X = k), X ~ Bin(m, 1/2)
+    upper = np.cumsum(half[:, ::-1], axis=1)[:, ::-1]  # P(X >= k)
+    rejects = (np.minimum(1.0, 2 * upper) < alpha) & (2 * k > m) & (k <= m)
+    counts = np.where(rejects.any(axis=1), rejects.argmax(axis=1), np.arange(top + 1) + 1)
+    counts.setflags(write=False)
+    return counts
 
 
 def _binomial_pmf(n: int, p: float) -> np.ndarray:
