@@ -167,6 +167,38 @@ def test_429_without_retry_after_paces_by_the_anthropic_ratelimit_headers(
     assert _gaps(server)[0] >= 0.9  # the spent limit's next request is due in 1 s
 
 
+def test_anthropic_models_of_one_endpoint_share_its_limiter(
+        server: FakeAnthropicServer) -> None:
+    # two models (arm and judge, say) with one key at one endpoint: one limiter, whose
+    # pause on a 429's retry-after holds both, and which reads anthropic-ratelimit-*
+    from hr_core.models._ratelimit import limiters
+
+    server.requests_limit = 600
+    server.inject(Fault("429", retry_after="1"))
+    arm, judge = _model(server, concurrency=3), _model(server, concurrency=3)
+    assert arm._limiter() is judge._limiter()
+    assert arm._limiter().ceiling == 6  # the two models' concurrency added up
+
+    async def both() -> list[str]:
+        try:
+            replies = await asyncio.gather(*(m.complete(MSGS) for m in (arm, judge) * 3))
+            return [r.text for r in replies]
+        finally:
+            await arm.aclose()
+            await judge.aclose()
+
+    assert asyncio.run(both()) == ["Paris"] * 6
+    first, *rest = server.requests
+    assert first.fault == "429" and len(rest) == 6
+    # the endpoint's first call went alone (its limits unknown), met the 429; no call of
+    # either model went out before its retry-after was over
+    assert all(r.at >= first.at + 1.0 - 0.005 for r in rest), [r.at - first.at for r in rest]
+    snapshot = arm._limiter().snapshot()
+    assert snapshot["rpm"] == 600 and snapshot["rate_limited"] == 1 and snapshot["ok"] == 6
+    assert [lim for lim in limiters() if lim.label == f"anthropic:{server.url}"] == [
+        arm._limiter()]
+
+
 def test_overloaded_529_is_waited_out_like_a_rate_limit(server: FakeAnthropicServer) -> None:
     server.inject("529", "529", "529")  # more than max_retries
     model = _model(server, max_retries=1)
