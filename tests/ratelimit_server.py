@@ -14,6 +14,8 @@ estimates them.
 An admitted request is answered after ``latency_s``; ``error_rate`` of them (a
 seeded draw) are 500/503 instead. ``quota_after=N``: after N answered requests
 every request is ``429 insufficient_quota`` (a hard quota, no ``Retry-After``).
+``fail_first={"3": 4}``: the first 4 admitted requests of question 3 are 503s (one
+unlucky item while the server answers the others).
 
 Answers: ``answers`` maps a question id (``Q<id>`` in the last user message) to
 the reply; unknown ids are answered ``"unknown"``. Counts (requests, 429s, 5xx,
@@ -110,7 +112,8 @@ class RateLimitedServer:
     def __init__(self, *, rpm: float | None = None, tpm: float | None = None,
                  burst_s: float = 1.0, latency_s: float = 0.2, error_rate: float = 0.0,
                  quota_after: int | None = None, rate_headers: bool = True,
-                 answers: dict[str, str] | None = None, seed: int = 0) -> None:
+                 answers: dict[str, str] | None = None, seed: int = 0,
+                 fail_first: dict[str, int] | None = None) -> None:
         self.requests_bucket = None if rpm is None else Bucket(rpm, burst_s)
         self.tokens_bucket = None if tpm is None else Bucket(tpm, burst_s)
         self.rpm, self.tpm = rpm, tpm
@@ -119,6 +122,7 @@ class RateLimitedServer:
         self.quota_after = quota_after
         self.rate_headers = rate_headers
         self.answers = dict(answers or {})
+        self.fail_first = dict(fail_first or {})
         self.counts = Counts()
         self._random = random.Random(seed)
         self._lock = threading.Lock()
@@ -266,6 +270,13 @@ class _Handler(BaseHTTPRequestHandler):
                 "message": f"Rate limit reached for {kind}", "type": "requests",
                 "param": None, "code": "rate_limit_exceeded"}}, headers)
         time.sleep(state.latency_s)
+        found = _QUESTION.search(last)
+        with state._lock:
+            if decision == "ok" and found and state.fail_first.get(found.group(1), 0) > 0:
+                state.fail_first[found.group(1)] -= 1
+                state.counts.answered -= 1
+                state.counts.server_errors += 1
+                decision = "503"
         if decision in ("500", "503"):
             return self._json(int(decision), {"error": {"message": "server error",
                                                         "type": "server_error"}}, headers)

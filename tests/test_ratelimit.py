@@ -141,6 +141,31 @@ def test_server_errors_are_retried_and_lose_nothing(tmp_path: Path) -> None:
     assert _kinds(bench) == {"correct": 28, "wrong": 12}
 
 
+def test_an_unlucky_call_is_not_lost_to_transient_errors_while_its_endpoint_answers(
+        tmp_path: Path) -> None:
+    # one item's first 4 attempts are 503s while the server answers every other item;
+    # no deadline is near. Before: the item was lost ("gave up after 3 attempt(s)",
+    # max_retries 2) though the endpoint was up all along
+    n = 40
+    with RateLimitedServer(rpm=1200, latency_s=0.02, answers=_answers(n),
+                           fail_first={"3": 4}) as server:
+        spec = {"provider": "openai-compatible", "model": "rl", "base_url": server.url,
+                "retry": {"max_retries": 2, "backoff_base_s": 0.05, "backoff_max_s": 0.1}}
+        plan = plan_benchmark({"llm": {"model": spec, "prompt": "{question}"}}, _items(n),
+                              store=str(tmp_path), concurrency=4)
+        bench = BenchmarkSession(plan).run_sync()
+        errors = server.counts.server_errors
+    assert _kinds(bench) == {"correct": 28, "wrong": 12}
+    assert errors == 4  # all four met, then answered
+    # an endpoint that answers nothing still fails a call after max_retries + 1 attempts
+    with RateLimitedServer(latency_s=0.0, error_rate=1.0) as down:
+        model = OpenAIChatModel("rl", provider="openai-compatible", base_url=down.url,
+                                max_retries=2, backoff_base_s=0.01, backoff_max_s=0.02)
+        with pytest.raises(ModelCallError, match=r"gave up after 3 attempt\(s\)"):
+            asyncio.run(model.complete([{"role": "user", "content": "Q1"}]))
+        assert down.counts.requests == 3
+
+
 def test_rate_limited_calls_wait_until_the_run_deadline_and_no_longer(tmp_path: Path) -> None:
     # one request per 30 s: after the first, every call is rate limited for long
     with RateLimitedServer(rpm=2, burst_s=30, latency_s=0.0, answers=_answers(3)) as server:

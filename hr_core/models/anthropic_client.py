@@ -28,8 +28,9 @@ Rate limits go through the endpoint's shared limiter
 endpoint's concurrency halved; a 429 whose ``error.details.error_code`` is
 ``enforced_spend_limit_reached`` (a spend limit does not clear by waiting) halts
 the endpoint (the runs not sent are ``budget_stop``). 5xx, 408/409, timeouts,
-connection errors and malformed bodies are retried ``max_retries`` times with
-backoff; 400 ``invalid_request_error``, 401 ``authentication_error``, 403 and 404
+connection errors and malformed bodies are retried with backoff, ``max_retries``
+times in a row while the endpoint answers no other call (as openai's client does);
+400 ``invalid_request_error``, 401 ``authentication_error``, 403 and 404
 are not. The key is read from ``api_key_env`` (default ``ANTHROPIC_API_KEY``)
 only and sent only to ``base_url`` as ``x-api-key``; it is never in ``repr``,
 messages, records or cache keys.
@@ -66,6 +67,7 @@ from hr_core.models.openai_client import (
     Sleep,
     _backoff,
     _explicit_key_name,
+    _Failures,
     _retry_after,
     _Secret,
     _with_schema,
@@ -334,6 +336,7 @@ class AnthropicChatModel:
         tokens = estimate_tokens(prompt, int(completion))
         attempt = limited = 0
         retry = False
+        failures = _Failures(limiter, self.max_retries)
         while True:
             attempt += 1
             self.stats["attempts"] += 1
@@ -390,15 +393,16 @@ class AnthropicChatModel:
                     raise ModelCallError(self._redact(
                         f"{self.spec}: call failed: {_describe(exc)}")) from None
                 outcome = "server_error"
-                if attempt > self.max_retries:
+                row = failures.fail()
+                if failures.exhausted(give_up):
                     raise ModelCallError(self._redact(
-                        f"{self.spec}: gave up after {attempt} attempt(s) "
-                        f"(max_retries={self.max_retries}); last error: {_describe(exc)}"
-                    )) from None
+                        f"{self.spec}: gave up after {failures.total} attempt(s) "
+                        f"(max_retries={self.max_retries}{failures.why()}); last error: "
+                        f"{_describe(exc)}")) from None
                 self.stats["retries"] += 1
                 retry = True
                 limiter.release(permit, outcome, headers=headers)
-                await self._sleep(self.delay(attempt, _retry_after(exc)))
+                await self._sleep(self.delay(row, _retry_after(exc)))
                 continue
             finally:
                 used = None if reply is None else reply.usage

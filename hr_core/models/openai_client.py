@@ -9,13 +9,16 @@ learned requests/tokens per minute). A 429 pauses the endpoint for at least
 429 ``insufficient_quota``, or one asking to wait an hour or more (:data:`_QUOTA_WAIT_S`:
 a daily or monthly quota), halts the endpoint (the calls not sent raise
 :class:`EndpointStoppedError`). 408/409, 5xx, timeouts, connection errors and
-malformed bodies are retried ``max_retries`` times with exponential backoff and
-jitter (``base * 2**(attempt-1)`` capped, times a factor in [0.5, 1]), at least the
-server's ``Retry-After``. Structured output is asked for with ``response_format``
-``json_schema``; a server that rejects it (HTTP 400/422) is a loud
-:class:`StructuredOutputRejectedError` naming the fix, never a silent prompt change:
-``structured_output="instructions"`` (a model spec field, part of the fingerprint)
-puts the schema as a JSON instruction in the system message instead. The reply's
+malformed bodies are retried with exponential backoff and jitter (``base *
+2**(attempt-1)`` capped, times a factor in [0.5, 1]), at least the server's
+``Retry-After``: ``max_retries`` times in a row while the endpoint answers no other
+call; a call unlucky while its endpoint answers others is retried on, up to ``4 *
+(max_retries + 1)`` attempts or its deadline (:class:`_Failures`). Structured output
+is asked for with ``response_format`` ``json_schema``; a server that rejects it (HTTP
+400/422) is a loud :class:`StructuredOutputRejectedError` naming the fix, never a
+silent prompt change: ``structured_output="instructions"`` (a model spec field, part
+of the fingerprint) puts the schema as a JSON instruction in the system message
+instead. The reply's
 ``finish_reason`` and ``refusal`` are kept on the
 :class:`~hr_core.models.base.ModelReply` (``truncated``, ``failure()``). Keys go
 only where declared: ``openai:`` reads ``OPENAI_API_KEY`` (or the variable
@@ -241,6 +244,48 @@ def _explicit_key_name(key: str) -> str:
     """A name for a key given as a value: models with the same key share a limiter,
     and the name says nothing of the key."""
     return _EXPLICIT_KEYS.setdefault(key, f"explicit key #{len(_EXPLICIT_KEYS) + 1}")
+
+
+class _Failures:
+    """One call's transient failures (5xx, timeouts, connection errors, bad bodies).
+
+    The call gives up after ``max_retries + 1`` failures in a row *while its endpoint
+    answered no attempt* (the endpoint looks down), after ``4 * (max_retries + 1)``
+    in all, or past its deadline. When the endpoint answered other calls since the
+    last failure, the row starts again: the endpoint is up and this call was unlucky
+    (a run is not lost to 5 errors out of a 5% error rate, or to a burst of them).
+    """
+
+    def __init__(self, limiter: EndpointLimiter, max_retries: int) -> None:
+        self.limiter = limiter
+        self.max_retries = max_retries
+        self.answered = limiter.stats.ok
+        self.row = 0
+        self.total = 0
+        self.restarts = 0
+
+    def fail(self) -> int:
+        """Count one failure; the number in the row (for the backoff)."""
+        answered = self.limiter.stats.ok
+        if answered > self.answered and self.row:
+            self.row = 0
+            self.restarts += 1
+        self.answered = answered
+        self.row += 1
+        self.total += 1
+        return self.row
+
+    def exhausted(self, give_up: float) -> bool:
+        """Whether the call should stop retrying."""
+        return (self.row > self.max_retries or self.total >= 4 * (self.max_retries + 1)
+                or time.monotonic() >= give_up)
+
+    def why(self) -> str:
+        """What more than ``max_retries`` the message should say."""
+        if not self.restarts:
+            return ""
+        return (f"; {self.row} in a row, the endpoint answering others between "
+                f"{self.restarts} of them")
 
 
 def _hard_quota(exc: Any) -> bool:
@@ -471,6 +516,7 @@ class OpenAIChatModel:
         attempt = 0
         limited = 0
         retry = False
+        failures = _Failures(limiter, self.max_retries)
         while True:
             attempt += 1
             self.stats["attempts"] += 1
@@ -538,14 +584,15 @@ class OpenAIChatModel:
                         f"{self.spec}: call failed: {_describe(exc)}"
                     )) from None
                 outcome = "server_error"
-                if attempt > self.max_retries:
+                row = failures.fail()
+                if failures.exhausted(give_up):
                     raise ModelCallError(self._redact(
-                        f"{self.spec}: gave up after {attempt} attempt(s) "
-                        f"(max_retries={self.max_retries}); last error: {_describe(exc)}"
-                    )) from None
+                        f"{self.spec}: gave up after {failures.total} attempt(s) "
+                        f"(max_retries={self.max_retries}{failures.why()}); last error: "
+                        f"{_describe(exc)}")) from None
                 self.stats["retries"] += 1
                 retry = True
-                wait = self.delay(attempt, _retry_after(exc))
+                wait = self.delay(row, _retry_after(exc))
                 limiter.release(permit, outcome, headers=_headers(exc))
                 await self._sleep(wait)
                 continue
