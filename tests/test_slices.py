@@ -187,6 +187,10 @@ def test_the_report_the_markdown_and_hr_summary_show_the_slice_comparison(
     markdown = (run / "report.md").read_text()
     assert "## By slice" in markdown and "Holm-corrected over the 2 comparisons" in markdown
     assert "| odd | even | 12 | 0.0% (" in markdown and ": lower |" in markdown
+    table = markdown[markdown.index("## By slice"):].splitlines()
+    at = [i for i, line in enumerate(table) if line.startswith("| odd")]
+    assert [table[i].split(" | ")[1] for i in at] == ["right", "even"]
+    assert at[1] == at[0] + 1  # a value's arms together
     assert "| rare | even | 1 | 100.0% (" in markdown
     code, out, err = hr(capsys, "summary", bench.run_dir)
     assert code == 0, err
