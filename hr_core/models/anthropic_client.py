@@ -44,9 +44,18 @@ import os
 import time
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final, Literal, cast
 
+from hr_core.models._http import (
+    LoopState,
+    Secret,
+    Sleep,
+    TransientFailures,
+    backoff,
+    explicit_key_name,
+    retry_after,
+    with_schema,
+)
 from hr_core.models._ratelimit import (
     CALL_DEADLINE,
     EndpointHalted,
@@ -63,16 +72,7 @@ from hr_core.models.base import (
     ModelReply,
     StructuredOutputRejectedError,
 )
-from hr_core.models.openai_client import (
-    Sleep,
-    _backoff,
-    _explicit_key_name,
-    _Failures,
-    _retry_after,
-    _Secret,
-    _with_schema,
-    find_price,
-)
+from hr_core.models.openai_client import find_price
 from hr_core.results import Usage
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicChatModel", "finish_reason"]
@@ -111,11 +111,6 @@ def finish_reason(stop_reason: str | None) -> str | None:
 
 class _Malformed(Exception):
     """The server answered 2xx with a body that is not a message."""
-
-
-@dataclass
-class _LoopState:
-    client: Any
 
 
 class AnthropicChatModel:
@@ -198,7 +193,7 @@ class AnthropicChatModel:
         self._sleep: Sleep = sleep or asyncio.sleep
         self._key_env: str | None = api_key_env or "ANTHROPIC_API_KEY"
         if api_key:
-            self._key = _Secret(api_key)
+            self._key = Secret(api_key)
             self._key_env = None
         else:
             value = os.environ.get(self._key_env)
@@ -207,11 +202,11 @@ class AnthropicChatModel:
                     f"anthropic:{name} needs an API key: set the environment variable "
                     f"{api_key_env or 'ANTHROPIC_API_KEY'} (it is not set) or name another "
                     "with api_key_env")
-            self._key = _Secret(value)
+            self._key = Secret(value)
         self.stats = {"calls": 0, "attempts": 0, "retries": 0, "failed": 0, "rate_limited": 0}
         self.rate_limits: dict[str, str] = {}
         """The last ``anthropic-ratelimit-*`` headers the server sent."""
-        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopState] = (
             weakref.WeakKeyDictionary())
 
     @property
@@ -240,14 +235,14 @@ class AnthropicChatModel:
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait before retry number ``attempt`` (1-based), as openai's client."""
-        return _backoff(attempt, retry_after, self.backoff_base_s, self.backoff_max_s,
+        return backoff(attempt, retry_after, self.backoff_base_s, self.backoff_max_s,
                         self.retry_after_max_s)
 
     def _redact(self, text: str) -> str:
         key = self._key.reveal()
         return text.replace(key, "***") if len(key) >= 4 else text
 
-    def _state(self) -> _LoopState:
+    def _state(self) -> LoopState:
         loop = asyncio.get_running_loop()
         state = self._loops.get(loop)
         if state is None:
@@ -260,7 +255,7 @@ class AnthropicChatModel:
             client = AsyncAnthropic(api_key=key, base_url=self.base_url, timeout=self.timeout,
                                     max_retries=0, default_headers=cast(Any, {
                                         "X-Api-Key": key, "Authorization": Omit()}))
-            state = _LoopState(client)
+            state = LoopState(client)
             self._loops[loop] = state
         return state
 
@@ -281,7 +276,7 @@ class AnthropicChatModel:
             stop = merged.pop("stop")
             merged["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
         use_format = schema is not None and self.structured_output == "json_schema"
-        messages = _with_schema(messages, schema, not use_format)
+        messages = with_schema(messages, schema, not use_format)
         system = [str(m.get("content", "")) for m in messages if m.get("role") == "system"]
         turns = [{"role": str(m.get("role")), "content": str(m.get("content", ""))}
                  for m in messages if m.get("role") != "system"]
@@ -316,7 +311,7 @@ class AnthropicChatModel:
     def _limiter(self) -> EndpointLimiter:
         """This endpoint's limiter, shared with every model of this process that calls it."""
         if self._endpoint is None:
-            key_name = self._key_env or _explicit_key_name(self._key.reveal())
+            key_name = self._key_env or explicit_key_name(self._key.reveal())
             self._endpoint = limiter_for(self.provider, self.base_url, key_name, owner=self,
                                          concurrency=self.concurrency, rpm=self.rpm,
                                          tpm=self.tpm)
@@ -336,7 +331,7 @@ class AnthropicChatModel:
         tokens = estimate_tokens(prompt, int(completion))
         attempt = limited = 0
         retry = False
-        failures = _Failures(limiter, self.max_retries)
+        failures = TransientFailures(limiter, self.max_retries)
         while True:
             attempt += 1
             self.stats["attempts"] += 1
@@ -402,7 +397,7 @@ class AnthropicChatModel:
                 self.stats["retries"] += 1
                 retry = True
                 limiter.release(permit, outcome, headers=headers)
-                await self._sleep(self.delay(row, _retry_after(exc)))
+                await self._sleep(self.delay(row, retry_after(exc)))
                 continue
             finally:
                 used = None if reply is None else reply.usage

@@ -38,8 +38,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 from urllib.parse import quote
 
+from hr_core.models._http import QUOTA_WAIT_S, Secret
 from hr_core.models.base import ModelConfigError, ModelReply
-from hr_core.models.openai_client import _QUOTA_WAIT_S, OpenAIChatModel, _Secret
+from hr_core.models.openai_client import OpenAIChatModel
 
 __all__ = ["DEFAULT_API_VERSION", "AzureOpenAIChatModel", "TokenCommand"]
 
@@ -76,7 +77,7 @@ class TokenCommand:
         self.argv = argv
         self.ttl_s = float(ttl_s)
         self.timeout_s = float(timeout_s)
-        self._token: _Secret | None = None
+        self._token: Secret | None = None
         self._at = 0.0
         self._lock = asyncio.Lock()
 
@@ -86,7 +87,7 @@ class TokenCommand:
     async def __call__(self) -> str:
         async with self._lock:
             if self._token is None or time.monotonic() - self._at > self.ttl_s:
-                self._token = _Secret(await asyncio.to_thread(self._run))
+                self._token = Secret(await asyncio.to_thread(self._run))
                 self._at = time.monotonic()
             return self._token.reveal()
 
@@ -163,7 +164,7 @@ class AzureOpenAIChatModel(OpenAIChatModel):
             TokenCommand(token_command, ttl_s=token_ttl_s) if token_command else None)
         self._azure_key_env = None if (api_key or self._token_provider) else (
             api_key_env or "AZURE_OPENAI_API_KEY")
-        self._azure_key = _Secret(api_key) if api_key else None
+        self._azure_key = Secret(api_key) if api_key else None
         if self._azure_key_env and not os.environ.get(self._azure_key_env):
             raise ModelConfigError(
                 f"azure-openai:{deployment} needs a key or an Entra token: set the "
@@ -205,7 +206,7 @@ class AzureOpenAIChatModel(OpenAIChatModel):
         if status == 403 and _CALL_VOLUME in message.lower():
             return "quota exhausted (out of call volume quota)"
         found = _RETRY_IN.search(message)
-        if status == 429 and found and float(found.group(1)) >= _QUOTA_WAIT_S:
+        if status == 429 and found and float(found.group(1)) >= QUOTA_WAIT_S:
             return (f"quota exhausted (Azure asks to retry after "
                     f"{float(found.group(1)) / 3600:.3g} h)")
         return None

@@ -6,14 +6,14 @@ shared by every model of the process calling that endpoint, paced by the known o
 learned requests/tokens per minute). A 429 pauses the endpoint for at least
 ``retry-after-ms`` / ``Retry-After`` and is retried until the run's deadline
 (``timeout_s`` / ``budget.max_seconds``; without one, for ``rate_limit_wait_s``); a
-429 ``insufficient_quota``, or one asking to wait an hour or more (:data:`_QUOTA_WAIT_S`:
+429 ``insufficient_quota``, or one asking to wait an hour or more (:data:`QUOTA_WAIT_S`:
 a daily or monthly quota), halts the endpoint (the calls not sent raise
 :class:`EndpointStoppedError`). 408/409, 5xx, timeouts, connection errors and
 malformed bodies are retried with exponential backoff and jitter (``base *
 2**(attempt-1)`` capped, times a factor in [0.5, 1]), at least the server's
 ``Retry-After``: ``max_retries`` times in a row while the endpoint answers no other
 call; a call unlucky while its endpoint answers others is retried on, up to ``4 *
-(max_retries + 1)`` attempts or its deadline (:class:`_Failures`). Structured output
+(max_retries + 1)`` attempts or its deadline (:class:`TransientFailures`). Structured output
 is asked for with ``response_format`` ``json_schema``; a server that rejects it (HTTP
 400/422) is a loud :class:`StructuredOutputRejectedError` naming the fix, never a
 silent prompt change: ``structured_output="instructions"`` (a model spec field, part
@@ -35,17 +35,25 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
-import email.utils
-import json
 import os
-import random
 import time
 import warnings
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
+from hr_core.models._http import (
+    QUOTA_WAIT_S,
+    LoopState,
+    Secret,
+    Sleep,
+    TransientFailures,
+    backoff,
+    explicit_key_name,
+    retry_after,
+    with_schema,
+)
 from hr_core.models._ratelimit import (
     CALL_DEADLINE,
     EndpointHalted,
@@ -66,9 +74,6 @@ from hr_core.results import Usage
 
 __all__ = ["OpenAIChatModel", "Price", "add_usage", "check_api_key", "find_price",
            "key_variable"]
-
-Sleep = Callable[[float], Awaitable[Any]]
-
 
 def check_api_key(provider: str, name: str, api_key_env: str | None,
                   api_key: str | None = None) -> None:
@@ -173,33 +178,8 @@ def find_price(prices: Mapping[str, Any] | None, provider: str, name: str) -> Pr
     return None
 
 
-class _Secret:
-    """Holds a key; shows as ``'***'`` everywhere."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "'***'"
-
-    __str__ = __repr__
-
-    def __reduce__(self) -> Any:
-        raise TypeError("an API key is not pickled; pass api_key_env to send the variable name")
-
-
 class _Malformed(Exception):
     """The server answered 2xx with a body that is not a chat completion."""
-
-
-@dataclass
-class _LoopState:
-    client: Any
 
 
 _FAILED_USAGE: contextvars.ContextVar[list[Usage] | None] = contextvars.ContextVar(
@@ -232,62 +212,8 @@ _NO_KEY = "hr-no-key-declared"
 """The SDK needs some api_key to build a client; with no key declared this one is
 given and never sent (the request omits its Authorization header)."""
 
-_QUOTA_WAIT_S = 3600.0
-"""A 429 asking to wait this long or longer is a quota, not a rate limit: a hard stop."""
-
 _RETRY_STATUSES = frozenset({408, 409, 429})
 _OPENAI_URL = "https://api.openai.com/v1"
-_EXPLICIT_KEYS: dict[str, str] = {}  # a key given as a value -> its limiter's name (memory only)
-
-
-def _explicit_key_name(key: str) -> str:
-    """A name for a key given as a value: models with the same key share a limiter,
-    and the name says nothing of the key."""
-    return _EXPLICIT_KEYS.setdefault(key, f"explicit key #{len(_EXPLICIT_KEYS) + 1}")
-
-
-class _Failures:
-    """One call's transient failures (5xx, timeouts, connection errors, bad bodies).
-
-    The call gives up after ``max_retries + 1`` failures in a row *while its endpoint
-    answered no attempt* (the endpoint looks down), after ``4 * (max_retries + 1)``
-    in all, or past its deadline. When the endpoint answered other calls since the
-    last failure, the row starts again: the endpoint is up and this call was unlucky
-    (a run is not lost to 5 errors out of a 5% error rate, or to a burst of them).
-    """
-
-    def __init__(self, limiter: EndpointLimiter, max_retries: int) -> None:
-        self.limiter = limiter
-        self.max_retries = max_retries
-        self.answered = limiter.stats.ok
-        self.row = 0
-        self.total = 0
-        self.restarts = 0
-
-    def fail(self) -> int:
-        """Count one failure; the number in the row (for the backoff)."""
-        answered = self.limiter.stats.ok
-        if answered > self.answered and self.row:
-            self.row = 0
-            self.restarts += 1
-        self.answered = answered
-        self.row += 1
-        self.total += 1
-        return self.row
-
-    def exhausted(self, give_up: float) -> bool:
-        """Whether the call should stop retrying."""
-        return (self.row > self.max_retries or self.total >= 4 * (self.max_retries + 1)
-                or time.monotonic() >= give_up)
-
-    def why(self) -> str:
-        """What more than ``max_retries`` the message should say."""
-        if not self.restarts:
-            return ""
-        return (f"; {self.row} in a row, the endpoint answering others between "
-                f"{self.restarts} of them")
-
-
 def _hard_quota(exc: Any) -> bool:
     """A 429 that will not clear by waiting: OpenAI's ``insufficient_quota``."""
     body = getattr(exc, "body", None)
@@ -384,7 +310,7 @@ class OpenAIChatModel:
         self.rate_limit_wait_s = float(rate_limit_wait_s)
         self._endpoint: EndpointLimiter | None = None
         self._sleep: Sleep = sleep or asyncio.sleep
-        self._key = _Secret(api_key) if api_key else None
+        self._key = Secret(api_key) if api_key else None
         self._key_env = None if api_key else key_variable(provider, api_key_env)
         check_api_key(provider, name, api_key_env, api_key)
         if structured_output not in ("json_schema", "instructions"):
@@ -392,7 +318,7 @@ class OpenAIChatModel:
                                    f"or 'instructions', not {structured_output!r}")
         self.structured_output = structured_output
         self.stats = {"calls": 0, "attempts": 0, "retries": 0, "failed": 0}
-        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopState] = (
             weakref.WeakKeyDictionary()
         )
 
@@ -434,12 +360,12 @@ class OpenAIChatModel:
         key = self._api_key()
         return text.replace(key, "***") if len(key) >= 4 else text
 
-    def _state(self) -> _LoopState:
+    def _state(self) -> LoopState:
         loop = asyncio.get_running_loop()
         state = self._loops.get(loop)
         if state is None:
             client = self._new_client()
-            state = _LoopState(client)
+            state = LoopState(client)
             self._loops[loop] = state
         return state
 
@@ -489,7 +415,7 @@ class OpenAIChatModel:
         if self._endpoint is None:
             base_url = self.base_url or os.environ.get("OPENAI_BASE_URL") or _OPENAI_URL
             key = self._api_key()
-            key_name = self._key_env or (_explicit_key_name(key) if key else "no key")
+            key_name = self._key_env or (explicit_key_name(key) if key else "no key")
             self._endpoint = limiter_for(self.provider, base_url, key_name, owner=self,
                                          concurrency=self.concurrency, rpm=self.rpm,
                                          tpm=self.tpm)
@@ -516,12 +442,12 @@ class OpenAIChatModel:
         attempt = 0
         limited = 0
         retry = False
-        failures = _Failures(limiter, self.max_retries)
+        failures = TransientFailures(limiter, self.max_retries)
         while True:
             attempt += 1
             self.stats["attempts"] += 1
             use_format = schema is not None and self.structured_output == "json_schema"
-            request = dict(base, messages=_with_schema(messages, schema, not use_format))
+            request = dict(base, messages=with_schema(messages, schema, not use_format))
             if use_format and schema is not None:
                 request["response_format"] = _response_format(schema)
             completion_max = (request.get("max_tokens") or request.get("max_completion_tokens")
@@ -592,7 +518,7 @@ class OpenAIChatModel:
                         f"{_describe(exc)}")) from None
                 self.stats["retries"] += 1
                 retry = True
-                wait = self.delay(row, _retry_after(exc))
+                wait = self.delay(row, retry_after(exc))
                 limiter.release(permit, outcome, headers=_headers(exc))
                 await self._sleep(wait)
                 continue
@@ -605,13 +531,13 @@ class OpenAIChatModel:
     def _quota_exhausted(self, exc: BaseException) -> str | None:
         """Why a failed attempt is a quota that waiting will not clear (the endpoint is
         halted), else ``None``: OpenAI's 429 ``insufficient_quota``, or a 429 whose
-        ``Retry-After`` is :data:`_QUOTA_WAIT_S` or more (a daily or monthly quota:
+        ``Retry-After`` is :data:`QUOTA_WAIT_S` or more (a daily or monthly quota:
         per-minute limits clear within a minute)."""
         if _hard_quota(exc):
             return "quota exhausted"
         if getattr(exc, "status_code", None) == 429:
-            wait = _retry_after(exc)
-            if wait is not None and wait >= _QUOTA_WAIT_S:
+            wait = retry_after(exc)
+            if wait is not None and wait >= QUOTA_WAIT_S:
                 return f"quota exhausted (the server asks to wait {wait / 3600:.3g} h)"
         return None
 
@@ -631,7 +557,7 @@ class OpenAIChatModel:
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait before retry number ``attempt`` (1-based)."""
-        return _backoff(attempt, retry_after, self.backoff_base_s, self.backoff_max_s,
+        return backoff(attempt, retry_after, self.backoff_base_s, self.backoff_max_s,
                         self.retry_after_max_s)
 
     def _read(self, completion: Any) -> ModelReply:
@@ -721,20 +647,6 @@ def _response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
             "json_schema": {"name": "reply", "schema": dict(schema), "strict": _strict(schema)}}
 
 
-def _with_schema(messages: Sequence[ChatMessage], schema: Mapping[str, Any] | None,
-                 instruct: bool) -> list[dict[str, str]]:
-    out = [dict(m) for m in messages]
-    if schema is None or not instruct:
-        return out
-    note = ("Reply with only one JSON object that matches this JSON schema, no other text: "
-            + json.dumps(schema, sort_keys=True))
-    if out and out[0].get("role") == "system":
-        out[0]["content"] = f"{out[0].get('content', '')}\n\n{note}"
-    else:
-        out.insert(0, {"role": "system", "content": note})
-    return out
-
-
 def _retryable(exc: BaseException) -> bool:
     import openai
 
@@ -744,41 +656,6 @@ def _retryable(exc: BaseException) -> bool:
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in _RETRY_STATUSES or exc.status_code >= 500
     return False
-
-
-def _backoff(attempt: int, retry_after: float | None, base_s: float, max_s: float,
-             retry_after_max_s: float) -> float:
-    """Exponential backoff with jitter, at least ``retry_after`` (capped): the wait of
-    every provider's client before retry number ``attempt``."""
-    backoff = min(max_s, base_s * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
-    if retry_after is None:
-        return backoff
-    return max(min(retry_after, retry_after_max_s), backoff)
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is None:
-        return None
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        try:
-            return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def _describe(exc: BaseException) -> str:
