@@ -178,7 +178,12 @@ def slice_accuracy(counts: Mapping[str, pd.DataFrame],
                                           / max(int(counts[a]["scored"].sum()), 1)))
     groups = {field: _groups(shares.index, of_field) for field, of_field in values.items()}
     compared = slice_comparisons(shares, groups, best)
-    return frame.merge(compared, on=["slice", "value", "arm"], how="left", validate="1:1")
+    frame = frame.merge(compared, on=["slice", "value", "arm"], how="left", validate="1:1")
+    # each value's arms on adjacent rows (largest slices first, as the first arm has them)
+    keys = list(zip(frame["slice"], frame["value"], strict=True))
+    rank = {key: i for i, key in enumerate(dict.fromkeys(keys))}
+    order = sorted(range(len(keys)), key=lambda i: rank[keys[i]])
+    return frame.iloc[order].reset_index(drop=True)
 
 
 def slice_differences(ids: pd.Index, now: np.ndarray, then: np.ndarray,

@@ -90,9 +90,7 @@ def _slice_lines(slices: pd.DataFrame) -> list[str]:
         lines += [f"**{_cell(field)}**: {_cell(correction_text(rows))}.", "",
                   "| value | arm | items | accuracy (95% CI) | vs best | note |",
                   "|---|---|---|---|---|---|"]
-        rank = {value: i for i, value in enumerate(dict.fromkeys(rows["value"]))}
-        ordered = sorted(rows.to_dict("records"), key=lambda r: rank[r["value"]])  # stable
-        for row in ordered:  # each value's arms together, the largest slices first
+        for row in rows.to_dict("records"):  # a value's arms together (slice_accuracy)
             if shown == _SLICE_ROWS:
                 break
             shown += 1
