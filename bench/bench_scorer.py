@@ -8,7 +8,7 @@ and ``hr_scorer_f1().fn``, and compares each rate with the floor: the bare
 texts, pre-extracted. Prints outputs/s and the ratios (target: each within 4x).
 
 Usage:
-    .venv/bin/python bench/bench_scorer.py [--n 1000000] [--repeat 3] [--by-kind]
+    .venv/bin/python bench/bench_scorer.py [--n 1000000] [--repeat 10] [--by-kind]
 """
 
 from __future__ import annotations
@@ -141,25 +141,41 @@ SCORERS: dict[str, Callable[[], Scorer]] = {
 }
 
 
-def best_times(works: list[Callable[[], int]], repeat: int) -> list[float]:
-    """The best CPU time of each piece of work, passes interleaved (the machine is shared:
-    CPU time of this process, not wall time, so other processes' load does not count)."""
-    best = [float("inf")] * len(works)
+def rep_times(works: list[Callable[[], int]], repeat: int) -> list[list[float]]:
+    """The CPU time of each piece of work in each rep, passes interleaved (the machine is
+    shared: CPU time of this process, not wall time, so other processes' load does not
+    count); ``[work][rep]``."""
+    times: list[list[float]] = [[] for _ in works]
     for _ in range(repeat):
         for index, work in enumerate(works):
             gc.collect()
             gc.disable()
             start = time.process_time()
             work()
-            best[index] = min(best[index], time.process_time() - start)
+            times[index].append(time.process_time() - start)
             gc.enable()
-    return best
+    return times
+
+
+def best_times(works: list[Callable[[], int]], repeat: int) -> list[float]:
+    """The best CPU time of each piece of work over interleaved reps."""
+    return [min(t) for t in rep_times(works, repeat)]
+
+
+def quantile(values: list[float], q: float) -> float:
+    """The q-quantile by linear interpolation (``statistics.quantiles``' inclusive method)."""
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000, help="pairs to score")
-    parser.add_argument("--repeat", type=int, default=3, help="best of this many passes")
+    parser.add_argument("--repeat", type=int, default=10,
+                        help="interleaved reps (median and p90 of each rep's ratio)")
     parser.add_argument("--by-kind", action="store_true", help="also time each kind of output")
     parser.add_argument("--scorer", choices=["all", *SCORERS], default="all",
                         help="which scorer to time (default: all)")
@@ -176,17 +192,19 @@ def main(argv: list[str] | None = None) -> int:
     scorers = [SCORERS[name]() for name in names]
     works: list[Callable[[], int]] = [lambda: run_floor(texts)]
     works += [lambda s=scorer: run_scorer(s, pairs) for scorer in scorers]  # type: ignore[misc]
-    floor_s, *scorer_s = best_times(works, args.repeat)
-    print(
-        f"floor (casefold+split/join+==): {args.n / floor_s:>12,.0f} outputs/s  ({floor_s:.3f} s)"
-    )
-    for name, scorer, seconds in zip(names, scorers, scorer_s, strict=True):
-        ratio = seconds / floor_s
-        verdict = "within" if ratio <= TARGET_RATIO else "MISSES"
+    floor_reps, *scorer_reps = rep_times(works, args.repeat)
+    floor_s = quantile(floor_reps, 0.5)
+    print(f"floor (casefold+split/join+==): {args.n / floor_s:>12,.0f} outputs/s  "
+          f"(median {floor_s:.3f} s of {args.repeat} reps)")
+    for name, scorer, reps in zip(names, scorers, scorer_reps, strict=True):
+        ratios = [s / f for s, f in zip(reps, floor_reps, strict=True)]  # each rep's own floor
+        median, p90 = quantile(ratios, 0.5), quantile(ratios, 0.9)
+        verdict = "within" if median <= TARGET_RATIO else "MISSES"
         correct = run_scorer(scorer, pairs)
-        print(f"{name + ' (.fn)':<31} {args.n / seconds:>12,.0f} outputs/s  ({seconds:.3f} s)  "
-              f"ratio {ratio:.2f}x ({verdict} the {TARGET_RATIO:.0f}x target)  "
-              f"correct {correct:,}")
+        seconds = quantile(reps, 0.5)
+        print(f"{name + ' (.fn)':<31} {args.n / seconds:>12,.0f} outputs/s  "
+              f"ratio median {median:.2f}x p90 {p90:.2f}x best {min(ratios):.2f}x "
+              f"({verdict} the {TARGET_RATIO:.0f}x target)  correct {correct:,}")
 
     if args.by_kind:
         first = scorers[0]

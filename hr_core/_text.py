@@ -205,21 +205,25 @@ def squad_fold(text: str) -> str:
         if text.isalnum():  # one word of ASCII letters and digits: nothing to strip
             word = text.lower()
             return "" if word == "the" or word == "a" or word == "an" else word
-        # one C pass lower-cases and drops punctuation
+        # one C pass lower-cases and drops punctuation (control characters may remain)
         words = text.encode().translate(_ASCII_LOWER, _ASCII_PUNCTUATION).decode().split()
+        clean = False
     else:
         lowered = text.lower()
         words = lowered.split()
-        if not "".join(words).isalnum():  # else no punctuation to delete (str.translate
-            words = lowered.translate(_PUNCTUATION_TABLE).split()  # is slow on non-ASCII)
+        clean = "".join(words).isalnum()  # no punctuation to delete (str.translate is
+        if not clean:  # slow on non-ASCII), and regex words end only at white space
+            words = lowered.translate(_PUNCTUATION_TABLE).split()
     if not words:
         return ""
     if len(words) == 1:
         word = words[0]
-        if word.isalnum():  # regex words end only at white space here
+        if clean or word.isalnum():  # regex words end only at white space here
             return "" if word == "the" or word == "a" or word == "an" else word
-    elif "".join(words).isalnum():
-        return _without_articles(words)
+    elif clean or "".join(words).isalnum():
+        if "the" in words or "a" in words or "an" in words:
+            return " ".join([w for w in words if w != "the" and w != "a" and w != "an"])
+        return " ".join(words)
     # characters that are neither word characters (str.isalnum, as the regex's \w) nor
     # white space: the official regex decides where an article is a word
     return " ".join(_ARTICLE.sub(" ", " ".join(words)).split())

@@ -345,9 +345,10 @@ def _exact_squad(choice: Normalise) -> ScoreFn:
             golds = memo.get(label) if type(label) is str else None
             if golds is None:
                 golds = squad_golds(label, folding)
-            if golds is not None and outcome in golds:
-                return _new(ScoreResult, (True, outcome, None))
-            return squad_result((outcome, outcome, False), False, golds is not None, None)
+            if golds is None:  # squad_result's runs that did not say "no answer"
+                return _new(ScoreResult, (None, outcome, None))
+            return _new(ScoreResult, (True, outcome, None) if outcome in golds
+                        else (False, outcome, "wrong"))
         prediction = squad_prediction(output, folding, label, None)
         if isinstance(prediction, ScoreResult):
             return prediction

@@ -16,6 +16,8 @@ from hr_core.scoring._family import Verdict, family_scorer, option_number
 __all__ = ["DEFAULT_F1_THRESHOLD", "hr_scorer_f1", "hr_scorer_includes", "hr_scorer_pattern",
            "token_f1"]
 
+_new = tuple.__new__
+
 DEFAULT_F1_THRESHOLD = 0.5
 """A run is ``correct`` when its F1 reaches this: at least half the tokens overlap."""
 
@@ -84,23 +86,7 @@ def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD,
     # Hot path (one call per run), as exact squad's (hr_core.scorers._exact_squad): a
     # plain answer folding to something, without "_" (never NOT_IN_DOCUMENT), is its own
     # prediction; a str label's golds from squad_golds' memo, their tokens remembered.
-    def f1(item: Any, output: Any, label: Any) -> ScoreResult:
-        text = output if type(output) is str else plain_answer(output)
-        if type(text) is str and "_" not in text and (compared := folding(text)):
-            golds = memo.get(label) if type(label) is str else None
-            if golds is None:
-                golds = squad_golds(label, folding)
-            prediction: Any = (compared, compared, False)
-        else:
-            prediction = squad_prediction(output, folding, label, 0.0)
-            if isinstance(prediction, ScoreResult):
-                return prediction
-            golds = squad_golds(label, folding)
-            compared = prediction[1]
-        if golds is None:
-            return squad_result(prediction, False, False, None)
-        if compared in golds:
-            return squad_result(prediction, True, True, 1.0)
+    def best_f1(compared: str, golds: tuple[str, ...]) -> float:
         predicted = None
         best = 0.0
         for gold in golds:
@@ -114,6 +100,30 @@ def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD,
             found = token_f1(predicted, gold_tokens)
             if found > best:
                 best = found
+        return best
+
+    def f1(item: Any, output: Any, label: Any) -> ScoreResult:
+        text = output if type(output) is str else plain_answer(output)
+        if type(text) is str and "_" not in text and (compared := folding(text)):
+            golds = memo.get(label) if type(label) is str else None
+            if golds is None:
+                golds = squad_golds(label, folding)
+                if golds is None:  # squad_result's unlabelled run, said no "no answer"
+                    return _new(ScoreResult, (None, compared, None))
+            if compared in golds:
+                return _new(ScoreResult, (True, compared, None, 1.0))
+            best = best_f1(compared, golds)
+            return _new(ScoreResult, (True, compared, None, best) if best >= limit
+                        else (False, compared, "wrong", best))
+        prediction = squad_prediction(output, folding, label, 0.0)
+        if isinstance(prediction, ScoreResult):
+            return prediction
+        golds = squad_golds(label, folding)
+        if golds is None:
+            return squad_result(prediction, False, False, None)
+        if prediction[1] in golds:
+            return squad_result(prediction, True, True, 1.0)
+        best = best_f1(prediction[1], golds)
         return squad_result(prediction, best >= limit, True, best)
 
     return builtin_scorer("f1", f1, {"threshold": limit, "normalise": normalise})
