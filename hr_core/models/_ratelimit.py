@@ -38,7 +38,6 @@ share one limiter.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import math
 import random
 import threading
@@ -46,11 +45,20 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from hr_core.models._rate_headers import RateHeaders, estimate_tokens, read_rate_headers
-from hr_core.models.base import ModelCallError
+from hr_core.models._rate_types import (
+    CALL_DEADLINE,
+    HALT_S,
+    EndpointHalted,
+    EndpointStoppedError,
+    Outcome,
+    Permit,
+)
+from hr_core.models._rate_types import Stats as _Stats
+from hr_core.models._rate_types import Waiter as _Waiter
+from hr_core.models._rate_types import wake as _wake
 
 __all__ = [
     "CALL_DEADLINE",
@@ -69,77 +77,11 @@ __all__ = [
     "reset_limiters",
 ]
 
-Outcome = Literal["ok", "rate_limit", "server_error", "error", "cancelled"]
-"""What one attempt came to, as the limiter needs it: ``ok`` (a reply), ``rate_limit``
-(429 that will clear), ``server_error`` (5xx, timeout, connection: retried, no
-change of the limit), ``error`` (a hard error), ``cancelled`` (no answer)."""
-
-HALT_S = 600.0
-"""Seconds a hard-quota halt lasts in a process before the endpoint may be tried again."""
-
-CALL_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
-    "hr_call_deadline", default=None)
-"""When the current run's call must be over (``time.monotonic()``), set by the engine from
-``timeout_s`` / ``budget.max_seconds``: rate-limited attempts are retried until then."""
-
 _PACE = 0.99        # share of a known rate the schedule uses
 _WINDOW_S = 2.0     # seconds of admitted attempts the learned rate is measured over
 _SLACK = 2         # attempts a late schedule may catch up at once
 _GROWTH = 1.25      # a learned rate grows by this factor per second without a 429
 _HISTORY = 200      # limit changes kept per endpoint
-
-
-class EndpointHalted(Exception):
-    """The endpoint was halted (hard quota): no attempt is sent. ``reason`` says why."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class EndpointStoppedError(ModelCallError):
-    """A call not sent because its endpoint is halted (hard quota): the run is not made
-    (the engine records it as ``budget_stop`` with ``reason``, and a resume makes it)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-@dataclass
-class Permit:
-    """One attempt's place: hand it back with :meth:`EndpointLimiter.release`."""
-
-    tokens: int
-    epoch: int
-    at: float
-    released: bool = False
-
-
-@dataclass
-class _Waiter:
-    loop: asyncio.AbstractEventLoop
-    tokens: int
-    future: asyncio.Future[None] | None = None
-
-    def renew(self) -> asyncio.Future[None]:
-        self.future = self.loop.create_future()
-        return self.future
-
-
-def _wake(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
-@dataclass
-class _Stats:
-    attempts: int = 0
-    ok: int = 0
-    rate_limited: int = 0
-    server_errors: int = 0
-    waited_s: float = 0.0
-    history: list[tuple[float, int, float | None, str]] = field(default_factory=list)
 
 
 class EndpointLimiter:
