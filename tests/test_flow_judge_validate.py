@@ -49,6 +49,11 @@ def test_async_call_is_awaitable_and_counts_no_consensus(prefect_harness: None,
     record = asyncio.run(main())
     # no reference: the mock's position bias gives A then B (mapped back): no consensus
     assert (record.n, record.no_consensus, record.agreement) == (2, 2, 0.0)
+    # length bias from the flow's labelled rows: Lyon/Paris differ in length (Paris, shown
+    # first in the reversed order, won 1 of its 2 games), Lyon/Nice do not
+    assert record.position_bias is not None
+    assert record.position_bias["length_games"] == 2
+    assert record.position_bias["longer_answer_win_rate"] == 0.5
 
 
 def test_deployment_parameters_and_a_scripted_model(prefect_harness: None,
