@@ -30,8 +30,14 @@ ANSWER_SCHEMA = {"type": "object",
 
 
 def llm_arm(base_url: str, **params: Any) -> dict[str, Any]:
-    """An LLM arm on the served model: temperature 0 and a fixed seed, plus ``params``."""
-    return {"model": f"openai-compatible:{MODEL_NAME}", "base_url": base_url,
+    """An LLM arm on the served model: temperature 0 and a fixed seed, plus ``params``.
+
+    Its model spec has the limits a 135M model on a loaded 2-core machine needs:
+    at most 2 calls in flight (the server's slots: a call queued behind others spends
+    its timeout waiting) and 600 s per attempt (a call takes 1-60 s there).
+    """
+    return {"model": {"model": f"openai-compatible:{MODEL_NAME}", "base_url": base_url,
+                      "timeout_s": 600, "concurrency": 2},
             "prompt": "Answer in a few words. {question}",
             "params": {"temperature": 0, "seed": 42, **params},
             "price_in": 0.1, "price_out": 0.4}
