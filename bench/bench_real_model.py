@@ -6,6 +6,9 @@ and caches both) ``--reps`` times; in each rep, interleaved (the order alternate
 - **start**: seconds from spawn to the first 200 of ``/health``;
 - **generate**: one chat completion of exactly 64 tokens (``ignore_eos``), tokens/s
   as the server times it (``timings.predicted_per_second``) and over the wall;
+- **generate, 2 threads**: the same on a second server started with ``-t 2`` (the
+  tests' server runs ``-t 1``: on a loaded 2-core machine two compute threads wait
+  for each other at every step);
 - **floor**: the five easy questions of the tests through the plain ``openai`` SDK,
   one after another (temperature 0, ``max_tokens`` 48);
 - **hr**: the same five through an hr LLM arm (``BenchmarkSession``, a fresh run,
@@ -78,9 +81,20 @@ def main() -> None:
     args = parser.parse_args()
     binary, model = artefacts()
     figures: dict[str, list[float]] = {k: [] for k in
-                                       ("start_s", "server_tok_s", "wall_tok_s", "floor_s", "hr_s")}
+                                       ("start_s", "server_tok_s", "wall_tok_s", "t2_server_tok_s",
+                                        "t2_wall_tok_s", "floor_s", "hr_s")}
     with tempfile.TemporaryDirectory(prefix="hr-bench-real-") as tmp:
         for rep in range(args.reps):
+            two = LlamaServer(binary, model, Path(tmp) / "llama-server-t2.log", threads=2)
+            with two:
+                assert two.proc is not None
+                two_pid = two.proc.pid
+                with openai.OpenAI(base_url=two.base_url, api_key="unused",
+                                   max_retries=0, timeout=600) as client:
+                    server_tps, wall_tps = _generate(client)
+                    figures["t2_server_tok_s"].append(server_tps)
+                    figures["t2_wall_tok_s"].append(wall_tps)
+            assert not pid_alive(two_pid), f"llama-server pid {two_pid} still running"
             server = LlamaServer(binary, model, Path(tmp) / "llama-server.log")
             with server:
                 assert server.ready_s is not None and server.proc is not None
@@ -107,6 +121,8 @@ def main() -> None:
     rows = [("server ready after spawn (s)", figures["start_s"]),
             ("generation, server timing (tok/s)", figures["server_tok_s"]),
             ("generation, over the wall (tok/s)", figures["wall_tok_s"]),
+            ("generation, -t 2, server (tok/s)", figures["t2_server_tok_s"]),
+            ("generation, -t 2, wall (tok/s)", figures["t2_wall_tok_s"]),
             ("5 questions, openai SDK floor (s)", figures["floor_s"]),
             ("5 questions, hr LLM arm (s)", figures["hr_s"]),
             ("hr / floor", ratios)]

