@@ -119,8 +119,9 @@ while it runs, so `mymodule:my_arm` next to the spec works without PYTHONPATH):
 Exit status: 0 done, 2 a mistake in the command or spec (one line names it),
 3 results written but an arm's error rate was above max_error_rate, 4 the store
 could not be written (the run stopped; path, cause and fallback named), 5 another
-process runs this spec into this store (--wait waits), 130/143 Ctrl-C/SIGTERM
-(journal flushed: run again to resume).
+process runs this spec into this store (--wait waits), 6 the Prefect server stopped
+answering mid-run (journal flushed, runs interrupted: start it, run again to resume),
+130/143 Ctrl-C/SIGTERM (journal flushed: run again to resume).
 """
 
 

@@ -117,12 +117,14 @@ def run_benchmark(console: Console, spec: Any, *, fresh: bool = False,
     from flows import hr_benchmark
     from flows.clients import announce_api
 
-    announce_api(lambda note, kind: console.print(
+    api = announce_api(lambda note, kind: console.print(
         line(note), style="yellow" if kind == "temporary" else "dim", markup=False))
+    from hr_cli.api_watch import watching_api
     from hr_core.engine.health import ErrorRateExceeded
 
     quiet_prefect_console()
-    with interruptible(), ArmProgress(console) as progress:
+    with interruptible(), watching_api(_watched(api), _resume_command(spec, fresh)), \
+            ArmProgress(console) as progress:
         try:
             bench = hr_benchmark(spec, fresh=fresh, on_progress=progress,
                                  max_error_rate=max_error_rate, wait=wait)
@@ -133,6 +135,45 @@ def run_benchmark(console: Console, spec: Any, *, fresh: bool = False,
             raise
         _mark_budget_stops(progress, bench)
     return bench
+
+
+def _resume_command(spec: Any, fresh: bool) -> str | None:
+    """The command that resumes this benchmark: the ``hr run`` being run (its options
+    decide the run id), else ``hr run <spec>``; ``None`` for a fresh run (a new run id
+    each time: running it again starts over)."""
+    import shlex
+    import sys
+
+    if fresh:
+        return None
+    if sys.argv[1:2] == ["run"]:
+        return shlex.join(["hr", *sys.argv[1:]])
+    source = getattr(spec, "source", None)
+    return None if source is None else shlex.join(["hr", "run", str(source)])
+
+
+def _watched(api: Any) -> Any:
+    """What the API watch looks at (``hr_cli.api_watch``): the hr server's URL and PID
+    (health-checked when it was chosen), an explicit URL, or the temporary server's once
+    it runs (counted once it has answered)."""
+    from hr_cli.api_watch import WatchedApi
+
+    if api.url:
+        from hr_cli.server import server_status
+
+        state = server_status(check_health=False).state
+        if state is not None and state.api_url == api.url:
+            return lambda: WatchedApi(api.url, pid=state.pid, answered=True)
+        return lambda: WatchedApi(str(api.url), answered=True)
+
+    def temporary() -> WatchedApi:
+        from prefect.server.api.server import SubprocessASGIServer
+
+        server = SubprocessASGIServer._instances.get(None)  # never made here (thread safety)
+        running = server is not None and server.running
+        return WatchedApi(server.api_url if running else None)  # type: ignore[union-attr]
+
+    return temporary
 
 
 def _mark_budget_stops(progress: ArmProgress, bench: Any) -> None:
