@@ -159,9 +159,13 @@ def _watched(api: Any) -> Any:
     from hr_cli.api_watch import WatchedApi
 
     if api.url:
-        from hr_cli.server import server_status
+        from hr_cli.server import ServerError, server_status
 
-        state = server_status(check_health=False).state
+        try:
+            status = server_status(check_health=False)
+        except ServerError:  # a bad record: prefect_api said so; watch the URL alone
+            status = None
+        state = None if status is None or status.status != "running" else status.state
         if state is not None and state.api_url == api.url:
             return lambda: WatchedApi(api.url, pid=state.pid, answered=True)
         return lambda: WatchedApi(str(api.url), answered=True)
