@@ -111,6 +111,10 @@ def test_a_dead_server_process_is_lost_at_once_even_if_its_port_answers() -> Non
     fake = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)",
                              "server", "start"])  # looks like `prefect server start`
     try:
+        deadline = time.monotonic() + 60  # exec'd: until then /proc shows pytest's command
+        while b"server" not in Path(f"/proc/{fake.pid}/cmdline").read_bytes():
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
         with _health_server() as server:
             url = f"http://127.0.0.1:{server.server_address[1]}/api"
             with _watching(WatchedApi(url, pid=fake.pid, answered=True)) as (lost, whys):
