@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["ERROR_RATE_EXCEEDED", "USER_ERROR", "main"]
+__all__ = ["ERROR_RATE_EXCEEDED", "USER_ERROR", "click_command", "main"]
 
 USER_ERROR = 2
 ERROR_RATE_EXCEEDED = 3
@@ -57,6 +57,19 @@ def _show_warnings_as_lines(console: Any) -> None:
     warnings.showwarning = show
 
 
+_BUILT: list[Any] = []
+
+
+def click_command(app: Any) -> Any:
+    """The click command of the typer ``app``, built once per process (typer builds it anew
+    on each call, ~0.1-0.8 s of a warm runner's child; the runner builds it before forking)."""
+    if not _BUILT:
+        from typer.main import get_command
+
+        _BUILT.append(get_command(app))
+    return _BUILT[0]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``hr`` console script.
 
@@ -76,8 +89,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     debug = os.environ.get("HR_DEBUG", "") not in ("", "0")
     try:
         # not standalone: usage errors come back here and are printed as one line
-        code = app(args=list(argv) if argv is not None else None, prog_name="hr",
-                   standalone_mode=False)
+        code = click_command(app)(args=list(argv) if argv is not None else None,
+                                  prog_name="hr", standalone_mode=False)
     except SystemExit:
         raise  # before the clauses below: evaluating them imports hr_core (pandas)
     except Exception as exc:
