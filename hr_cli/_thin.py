@@ -29,8 +29,9 @@ from typing import Any
 __all__ = ["MAGIC", "THIN_COMMANDS", "run_in_runner", "socket_path", "wants_runner"]
 
 MAGIC = b"HR1"
-THIN_COMMANDS = frozenset({"run", "demo", "rescore", "compare"})
-"""The commands the runner runs (and ``judge validate``)."""
+THIN_COMMANDS = frozenset({"run", "demo", "rescore", "compare", "summary", "report", "show",
+                           "diff", "plan"})
+"""The commands the runner runs (and ``judge validate``, and any ``--help``)."""
 _MAX_UNIX_PATH = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
 
 
@@ -64,11 +65,13 @@ def owner_only(path: Path) -> bool:
 
 
 def wants_runner(argv: list[str]) -> bool:
-    """Whether this command line is one the runner runs (``--help`` is answered here)."""
-    if os.environ.get("HR_RUNNER", "") in ("0", "off", "no") or not argv:
+    """Whether this command line is one the runner runs: those above, the read-only
+    commands (their pandas is imported there) and every ``--help`` (typer and rich are);
+    never ``hr server`` (it starts and stops the runner)."""
+    if os.environ.get("HR_RUNNER", "") in ("0", "off", "no"):
         return False
-    if "--help" in argv or "-h" in argv:
-        return False
+    if not argv or "--help" in argv or "-h" in argv:
+        return True
     return argv[0] in THIN_COMMANDS or argv[:2] == ["judge", "validate"]
 
 

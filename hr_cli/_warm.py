@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hr_cli._thin import MAGIC, socket_path
+from hr_cli._thin import MAGIC, THIN_COMMANDS, socket_path
 
 __all__ = ["main", "prefect_key"]
 
@@ -241,8 +241,9 @@ class Runner:
             run_child(fds, request, self.api_url)
         for fd in fds:
             os.close(fd)
-        word = request.get("argv", ["?"])[:1]
-        print(f"hr runner: pid {pid} hr {' '.join(map(str, word))}", flush=True)
+        word = str((request.get("argv") or ["(help)"])[0])
+        known = THIN_COMMANDS | {"judge", "server", "--help", "-h"}
+        print(f"hr runner: pid {pid} hr {word if word in known else '...'}", flush=True)
         pidfd = os.pidfd_open(pid)
         self.children[pid] = (conn, pidfd)
         self.selector.register(pidfd, selectors.EVENT_READ, ("exit", pid))
@@ -289,10 +290,11 @@ class Runner:
         conn, pidfd = self.children.pop(pid)
         self.selector.unregister(pidfd)
         os.close(pidfd)
-        _, status = os.waitpid(pid, 0)
+        _, status, usage = os.wait4(pid, 0)
         code = os.waitstatus_to_exitcode(status)
         code = 128 - code if code < 0 else code  # killed by signal N: 128 + N, as a shell
-        print(f"hr runner: pid {pid} exit {code}", flush=True)
+        print(f"hr runner: pid {pid} exit {code} cpu {usage.ru_utime + usage.ru_stime:.2f} s",
+              flush=True)
         if conn is not None:
             self.selector.unregister(conn)
             with contextlib.suppress(OSError):

@@ -134,6 +134,15 @@ def test_hr_run_through_the_runner_streams_its_output_and_imports_no_prefect(
     imported = {line.split("|")[-1].strip().split(".")[0]
                 for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert imported and not imported & {"prefect", "pandas", "pyarrow", "hr_core", "numpy"}
+    # hr rescore is run by the runner too (its log names each command's first word)
+    run_dir = next((warm.project / "store" / "ok").glob("*/"))
+    rescored = warm.hr("rescore", str(run_dir.relative_to(warm.project)), "--scorer",
+                       "exact_raw")
+    assert rescored.returncode == 0, rescored.stdout + rescored.stderr
+    assert "hr rescore" in (warm.home / "hr-runner.log").read_text()
+    helped = warm.hr("--help")
+    assert helped.returncode == 0 and "Usage: hr" in helped.stdout
+    assert "hr --help" in (warm.home / "hr-runner.log").read_text()
     # a user mistake and an error rate above max_error_rate: their own statuses
     missing = warm.hr("run", "no-such.yaml")
     assert missing.returncode == 2 and "no-such.yaml" in missing.stderr
