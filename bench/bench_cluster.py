@@ -78,17 +78,17 @@ def main() -> None:
                   f"320 per worker), wall {wall:.1f} s")
     from hr_core.engine.benchmark import runs_frame
     from hr_core.engine.journal import Journal
+    from hr_core.engine.record import RunRecord
 
-    record = {"arm": "arm", "item_id": "q123456", "run": 1, "output": "answer 123456",
-              "correct": True, "outcome": "answer 123456", "failure_kind": None,
-              "error": None, "latency_s": 0.05, "tokens_in": 120, "tokens_out": 8,
-              "cost_usd": 0.0001, "judge_status": None}
+    record = RunRecord(arm="arm", item_id="q123456", run=1, output="answer 123456",
+                       correct=True, outcome="answer 123456", latency_s=0.05, tokens_in=120,
+                       tokens_out=8, cost_usd=0.0001)
     with tempfile.TemporaryDirectory() as folder:
         journal = Journal(Path(folder) / "journal.jsonl")
         started = time.perf_counter()
         for _batch in range(20):
             for _ in range(5000):
-                journal.append(dict(record))
+                journal.append(record.copy())
             journal.flush()
         rate = 100_000 / (time.perf_counter() - started)
         print(f"journal: {rate:,.0f} records/s appended and fsync'ed (batches of 5,000)")

@@ -193,7 +193,7 @@ async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,
             lambda rows: [on_progress(*row) for row in rows], CALLBACK_INTERVAL_S)))
     started = loop.time()
     try:
-        if any(r.get("scored") is False for r in session.done.values()):
+        if any(not r.scored for r in session.done.values()):
             await rescore_benchmark(session)
         if submit:
             await run_chunks_submitted(session)

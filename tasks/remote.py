@@ -45,6 +45,7 @@ from hr_core.engine._slots import SharedSlots
 from hr_core.engine.arms import Arm
 from hr_core.engine.budget import BudgetLedger, SharedLedger
 from hr_core.engine.journal import Journal, RunKey
+from hr_core.engine.record import RunRecord
 from hr_core.engine.runner import ChunkContext, run_chunk
 from hr_core.engine.session import BenchmarkSession
 from hr_core.engine.threads import DaemonPool
@@ -59,15 +60,15 @@ BUDGET_LEDGER = "budget.json"
 SLOTS = "slots"
 """The folder of the arms' concurrency slots (beside the journal, while chunks run)."""
 
-ChunkOutcome = tuple[list[dict[str, Any]], list[str]]
+ChunkOutcome = tuple[list[RunRecord], list[str]]
 """A submitted chunk's result: its records and the scorer errors it met."""
 
 
 def _earlier_attempts(journal: Journal, arm: str, index: int,
-                     work: Sequence[tuple[Item, int]]) -> dict[RunKey, dict[str, Any]]:
+                     work: Sequence[tuple[Item, int]]) -> dict[RunKey, RunRecord]:
     """The runs of this chunk that an earlier attempt (on a worker that died) journaled."""
     wanted = {(arm, item.id, run) for item, run in work}
-    found: dict[RunKey, dict[str, Any]] = {}
+    found: dict[RunKey, RunRecord] = {}
     for path in journal.worker_files(index):
         with contextlib.suppress(FileNotFoundError):  # taken in meanwhile: nothing to skip
             found.update((k, r) for k, r in Journal(path).read().items() if k in wanted)
@@ -98,7 +99,7 @@ async def run_chunk_remote(arm: Arm, work: Sequence[tuple[Item, int]], scorer: S
     worker that cannot see the folder runs ``concurrency // share`` calls at a time
     (``share``: the arm's chunks), at least one.
     """
-    records: list[dict[str, Any]] = []
+    records: list[RunRecord] = []
     side: Journal | None = None
     visible = journal is not None and Path(journal).parent.is_dir()
     if not visible:
@@ -112,7 +113,7 @@ async def run_chunk_remote(arm: Arm, work: Sequence[tuple[Item, int]], scorer: S
 
     ready = asyncio.Event()
 
-    def keep(record: dict[str, Any]) -> None:
+    def keep(record: RunRecord) -> None:
         records.append(record)
         if side is not None:
             side.append(record)

@@ -88,6 +88,7 @@ def test_a_retried_chunk_skips_the_runs_its_dead_attempt_journaled(tmp_path: Pat
 
     from hr_core.engine.budget import BudgetLedger
     from hr_core.engine.journal import Journal
+    from hr_core.engine.record import RunRecord
     from hr_core.engine.session import plan_benchmark
     from tasks.remote import run_chunk_remote
 
@@ -97,14 +98,14 @@ def test_a_retried_chunk_skips_the_runs_its_dead_attempt_journaled(tmp_path: Pat
     journal = Journal(tmp_path / "journal.jsonl")
     dead = Journal(journal.worker_path(3))  # an earlier attempt of chunk 3 made q0..q3
     for i in range(4):
-        dead.append({"arm": "counted", "item_id": f"q{i}", "run": 1, "output": f"a{i}"})
+        dead.append(RunRecord(arm="counted", item_id=f"q{i}", run=1, output=f"a{i}"))
     dead.flush()
     work = [(item, 1) for item in plan.reference]
     ledger = BudgetLedger(plan.budget, plan.arms)
     records, errors = asyncio.run(run_chunk_remote.fn(
         plan.arms["counted"], work, plan.scorer, ledger, 2, 3, "counted", str(journal.path)))
     assert sorted(_calls(calls)) == sorted(f"{os.getpid()} {i}" for i in range(4, 10))
-    assert sorted(r["item_id"] for r in records) == [f"q{i}" for i in range(10)]
+    assert sorted(r.item_id for r in records) == [f"q{i}" for i in range(10)]
     assert errors == []
     assert len(journal.worker_files(3)) == 2  # the dead attempt's and this one's
     assert len(journal.read()) == 10  # the reader merges them

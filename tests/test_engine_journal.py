@@ -6,10 +6,11 @@ import asyncio
 from pathlib import Path
 
 from hr_core.engine.journal import Journal
+from hr_core.engine.record import RunRecord
 
 
-def _record(arm: str, item: str, run: int, output: str = "x") -> dict:
-    return {"arm": arm, "item_id": item, "run": run, "output": output}
+def _record(arm: str, item: str, run: int, output: str = "x") -> RunRecord:
+    return RunRecord(arm=arm, item_id=item, run=run, output=output)
 
 
 def test_records_are_durable_after_flush_and_read_back(tmp_path: Path) -> None:
@@ -27,7 +28,7 @@ def test_reading_keeps_the_latest_record_of_each_run(tmp_path: Path) -> None:
     journal.append(_record("a", "q1", 1, "first"))
     journal.append(_record("a", "q1", 1, "second"))
     journal.flush()
-    assert journal.read()[("a", "q1", 1)]["output"] == "second"
+    assert journal.read()[("a", "q1", 1)].output == "second"
 
 
 def test_an_outcome_equal_to_a_long_output_is_written_once(tmp_path: Path) -> None:
@@ -35,11 +36,11 @@ def test_an_outcome_equal_to_a_long_output_is_written_once(tmp_path: Path) -> No
     journal = Journal(tmp_path / "journal.jsonl")
     big = "x" * 10_000_000
     record = _record("a", "q1", 1, big)
-    record["outcome"] = big
+    record.outcome = big
     journal.append(record)
     journal.flush()
     assert 10_000_000 < journal.path.stat().st_size < 10_001_000
-    assert journal.read()[("a", "q1", 1)]["outcome"] == big
+    assert journal.read()[("a", "q1", 1)].outcome == big
 
 
 def test_a_partial_last_line_is_ignored_and_cut_before_appending(tmp_path: Path) -> None:
@@ -101,7 +102,7 @@ def test_every_reader_drops_a_torn_last_line_and_keeps_a_whole_one(tmp_path: Pat
         path.write_bytes(data)
         journal = Journal(path, fallback=tmp_path / "none.jsonl")
         assert list(journal.read()) == keys
-        assert [(r["arm"], r["item_id"], r["run"]) for *_, r in _journal_lines(journal)] == keys
+        assert [r.key for *_, r in _journal_lines(journal)] == keys
         journal.append(_record("a", "q3", 1))
         journal.flush()
         assert list(Journal(path, fallback=tmp_path / "none.jsonl").read()) == [

@@ -14,6 +14,7 @@ from hr_core.accuracy import ITEM_INDEX
 from hr_core.engine import rows
 from hr_core.engine.benchmark import runs_frame
 from hr_core.engine.journal import Journal
+from hr_core.engine.record import RunRecord
 from hr_core.engine.rows import RunPositions, compact_journal
 
 REF = hr_reference([{"id": f"q{i}", "label": f"a{i}" if i % 3 else None} for i in range(5)])
@@ -38,14 +39,14 @@ def _records(journal: Journal) -> list[dict]:
                 continue
             if isinstance(record, dict):
                 records.append({"outcome": record.get("output"), **record})
-    return [*records, *journal.kept]
+    return [*records, *(r.as_dict() for r in journal.kept)]
 
 
 def _in_memory(records: list[dict], places: RunPositions,
                judge: bool = False) -> tuple[pd.DataFrame, int]:
     """The runs table built plainly in memory: the latest record of each planned run in
     plan order, ``budget_stop`` where none; how many records a later one superseded."""
-    latest: dict[int, dict] = {}
+    latest: dict[int, dict | RunRecord] = {}
     superseded = 0
     for record in records:
         place = places.of(record["arm"], record["item_id"], record["run"])
@@ -129,7 +130,7 @@ def test_runs_parquet_streamed_from_the_journal_equals_the_table_built_in_memory
                              + b"not json\n" + orjson.dumps(_record("zzz", "q0", 1, "unplanned"))
                              + b"\n" + b'{"arm": "a", "item_id": "q3", "ru')  # cut by a kill
     (tmp_path / "fallback.jsonl").write_bytes(orjson.dumps(records[5]) + b"\n")
-    journal.kept = [records[6]]  # neither file could take it
+    journal.kept = [RunRecord(**records[6])]  # neither file could take it
     places = RunPositions(["b", "a"], {"b": 1, "a": 2}, REF)
 
     expected, superseded = _in_memory(_records(journal), places, judge=judge)

@@ -11,6 +11,7 @@ import pytest
 
 from hr_core import Budget
 from hr_core.engine.budget import BudgetLedger
+from hr_core.engine.record import RunRecord
 from hr_core.engine.runner import ChunkContext, run_chunk
 from hr_core.engine.session import BenchmarkSession, plan_benchmark
 
@@ -21,12 +22,12 @@ def _answer(payload: dict[str, Any]) -> str:
     return "a" + payload["question"][1:]
 
 
-def _elsewhere(session: BenchmarkSession, index: int) -> tuple[list[dict[str, Any]], list[str]]:
+def _elsewhere(session: BenchmarkSession, index: int) -> tuple[list[RunRecord], list[str]]:
     """Run one chunk as a Dask/Ray worker does: its own context, records handed back."""
     chunk = session.chunks[index]
     arm, work = chunk.arm, chunk.work()
     plan = session.plan
-    records: list[dict[str, Any]] = []
+    records: list[RunRecord] = []
     with ThreadPoolExecutor(max_workers=2) as executor:
         ctx = ChunkContext(plan.scorer, BudgetLedger(plan.budget, plan.arms), executor,
                            plan.concurrency, records.append)

@@ -311,7 +311,7 @@ def test_a_long_output_is_stored_once(tmp_path: Path, shape: str) -> None:
     import random
     import string
 
-    from hr_core.engine.outputs import OUTCOME_MAX
+    from hr_core.engine.record import OUTCOME_MAX
 
     rng = random.Random(1)
     big = "".join(rng.choices(string.ascii_letters + "  ", k=2_000_000))

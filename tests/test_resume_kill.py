@@ -132,7 +132,7 @@ def _check(final: pd.DataFrame, expected: pd.DataFrame, journaled: list[dict],
     by_item = final.set_index("item_id")
     for before in journaled:  # nothing finished is lost or changed
         for (_, item_id, _), record in before.items():
-            assert by_item.loc[item_id, "output"] == record["output"]
+            assert by_item.loc[item_id, "output"] == record.output
     extra = len(calls) - len(set(calls))
     print(f"kill test: {kills} kill(s), journaled at kills {[len(j) for j in journaled]}, "
           f"{len(calls)} arm calls for {N_ITEMS} runs ({extra} repeated)")

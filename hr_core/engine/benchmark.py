@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,6 +21,7 @@ from hr_core.accuracy import (
     item_total,
     runs_made,
 )
+from hr_core.engine.record import RunRecord
 from hr_core.engine.runs_file import STAT_COLUMNS, RowTexts, RunsFile
 from hr_core.engine.store import REFERENCE, RUNS, RunStore, unfinished_hint
 from hr_core.errors import RunNotFoundError
@@ -77,8 +78,10 @@ SCORE_COLUMNS = ("score_mean", "score_ci_low", "score_ci_high")
 _TEXT = ("arm", "item_id", "output", "outcome", "failure_kind", "error", "judge_status")
 
 
-def runs_frame(records: Iterable[Mapping[str, Any]], *, judge: bool = False) -> pd.DataFrame:
-    """The runs table from run records, with the dtypes of ``Benchmark.runs``.
+def runs_frame(records: Iterable[Mapping[str, Any]] | Iterable[RunRecord], *,
+               judge: bool = False) -> pd.DataFrame:
+    """The runs table from run records (mappings, or the journal's
+    :class:`~hr_core.engine.record.RunRecord`), with the dtypes of ``Benchmark.runs``.
 
     ``correct`` is pandas' nullable ``"boolean"``, tokens ``"Int64"``.
 
@@ -90,13 +93,19 @@ def runs_frame(records: Iterable[Mapping[str, Any]], *, judge: bool = False) -> 
         ('boolean', ['arm', 'item_id', 'run'])
     """
     columns = (*RUN_COLUMNS, *_JUDGE_RUN_COLUMNS) if judge else RUN_COLUMNS
-    rows = list(records)
+    rows: list[Any] = list(records)
+    typed = bool(rows) and all(type(r) is RunRecord for r in rows)
+    if not typed and any(type(r) is RunRecord for r in rows):
+        rows = [r.as_dict() if type(r) is RunRecord else r for r in rows]
     data: dict[str, Any] = {}
     for column in columns:
-        try:
-            values = list(map(itemgetter(column), rows))
-        except KeyError:
-            values = [r.get(column) for r in rows]
+        if typed:
+            values = list(map(attrgetter(column), rows))
+        else:
+            try:
+                values = list(map(itemgetter(column), rows))
+            except KeyError:
+                values = [r.get(column) for r in rows]
         if column in _TEXT:
             data[column] = pd.Series(values, dtype="str")
         elif column == "run":

@@ -9,22 +9,19 @@ import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import orjson
 
-from hr_core.errors import CorruptRunError, StoreWriteError
+from hr_core.engine.record import RunKey, RunRecord, decode, encode
+from hr_core.errors import StoreWriteError
 from hr_core.identity import fingerprint
 
-__all__ = ["FLUSH_INTERVAL_S", "Journal", "RunKey", "fallback_path", "journal_lines", "parse_line",
+__all__ = ["FLUSH_INTERVAL_S", "Journal", "RunKey", "fallback_path", "journal_lines",
            "write_error"]
 
 FLUSH_INTERVAL_S = 0.5
 """Seconds between flushes while a benchmark runs (the SPEC asks for at most ~1 s)."""
-
-RunKey = tuple[str, str, int]
-
-_SHORT = 64  # an outcome this long or shorter is written even when it equals the output
 
 
 def write_error(path: str | os.PathLike[str], exc: OSError) -> StoreWriteError:
@@ -51,19 +48,13 @@ def fallback_path(path: str | os.PathLike[str]) -> Path:
     return Path(base) / f"fallback-{digest}.jsonl"
 
 
-def _append(path: Path, records: list[dict[str, Any]] | bytes) -> None:
-    """Append records (or raw JSON lines) to ``path`` and fsync."""
+def _append(path: Path, records: list[RunRecord] | bytes) -> None:
+    """Append records (or whole journal lines) to ``path`` and fsync."""
     with path.open("ab", buffering=1 << 16) as handle:
         if isinstance(records, bytes):
             handle.write(records)
         else:
-            write, dumps, newline = handle.write, orjson.dumps, orjson.OPT_APPEND_NEWLINE
-            for record in records:
-                outcome = record.get("outcome")
-                if (outcome is not None and len(outcome) > _SHORT
-                        and outcome == record.get("output")):
-                    record = {k: v for k, v in record.items() if k != "outcome"}
-                write(dumps(record, option=newline))
+            handle.write(b"".join(map(encode, records)))
         handle.flush()
         os.fsync(handle.fileno())
 
@@ -74,8 +65,8 @@ class Journal:
     A process killed mid-write leaves at most one partial last line: reading
     ignores it and the next writer cuts it off before appending. Reading keeps
     the latest record of each ``(arm, item_id, run)`` (a re-scored run's new
-    record wins). An ``outcome`` equal to the ``output`` is written once: the
-    line has no ``outcome`` key, and reading puts it back.
+    record wins). Records are :class:`~hr_core.engine.record.RunRecord`, written
+    and read by its codec (``engine/record.py``).
 
     The first write that fails (read-only or full store) sets :attr:`error` (the
     benchmark then starts no new call) and every record not written goes to the
@@ -86,7 +77,7 @@ class Journal:
     Example:
         >>> import tempfile
         >>> journal = Journal(Path(tempfile.mkdtemp()) / "journal.jsonl")
-        >>> journal.append({"arm": "a", "item_id": "q1", "run": 1})
+        >>> journal.append(RunRecord(arm="a", item_id="q1", run=1))
         >>> journal.flush()
         1
         >>> list(journal.read())
@@ -96,7 +87,7 @@ class Journal:
     def __init__(self, path: Path, fallback: Path | None = None) -> None:
         self.path = Path(path)
         self.fallback = fallback_path(self.path) if fallback is None else Path(fallback)
-        self._buffer: list[dict[str, Any]] = []
+        self._buffer: list[RunRecord] = []
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._repaired = False
@@ -104,15 +95,15 @@ class Journal:
         """The first failed write (path and cause); ``None`` while every write worked."""
         self.written = 0
         """Records written to the journal itself by this process."""
-        self.kept: list[dict[str, Any]] = []
+        self.kept: list[RunRecord] = []
         """Records that could be written neither to the journal nor to the fallback."""
         self.in_fallback = 0
         """Records this process wrote to the fallback journal."""
 
-    def read(self) -> dict[RunKey, dict[str, Any]]:
+    def read(self) -> dict[RunKey, RunRecord]:
         """Every complete record (the worker journals' and then the fallback's after the
         journal's), de-duplicated by ``(arm, item_id, run)``."""
-        records: dict[RunKey, dict[str, Any]] = {}
+        records: dict[RunKey, RunRecord] = {}
         for path in self.files():
             self._read_into(records, path)
         return records
@@ -162,11 +153,11 @@ class Journal:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
-    def _read_into(self, records: dict[RunKey, dict[str, Any]], path: Path) -> None:
+    def _read_into(self, records: dict[RunKey, RunRecord], path: Path) -> None:
         for _, _, record in journal_lines(path):
-            records[(record["arm"], record["item_id"], record["run"])] = record
+            records[(record.arm, record.item_id, record.run)] = record
 
-    def append(self, record: dict[str, Any]) -> None:
+    def append(self, record: RunRecord) -> None:
         """Queue one record (not copied: do not change it); durable after the next :meth:`flush`."""
         with self._lock:
             self._buffer.append(record)
@@ -215,7 +206,7 @@ class Journal:
             self._keep(buffer)
             return 0
 
-    def _keep(self, buffer: list[dict[str, Any]]) -> None:
+    def _keep(self, buffer: list[RunRecord]) -> None:
         """Records the journal could not take: to the fallback file, else in memory."""
         pending = self.kept + buffer
         if not pending:
@@ -255,7 +246,7 @@ class Journal:
                 await asyncio.to_thread(self.flush)
 
 
-def journal_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes, dict[str, Any]]]:
+def journal_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes, RunRecord]]:
     """Every record of one journal file in written order: ``(offset, line, record)``.
 
     The one rule for a journal's lines, used by every reader (resume, the runs
@@ -272,36 +263,16 @@ def journal_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes, di
         >>> path = Path(tempfile.mkdtemp()) / "journal.jsonl"
         >>> line = b'{"arm":"a","item_id":"q%d","run":1}'
         >>> _ = path.write_bytes(line % 1 + b"\\n" + line % 2)  # the last newline lost
-        >>> [(at, r["item_id"]) for at, _, r in journal_lines(path)]
+        >>> [(at, r.item_id) for at, _, r in journal_lines(path)]
         [(0, 'q1'), (35, 'q2')]
     """
     at = 0
     with open(path, "rb") as handle:
         for number, line in enumerate(handle, start=1):
-            record = parse_line(line, path, number)
+            record = decode(line, path, number)
             if record is not None:
                 yield at, line, record
             at += len(line)
-
-
-def parse_line(line: bytes, path: str | os.PathLike[str], number: int) -> dict[str, Any] | None:
-    """One journal line's record; ``None`` for a blank or torn line (see :func:`journal_lines`).
-
-    Raises:
-        CorruptRunError: the line parses but is no run record.
-    """
-    try:
-        record = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return None  # blank, or cut short by a kill
-    if not isinstance(record, dict):
-        raise _not_a_record(path, number, line)
-    arm, item_id, run = record.get("arm"), record.get("item_id"), record.get("run")
-    if not (isinstance(arm, str) and isinstance(item_id, str) and type(run) is int):
-        raise _not_a_record(path, number, line)
-    if "outcome" not in record:  # written once: it was the output
-        record["outcome"] = record.get("output")
-    return record
 
 
 def _records_end(handle: BinaryIO) -> tuple[int, bool]:
@@ -331,11 +302,3 @@ def _records_end(handle: BinaryIO) -> tuple[int, bool]:
 
 
 _TAIL = 1 << 16
-
-
-def _not_a_record(path: str | os.PathLike[str], number: int, line: bytes) -> CorruptRunError:
-    line = line.rstrip(b"\n")
-    shown = line[:80].decode("utf-8", "replace") + ("..." if len(line) > 80 else "")
-    return CorruptRunError(
-        f"{path}, line {number}: not a run record ({shown}); delete that line (its run is "
-        "made again) and run the benchmark again (`hr run SPEC.yaml`)")

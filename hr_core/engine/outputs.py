@@ -26,37 +26,17 @@ from typing import Any
 
 import fsspec
 
-from hr_core.engine.journal import Journal, RunKey
+from hr_core.engine.journal import Journal
+from hr_core.engine.record import RECORD_VERSION, RunKey, RunRecord
 
-__all__ = ["JOURNAL_FORMAT", "OUTCOME_MAX", "load_output", "short_outcome", "store_output",
-           "stored_runs"]
+__all__ = ["JOURNAL_FORMAT", "load_output", "store_output", "stored_runs"]
 
-JOURNAL_FORMAT = 2
-"""Manifests of runs whose journal keeps outputs faithfully say ``"journal_format": 2``."""
+JOURNAL_FORMAT = RECORD_VERSION
+"""Manifests of runs whose journal keeps outputs faithfully say ``"journal_format": 2``
+(the records' ``v``)."""
 
 _FIELDS = ("answer", "text", "ok", "failure_kind", "error", "usage", "meta")
 _LONG = 256  # an answer field this long, equal to the output's text, is stored once
-
-OUTCOME_MAX = 4096
-"""An outcome longer than this, of an output longer than this, is cut to it (ending in
-"…"): it is the output's text as compared (folded), and the output is stored in full
-once; a 10 MB output would otherwise be written twice."""
-
-
-def short_outcome(outcome: str | None, output: str | None) -> str | None:
-    """The outcome a record keeps (see :data:`OUTCOME_MAX`).
-
-    Example:
-        >>> len(short_outcome("a" * 10_000, "A" * 10_000))
-        4096
-        >>> short_outcome("paris", "Paris")
-        'paris'
-    """
-    if (outcome is None or len(outcome) <= OUTCOME_MAX or output is None
-            or len(output) <= OUTCOME_MAX):
-        return outcome
-    return outcome[:OUTCOME_MAX - 1] + "…"
-
 
 def store_output(output: Any, text: str | None = None) -> dict[str, Any] | None:
     """The JSON form of an arm's output for its journal record (``None`` for a string).
@@ -94,26 +74,27 @@ def store_output(output: Any, text: str | None = None) -> dict[str, Any] | None:
     return stored
 
 
-def load_output(record: Mapping[str, Any]) -> Any:
+def load_output(record: RunRecord) -> Any:
     """The output a record's scorer saw, rebuilt from the record.
 
     Example:
-        >>> load_output({"output": "42", "arm_output": {"kind": "json", "value": {"answer": 42}}})
+        >>> stored = {"kind": "json", "value": {"answer": 42}}
+        >>> load_output(RunRecord(arm="a", item_id="q", run=1, output="42", arm_output=stored))
         {'answer': 42}
     """
-    stored = record.get("arm_output")
+    stored = record.arm_output
     if stored is None:
-        return record.get("raw", record.get("output"))  # "raw": journals before format 2
-    kind, value = stored.get("kind"), stored.get("value")
+        return record.output
+    kind, value = stored.get("kind"), stored.get("value")  # value: JSON data (Any)
     field = stored.get("text_in")
     if field is not None and isinstance(value, dict):
-        value = {**value, field: record.get("output")}
+        value = {**value, field: record.output}
     if kind == "ArmResult":
         from hr_core.results import ArmResult
 
         return ArmResult.model_validate(value)
     if kind == "object":
-        return SimpleNamespace(**value)
+        return SimpleNamespace(**(value or {}))
     return value
 
 
@@ -140,7 +121,7 @@ def _data(value: Any) -> Any:
 
 def stored_runs(store: str, name: str, reference_hash: str, arms: Mapping[str, str],
                 exclude: Iterable[str] = (), only: str | None = None,
-                ) -> tuple[dict[RunKey, dict[str, Any]], dict[str, int]]:
+                ) -> tuple[dict[RunKey, RunRecord], dict[str, int]]:
     """Finished runs of these arms stored by other runs of benchmark ``name``.
 
     ``arms`` maps an arm's name to its fingerprint; a run folder under
@@ -177,7 +158,7 @@ def stored_runs(store: str, name: str, reference_hash: str, arms: Mapping[str, s
         same = [arm for arm, fp in arms.items() if theirs.get(arm) == fp]
         if same:
             found.append((str(manifest.get("started_at") or ""), str(manifest["run_id"]), same))
-    records: dict[RunKey, dict[str, Any]] = {}
+    records: dict[RunKey, RunRecord] = {}
     origin: dict[RunKey, str] = {}
     for _, run_id, same in sorted(found):
         wanted = set(same)

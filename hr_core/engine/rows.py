@@ -21,14 +21,15 @@ import os
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import numpy as np
 
 from hr_core.accuracy import ITEM_INDEX
 from hr_core.engine.benchmark import runs_frame
-from hr_core.engine.journal import Journal, journal_lines, parse_line
+from hr_core.engine.journal import Journal, journal_lines
 from hr_core.engine.memory import give_back
+from hr_core.engine.record import RunRecord, decode
 from hr_core.engine.runner import stopped_record
 from hr_core.reference import Reference
 
@@ -87,7 +88,7 @@ class RunPositions:
         runs = np.asarray(self.runs, dtype=np.int64)
         return ((places - self.offsets[arm]) // runs[arm]).astype(np.int32)
 
-    def stopped_record(self, position: int) -> dict[str, Any]:
+    def stopped_record(self, position: int) -> RunRecord:
         """The ``budget_stop`` record of the run at ``position`` (never made)."""
         a = int(np.searchsorted(self.offsets, position, side="right")) - 1
         index, run = divmod(position - int(self.offsets[a]), self.runs[a])
@@ -100,7 +101,7 @@ def _journal_files(journal: Journal) -> list[Path]:
     return journal.files()
 
 
-def _journal_lines(journal: Journal) -> Iterator[tuple[int, int, bytes, dict[str, Any]]]:
+def _journal_lines(journal: Journal) -> Iterator[tuple[int, int, bytes, RunRecord]]:
     """Every record of a journal's files in written order (:func:`journal_lines`' rule),
     with the file's number in :func:`_journal_files` and the line's offset in it."""
     for number, path in enumerate(_journal_files(journal)):
@@ -119,14 +120,14 @@ def _latest_lines(journal: Journal, positions: RunPositions
     Also how many records were superseded by a later one of the same run."""
     where, source, offset, size = array("q"), array("b"), array("q"), array("q")
     for number, at, line, record in _journal_lines(journal):
-        place = positions.of(record["arm"], record["item_id"], record["run"])
+        place = positions.of(record.arm, record.item_id, record.run)
         if place >= 0:
             where.append(place)
             source.append(number)
             offset.append(at)
             size.append(len(line))
     for index, record in enumerate(journal.kept):
-        place = positions.of(record["arm"], record["item_id"], record["run"])
+        place = positions.of(record.arm, record.item_id, record.run)
         if place >= 0:
             where.append(place)
             source.append(_KEPT)
@@ -176,15 +177,16 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
         with pq.ParquetWriter(sink, schema) as writer:
             for start in range(0, positions.total, BATCH):
                 stop = min(start + BATCH, positions.total)
-                records = []
+                records: list[RunRecord] = []
                 items_here = positions.item_indexes(start, stop)
                 rows_here = np.ones(stop - start, dtype=bool)
                 for place, number, at, length in zip(
                         range(start, stop), source[start:stop].tolist(),
                         offset[start:stop].tolist(), size[start:stop].tolist(), strict=True):
                     if number >= 0:
-                        record = parse_line(os.pread(handles[number], length, at),
-                                            files[number], 0) or {}
+                        found = decode(os.pread(handles[number], length, at), files[number], 0)
+                        # None: the line changed since the first pass read it
+                        record = found or positions.stopped_record(place)
                     elif number == _KEPT:
                         record = kept[at]
                     elif left_out is not None and left_out[items_here[place - start]]:
@@ -229,7 +231,7 @@ def compact_journal(journal: Journal) -> bool:
     latest: dict[tuple[str, str, int], int] = {}
     count = 0
     for count, (_, _, _, record) in enumerate(_journal_lines(journal), start=1):
-        latest[(record["arm"], record["item_id"], record["run"])] = count
+        latest[(record.arm, record.item_id, record.run)] = count
     if len(latest) == count and not has_fallback:
         return False
     keep = set(latest.values())

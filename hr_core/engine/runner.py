@@ -16,7 +16,8 @@ from hr_core._text import is_missing, output_text
 from hr_core.engine.arms import Arm
 from hr_core.engine.budget import BudgetLedger
 from hr_core.engine.context import _CURRENT_RUN, RunContext
-from hr_core.engine.outputs import short_outcome, store_output
+from hr_core.engine.outputs import store_output
+from hr_core.engine.record import RunRecord, short_outcome
 from hr_core.errors import ScorerError
 from hr_core.failures import FAILURE_KINDS
 from hr_core.models._ratelimit import CALL_DEADLINE, EndpointStoppedError
@@ -24,15 +25,8 @@ from hr_core.reference import Item
 from hr_core.results import _SCORING_USAGE, ScoreResult, Usage
 from hr_core.scorers import Scorer, settle_score
 
-__all__ = ["RECORD_FIELDS", "ChunkContext", "run_chunk", "score_record",
+__all__ = ["ChunkContext", "run_chunk", "score_record",
            "stopped_record"]
-
-RECORD_FIELDS = (
-    "arm", "item_id", "run", "output", "correct", "score", "outcome", "failure_kind", "error",
-    "latency_s", "tokens_in", "tokens_out", "cost_usd", "judge_status", "truncated", "replayed",
-    "judge_tokens_in", "judge_tokens_out", "judge_cost_usd",
-)
-"""The fields of one journaled run (the columns of ``Benchmark.runs`` and ``judge_status``)."""
 
 _KINDS = frozenset(FAILURE_KINDS)
 _YIELD_EVERY = 256
@@ -51,7 +45,7 @@ class ChunkContext:
     """
 
     def __init__(self, scorer: Scorer, ledger: BudgetLedger, executor: Executor,
-                 concurrency: int, record: Callable[[dict[str, Any]], None],
+                 concurrency: int, record: Callable[[RunRecord], None],
                  halted: Callable[[], bool] = _never) -> None:
         self.scorer = scorer
         self.ledger = ledger
@@ -98,16 +92,13 @@ def _float(value: Any) -> float | None:
     return None if value is None or is_missing(value) else float(value)
 
 
-def stopped_record(arm: str, item: Item, run: int, reason: str | None = None) -> dict[str, Any]:
+def stopped_record(arm: str, item: Item, run: int, reason: str | None = None) -> RunRecord:
     """The record of a run that never started because the budget ran out (or its
     endpoint's quota did: ``reason`` says so, in ``error``)."""
-    return {
-        "arm": arm, "item_id": item.id, "run": run, "output": None,
-        "correct": False if has_label(item.label) else None, "score": None, "outcome": None,
-        "failure_kind": "budget_stop", "error": reason, "latency_s": None,
-        "tokens_in": None, "tokens_out": None, "cost_usd": None, "judge_status": None,
-        "truncated": False, "replayed": False,
-    }
+    return RunRecord(arm=arm, item_id=item.id, run=run,
+                     correct=False if has_label(item.label) else None,
+                     failure_kind="budget_stop", error=reason, truncated=False,
+                     replayed=False)
 
 
 def _judge_status(scorer: Scorer, result: ScoreResult) -> str | None:
@@ -118,9 +109,14 @@ def _judge_status(scorer: Scorer, result: ScoreResult) -> str | None:
     return None if status is None else str(status)
 
 
-async def score_record(record: dict[str, Any], item: Item, output: Any, scorer: Scorer,
-                       errors: list[str], is_async: bool | None = None) -> None:
-    """Score one run into its record; a broken scorer leaves it unscored with its output kept."""
+async def score_record(record: RunRecord, item: Item, output: Any, scorer: Scorer,
+                       errors: list[str], is_async: bool | None = None) -> bool:
+    """Score one run into its record; a broken scorer leaves it unscored with its output kept.
+
+    Returns:
+        Whether scoring spent model calls (a judge's): their tokens and cost are in the
+        record's ``judge_*`` fields.
+    """
     labelled = has_label(item.label)
     spent: list[Usage] = []
     token = _SCORING_USAGE.set(spent)
@@ -131,23 +127,25 @@ async def score_record(record: dict[str, Any], item: Item, output: Any, scorer: 
             result = scorer.validate(scorer.fn(item.payload, output, item.label))
         settled = settle_score(result, labelled)
     except Exception as exc:  # the user's scorer: the output is kept, report at the end
-        record["scored"] = False
+        record.scored = False
         message = f"{type(exc).__name__}: {exc}"
         if not isinstance(exc, ScorerError):
             message = f"scorer {scorer.name!r} raised {message}"
-        errors.append(f"arm {record['arm']!r}, item {item.id!r}, run {record['run']}: {message}")
-        return
+        errors.append(f"arm {record.arm!r}, item {item.id!r}, run {record.run}: {message}")
+        return bool(spent)
     finally:
         _SCORING_USAGE.reset(token)
         if spent:
-            record["judge_tokens_in"] = _sum(u.tokens_in for u in spent)
-            record["judge_tokens_out"] = _sum(u.tokens_out for u in spent)
-            record["judge_cost_usd"] = _sum(u.cost_usd for u in spent)
-    record["correct"], record["outcome"], record["failure_kind"] = settled[:3]
-    record["outcome"] = short_outcome(record["outcome"], record.get("output"))
-    record["score"] = settled.score
-    record["judge_status"] = _judge_status(scorer, result)
-    record.pop("scored", None)
+            record.judge_tokens_in = _sum(u.tokens_in for u in spent)
+            record.judge_tokens_out = _sum(u.tokens_out for u in spent)
+            record.judge_cost_usd = _sum(u.cost_usd for u in spent)
+    record.correct, outcome, record.failure_kind = settled[:3]
+    record.outcome = short_outcome(outcome, record.output)
+    record.score = settled.score
+    record.judge_status = _judge_status(scorer, result)
+    if not record.scored:
+        del record.scored  # back to its default (scored): the line leaves it out
+    return bool(spent)
 
 
 class _OutOfTime(Exception):
@@ -217,7 +215,7 @@ async def _call_arm(arm: Arm, item: Item, run: int, ctx: ChunkContext
     return output, latency
 
 
-async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> dict[str, Any] | None:
+async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> RunRecord | None:
     """Call one arm on one item and score the output.
 
     Anything the arm raises, ``SystemExit`` and ``KeyboardInterrupt`` included, is
@@ -254,49 +252,43 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> dict[str
             latency = time.perf_counter() - start
         CALL_DEADLINE.reset(deadline_token)
         _CURRENT_RUN.reset(token)
-    record: dict[str, Any] = {
-        "arm": arm.name, "item_id": item.id, "run": run, "output": None, "correct": None,
-        "score": None, "outcome": None, "failure_kind": None, "error": error, "latency_s": latency,
-        "tokens_in": None, "tokens_out": None, "cost_usd": None, "judge_status": None,
-        "truncated": False, "replayed": False,
-    }
+    record = RunRecord(arm=arm.name, item_id=item.id, run=run, error=error, latency_s=latency,
+                       truncated=False, replayed=False)
     if error is not None:
-        record["failure_kind"] = "error"
-        record["correct"] = False if has_label(item.label) else None
+        record.failure_kind = "error"
+        record.correct = False if has_label(item.label) else None
         if output is not None:  # a model call's failed attempts spent these
             tokens_in, tokens_out, cost = _usage({"usage": output})
-            record["tokens_in"], record["tokens_out"], record["cost_usd"] = (
-                tokens_in, tokens_out, cost)
+            record.tokens_in, record.tokens_out, record.cost_usd = tokens_in, tokens_out, cost
             ctx.ledger.settle(arm.name, tokens_in, tokens_out, cost)
         return record
     if type(output) is str:
-        record["output"] = output
+        record.output = output
     else:
-        record["output"] = output_text(output)
-        record["arm_output"] = store_output(output, record["output"])
+        record.output = output_text(output)
+        record.arm_output = store_output(output, record.output)
         if output is not None and not isinstance(output, int | float):
             tokens_in, tokens_out, cost = _usage(output)
-            record["tokens_in"], record["tokens_out"], record["cost_usd"] = (
-                tokens_in, tokens_out, cost)
+            record.tokens_in, record.tokens_out, record.cost_usd = tokens_in, tokens_out, cost
             ctx.ledger.settle(arm.name, tokens_in, tokens_out, cost)
             message = (output.get("error") if isinstance(output, Mapping)
                        else getattr(output, "error", None))
             if isinstance(message, str):
-                record["error"] = message
+                record.error = message
             truncated = (output.get("truncated") if isinstance(output, Mapping)
                          else getattr(output, "truncated", None))
-            record["truncated"] = truncated is True
+            record.truncated = truncated is True
             meta = (output.get("meta") if isinstance(output, Mapping)
                     else getattr(output, "meta", None))
-            record["replayed"] = isinstance(meta, Mapping) and meta.get("cached") is True
-    await score_record(record, item, output, ctx.scorer, ctx.scorer_errors, ctx.scorer_is_async)
-    if "judge_tokens_in" in record or "judge_cost_usd" in record:
-        ctx.ledger.settle(arm.name, record.get("judge_tokens_in"),
-                          record.get("judge_tokens_out"), record.get("judge_cost_usd"),
-                          kind="judge")
-    if (record["failure_kind"] == "parse_failure" and record["error"] is None
-            and record["output"] is None and output is not None):
-        record["error"] = _no_text(output)
+            record.replayed = isinstance(meta, Mapping) and meta.get("cached") is True
+    judged = await score_record(record, item, output, ctx.scorer, ctx.scorer_errors,
+                                ctx.scorer_is_async)
+    if judged:
+        ctx.ledger.settle(arm.name, record.judge_tokens_in, record.judge_tokens_out,
+                          record.judge_cost_usd, kind="judge")
+    if (record.failure_kind == "parse_failure" and record.error is None
+            and record.output is None and output is not None):
+        record.error = _no_text(output)
     return record
 
 

@@ -41,6 +41,7 @@ from hr_core.engine.journal import FLUSH_INTERVAL_S, RunKey
 from hr_core.engine.lock import RunLock
 from hr_core.engine.memory import give_back
 from hr_core.engine.outputs import JOURNAL_FORMAT, load_output, stored_runs
+from hr_core.engine.record import RunRecord
 from hr_core.engine.rows import RunPositions, compact_journal, write_runs
 from hr_core.engine.runner import ChunkContext, run_chunk, score_record
 from hr_core.engine.stopping import SequentialMonitor, StopRule, stop_rule
@@ -432,7 +433,7 @@ class BenchmarkSession:
         self.started_at = utc_now()
         self._started = time.monotonic()
         self.chunks: list[Chunk] = []
-        self.done: dict[RunKey, dict[str, Any]] = {}
+        self.done: dict[RunKey, RunRecord] = {}
         self._progress: dict[str, list[int]] = {a: [0, 0, 0] for a in plan.arms}
         self.total = len(plan.reference) * sum(plan.runs_of(a) for a in plan.arms)
         self.engine_seconds = 0.0
@@ -482,10 +483,9 @@ class BenchmarkSession:
             self.monitor = SequentialMonitor(plan.stop, plan.arms, len(plan.reference))
             self._positions = {item.id: i for i, item in enumerate(plan.reference)}
         for (arm, _, _), record in self.done.items():
-            self.ledger.count_done(arm, record.get("tokens_in"), record.get("tokens_out"),
-                                   record.get("cost_usd"),
-                                   (record.get("judge_tokens_in"), record.get("judge_tokens_out"),
-                                    record.get("judge_cost_usd")))
+            self.ledger.count_done(arm, record.tokens_in, record.tokens_out, record.cost_usd,
+                                   (record.judge_tokens_in, record.judge_tokens_out,
+                                    record.judge_cost_usd))
             self._count(record)
             self._monitor(record)
         if self.monitor is None:
@@ -535,11 +535,11 @@ class BenchmarkSession:
                     self.chunks.append(Chunk(name, self.plan.reference, items[start:stop],
                                              runs[start:stop]))
 
-    def _monitor(self, record: dict[str, Any]) -> None:
+    def _monitor(self, record: RunRecord) -> None:
         if self.monitor is not None:
-            position = self._positions.get(record["item_id"])
-            if position is not None and record.get("failure_kind") != "budget_stop":
-                self.monitor.record(record["arm"], position, record.get("correct"))
+            position = self._positions.get(record.item_id)
+            if position is not None and record.failure_kind != "budget_stop":
+                self.monitor.record(record.arm, position, record.correct)
 
     def end_round(self, number: int) -> bool:
         """Round ``number``'s chunks have run: True when the run should stop here (the
@@ -630,23 +630,23 @@ class BenchmarkSession:
         for key, record in found.items():
             if key in self.done or key[1] not in ids or not 1 <= key[2] <= plan.runs_of(key[0]):
                 continue
-            record = dict(record)
-            if "arm_output" in record or record.get("output") is not None:
-                record["scored"] = False  # scored again by this benchmark's scorer
+            record = record.copy()
+            if record.arm_output is not None or record.output is not None:
+                record.scored = False  # scored again by this benchmark's scorer
             else:
                 self.journal.append(record)  # the arm raised: nothing to score
             self.done[key] = record
 
-    def _count(self, record: dict[str, Any]) -> None:
-        counts = self._progress[record["arm"]]
+    def _count(self, record: RunRecord) -> None:
+        counts = self._progress[record.arm]
         counts[0] += 1
-        kind = record.get("failure_kind")
+        kind = record.failure_kind
         if kind == "error":
             counts[2] += 1
         elif kind not in (None, "budget_stop"):
             counts[1] += 1
 
-    def _record(self, record: dict[str, Any]) -> None:
+    def _record(self, record: RunRecord) -> None:
         # not kept in memory: the runs table is built from the journal (hr_core.engine.rows)
         self.journal.append(record)
         self._count(record)
@@ -662,7 +662,7 @@ class BenchmarkSession:
         """Whether :meth:`open` has read the journal and planned the chunks."""
         return self._opened
 
-    def absorb(self, records: list[dict[str, Any]], scorer_errors: list[str]) -> None:
+    def absorb(self, records: list[RunRecord], scorer_errors: list[str]) -> None:
         """Take in the records of a chunk run elsewhere (a Dask/Ray worker): journal them."""
         if self._ctx is None:
             raise RuntimeError("open the benchmark session before absorbing records")
@@ -686,9 +686,9 @@ class BenchmarkSession:
     async def rescore(self) -> int:
         """Score journaled runs a broken scorer left unscored (no arm is called)."""
         assert self._ctx is not None
-        pending = [r for r in self.done.values() if r.get("scored") is False]
+        pending = [r for r in self.done.values() if not r.scored]
         for record in pending:
-            item = self.plan.reference.get(record["item_id"])
+            item = self.plan.reference.get(record.item_id)
             await score_record(record, item, load_output(record), self.plan.scorer,
                                self._ctx.scorer_errors)
             self.journal.append(record)
