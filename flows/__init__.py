@@ -2,9 +2,10 @@
 
 Importing Prefect builds about a million long-lived objects. The cyclic garbage
 collector is paused while they are built (it would traverse them again and
-again: ~20% of the import's CPU), they are then frozen (later collections, e.g.
-during a 20,000-run benchmark, skip them), and at exit the interpreter's last
-collection skips them too (up to ~1 s of a short run's wall time).
+again: ~20% of the import's CPU). Importing changes no global state: an ``hr``
+command freezes them where it starts (``hr_cli.gcpause.command_module``: later
+collections, e.g. during a 20,000-run benchmark, skip them, and so does the
+interpreter's last collection at exit, up to ~1 s of a short run's wall time).
 
 ``flows.benchmark`` is imported with the package; the other flows (``hr_compare``,
 ``hr_judge_validate``, ``hr_scheduled_benchmark``) on first use: defining a
@@ -12,8 +13,6 @@ Prefect flow or task builds its parameter schema and reads its source, and
 ``hr run`` needs none of them (~40 ms of CPU per process).
 """
 
-import atexit as _atexit
-import gc as _gc
 import os as _os
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
@@ -21,17 +20,32 @@ from typing import Any as _Any
 from hr_cli.gcpause import import_paused as _import_paused
 from hr_cli.quiet import quiet_defaults as _quiet_defaults
 
-_quiet_defaults()  # no "Failed to send telemetry" offline, unless the user chose analytics
 
-# the hr server, when it runs and nothing else is configured (hr_cli.server imports hr_core)
-_preset = _import_paused("hr_cli.server").api_url_to_preset()
-if _preset is not None:
-    _os.environ["PREFECT_API_URL"] = _preset
+def _import_prefect() -> None:
+    """Import ``flows.benchmark`` (Prefect) with the collector paused, and with hr's
+    defaults in the environment Prefect reads as it is imported: no analytics unless the
+    user chose them, the hr server's API when it runs and nothing else is configured.
+    The environment is then as it was: importing ``flows`` changes no global state (an
+    ``hr`` command sets these for good where it starts, ``hr_cli.commands.prepare_prefect``).
+    """
+    env = _quiet_defaults({})
+    preset = _import_paused("hr_cli.server", freeze=False).api_url_to_preset()
+    if preset is not None:
+        env["PREFECT_API_URL"] = preset
+    saved = {name: _os.environ.get(name) for name in env}
+    _os.environ.update(env)
+    try:
+        _import_paused("flows.benchmark", freeze=False)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                _os.environ.pop(name, None)
+            else:
+                _os.environ[name] = value
 
-_import_paused("flows.benchmark")  # Prefect, with the collector paused
+
+_import_prefect()
 from flows.benchmark import benchmark_flow, hr_benchmark  # noqa: E402
-
-_atexit.register(_gc.freeze)
 
 if _TYPE_CHECKING:
     from flows.compare import compare_flow, hr_compare
@@ -53,11 +67,11 @@ _SUBMODULES = ("compare", "diff", "judge_validate", "scheduled")
 def __getattr__(name: str) -> _Any:
     """The flows not imported with the package, imported on first use (PEP 562)."""
     if name in _SUBMODULES:
-        return _import_paused(f"{__name__}.{name}")
+        return _import_paused(f"{__name__}.{name}", freeze=False)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_import_paused(module), name)
+    value = getattr(_import_paused(module, freeze=False), name)
     globals()[name] = value
     return value
 

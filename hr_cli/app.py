@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from hr_cli.gcpause import import_paused
+from hr_cli.gcpause import command_module
 
 __all__ = ["app", "console", "judge_app", "make_console", "server_app"]
 
@@ -76,7 +76,7 @@ def demo(
         "judges"),
 ) -> None:
     """Run the bundled document-QA demo offline, end to end, and write its report."""
-    import_paused("hr_cli.demo")  # hr_core, pandas: collector paused
+    command_module("hr_cli.demo")  # hr_core, pandas: collector paused
     from hr_cli.demo import run_demo
 
     run_demo(console, store=store, judges=judges)
@@ -153,7 +153,7 @@ def run(
         "order and stop once every comparison with the leading arm is decided (the spec's "
         "stop: settings, else margin 0.02, level 0.95, min 30 items, batches of 20).")] = False,
 ) -> None:
-    import_paused("hr_cli.commands")  # hr_core, pandas: collector paused
+    command_module("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import run_spec
 
     run_spec(console, spec, runs=runs, store=store, fresh=fresh, budget_calls=budget_calls,
@@ -175,7 +175,7 @@ def plan(
     """How many items a paired comparison needs, from a finished run (or a pilot): for each
     arm against the best, the smallest difference these items detect and the items needed
     to detect --difference (McNemar's discordant rates, normal approximation)."""
-    import_paused("hr_cli.plan")  # hr_core, pandas: collector paused
+    command_module("hr_cli.plan")  # hr_core, pandas: collector paused
     from hr_cli.plan import plan_run
 
     plan_run(console, run_dir, difference=difference, power=power, level=level)
@@ -184,7 +184,7 @@ def plan(
 @app.command()
 def summary(run_dir: RunDir) -> None:
     """Print the summary table of a finished run."""
-    import_paused("hr_cli.commands")  # hr_core, pandas: collector paused
+    command_module("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import show_summary
 
     show_summary(console, run_dir)
@@ -200,7 +200,7 @@ def rescore(
 ) -> None:
     """Score a finished run's stored outputs with another scorer, calling no arm; the
     result is a new run beside the original (hr summary / hr report work on it)."""
-    import_paused("hr_cli.commands")  # hr_core, pandas: collector paused
+    command_module("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import rescore_run_dir
 
     rescore_run_dir(console, run_dir, scorer)
@@ -214,7 +214,7 @@ def report(
                                                 )] = None,
 ) -> None:
     """Write the self-contained HTML report of a finished run."""
-    import_paused("hr_cli.commands")  # hr_core, pandas: collector paused
+    command_module("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import make_report
 
     make_report(console, run_dir, output)
@@ -231,7 +231,7 @@ def compare(
         "select; --arms A --arms B and --arms A,B work too).")],
 ) -> None:
     """Compare arms of a finished run with a judge (--arms A B)."""
-    import_paused("hr_cli.commands")  # hr_core, pandas: collector paused
+    command_module("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import compare_arms
 
     compare_arms(console, run_dir, judge, [*arms, *ctx.args])
@@ -252,7 +252,7 @@ def show(
 ) -> None:
     """Print a finished run's failed runs (item, question, label, output, error) as a table,
     or with --diff A B the items where two arms disagree."""
-    import_paused("hr_cli.show")  # hr_core, pandas: collector paused
+    command_module("hr_cli.show")  # hr_core, pandas: collector paused
     from hr_cli.show import show_run
 
     show_run(console, run_dir, arm=arm, kind=kind, item=item, diff=diff, limit=limit)
@@ -282,7 +282,7 @@ def diff(
         "-o", "--output", help="Also write the diff as a self-contained HTML page.")] = None,
     limit: Annotated[int, typer.Option(min=0, help="Flipped items shown per arm.")] = 20,
 ) -> int:
-    import_paused("hr_cli.diff")  # hr_core, pandas: collector paused
+    command_module("hr_cli.diff")  # hr_core, pandas: collector paused
     from hr_cli.diff import run_diff
 
     return run_diff(console, run_a, run_b, arm or [], output, limit)
@@ -297,7 +297,7 @@ def judge_validate(
         file_okay=False, help="Also attach the record to this run directory's report.")] = None,
 ) -> None:
     """Judge items people labelled and save the agreement record (JUDGE.yaml LABELS)."""
-    import_paused("hr_cli.commands")  # hr_core, pandas: collector paused
+    command_module("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import validate_judge
 
     validate_judge(console, judge, labels, store=store, attach=attach)
@@ -321,7 +321,7 @@ def judge_import(
 ) -> None:
     """Import stored per-order verdicts (JSONL/CSV/Parquet) made by the judge JUDGE.yaml
     describes: validated, compared and reported as if hr's judge had made them."""
-    import_paused("hr_cli.stored")  # hr_core, pandas: collector paused
+    command_module("hr_cli.stored")  # hr_core, pandas: collector paused
     from hr_cli.stored import import_judge_verdicts
 
     extra = [*ctx.args]
@@ -337,7 +337,7 @@ def judge_check(
     store: Annotated[Path, typer.Option(help="Where validation records are.")] = Path("judges"),
 ) -> None:
     """Say whether a judge is validated, or which fields changed since its last record."""
-    import_paused("hr_cli.commands")  # hr_core, pandas: collector paused
+    command_module("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import check_judge
 
     check_judge(console, judge, store=store)

@@ -37,13 +37,18 @@ __all__ = [
 
 
 def prepare_prefect(verbose: bool = False) -> None:
-    """Before Prefect is imported: no analytics (the demo is offline), and, unless
+    """Before Prefect is imported: no analytics (the demo is offline), the hr server's API
+    when it runs and nothing else is configured, and, unless
     ``verbose``, Prefect's console logs at WARNING so they do not tear the progress bars
     (the dashboard still receives every log). ``PREFECT_*`` variables set by the user win.
     """
     from hr_cli.quiet import quiet_defaults
+    from hr_cli.server import api_url_to_preset
 
     quiet_defaults()
+    preset = api_url_to_preset()  # the hr server, when it runs and nothing else is set
+    if preset is not None:
+        os.environ["PREFECT_API_URL"] = preset
     if not verbose:
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
 

@@ -10,15 +10,17 @@ import through :func:`import_paused`.
 
 from __future__ import annotations
 
+import atexit
 import gc
 import importlib
 from types import ModuleType
 
-__all__ = ["import_paused"]
+__all__ = ["command_module", "import_paused"]
 
 
-def import_paused(name: str) -> ModuleType:
-    """``importlib.import_module(name)`` with the collector paused, then ``gc.freeze()``.
+def import_paused(name: str, freeze: bool = True) -> ModuleType:
+    """``importlib.import_module(name)`` with the collector paused, then ``gc.freeze()``
+    (``freeze=False``: the collector as it was, nothing frozen: a package's import).
 
     Example:
         >>> import_paused("json").__name__
@@ -31,5 +33,25 @@ def import_paused(name: str) -> ModuleType:
     finally:
         if collecting:
             gc.enable()
-    gc.freeze()
+    if freeze:
+        gc.freeze()
     return module
+
+
+def command_module(name: str) -> ModuleType:
+    """Where an ``hr`` command starts: import its module with :func:`import_paused` (the
+    objects built frozen), then the process-wide choices hr makes for a command, never
+    at import: Arrow allocates through ``malloc`` (``hr_core.engine.memory``), and the
+    interpreter's last collection at exit skips what was built (``gc.freeze`` at exit).
+    """
+    module = import_paused(name)
+    from hr_core.engine.memory import use_system_pool
+
+    use_system_pool()
+    if not _AT_EXIT:
+        atexit.register(gc.freeze)
+        _AT_EXIT.append(True)
+    return module
+
+
+_AT_EXIT: list[bool] = []

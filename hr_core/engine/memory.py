@@ -6,9 +6,10 @@ and Arrow's keep much of it: at 1M runs the summary left +109 MB of RSS that
 ``malloc_trim`` gave back (+6 MB), so the next phase's peak started that much
 higher. :func:`give_back` asks both allocators to return what they hold free.
 
-Arrow allocates through the C library's ``malloc`` in an hr process (its default,
-mimalloc, keeps freed pages for reuse: at 1M runs the summary and report then peaked
-50-100 MB higher, and ``release_unused`` did not give them back). A process that set
+Arrow allocates through the C library's ``malloc`` once an hr command or run starts
+(:func:`use_system_pool`; its default, mimalloc, keeps freed pages for reuse: at 1M runs
+the summary and report then peaked 50-100 MB higher, and ``release_unused`` did not give
+them back). Importing hr_core changes no allocator. A process that set
 ``ARROW_DEFAULT_MEMORY_POOL`` keeps its choice.
 """
 
@@ -22,10 +23,19 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
-__all__ = ["give_back"]
+__all__ = ["give_back", "use_system_pool"]
 
-if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
-    pa.set_memory_pool(pa.system_memory_pool())
+
+def use_system_pool() -> None:
+    """Make Arrow allocate through the C library's ``malloc`` (unless the process set
+    ``ARROW_DEFAULT_MEMORY_POOL``): called where a command or a benchmark run starts
+    (``hr``, the flows, ``BenchmarkSession.open``), never at import.
+
+    Example:
+        >>> use_system_pool()
+    """
+    if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
+        pa.set_memory_pool(pa.system_memory_pool())
 
 
 @functools.cache

@@ -39,7 +39,7 @@ from hr_core.engine.interrupt import (
 )
 from hr_core.engine.journal import FLUSH_INTERVAL_S, RunKey
 from hr_core.engine.lock import RunLock
-from hr_core.engine.memory import give_back
+from hr_core.engine.memory import give_back, use_system_pool
 from hr_core.engine.outputs import JOURNAL_FORMAT, load_output, stored_runs
 from hr_core.engine.record import RunRecord
 from hr_core.engine.rows import RunPositions, compact_journal, write_runs
@@ -459,6 +459,7 @@ class BenchmarkSession:
             RunLockedError: another process runs the same benchmark into this folder.
         """
         plan = self.plan
+        use_system_pool()  # the run's Arrow buffers: freed memory goes back (engine/memory.py)
         if not self.lock.held:
             self.lock.acquire()
             self._own_lock = True
