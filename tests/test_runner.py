@@ -106,7 +106,12 @@ def warm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Warm]:
     w = Warm(home, project)
     pids: list[int] = []
     try:
-        started = w.hr("server", "start", "--timeout", "240")
+        # a free port, not 4200: another `hr server start` on 4200 (a concurrent test run)
+        # would answer this one's health check while this server fails to bind
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        started = w.hr("server", "start", "--timeout", "240", "--port", str(port))
         assert started.returncode == 0, started.stdout + started.stderr
         assert "warm runner ready" in started.stdout, started.stdout
         pids = [w.record("hr-server.json")["pid"], w.record("hr-runner.json")["pid"]]
