@@ -28,9 +28,16 @@ TESTS = str(Path(__file__).resolve().parent)
 
 
 @pytest.fixture()
-def ray_one_worker() -> Iterator[None]:
+def ray_one_worker(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A local Ray with one worker. The raylet's "worker died" lines make Ray's driver
+    replace ``builtins.print`` (ray.experimental.tqdm_ray) for the rest of the process,
+    which broke a later doctest showing ``print``: turned off, and put back anyway."""
+    import builtins
+
     import ray
 
+    monkeypatch.setenv("RAY_TQDM_PATCH_PRINT", "0")
+    original = builtins.print
     path = os.pathsep.join([TESTS, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": path}})
@@ -38,6 +45,7 @@ def ray_one_worker() -> Iterator[None]:
         yield
     finally:
         ray.shutdown()
+        builtins.print = original
 
 
 def test_a_killed_ray_worker_costs_its_runs_in_flight_only(
@@ -47,6 +55,9 @@ def test_a_killed_ray_worker_costs_its_runs_in_flight_only(
 
     calls = tmp_path / "calls.txt"
     reference = hr_reference(reference_rows(ITEMS), item="question")
+    import builtins
+
+    print_before = builtins.print
     killed: list[int] = []
     killer = threading.Thread(target=_kill_worker_after, args=(calls, KILL_AFTER, killed))
     killer.start()
@@ -65,3 +76,6 @@ def test_a_killed_ray_worker_costs_its_runs_in_flight_only(
     assert ITEMS <= len(lines) <= ITEMS + CONCURRENCY + 1, len(lines)
     assert len(bench.runs) == ITEMS and bench.runs["correct"].all()
     assert not list((tmp_path / "store").rglob("journal.w-*.jsonl"))
+    import builtins
+
+    assert builtins.print is print_before  # Ray left print alone
