@@ -98,7 +98,8 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
     return pd.DataFrame(records)
 
 
-def _text(value: Any) -> str | None:
+def cell_text(value: Any) -> str | None:
+    """A table cell as text: numbers as plain digits, missing values (None, NaN, NA) as None."""
     if isinstance(value, str):
         return value
     if is_missing(value):
@@ -117,13 +118,15 @@ def _json_list(value: Any) -> Any:
     return value
 
 
-def _texts(value: Any) -> list[str] | None:
+def cell_texts(value: Any) -> list[str] | None:
+    """A cell holding a list (or its JSON) as texts; None when it is not one or holds a
+    value that is not text."""
     value = _json_list(value)
     if hasattr(value, "tolist") and not isinstance(value, str):
         value = value.tolist()
     if not isinstance(value, list | tuple):
         return None
-    texts = [_text(v) for v in value]
+    texts = [cell_text(v) for v in value]
     return None if any(t is None for t in texts) else [t for t in texts if t is not None]
 
 
@@ -164,7 +167,7 @@ def read_labelled(
 def _row(record: dict[Any, Any], index: int, mode: str, grades: Sequence[str] | None,
          where: str) -> LabelledRow:
     def need_text(column: str) -> str:
-        text = _text(record.get(column))
+        text = cell_text(record.get(column))
         if text is None or (column == "human" and not text.strip()):
             raise LabelledDataError(f"{where}, column {column!r}: missing value")
         return text
@@ -172,9 +175,9 @@ def _row(record: dict[Any, Any], index: int, mode: str, grades: Sequence[str] | 
     reference: str | list[str] | None = None
     raw_ref = _json_list(record.get("reference"))
     if isinstance(raw_ref, list | tuple) or hasattr(raw_ref, "tolist"):
-        reference = _texts(raw_ref)
+        reference = cell_texts(raw_ref)
     elif not is_missing(raw_ref) and raw_ref is not None and raw_ref != "":
-        reference = _text(raw_ref)
+        reference = cell_text(raw_ref)
     if mode == "grade":
         if reference is None:
             raise LabelledDataError(f"{where}, column 'reference': missing value")
@@ -184,7 +187,7 @@ def _row(record: dict[Any, Any], index: int, mode: str, grades: Sequence[str] | 
         candidates = (need_text("a"), need_text("b"))
         allowed = ("A", "B", "tie")
     else:
-        texts = _texts(record.get("candidates"))
+        texts = cell_texts(record.get("candidates"))
         if texts is None or not 2 <= len(texts) <= 26:
             raise LabelledDataError(
                 f"{where}, column 'candidates': expected a list of 2 to 26 texts (a JSON "

@@ -29,17 +29,15 @@ hr's columns (rename yours with ``columns={"hr name": "your column"}``):
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hr_core._text import is_missing, plain_digits
+from hr_core._text import is_missing
 from hr_core.errors import HrError
 from hr_core.judge.config import JudgeConfig
 from hr_core.judge.judging import JudgeResult, OrderVerdict, aggregate
-from hr_core.judge.labelled import LabelledDataError, read_table
+from hr_core.judge.labelled import LabelledDataError, cell_text, cell_texts, read_table
 from hr_core.judge.parse import normalise_verdict
 from hr_core.judge.prompts import LETTERS, shown_verdicts
 from hr_core.results import Usage
@@ -242,32 +240,6 @@ class StoredVerdicts:
                                   **kwargs)
 
 
-def _text(value: Any) -> str | None:
-    if isinstance(value, str):
-        return value
-    if is_missing(value) or value is None:
-        return None
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, int | float):
-        return None if isinstance(value, float) and math.isnan(value) else plain_digits(value)
-    return str(value)
-
-
-def _list(value: Any) -> list[str] | None:
-    if isinstance(value, str) and value.strip().startswith("["):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return None
-    if hasattr(value, "tolist") and not isinstance(value, str):
-        value = value.tolist()
-    if not isinstance(value, list | tuple):
-        return None
-    texts = [_text(v) for v in value]
-    return None if any(t is None for t in texts) else [t for t in texts if t is not None]
-
-
 def import_verdicts(data: Any, config: JudgeConfig, *,
                     columns: Mapping[str, str] | None = None,
                     arms: Sequence[str] | None = None) -> StoredVerdicts:
@@ -343,20 +315,20 @@ def _stored_row(config: JudgeConfig, record: Mapping[Any, Any], index: int,
         parts = column.split("+")
         if len(parts) == 1:
             return record.get(column)
-        texts = [_text(record.get(p)) for p in parts]
+        texts = [cell_text(record.get(p)) for p in parts]
         return None if any(t is None for t in texts) else "/".join(t for t in texts if t)
 
     def bad(name: str, message: str) -> StoredVerdictsError:
         return StoredVerdictsError(f"{where}, field {used.get(name, name)!r}: {message}")
 
-    item_id = _text(field("item_id"))
+    item_id = cell_text(field("item_id"))
     if item_id is None or not item_id.strip():
         raise bad("item_id", "missing value; every row names its item")
     run_value = field("run")
     run = 1
     if not (run_value is None or is_missing(run_value) or run_value == ""):
         try:
-            run = int(str(_text(run_value)))
+            run = int(str(cell_text(run_value)))
         except ValueError:
             raise bad("run", f"{run_value!r} is not a whole number") from None
         if run < 1:
@@ -364,31 +336,31 @@ def _stored_row(config: JudgeConfig, record: Mapping[Any, Any], index: int,
     names: tuple[str, ...] | None = None
     texts: tuple[str, ...] | None = None
     if config.mode == "pairwise":
-        pair = [_text(field("model_a")), _text(field("model_b"))]
+        pair = [cell_text(field("model_a")), cell_text(field("model_b"))]
         if any(p is not None for p in pair):
             if any(p is None or not p.strip() for p in pair) or pair[0] == pair[1]:
                 raise bad("model_a", f"the two candidates' names must be given and differ, "
                                      f"not {pair!r}")
             names = (str(pair[0]), str(pair[1]))
-        answers = [_text(field("answer_a")), _text(field("answer_b"))]
+        answers = [cell_text(field("answer_a")), cell_text(field("answer_b"))]
         if all(a is not None for a in answers):
             texts = (str(answers[0]), str(answers[1]))
     elif config.mode == "select":
         value = field("models")
         if value is not None and not is_missing(value):
-            found = _list(value)
+            found = cell_texts(value)
             if found is None or not 2 <= len(found) <= 26 or len(set(found)) != len(found):
                 raise bad("models", f"expected a list of 2 to 26 different names, not "
                                     f"{value!r}")
             names = tuple(found)
         value = field("answers")
         if value is not None and not is_missing(value):
-            found = _list(value)
+            found = cell_texts(value)
             if found is None:
                 raise bad("answers", f"expected a list of texts, not {value!r}")
             texts = tuple(found)
-    elif _text(field("response")) is not None:
-        texts = (str(_text(field("response"))),)
+    elif cell_text(field("response")) is not None:
+        texts = (str(cell_text(field("response"))),)
     if names is None and arms is not None and config.mode != "grade":
         names = tuple(str(a) for a in arms)
     candidates = names
@@ -429,7 +401,7 @@ def _aliases(config: JudgeConfig, candidates: Sequence[str] | None,
 
 def _verdict(config: JudgeConfig, n: int, value: Any, aliases: Mapping[str, str],
              bad: Any, *, no_verdict: bool) -> str | None:
-    text = _text(value)
+    text = cell_text(value)
     if text is None or text.strip().casefold() in _NO_VERDICT:
         if no_verdict:
             return None
