@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from openai_server import FakeOpenAIServer, Fault
 
-from hr_core import hr_judge_config, judge_item
+from hr_core import hr_judge_config
+from hr_core.judge import judge_item
 from hr_core.models import MockModel
 from hr_core.models.openai_client import OpenAIChatModel
 

@@ -21,7 +21,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from hr_core import FAILURE_KINDS, ArmResult, Scorer, Usage, hr_scorer_exact, hr_scorer_f1
+from hr_core import FAILURE_KINDS, ArmResult, Scorer, Usage, hr_scorer_exact
+from hr_core.scoring import hr_scorer_f1
 
 TARGET_RATIO = 4.0
 CITIES = ["Paris", "Lyon", "New York", "São Paulo", "Straße", "Zürich", "Tokyo", "Marseille"]

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from hr_core import Benchmark, SpecError, load_spec
+from hr_core import Benchmark, SpecError
+from hr_core.engine import load_spec
 from hr_core.engine.arms import ArmEntry
 from hr_core.engine.session import BenchmarkSession, plan_benchmark
 

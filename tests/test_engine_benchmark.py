@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from hr_core import FAILURE_KINDS, RUN_COLUMNS, SUMMARY_COLUMNS, Benchmark
+from hr_core import FAILURE_KINDS, Benchmark
+from hr_core.engine import RUN_COLUMNS, SUMMARY_COLUMNS
 from hr_core.engine.benchmark import runs_frame
 from hr_core.engine.session import BenchmarkSession, plan_benchmark
 from hr_core.stats import clopper_pearson, clustered_mean_ci

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hr_core import LLMArm
+from hr_core.engine import LLMArm
 from hr_core.engine.session import BenchmarkSession, plan_benchmark
 
 DOC = "The bridge opened in 1931. The bridge was designed by Helen Marsh."

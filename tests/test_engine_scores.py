@@ -9,10 +9,12 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from hr_core import Benchmark, Budget, clustered_mean_ci, hr_scorer_exact, hr_scorer_f1
+from hr_core import Benchmark, Budget, hr_scorer_exact
 from hr_core.engine.benchmark import SCORE_COLUMNS, SUMMARY_COLUMNS
 from hr_core.engine.session import BenchmarkSession, plan_benchmark
+from hr_core.scoring import hr_scorer_f1
 from hr_core.scoring.text import token_f1
+from hr_core.stats import clustered_mean_ci
 
 ITEMS = [
     {"id": "q1", "question": "Where?", "label": ["Lower Rhine", "the Lower Rhine river"]},

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hr_core import LLMArm, SpecError, load_spec
+from hr_core import SpecError
+from hr_core.engine import LLMArm, load_spec
 from hr_core.engine.arms import import_object, normalise_arms, prompt_fields
 from hr_core.engine.session import BenchmarkSession, plan_benchmark
 

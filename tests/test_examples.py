@@ -13,8 +13,9 @@ import pytest
 
 from hr_cli.demo import example_path
 from hr_cli.judges import load_judge, read_judge_file
-from hr_core import hr_reference, hr_scorer_exact, load_spec, settle_score
+from hr_core import hr_reference, hr_scorer_exact, settle_score
 from hr_core._text import accepted_texts, fold
+from hr_core.engine import load_spec
 from hr_core.engine.context import run_context
 from hr_core.examples import demo_arms
 
@@ -176,7 +177,7 @@ def test_judge_files_describe_mock_model_judges(name: str, mode: str) -> None:
 
 
 def test_quickstart_spec_loads_with_a_python_arm_and_an_llm_arm() -> None:
-    from hr_core import LLMArm
+    from hr_core.engine import LLMArm
 
     spec = load_spec(example_path("quickstart.yaml"))
     assert isinstance(spec.arms["reader"], LLMArm)

@@ -42,7 +42,7 @@ class Counter:
 
 def test_canonical_json_keeps_numbers_numbers() -> None:
     # before: hr_core.canonical_json({'a': 1}) gave '{"a":"1"}'
-    assert hr_core.canonical_json({"a": 1}) == '{"a":1}'
+    assert canonical_json({"a": 1}) == '{"a":1}'
     assert canonical_json({"b": [1.5, 7.0, None], "a": "é"}) == '{"a":"é","b":[1.5,7,null]}'
     assert canonical_json(np.float32(0.1)) == "0.1"
     assert canonical_json({"n": np.int64(3), "t": (1, 2)}) == '{"n":3,"t":[1,2]}'

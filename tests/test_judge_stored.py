@@ -13,18 +13,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from hr_core import (
-    Item,
-    ScriptedModel,
-    StoredVerdictsError,
-    compute_validation,
-    hr_judge_config,
-    import_verdicts,
-    judge_labelled,
-)
+from hr_core import Item, StoredVerdictsError, hr_judge_config, import_verdicts
 from hr_core.engine.benchmark import Benchmark, runs_frame
 from hr_core.engine.compare import Comparison, comparison_rows, judge_rows
+from hr_core.judge import compute_validation, judge_labelled
 from hr_core.judge.position import consistency_columns
+from hr_core.models import ScriptedModel
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "hr_core" / "examples"
 PAIRWISE = hr_judge_config("openai:gpt-4", "Which answer is better?", mode="pairwise")

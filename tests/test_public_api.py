@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -28,8 +30,12 @@ def _module_names() -> list[str]:
 
 MODULES = _module_names()
 PUBLIC_MODULES = [m for m in MODULES if not any(p.startswith("_") for p in m.split("."))]
-# The public faces re-exported by hr_core: its direct modules and subpackages.
-FACES = [m for m in PUBLIC_MODULES if m.count(".") == 1 and m != "hr_core.examples"]
+REPO = PACKAGE_DIR.parent
+# The documentation whose ``from hr_core import ...`` lines name the public API.
+DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+_FROM_HR_CORE = re.compile(r"^[ \t]*from hr_core import (\([^)]*\)|[^\n]*)", re.MULTILINE)
+# Where "no cross-module _private imports" is checked.
+CHECKED_PACKAGES = ("hr_core", "tasks", "flows", "hr_cli")
 
 
 def _import(name: str) -> ModuleType:
@@ -64,19 +70,88 @@ def test_the_contract_names_of_the_spec_are_exported() -> None:
     assert spec_names <= set(hr_core.__all__)
 
 
-@pytest.mark.parametrize("name", FACES)
-def test_every_public_name_of_every_module_is_re_exported(name: str) -> None:
-    module = _import(name)
-    names = getattr(module, "__all__", None)
-    if names is None:
-        assert not (PACKAGE_DIR / name.split(".")[1]).with_suffix(".py").is_file(), (
-            f"{name} has no __all__"
-        )
-        return
-    missing = sorted(set(names) - set(hr_core.__all__))
-    assert missing == [], f"{name} exports {missing} but hr_core.__all__ does not"
-    for exported in names:
-        assert getattr(hr_core, exported) is getattr(module, exported), exported
+def test_the_public_api_is_under_60_names() -> None:
+    """Internals are imported from their own modules (``hr_core.stats.wilson_interval``)."""
+    assert len(hr_core.__all__) < 60, len(hr_core.__all__)
+
+
+def _documented_names() -> dict[str, str]:
+    """Every name a ``from hr_core import ...`` line of README.md or docs/*.md imports."""
+    found: dict[str, str] = {}
+    for document in DOCUMENTS:
+        for match in _FROM_HR_CORE.finditer(document.read_text("utf-8")):
+            statement = ast.parse(f"from hr_core import {match.group(1).strip()}").body[0]
+            assert isinstance(statement, ast.ImportFrom)
+            for alias in statement.names:
+                found.setdefault(alias.name, document.name)
+    return found
+
+
+def test_the_documentation_finds_the_names_it_imports() -> None:
+    documented = _documented_names()
+    assert {"ArmResult", "import_verdicts"} <= set(documented)  # the parser reads README and docs
+    missing = [f"{n} ({where})" for n, where in documented.items() if n not in hr_core.__all__]
+    assert sorted(missing) == []
+
+
+def _is_module(package: Path, name: str) -> bool:
+    """``from package import name`` imports a (private) module, not a private name."""
+    return (package / f"{name}.py").is_file() or (package / name / "__init__.py").is_file()
+
+
+def _private_imports(path: Path, root: Path = REPO) -> list[str]:
+    """The ``from <a module of the project> import _name`` lines of one file, in line order."""
+    tree = ast.parse(path.read_text("utf-8"), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        module = node.module or ""
+        if node.level:
+            package = path.parents[node.level - 1].joinpath(*module.split(".") if module else [])
+        elif module.split(".")[0] in CHECKED_PACKAGES:
+            package = root.joinpath(*module.split("."))
+        else:
+            continue
+        for alias in node.names:
+            name = alias.name
+            if name.startswith("_") and not name.startswith("__") and not _is_module(package, name):
+                where = path.relative_to(root)
+                found.append((node.lineno, f"{where}:{node.lineno} imports {module}.{name}"))
+    return [line for _, line in sorted(found)]
+
+
+def test_the_private_import_check_finds_a_private_name_not_a_private_module(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "hr_core").mkdir()
+    (tmp_path / "hr_core" / "_text.py").write_text("", "utf-8")
+    module = tmp_path / "hr_core" / "poke.py"
+    module.write_text(
+        "from hr_core._safe import safe_print\n"
+        "from hr_core import _text\n"
+        "from os import _exit\n"
+        "def f():\n"
+        "    from hr_core.results import _hidden, ArmResult\n"
+        "from .results import _other\n",
+        "utf-8",
+    )
+    assert _private_imports(module, tmp_path) == [
+        "hr_core/poke.py:5 imports hr_core.results._hidden",
+        "hr_core/poke.py:6 imports results._other",
+    ]
+
+
+@pytest.mark.xfail(strict=True, reason="16 private imports found on main: fixed next")
+def test_no_module_imports_another_modules_private_names() -> None:
+    """``from hr_core.x import _y`` pokes a private name across modules: make it public."""
+    found = [
+        line
+        for package in CHECKED_PACKAGES
+        for path in sorted((REPO / package).rglob("*.py"))
+        for line in _private_imports(path)
+    ]
+    assert found == []
 
 
 @pytest.mark.parametrize("name", PUBLIC_MODULES)

@@ -15,8 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hr_core import Item, Reference, ReferenceDataError, canonical_json, hr_reference
+from hr_core import Item, Reference, ReferenceDataError, hr_reference
 from hr_core._text import plain_digits
+from hr_core.identity import canonical_json
 from hr_core.reference import _NOT_JSON, _json_cell
 
 RECORDS: list[dict[str, Any]] = [

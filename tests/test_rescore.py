@@ -11,8 +11,10 @@ import pandas as pd
 import pytest
 from cli_support import hr
 
-from hr_core import Benchmark, CorruptRunError, SpecError, hr_scorer_f1, rescore_run
+from hr_core import Benchmark, CorruptRunError, SpecError
+from hr_core.engine import rescore_run
 from hr_core.engine.session import BenchmarkSession, plan_benchmark
+from hr_core.scoring import hr_scorer_f1
 
 ITEMS = [
     {"id": "q1", "question": "Where?", "label": ["Lower Rhine", "the Lower Rhine river"]},

@@ -14,23 +14,25 @@ from hypothesis import strategies as st
 
 from hr_core import (
     FAILURE_KINDS,
-    SCORERS,
     ArmResult,
     Scorer,
     ScorerError,
     ScoreResult,
     SpecError,
-    hr_scorer_choice,
     hr_scorer_exact,
+    settle_score,
+)
+from hr_core._answers import has_label
+from hr_core._text import plain_digits, squad_fold
+from hr_core.scoring import (
+    SCORERS,
+    hr_scorer_choice,
     hr_scorer_f1,
     hr_scorer_includes,
     hr_scorer_json_field,
     hr_scorer_numeric,
     hr_scorer_pattern,
-    settle_score,
 )
-from hr_core._answers import has_label
-from hr_core._text import plain_digits, squad_fold
 from hr_core.scoring.registry import builtin_scorer_named
 from hr_core.scoring.text import DEFAULT_F1_THRESHOLD, token_f1
 

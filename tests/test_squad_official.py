@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 from squad_official import compute_exact, compute_f1, evaluate, get_tokens, normalize_answer
 
 import hr_core.examples
-from hr_core import hr_reference, hr_scorer_exact, hr_scorer_f1
+from hr_core import hr_reference, hr_scorer_exact
 from hr_core._text import squad_fold, squad_tokens
+from hr_core.scoring import hr_scorer_f1
 
 EXAMPLES = Path(hr_core.examples.__file__).parent
 SQUAD = EXAMPLES / "squad_mini.json"

@@ -30,9 +30,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hr_core import FAILURE_KINDS, ArmResult, hr_scorer_exact, hr_scorer_f1
+from hr_core import FAILURE_KINDS, ArmResult, hr_scorer_exact
 from hr_core._text import squad_hr_fold as squad_fold
 from hr_core._text import squad_hr_tokens as squad_tokens
+from hr_core.scoring import hr_scorer_f1
 
 # --- the reference ---------------------------------------------------------------------------
 
