@@ -404,7 +404,7 @@ def start_server(home: Path | None = None, port: int | None = None, *,
         _kill_group(proc.pid)
         path.unlink(missing_ok=True)
         tail = _log_tail(log)
-        if exited and "address already in use" in tail.lower() and port is None:
+        if exited and "already in use" in tail.lower() and port is None:  # uvicorn or Prefect
             continue  # another process took the port between our check and its bind
         why = "exited" if exited else f"did not answer in {timeout:.0f} s"
         raise ServerError(f"the Prefect server on port {chosen} {why} (log: {log}):\n{tail}")
@@ -414,13 +414,43 @@ def start_server(home: Path | None = None, port: int | None = None, *,
 
 def _wait_healthy(state: ServerState, proc: subprocess.Popen[bytes] | None,
                   timeout: float) -> bool:
+    """Wait for the server's health check; for one started here (``proc``), the answer
+    counts only when the port's listening socket is its process group's: another
+    server holding the port answers too, while ours fails to bind it."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if (proc is not None and proc.poll() is not None) or not _alive(state.pid):
             return False
-        if _healthy(state.port, timeout=1.0):
+        if _healthy(state.port, timeout=1.0) and (
+                proc is None or _listens(state.pid, state.port) is not False):
             return True
         time.sleep(0.2)
+    return False
+
+
+def _listens(pgid: int, port: int) -> bool | None:
+    """Whether a process of group ``pgid`` holds the socket listening on 127.0.0.1:``port``
+    (Linux ``/proc``); ``None`` when that cannot be told."""
+    try:
+        lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return None
+    wanted = {f"0100007F:{port:04X}", f"00000000:{port:04X}"}
+    inodes = {f"socket:[{fields[9]}]" for fields in (line.split() for line in lines)
+              if len(fields) > 9 and fields[1] in wanted and fields[3] == "0A"}
+    if not inodes:
+        return False
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            if int(stat.rsplit(")", 1)[1].split()[2]) != pgid:
+                continue
+            if any(os.readlink(fd) in inodes for fd in (entry / "fd").iterdir()):
+                return True
+        except (OSError, ValueError, IndexError):
+            continue
     return False
 
 

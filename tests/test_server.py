@@ -219,3 +219,44 @@ def test_a_database_of_another_prefect_version_is_named_before_any_server_starts
     # server's start-up timeout (TEMPORARY_STARTUP_TIMEOUT_S, 90 s) and then failed; the
     # two commands together once took 86 s on a loaded machine, so only hr run is timed
     assert time.monotonic() - started < TEMPORARY_STARTUP_TIMEOUT_S
+
+
+def test_a_health_check_answered_by_another_server_is_not_taken_for_ours(
+    home: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two ``hr server start`` at once could both take port 4200 as free; the one that
+    lost the bind had its health check answered by the other's server and said it was
+    started (a runner beside it then stopped with it). A real foreign HTTP server holds
+    the port here; hr's check that the port is free is made to say yes, as in the race."""
+    import http.server
+    import threading
+
+    import hr_cli.server as server_module
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"true")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    foreign = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
+    thread = threading.Thread(target=foreign.serve_forever, daemon=True)
+    thread.start()
+    taken = foreign.server_address[1]
+    monkeypatch.setattr(server_module, "DEFAULT_PORT", taken)
+    free = server_module._port_free
+    monkeypatch.setattr(server_module, "_port_free",
+                        lambda port: True if port == taken else free(port))
+    try:
+        state, started = start_server(home, timeout=180)
+        try:
+            assert started and state.port != taken  # ours, on another port
+            assert f"http://127.0.0.1:{state.port}" in server_status(home).describe()
+        finally:
+            stop_server(home)
+    finally:
+        foreign.shutdown()
+        foreign.server_close()
