@@ -350,9 +350,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--api-url")
     parser.add_argument("--server-pid", type=int, required=True)
     args = parser.parse_args(argv)
-    from hr_cli.server import _configured_elsewhere
+    from hr_cli.server import configured_elsewhere
 
-    api_url = None if (os.environ.get("PREFECT_API_URL") or _configured_elsewhere()
+    api_url = None if (os.environ.get("PREFECT_API_URL") or configured_elsewhere()
                        ) else args.api_url
     started = time.monotonic()
     _warm_up(api_url)

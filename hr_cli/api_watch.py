@@ -85,9 +85,9 @@ def _gone(pid: int | None) -> bool:
     """The hr server's process is gone (or its PID now belongs to another program)."""
     if pid is None:
         return False
-    from hr_cli.server import _alive, _is_prefect_server
+    from hr_cli.server import is_prefect_server, process_alive
 
-    return not _alive(pid) or not _is_prefect_server(pid)
+    return not process_alive(pid) or not is_prefect_server(pid)
 
 
 class _Unreachable(logging.Filter):
@@ -113,10 +113,10 @@ def _console_handlers() -> list[logging.Handler]:
 def _lost(url: str, resume: str | None, why: str) -> None:
     """Stop as an interrupt does, say why in one line, exit with :data:`EXIT_API_LOST`."""
     from hr_cli.literal import line
-    from hr_cli.signals import _finishing, stop_children
+    from hr_cli.signals import finishing, stop_children
     from hr_core.engine.interrupt import flush_open, request_stop, stop_requested
 
-    if stop_requested() or not _finishing.acquire(blocking=False):
+    if stop_requested() or not finishing.acquire(blocking=False):
         return  # Ctrl-C / SIGTERM is stopping hr already: it says so itself
     request_stop()
     lines = flush_open()

@@ -159,7 +159,7 @@ def state_path(home: Path | None = None) -> Path:
 _STARTED: dict[int, subprocess.Popen[bytes]] = {}  # servers this process started (reaped)
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie child of ours is reaped and counts as gone)."""
     proc = _STARTED.get(pid)
     if proc is not None and proc.poll() is not None:
@@ -187,7 +187,7 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-def _is_prefect_server(pid: int) -> bool:
+def is_prefect_server(pid: int) -> bool:
     """The process looks like ``prefect server start`` (guards against a reused PID)."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
@@ -247,14 +247,14 @@ def server_status(home: Path | None = None, *, check_health: bool = True) -> Ser
     state = _read_state(path)
     if state is None:
         return ServerStatus("stopped", None, path)
-    if not _alive(state.pid) or not _is_prefect_server(state.pid):
+    if not process_alive(state.pid) or not is_prefect_server(state.pid):
         return ServerStatus("stale", state, path)
     if check_health and not _healthy(state.port):
         return ServerStatus("not-responding", state, path)
     return ServerStatus("running", state, path)
 
 
-def _configured_elsewhere() -> bool:
+def configured_elsewhere() -> bool:
     """Whether Prefect may find an API URL in a profile or a settings file (then it decides)."""
     import tomllib
 
@@ -287,7 +287,7 @@ def api_url_to_preset() -> str | None:
         return None
     try:
         status = server_status()
-        if status.status != "running" or status.state is None or _configured_elsewhere():
+        if status.status != "running" or status.state is None or configured_elsewhere():
             return None
     except Exception:  # a bad record is reported where the API is chosen (flows.clients)
         return None
@@ -305,7 +305,7 @@ def _prefect_command() -> list[str]:
     return [found]
 
 
-def _log_tail(log: Path, lines: int = 12) -> str:
+def log_tail(log: Path, lines: int = 12) -> str:
     try:
         text = log.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
@@ -349,7 +349,7 @@ def _kill_group(pid: int, grace: float = 10.0) -> None:
             os.killpg(pid, sig)
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
-            if not _alive(pid) and not _group_alive(pid):
+            if not process_alive(pid) and not _group_alive(pid):
                 _STARTED.pop(pid, None)
                 return
             time.sleep(0.1)
@@ -403,7 +403,7 @@ def start_server(home: Path | None = None, port: int | None = None, *,
         exited = proc.poll() is not None
         _kill_group(proc.pid)
         path.unlink(missing_ok=True)
-        tail = _log_tail(log)
+        tail = log_tail(log)
         if exited and "already in use" in tail.lower() and port is None:  # uvicorn or Prefect
             continue  # another process took the port between our check and its bind
         why = "exited" if exited else f"did not answer in {timeout:.0f} s"
@@ -419,7 +419,7 @@ def _wait_healthy(state: ServerState, proc: subprocess.Popen[bytes] | None,
     server holding the port answers too, while ours fails to bind it."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if (proc is not None and proc.poll() is not None) or not _alive(state.pid):
+        if (proc is not None and proc.poll() is not None) or not process_alive(state.pid):
             return False
         if _healthy(state.port, timeout=1.0) and (
                 proc is None or _listens(state.pid, state.port) is not False):
@@ -468,7 +468,7 @@ def stop_server(home: Path | None = None) -> ServerStatus:
     if state is not None:
         if current.status != "stale" or _group_alive(state.pid):
             _kill_group(state.pid)  # a stale leader's group may still hold its uvicorn
-            if _alive(state.pid) or _group_alive(state.pid):
+            if process_alive(state.pid) or _group_alive(state.pid):
                 raise ServerError(f"the hr server (pid {state.pid}) did not stop; kill its "
                                   f"process group: kill -9 -{state.pid}")
         current.path.unlink(missing_ok=True)

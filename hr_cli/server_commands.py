@@ -46,11 +46,11 @@ def _runner_ready(console: Console, started: tuple[RunnerState, Any], timeout: f
                       "of a second")
         return
     from hr_cli.runner import stop_runner
-    from hr_cli.server import _log_tail
+    from hr_cli.server import log_tail
 
     stop_runner(Path(runner.log).parent)  # the log is in PREFECT_HOME
     console.print(f"hr: warning: the warm runner did not start (log: {runner.log}); hr "
-                  f"commands run without it:\n{_log_tail(Path(runner.log))}",
+                  f"commands run without it:\n{log_tail(Path(runner.log))}",
                   style="yellow", markup=False)
 
 

@@ -34,7 +34,7 @@ EXIT_TERMINATED = 143
 """Exit status after SIGTERM: 128 + 15."""
 
 _CHILD_GRACE_S = 3.0
-_finishing = threading.Lock()
+finishing = threading.Lock()
 
 
 def _children() -> list[int]:
@@ -102,7 +102,7 @@ def _handle(signum: int, frame: Any) -> None:
     from hr_core.engine.interrupt import request_stop
 
     request_stop()
-    if not _finishing.acquire(blocking=False):  # a second signal: go now
+    if not finishing.acquire(blocking=False):  # a second signal: go now
         stop_children(grace=0.5)
         os._exit(EXIT_INTERRUPTED if signum == signal.SIGINT else EXIT_TERMINATED)
     threading.Thread(target=_finish, args=(signum,), name="hr-interrupt", daemon=True).start()

@@ -25,7 +25,7 @@ from hr_core.accuracy import (
 )
 from hr_core.engine.benchmark import Benchmark
 from hr_core.failures import FAILURE_KINDS
-from hr_core.report.items import _column_at
+from hr_core.report.items import column_at
 
 __all__: list[str] = []  # internal: hr_core.diff uses it
 
@@ -123,7 +123,7 @@ class RunOutcomes:
         rows = np.flatnonzero(mask)
         rows = rows[np.lexsort((self.table["run"].to_numpy()[rows], self.cell[rows]))]
         first = rows[np.unique(self.cell[rows], return_index=True)[1]]
-        values = _column_at(self.table, self.bench.row_texts(), first, column) or [None] * len(
+        values = column_at(self.table, self.bench.row_texts(), first, column) or [None] * len(
             first)
         found = dict(zip(self.cell[first].tolist(), values, strict=True))
         return [found.get(int(c)) for c in wanted.tolist()]

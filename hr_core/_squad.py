@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from hr_core._answers import failed, is_not_in_document, plain_answer, sort_out
-from hr_core._text import _label_text, accepted_texts, output_text, plain_digits, remember
+from hr_core._text import accepted_texts, label_text, output_text, plain_digits, remember
 from hr_core.failures import FAILURE_KINDS
 from hr_core.results import ScoreResult
 
@@ -101,7 +101,7 @@ def squad_golds(label: Any, fold: Fold) -> tuple[str, ...] | None:
     elif (kind is int or kind is float) and label == label:
         key = str(label) if kind is int else plain_digits(label)
     elif kind is list or kind is tuple:
-        key = tuple([v if type(v) is str else _label_text(v) for v in label])
+        key = tuple([v if type(v) is str else label_text(v) for v in label])
         if None in key:  # missing values are not accepted answers
             key = tuple([t for t in key if t is not None])
         if not key:  # [] is no label (hr_core._answers), as the reader reads it

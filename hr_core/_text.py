@@ -155,13 +155,13 @@ def accepted_texts(label: Any) -> tuple[str, ...] | None:
     if is_missing(label):
         return None
     if isinstance(label, list | tuple):
-        texts = tuple(t for t in (_label_text(v) for v in label) if t is not None)
+        texts = tuple(t for t in (label_text(v) for v in label) if t is not None)
         return texts
-    text = _label_text(label)
+    text = label_text(label)
     return None if text is None else (text,)
 
 
-def _label_text(value: Any) -> str | None:
+def label_text(value: Any) -> str | None:
     """One accepted label value as text (``None`` for a missing one); a str, int or float
     by its exact type first (the scorers call this for each value of a list label)."""
     kind = type(value)

@@ -40,7 +40,7 @@ from hr_core._safe import markdown_text as md_cell
 from hr_core.engine.benchmark import Benchmark
 from hr_core.errors import SpecError
 from hr_core.multiplicity import holm
-from hr_core.report.items import _question, excerpt
+from hr_core.report.items import excerpt, question_excerpt
 from hr_core.slices import check_slices, slice_differences, slice_values
 from hr_core.stats import TOO_FEW_ITEMS, accuracy_interval, paired_difference
 
@@ -461,7 +461,7 @@ def _flips(out_a: RunOutcomes, out_b: RunOutcomes, ia: int, ib: int, label: str,
         found.append(Flip(
             arm=label, item_id=item_id, direction="wrong→right" if up[i] else "right→wrong",
             share_a=float(share_a[i]), share_b=float(share_b[i]), flaky=bool(flaky[i]),
-            question=_question(payload), label=excerpt(label_value),
+            question=question_excerpt(payload), label=excerpt(label_value),
             output_a=_text(outputs_a[n]), output_b=_text(outputs_b[n]),
             kind_a=KINDS[int(kinds_a[n])] if kinds_a[n] >= 0 else "–",
             kind_b=KINDS[int(kinds_b[n])] if kinds_b[n] >= 0 else "–",

@@ -22,14 +22,14 @@ class Usage(BaseModel):
     cost_usd: float | None = None
 
 
-_SCORING_USAGE: ContextVar[list[Usage] | None] = ContextVar("hr_scoring_usage", default=None)
+SCORING_USAGE: ContextVar[list[Usage] | None] = ContextVar("hr_scoring_usage", default=None)
 """While the engine scores one run: where a judge scorer adds the usage of its calls
 (the engine records it as the run's ``judge_*`` columns and counts it in the budget)."""
 
 
-def _note_scoring_usage(usage: Usage) -> None:
+def note_scoring_usage(usage: Usage) -> None:
     """Add a scorer's model usage to the run being scored (no-op outside the engine)."""
-    sink = _SCORING_USAGE.get()
+    sink = SCORING_USAGE.get()
     if sink is not None:
         sink.append(usage)
 

@@ -13,10 +13,10 @@ from typing import Any, Literal, cast, overload
 from hr_core._answers import failed, has_label, plain_answer, sort_out, unmatched
 from hr_core._squad import squad_golds, squad_golds_memo, squad_prediction, squad_result
 from hr_core._text import (
-    _label_text,
     accepted_texts,
     fold,
     is_missing,
+    label_text,
     plain_digits,
     squad_fold,
     squad_hr_fold,
@@ -309,7 +309,7 @@ def hr_scorer_exact(normalise: bool | Normalise = True) -> Scorer:
         elif label_type is list or label_type is tuple:
             match = False
             for value in label:
-                answer = value if type(value) is str else _label_text(value)
+                answer = value if type(value) is str else label_text(value)
                 if answer is not None and seen == (
                     " ".join(answer.casefold().split()) if folding else answer
                 ):

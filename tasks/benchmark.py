@@ -49,7 +49,7 @@ def artifact_key(name: str, suffix: str) -> str:
     return f"{slug}-{suffix}"
 
 
-def _run_client() -> PrefectClient | None:
+def run_client() -> PrefectClient | None:
     """The running flow's (or task's) API client: no new client and TLS context per call."""
     for context in (TaskRunContext.get(), FlowRunContext.get()):
         client = getattr(context, "client", None)
@@ -92,7 +92,7 @@ async def publish_benchmark(bench: Benchmark, summary: pd.DataFrame | None = Non
     name = str(bench.manifest.get("name") or "benchmark")
     summary = bench.summary() if summary is None else summary
     report = report_markdown(bench, summary) if report is None else report
-    client = _run_client()
+    client = run_client()
     await asyncio.gather(
         TableArtifact(
             key=artifact_key(name, "summary"), table=summary_records(summary),
@@ -136,7 +136,7 @@ class ProgressPublisher:
         self.last = percent
         # the arm names are data (escaped); hr's own words stay plain
         text = "; ".join(progress_text(markdown_text(arm), *rest) for arm, *rest in rows)
-        client = _run_client()
+        client = run_client()
         if self.id is None:
             created = await ProgressArtifact(
                 key=self.key, progress=percent, description=text).acreate(client)

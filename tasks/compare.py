@@ -12,7 +12,7 @@ from prefect.cache_policies import NO_CACHE
 from hr_core._safe import markdown_text
 from hr_core.engine.compare import Comparison, ComparisonRow, judge_rows
 from hr_core.engine.report import markdown_table, summary_records
-from tasks.benchmark import _run_client, artifact_key
+from tasks.benchmark import artifact_key, run_client
 
 __all__ = ["judge_comparison_chunk", "publish_comparison"]
 
@@ -29,7 +29,7 @@ async def judge_comparison_chunk(config: Any, model: Any, rows: Sequence[Compari
 @task(name="publish-comparison", cache_policy=NO_CACHE, persist_result=False)
 async def publish_comparison(comparison: Comparison, name: str) -> None:
     """Publish the comparison's summary as a table and a short markdown artifact."""
-    client = _run_client()
+    client = run_client()
     summary = comparison.summary()
     await TableArtifact(key=artifact_key(name, "comparison"), table=summary_records(summary),
                         description=f"{comparison.mode} comparison of "

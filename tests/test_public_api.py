@@ -142,7 +142,6 @@ def test_the_private_import_check_finds_a_private_name_not_a_private_module(
     ]
 
 
-@pytest.mark.xfail(strict=True, reason="16 private imports found on main: fixed next")
 def test_no_module_imports_another_modules_private_names() -> None:
     """``from hr_core.x import _y`` pokes a private name across modules: make it public."""
     found = [

@@ -461,11 +461,11 @@ def test_no_family_raises_and_every_result_keeps_the_record_rules(
     settle_score(result, has_label=result.correct is not None)
 
 
-_label_text = st.text(min_size=1, max_size=20).filter(lambda s: s.strip() != "")
+label_text = st.text(min_size=1, max_size=20).filter(lambda s: s.strip() != "")
 
 
 @settings(max_examples=200, deadline=None)
-@given(label=_label_text)
+@given(label=label_text)
 def test_a_text_label_always_matches_itself(label: str) -> None:
     for scorer in (hr_scorer_exact(), hr_scorer_exact(normalise=False), squad, f1,
                    hr_scorer_includes(), hr_scorer_includes(word_bounded=True),

@@ -30,7 +30,7 @@ class RunContext(NamedTuple):
     run: int
 
 
-_CURRENT_RUN: ContextVar[RunContext | None] = ContextVar("hr_current_run", default=None)
+CURRENT_RUN: ContextVar[RunContext | None] = ContextVar("hr_current_run", default=None)
 
 
 def current_run() -> RunContext | None:
@@ -43,7 +43,7 @@ def current_run() -> RunContext | None:
         ...     run = current_run()
         ...     return f"{payload} (run {run.run})" if run else payload
     """
-    return _CURRENT_RUN.get()
+    return CURRENT_RUN.get()
 
 
 @contextmanager
@@ -56,8 +56,8 @@ def run_context(arm: str, item_id: str, run: int) -> Iterator[RunContext]:
         2
     """
     context = RunContext(arm, item_id, run)
-    token = _CURRENT_RUN.set(context)
+    token = CURRENT_RUN.set(context)
     try:
         yield context
     finally:
-        _CURRENT_RUN.reset(token)
+        CURRENT_RUN.reset(token)

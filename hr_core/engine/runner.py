@@ -15,14 +15,14 @@ from hr_core._answers import has_label
 from hr_core._text import is_missing, output_text
 from hr_core.engine.arms import Arm
 from hr_core.engine.budget import BudgetLedger
-from hr_core.engine.context import _CURRENT_RUN, RunContext
+from hr_core.engine.context import CURRENT_RUN, RunContext
 from hr_core.engine.outputs import store_output
 from hr_core.engine.record import RunRecord, short_outcome
 from hr_core.errors import ScorerError
 from hr_core.failures import FAILURE_KINDS
 from hr_core.models._ratelimit import CALL_DEADLINE, EndpointStoppedError
 from hr_core.reference import Item
-from hr_core.results import _SCORING_USAGE, ScoreResult, Usage
+from hr_core.results import SCORING_USAGE, ScoreResult, Usage
 from hr_core.scorers import Scorer, settle_score
 
 __all__ = ["ChunkContext", "run_chunk", "score_record",
@@ -119,7 +119,7 @@ async def score_record(record: RunRecord, item: Item, output: Any, scorer: Score
     """
     labelled = has_label(item.label)
     spent: list[Usage] = []
-    token = _SCORING_USAGE.set(spent)
+    token = SCORING_USAGE.set(spent)
     try:
         if scorer.is_async if is_async is None else is_async:
             result = await scorer.ascore(item.payload, output, item.label)
@@ -134,7 +134,7 @@ async def score_record(record: RunRecord, item: Item, output: Any, scorer: Score
         errors.append(f"arm {record.arm!r}, item {item.id!r}, run {record.run}: {message}")
         return bool(spent)
     finally:
-        _SCORING_USAGE.reset(token)
+        SCORING_USAGE.reset(token)
         if spent:
             record.judge_tokens_in = _sum(u.tokens_in for u in spent)
             record.judge_tokens_out = _sum(u.tokens_out for u in spent)
@@ -228,7 +228,7 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> RunRecor
     """
     error: str | None = None
     output: Any = None
-    token = _CURRENT_RUN.set(RunContext(arm.name, item.id, run))
+    token = CURRENT_RUN.set(RunContext(arm.name, item.id, run))
     deadline_token = CALL_DEADLINE.set(None)
     start = time.perf_counter()
     latency: float | None = None
@@ -251,7 +251,7 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> RunRecor
         if latency is None:
             latency = time.perf_counter() - start
         CALL_DEADLINE.reset(deadline_token)
-        _CURRENT_RUN.reset(token)
+        CURRENT_RUN.reset(token)
     record = RunRecord(arm=arm.name, item_id=item.id, run=run, error=error, latency_s=latency,
                        truncated=False, replayed=False)
     if error is not None:

@@ -10,7 +10,7 @@ from hr_core._text import accepted_texts
 from hr_core.judge.config import JudgeConfig, JudgeConfigError
 from hr_core.judge.judging import judge_item
 from hr_core.models.base import ChatModel
-from hr_core.results import ScoreResult, _note_scoring_usage
+from hr_core.results import ScoreResult, note_scoring_usage
 from hr_core.scorers import Scorer
 
 __all__ = ["JUDGE_FAILURE_OUTCOMES", "JUDGE_OUTCOME_PREFIX", "JudgeScorer", "hr_scorer_judge"]
@@ -112,7 +112,7 @@ def hr_scorer_judge(
         reference: str | list[str] = accepted[0] if len(accepted) == 1 else list(accepted)
         result = await judge_item(config, get_model(), item=item, candidates=[text],
                                   reference=reference)
-        _note_scoring_usage(result.usage)
+        note_scoring_usage(result.usage)
         if result.status != "ok" or result.verdict is None:
             return ScoreResult(None, JUDGE_OUTCOME_PREFIX + result.status, None)
         outcome = JUDGE_OUTCOME_PREFIX + result.verdict

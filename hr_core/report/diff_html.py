@@ -12,7 +12,7 @@ from pathlib import Path
 
 from hr_core.diff import ArmDiff, RunDiff
 from hr_core.report._format import escape, fmt, table
-from hr_core.report.html import _CSP, _CSS, SEARCH_SCRIPT, _write_page
+from hr_core.report.html import CSP, CSS, SEARCH_SCRIPT, write_page
 
 __all__ = ["render_diff", "write_diff_html"]
 
@@ -155,9 +155,9 @@ def render_diff(diff: RunDiff) -> str:
     title = f"hr diff: {diff.id_a or diff.run_a} → {diff.id_b or diff.run_b}"
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{escape(title)}</title><style>{_CSS}{_EXTRA_CSS}</style></head>"
+        f"<title>{escape(title)}</title><style>{CSS}{_EXTRA_CSS}</style></head>"
         f"<body><main><h1>{escape(title)}</h1>"
         f'<p class="sub">then <code>{escape(diff.run_a)}</code> · now '
         f"<code>{escape(diff.run_b)}</code></p><nav>{nav}</nav>{body}"
@@ -168,4 +168,4 @@ def render_diff(diff: RunDiff) -> str:
 
 def write_diff_html(diff: RunDiff, out: str | Path) -> Path | str:
     """Write :func:`render_diff` to ``out`` (a path or an fsspec URL); returns where."""
-    return _write_page(render_diff(diff), out)
+    return write_page(render_diff(diff), out)

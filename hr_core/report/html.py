@@ -67,9 +67,9 @@ SEARCH_SCRIPT = """(function () {
 """The report's only script: a search box above each item table (text only, no HTML)."""
 
 _SCRIPT_HASH = base64.b64encode(hashlib.sha256(SEARCH_SCRIPT.encode()).digest()).decode()
-_CSP = (f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+CSP = (f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
         f"script-src 'sha256-{_SCRIPT_HASH}'")
-_CSS = """
+CSS = """
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222;
 margin:0;background:#f6f7f9}
 main{max-width:1200px;margin:0 auto;padding:24px 28px 60px;background:#fff}
@@ -146,9 +146,9 @@ def render_report(inputs: ReportInputs) -> str:
                 f"{item_total(inputs.runs)} items · {len(inputs.runs)} runs")
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>hr report: {escape(name)}</title><style>{_CSS}</style></head>"
+        f"<title>hr report: {escape(name)}</title><style>{CSS}</style></head>"
         f"<body><main><h1>hr report: {escape(name)}</h1><p class=\"sub\">{subtitle}</p>"
         f"<nav>{nav}</nav>{body}<footer>Made by hr on Python {escape(platform.python_version())}"
         f"{' from ' + escape(inputs.run_dir) if inputs.run_dir else ''}.</footer>"
@@ -188,10 +188,10 @@ def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path | s
     """
     inputs = load_report_inputs(run_dir)
     target = str(out) if out is not None else f"{str(run_dir).rstrip('/')}/report.html"
-    return _write_page(render_report(inputs), target)
+    return write_page(render_report(inputs), target)
 
 
-def _write_page(text: str, target: str | Path) -> Path | str:
+def write_page(text: str, target: str | Path) -> Path | str:
     """Write a page (UTF-8) to ``target``: a local path (its folder made) or an fsspec URL.
 
     Returns the ``Path`` written, or the URL. The one write of report.html and the diff

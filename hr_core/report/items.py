@@ -84,7 +84,7 @@ def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _question(payload: Any) -> str:
+def question_excerpt(payload: Any) -> str:
     if isinstance(payload, Mapping):
         for key in ("question", "prompt", "input", "query"):
             if isinstance(payload.get(key), str):
@@ -101,7 +101,7 @@ class ItemTexts(Mapping[str, ItemText]):
 
     def __getitem__(self, item_id: str) -> ItemText:
         payload, label = self._items[item_id]
-        return ItemText(_question(payload), excerpt(label))
+        return ItemText(question_excerpt(payload), excerpt(label))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._items)
@@ -121,7 +121,7 @@ class ItemTexts(Mapping[str, ItemText]):
             found = item[1:] if item is not None and item[0] == item_id else (
                 self._items.get(item_id))
             texts.append(ItemText("", "") if found is None
-                         else ItemText(_question(found[0]), excerpt(found[1])))
+                         else ItemText(question_excerpt(found[0]), excerpt(found[1])))
         return texts
 
 
@@ -188,7 +188,7 @@ def _correct_text(value: Any) -> str:
     return "correct" if bool(value) else "wrong"
 
 
-def _column_at(runs: pd.DataFrame, texts: RowTexts | None, rows: np.ndarray,
+def column_at(runs: pd.DataFrame, texts: RowTexts | None, rows: np.ndarray,
                column: str) -> list[Any] | None:
     """``column`` at row positions ``rows``: from ``runs``, else read by ``texts`` (a stored
     table read without its texts); ``None`` when neither has it."""
@@ -248,8 +248,8 @@ def failed_runs(runs: pd.DataFrame, items: Mapping[str, ItemText], *,
         chosen = _first_per_group(arm_ranks * (len(kind_names) + 1) + kind_ranks,
                                   runs, at, per_group)
     picked = runs[["arm", "item_id", "run"]].iloc[at[chosen]]
-    outputs = _column_at(runs, texts, at[chosen], "output")
-    errors = _column_at(runs, texts, at[chosen], "error")
+    outputs = column_at(runs, texts, at[chosen], "output")
+    errors = column_at(runs, texts, at[chosen], "error")
     kinds_text = [("unscored" if u else "correct") if n else k for k, n, u in zip(
         runs["failure_kind"].iloc[at[chosen]].astype(object), no_kind[chosen], unscored[chosen],
         strict=True)]
@@ -387,7 +387,7 @@ def disagreements(runs: pd.DataFrame, a: str, b: str,
         shown items' outputs are read)."""
         mine = showing[side[showing] == k]
         mine = mine[np.argsort(runs["run"].to_numpy()[at[mine]], kind="stable")]  # run order
-        values = _column_at(runs, texts, at[mine], "output")
+        values = column_at(runs, texts, at[mine], "output")
         found: dict[int, Any] = {}
         for code, value in zip(codes[mine].tolist(), values or [None] * len(mine),
                                strict=True):
