@@ -99,11 +99,29 @@ def _is_module(package: Path, name: str) -> bool:
     return (package / f"{name}.py").is_file() or (package / name / "__init__.py").is_file()
 
 
+def _dotted(node: ast.expr) -> list[str] | None:
+    """``a.b.c`` as ``["a", "b", "c"]``; ``None`` for anything but names and attributes."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return None if inner is None else [*inner, node.attr]
+    return None
+
+
 def _private_imports(path: Path, root: Path = REPO) -> list[str]:
-    """The ``from <a module of the project> import _name`` lines of one file, in line order."""
+    """The ``from <a module of the project> import _name`` lines of one file and its pokes
+    ``module._name`` at a project module it imported, in line order."""
     tree = ast.parse(path.read_text("utf-8"), filename=str(path))
     found = []
+    modules: dict[str, str] = {}  # a local name bound to a project module -> that module
     for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                top = alias.name.split(".")[0]
+                if top in CHECKED_PACKAGES:
+                    modules[alias.asname or top] = alias.name if alias.asname else top
+            continue
         if not isinstance(node, ast.ImportFrom):
             continue
         module = node.module or ""
@@ -115,9 +133,23 @@ def _private_imports(path: Path, root: Path = REPO) -> list[str]:
             continue
         for alias in node.names:
             name = alias.name
-            if name.startswith("_") and not name.startswith("__") and not _is_module(package, name):
+            if _is_module(package, name):
+                modules[alias.asname or name] = f"{module}.{name}".lstrip(".")
+            elif name.startswith("_") and not name.startswith("__"):
                 where = path.relative_to(root)
                 found.append((node.lineno, f"{where}:{node.lineno} imports {module}.{name}"))
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                and not node.attr.startswith("__")):
+            continue
+        chain = _dotted(node.value)
+        if chain is None or chain[0] not in modules:
+            continue
+        owner = [*modules[chain[0]].split("."), *chain[1:]]
+        if not _is_module(root.joinpath(*owner), node.attr):
+            where = path.relative_to(root)
+            poked = ".".join([*owner, node.attr])
+            found.append((node.lineno, f"{where}:{node.lineno} pokes {poked}"))
     return [line for _, line in sorted(found)]
 
 
@@ -133,17 +165,25 @@ def test_the_private_import_check_finds_a_private_name_not_a_private_module(
         "from os import _exit\n"
         "def f():\n"
         "    from hr_core.results import _hidden, ArmResult\n"
-        "from .results import _other\n",
+        "from .results import _other\n"
+        "import hr_core.engine.budget as budget\n"
+        "import hr_core\n"
+        "budget._accounts, hr_core._text.fold, hr_core.results._note, _text._label\n"
+        "os._exit, safe_print._x\n",
         "utf-8",
     )
     assert _private_imports(module, tmp_path) == [
         "hr_core/poke.py:5 imports hr_core.results._hidden",
         "hr_core/poke.py:6 imports results._other",
+        "hr_core/poke.py:9 pokes hr_core._text._label",
+        "hr_core/poke.py:9 pokes hr_core.engine.budget._accounts",
+        "hr_core/poke.py:9 pokes hr_core.results._note",
     ]
 
 
 def test_no_module_imports_another_modules_private_names() -> None:
-    """``from hr_core.x import _y`` pokes a private name across modules: make it public."""
+    """``from hr_core.x import _y`` (or ``x._y``) uses a private name across modules: make it
+    public in its module (kept out of ``__all__`` if internal)."""
     found = [
         line
         for package in CHECKED_PACKAGES

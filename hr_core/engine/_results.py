@@ -138,9 +138,7 @@ class SessionResults:
         timings = {k: round(v, 4) for k, v in self.timings.items()}
         manifest = self.manifest("completed", engine_seconds=round(self.engine_seconds, 4),
                                  timings=timings)
-        bench = Benchmark.stored(manifest, self.store.run_dir)
-        bench._reference = self.plan.reference
-        return bench
+        return Benchmark.stored(manifest, self.store.run_dir, reference=self.plan.reference)
 
     def write(self, bench: Benchmark, summary: pd.DataFrame, report: str) -> None:
         """Write the summary, ``report``, the reference; the manifest last (``runs.parquet``

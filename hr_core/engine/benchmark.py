@@ -100,10 +100,13 @@ class Benchmark:
         self._memo: dict[Any, Any] = {}  # summary, verdict, health: computed once
 
     @classmethod
-    def stored(cls, manifest: Mapping[str, Any], run_dir: str | os.PathLike[str]) -> Benchmark:
+    def stored(cls, manifest: Mapping[str, Any], run_dir: str | os.PathLike[str], *,
+               reference: Reference | None = None) -> Benchmark:
         """A run whose ``runs.parquet`` is in ``run_dir``, read when needed (its footer now:
-        :class:`~hr_core.errors.CorruptRunError` for a truncated file)."""
+        :class:`~hr_core.errors.CorruptRunError` for a truncated file); ``reference``, when
+        the caller has it in memory, is :attr:`reference` (else read from the run folder)."""
         bench = cls(None, manifest, run_dir=os.fspath(run_dir))
+        bench._reference = reference
         bench._file = _runs_file(bench.run_dir)
         bench._file.names()
         return bench
