@@ -136,6 +136,7 @@ async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,
         for watcher in watchers:
             watcher.cancel()
         session.journal.flush()
+        await session.close_clients()  # before this loop ends (a later loop cannot)
     await session.settle()  # interrupted, or the store could not be written: stop here
     rows = session.progress(final=True)
     if on_progress is not None:

@@ -127,6 +127,7 @@ async def run_chunk_remote(arm: Arm, work: Sequence[tuple[Item, int]], scorer: S
         try:
             await run_chunk(arm, work, ctx)
         finally:
+            await arm.aclose()
             if slots is not None:
                 slots.close()
             if flusher is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from hr_core.engine import LLMArm
 from hr_core.engine.session import BenchmarkSession, plan_benchmark
@@ -65,3 +66,34 @@ def test_an_llm_arm_given_as_a_model_object_is_recorded_without_secrets(tmp_path
     bench = BenchmarkSession(plan).run_sync()
     assert bench.runs["correct"].tolist() == [True, False]
     assert bench.manifest["arms"]["mock"]["api_key_env"] == "SOME_KEY"
+
+
+def test_two_runs_in_one_process_leave_no_client_to_a_closed_event_loop(
+    tmp_path: Path, openai_server: object, caplog: Any,
+) -> None:
+    """Each run_sync is its own event loop. The SDK client of the first was left open
+    and garbage-collected in the second, whose loop then tried to close the first's
+    connections: "Task exception was never retrieved ... Event loop is closed" on stderr
+    (seen in bench_ratelimit and bench_real_model, 15 times in one bench run)."""
+    import asyncio
+    import gc
+    import logging
+
+    arm = {"model": "openai-compatible:tiny", "base_url": openai_server.url,  # type: ignore[attr-defined]
+           "prompt": "Context: {document}\nQuestion: {question}"}
+    caplog.set_level(logging.ERROR, logger="asyncio")
+    held = []
+    for _ in range(2):
+        plan = plan_benchmark({"llm": arm}, ITEMS, store=str(tmp_path), fresh=True)
+        bench = BenchmarkSession(plan).run_sync()
+        assert bench.runs["output"].tolist() == ["Helen Marsh", "NOT_IN_DOCUMENT"]
+        held.append(plan)
+
+    async def collect_in_another_loop() -> None:
+        held.clear()  # the runs' models (and their SDK clients) go here, in a running loop
+        gc.collect()
+        await asyncio.sleep(0.1)
+
+    asyncio.run(collect_in_another_loop())
+    problems = [r.getMessage() for r in caplog.records if r.name == "asyncio"]
+    assert problems == []

@@ -219,6 +219,13 @@ class Arm:
                                         concurrency=self.concurrency)
         return self._model
 
+    async def aclose(self) -> None:
+        """Close an LLM arm's HTTP client of the running event loop (when it has one)."""
+        if self._model is not None:
+            from hr_core.models.base import close_client
+
+            await close_client(self._model)
+
     async def acall_llm(self, payload: Any, run: int) -> Any:
         """Call an LLM arm's model and return an ``ArmResult``."""
         from hr_core.results import ArmResult, Usage

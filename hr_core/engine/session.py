@@ -412,7 +412,16 @@ class BenchmarkSession(SessionResults):
             self.engine_seconds = time.perf_counter() - started
             return self.finish()
         finally:
+            await self.close_clients()
             self.close()
+
+    async def close_clients(self) -> None:
+        """Close the arms' and the judge scorer's HTTP clients of this event loop."""
+        for arm in self.plan.arms.values():
+            await arm.aclose()
+        close = getattr(self.plan.scorer, "aclose", None)
+        if close is not None:
+            await close()
 
     def run_sync(self, on_progress: ProgressFn | None = None) -> Benchmark:
         """:meth:`run` from synchronous code."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from hr_core._answers import failed, has_label, sort_out, unmatched
@@ -30,6 +30,16 @@ _FAILED: Final[frozenset[str]] = frozenset(o.removeprefix(JUDGE_OUTCOME_PREFIX)
 @dataclass(frozen=True)
 class JudgeScorer(Scorer):
     """A :class:`Scorer` made by :func:`hr_scorer_judge`; ``judge`` is its config."""
+
+    models: list[Any] = field(default_factory=list, compare=False, repr=False)
+    """The judge's chat model once resolved (a list, filled on the first call)."""
+
+    async def aclose(self) -> None:
+        """Close the judge model's HTTP client of the running event loop."""
+        from hr_core.models.base import close_client
+
+        for model in self.models:
+            await close_client(model)
 
     def judge_status(self, result: Any) -> str | None:
         """The judge's status for a scored run: ``ok``, ``no_consensus``,
@@ -121,4 +131,4 @@ def hr_scorer_judge(
         return unmatched(True, text, outcome)  # rule 4: NOT_IN_DOCUMENT judged not right
 
     return JudgeScorer(name=name or f"judge:{config.hash[:12]}", fn=judge, judge=config,
-                       options={})
+                       options={}, models=resolved)

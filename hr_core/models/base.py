@@ -139,3 +139,19 @@ class ChatModel(Protocol):
         params: Mapping[str, Any] | None = None,
         run: int = 1,
     ) -> ModelReply: ...
+
+
+async def close_client(model: Any) -> None:
+    """Close the HTTP client ``model`` keeps for the running event loop (it makes a new
+    one on its next call), through a cache wrapper's ``inner`` model; a model without
+    one (mock, scripted) is left as it is.
+
+    A client left open when its loop ends is garbage-collected in a later loop, which
+    then tries to close the first loop's connections ("Event loop is closed").
+    """
+    while model is not None:
+        close = getattr(model, "aclose", None)
+        if callable(close):
+            await close()
+            return
+        model = getattr(model, "inner", None)
