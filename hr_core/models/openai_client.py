@@ -37,12 +37,11 @@ import contextvars
 import dataclasses
 import os
 import time
-import warnings
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
+from hr_core.models._api_keys import check_api_key, key_variable
 from hr_core.models._http import (
     QUOTA_WAIT_S,
     LoopState,
@@ -54,6 +53,7 @@ from hr_core.models._http import (
     retry_after,
     with_schema,
 )
+from hr_core.models._prices import Price, add_usage, find_price
 from hr_core.models._ratelimit import (
     CALL_DEADLINE,
     EndpointHalted,
@@ -75,108 +75,6 @@ from hr_core.results import Usage
 __all__ = ["OpenAIChatModel", "Price", "add_usage", "check_api_key", "find_price",
            "key_variable"]
 
-def check_api_key(provider: str, name: str, api_key_env: str | None,
-                  api_key: str | None = None) -> None:
-    """Say when the API key variable is not set, before any request is sent.
-
-    ``openai:`` needs a key: :class:`ModelConfigError` naming the variable.
-    ``openai-compatible:`` reads no key unless ``api_key_env`` names a variable;
-    a named variable that is unset is a warning (requests then go without an
-    ``Authorization`` header, silently otherwise).
-
-    Example:
-        >>> check_api_key("openai-compatible", "llama3", None)  # no variable named: fine
-    """
-    if api_key:
-        return
-    variable = key_variable(provider, api_key_env)
-    if variable is None or os.environ.get(variable):
-        return
-    if provider == "openai":
-        raise ModelConfigError(
-            f"openai:{name} needs an API key: set the environment variable {variable} "
-            "(it is not set) or name another with api_key_env")
-    if (provider, name, variable) in _WARNED:
-        return
-    _WARNED.add((provider, name, variable))
-    warnings.warn(f"{provider}:{name}: api_key_env names {variable}, which is not set; "
-                  "requests go without a key (fine for a server that needs none)",
-                  stacklevel=3)
-
-
-_WARNED: set[tuple[str, str, str]] = set()
-
-
-@dataclass(frozen=True)
-class Price:
-    """USD per million tokens in and out (and cached input, when billed apart)."""
-
-    input_per_million: float
-    output_per_million: float
-    cached_input_per_million: float | None = None
-
-    def cost(self, tokens_in: int | None, tokens_out: int | None,
-             cached_in: int | None = None) -> float | None:
-        """The cost of a call; ``cached_in`` of the ``tokens_in`` were cached input."""
-        if tokens_in is None and tokens_out is None:
-            return None
-        cached = min(cached_in or 0, tokens_in or 0) if self.cached_input_per_million else 0
-        return (((tokens_in or 0) - cached) * self.input_per_million
-                + cached * (self.cached_input_per_million or 0.0)
-                + (tokens_out or 0) * self.output_per_million) / 1e6
-
-
-_PRICE_KEYS = frozenset({"input", "output", "cached_input"})
-
-
-def _is_price(value: Any) -> bool:
-    return isinstance(value, Mapping) and {"input", "output"} <= set(value) <= _PRICE_KEYS
-
-
-def _price(value: Any, where: str) -> Price:
-    if isinstance(value, Price):
-        return value
-    if _is_price(value):
-        cached = value.get("cached_input")
-        if cached is not None:
-            if isinstance(cached, bool) or not isinstance(cached, int | float) or cached < 0:
-                raise ModelConfigError(f"price for {where}: cached_input must be a non-negative "
-                                       f"number, not {cached!r}")
-            base = _price({"input": value["input"], "output": value["output"]}, where)
-            return Price(base.input_per_million, base.output_per_million, float(cached))
-        pair = (value["input"], value["output"])
-    elif isinstance(value, list | tuple) and len(value) == 2:
-        pair = (value[0], value[1])
-    else:
-        raise ModelConfigError(
-            f"price for {where} must be {{'input': USD/M, 'output': USD/M}} or "
-            f"(input, output), not {value!r}"
-        )
-    if not all(isinstance(p, int | float) and not isinstance(p, bool) and p >= 0 for p in pair):
-        raise ModelConfigError(f"price for {where} must be non-negative numbers, not {value!r}")
-    return Price(float(pair[0]), float(pair[1]))
-
-
-def find_price(prices: Mapping[str, Any] | None, provider: str, name: str) -> Price | None:
-    """This model's price from a table: ``{"input": x, "output": y}`` for the model
-    itself, or keyed by ``"provider:name"`` or ``"name"``.
-
-    >>> find_price({"gpt-4o-mini": {"input": 0.15, "output": 0.6}}, "openai", "gpt-4o-mini")
-    Price(input_per_million=0.15, output_per_million=0.6, cached_input_per_million=None)
-    """
-    if prices is None:
-        return None
-    if isinstance(prices, Price):
-        return prices
-    if not isinstance(prices, Mapping):
-        raise ModelConfigError(f"prices must be a mapping, not {type(prices).__name__}")
-    if _is_price(prices):
-        return _price(prices, f"{provider}:{name}")
-    for key in (f"{provider}:{name}", name):
-        if key in prices:
-            return _price(prices[key], key)
-    return None
-
 
 class _Malformed(Exception):
     """The server answered 2xx with a body that is not a chat completion."""
@@ -191,21 +89,6 @@ def _note_failed(usage: Usage) -> None:
     sink = _FAILED_USAGE.get()
     if sink is not None and (usage.tokens_in or usage.tokens_out or usage.cost_usd):
         sink.append(usage)
-
-
-def add_usage(usages: Sequence[Usage]) -> Usage:
-    """The sum of several calls' usage (``None`` where none of them said).
-
-    Example:
-        >>> add_usage([Usage(tokens_in=3), Usage(tokens_in=4, tokens_out=1)]).tokens_in
-        7
-    """
-    def total(name: str) -> Any:
-        values = [getattr(u, name) for u in usages if getattr(u, name) is not None]
-        return sum(values) if values else None
-
-    return Usage(tokens_in=total("tokens_in"), tokens_out=total("tokens_out"),
-                 cost_usd=total("cost_usd"))
 
 
 _NO_KEY = "hr-no-key-declared"
@@ -600,22 +483,6 @@ class OpenAIChatModel:
         return Usage(tokens_in=usage_in if isinstance(usage_in, int) else None,
                      tokens_out=usage_out if isinstance(usage_out, int) else None,
                      cost_usd=cost)
-
-
-def key_variable(provider: str, api_key_env: str | None) -> str | None:
-    """The one environment variable a provider reads its key from, or ``None``.
-
-    ``openai:`` reads ``OPENAI_API_KEY`` unless ``api_key_env`` names another;
-    ``openai-compatible:`` reads none unless ``api_key_env`` names one: a key goes
-    only to the endpoint it was declared for.
-
-    Example:
-        >>> key_variable("openai", None), key_variable("openai-compatible", None)
-        ('OPENAI_API_KEY', None)
-    """
-    if api_key_env:
-        return api_key_env
-    return "OPENAI_API_KEY" if provider == "openai" else None
 
 
 def _omitted_headers(provider: str, *, has_key: bool) -> dict[str, Any]:
