@@ -76,6 +76,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     Example:
         >>> main(["--help"])  # doctest: +SKIP
     """
+    # Arrow allocates through malloc in an hr command (hr_core.engine.memory), chosen here
+    # before pyarrow is imported: switching its default pool later, after buffers were
+    # made through the first one, ended a refused `hr run` in `free(): invalid pointer`
+    # at exit (SIGABRT) once in a full test run
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     if argv is None:  # the hr command: the warm runner, when it is up, before any import
         from hr_cli._thin import run_in_runner, wants_runner
 
