@@ -52,12 +52,13 @@ if SERVER:  # the hr server, external to this process (`hr server start`), stopp
     _port = json.loads((Path(os.environ["PREFECT_HOME"]) / "hr-server.json").read_text())["port"]
     os.environ["PREFECT_API_URL"] = f"http://127.0.0.1:{_port}/api"
 
-import numpy as np  # noqa: E402
+import statistics  # noqa: E402
+
+from _workloads import floor, make_arm, make_reference, p90  # noqa: E402
 from prefect import flow  # noqa: E402
 
 from flows import hr_benchmark  # noqa: E402
 from flows.clients import prefect_clients  # noqa: E402
-from hr_core import hr_reference, hr_scorer_exact  # noqa: E402
 
 
 def rss_mb(field: str = "VmRSS") -> float:
@@ -71,37 +72,6 @@ def rss_mb(field: str = "VmRSS") -> float:
 def reset_peak_rss() -> None:
     with contextlib.suppress(OSError):
         Path("/proc/self/clear_refs").write_text("5")
-
-
-def make_reference(n: int) -> Any:
-    return hr_reference([{"id": f"i{i}", "n": i, "label": f"answer {i}"} for i in range(n)])
-
-
-def make_arm(delay: float) -> Any:
-    async def arm(payload: dict[str, Any]) -> str:
-        if delay:
-            await asyncio.sleep(delay)
-        i = payload["n"]
-        if i % 10 < 7:
-            return f"  ANSWER {i} " if i % 2 else f"answer {i}"
-        return f"wrong {i}"
-
-    return arm
-
-
-async def floor(reference: Any, arm: Any, runs: int, concurrency: int) -> int:
-    """The plain asyncio floor: gather + semaphore, the same arm, exact scoring."""
-    scorer = hr_scorer_exact()
-    semaphore = asyncio.Semaphore(concurrency)
-
-    async def one(item: Any) -> Any:
-        async with semaphore:
-            output = await arm(item.payload)
-        return scorer(item.payload, output, item.label)
-
-    results = await asyncio.gather(
-        *(one(item) for _ in range(runs) for item in reference))
-    return sum(1 for r in results if r.correct)
 
 
 @flow(name="bench-empty")
@@ -152,8 +122,8 @@ class Workload:
 
     def figure(self, key: str) -> tuple[float, float]:
         """Median and 90th percentile of ``key`` over the repetitions."""
-        values = np.array([rep[key] for rep in self.reps])
-        return float(np.median(values)), float(np.percentile(values, 90))
+        values = [rep[key] for rep in self.reps]
+        return statistics.median(values), p90(values)
 
 
 def task_overhead(store: str, repeats: int) -> tuple[float, float, int]:

@@ -17,45 +17,17 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hr_core import hr_reference, hr_scorer_exact
+from _workloads import floor, make_arm, make_reference, p90
+
+from hr_core import hr_scorer_exact
 from hr_core.engine.session import BenchmarkSession, plan_benchmark
 
 
-def make_arm(delay: float) -> Any:
-    async def arm(payload: dict[str, Any]) -> str:
-        if delay:
-            await asyncio.sleep(delay)
-        i = payload["n"]
-        if i % 10 < 7:
-            return f"  ANSWER {i} " if i % 2 else f"answer {i}"
-        return f"wrong {i}"
-
-    return arm
-
-
-async def floor(reference: Any, arm: Any, runs: int, concurrency: int) -> int:
-    scorer = hr_scorer_exact()
-    semaphore = asyncio.Semaphore(concurrency)
-
-    async def one(item: Any) -> Any:
-        async with semaphore:
-            output = await arm(item.payload)
-        return scorer(item.payload, output, item.label)
-
-    results = await asyncio.gather(*(one(item) for _ in range(runs) for item in reference))
-    return sum(1 for r in results if r.correct)
-
-
-def p90(values: list[float]) -> float:
-    return sorted(values)[max(0, round(0.9 * len(values)) - 1)]
-
-
 def workload(label: str, n: int, delay: float, runs: int, concurrency: int, reps: int) -> None:
-    reference = hr_reference([{"id": f"i{i}", "n": i, "label": f"answer {i}"} for i in range(n)])
+    reference = make_reference(n)
     _ = reference.hash
     arm = make_arm(delay)
     store = tempfile.mkdtemp(prefix="hr-bench-record-")

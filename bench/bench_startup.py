@@ -49,6 +49,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from _workloads import p90
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = Path(__file__).resolve().parent
 PYTHON = sys.executable
@@ -160,14 +162,6 @@ def measure(argv: list[str], env: dict[str, str], cwd: Path,
 
 
 Figures = tuple[float, float, float, list[float]]
-
-
-def p90(values: list[float]) -> float:
-    """The 90th percentile (linear interpolation between order statistics)."""
-    ordered = sorted(values)
-    if len(ordered) < 2:
-        return ordered[0]
-    return statistics.quantiles(ordered, n=10, method="inclusive")[-1]
 
 
 def interleaved(contenders: dict[str, Callable[[], tuple[float, float, float]]],
