@@ -33,7 +33,6 @@ environment variable, only the variable's name is kept).
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import dataclasses
 import os
 import time
@@ -52,6 +51,17 @@ from hr_core.models._http import (
     explicit_key_name,
     retry_after,
     with_schema,
+)
+from hr_core.models._openai_wire import (
+    FAILED_USAGE,
+    NO_KEY,
+    describe,
+    hard_quota,
+    omitted_headers,
+    read_completion,
+    response_format,
+    response_headers,
+    retryable,
 )
 from hr_core.models._prices import Price, add_usage, find_price
 from hr_core.models._ratelimit import (
@@ -76,39 +86,7 @@ __all__ = ["OpenAIChatModel", "Price", "add_usage", "check_api_key", "find_price
            "key_variable"]
 
 
-class _Malformed(Exception):
-    """The server answered 2xx with a body that is not a chat completion."""
-
-
-_FAILED_USAGE: contextvars.ContextVar[list[Usage] | None] = contextvars.ContextVar(
-    "hr_failed_attempt_usage", default=None)
-"""The usage of the current call's failed attempts (bodies that reported tokens)."""
-
-
-def _note_failed(usage: Usage) -> None:
-    sink = _FAILED_USAGE.get()
-    if sink is not None and (usage.tokens_in or usage.tokens_out or usage.cost_usd):
-        sink.append(usage)
-
-
-_NO_KEY = "hr-no-key-declared"
-"""The SDK needs some api_key to build a client; with no key declared this one is
-given and never sent (the request omits its Authorization header)."""
-
-_RETRY_STATUSES = frozenset({408, 409, 429})
 _OPENAI_URL = "https://api.openai.com/v1"
-def _hard_quota(exc: Any) -> bool:
-    """A 429 that will not clear by waiting: OpenAI's ``insufficient_quota``."""
-    body = getattr(exc, "body", None)
-    error = body.get("error", body) if isinstance(body, dict) else None
-    fields = [getattr(exc, "code", None), getattr(exc, "type", None)]
-    if isinstance(error, dict):
-        fields += [error.get("code"), error.get("type")]
-    return "insufficient_quota" in fields
-
-
-def _headers(exc: BaseException) -> Any:
-    return getattr(getattr(exc, "response", None), "headers", None)
 
 
 class OpenAIChatModel:
@@ -257,8 +235,8 @@ class OpenAIChatModel:
         from openai import AsyncOpenAI
 
         # no key declared: a placeholder the SDK insists on, never sent (the
-        # Authorization header is omitted from every request: _omitted_headers)
-        return AsyncOpenAI(api_key=self._api_key() or _NO_KEY,
+        # Authorization header is omitted from every request: omitted_headers)
+        return AsyncOpenAI(api_key=self._api_key() or NO_KEY,
                            base_url=self.base_url, timeout=self.timeout, max_retries=0)
 
     async def aclose(self) -> None:
@@ -279,7 +257,7 @@ class OpenAIChatModel:
         state = self._state()
         self.stats["calls"] += 1
         spent: list[Usage] = []
-        token = _FAILED_USAGE.set(spent)
+        token = FAILED_USAGE.set(spent)
         try:
             reply = await self._call(state.client, messages, schema, params)
         except ModelCallError as exc:
@@ -288,7 +266,7 @@ class OpenAIChatModel:
                 exc.usage = add_usage(spent)
             raise
         finally:
-            _FAILED_USAGE.reset(token)
+            FAILED_USAGE.reset(token)
         if spent:  # the failed attempts' tokens are this call's too
             reply = dataclasses.replace(reply, usage=add_usage([*spent, reply.usage]))
         return reply
@@ -313,7 +291,7 @@ class OpenAIChatModel:
         import openai
 
         base: dict[str, Any] = {**self.params, **(params or {}), "model": self.name}
-        omit = _omitted_headers(self.provider, has_key=client.api_key != _NO_KEY)
+        omit = omitted_headers(self.provider, has_key=client.api_key != NO_KEY)
         if omit:
             base["extra_headers"] = omit
         limiter = self._limiter()
@@ -332,7 +310,7 @@ class OpenAIChatModel:
             use_format = schema is not None and self.structured_output == "json_schema"
             request = dict(base, messages=with_schema(messages, schema, not use_format))
             if use_format and schema is not None:
-                request["response_format"] = _response_format(schema)
+                request["response_format"] = response_format(schema)
             completion_max = (request.get("max_tokens") or request.get("max_completion_tokens")
                               or limiter.expected_completion())
             tokens = estimate_tokens(request["messages"], int(completion_max))
@@ -352,7 +330,7 @@ class OpenAIChatModel:
             try:
                 raw = await client.chat.completions.with_raw_response.create(**request)
                 headers = raw.headers
-                reply = self._read(raw.parse())
+                reply = read_completion(raw.parse(), self.price)
                 used = (reply.usage.tokens_in, reply.usage.tokens_out)
                 outcome = "ok"
             except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
@@ -363,11 +341,11 @@ class OpenAIChatModel:
                 if use_format:
                     raise StructuredOutputRejectedError(self._redact(
                         f"{self.spec}: the server rejected the request's JSON schema "
-                        f"(response_format json_schema): {_describe(exc)}; use a server with "
+                        f"(response_format json_schema): {describe(exc)}; use a server with "
                         "structured output, or set structured_output: instructions on the "
                         "model (the schema then goes into the system message)")) from None
                 raise ModelCallError(self._redact(
-                    f"{self.spec}: the server rejected the request: {_describe(exc)}"
+                    f"{self.spec}: the server rejected the request: {describe(exc)}"
                 )) from None
             except openai.RateLimitError as exc:
                 headers = exc.response.headers
@@ -385,12 +363,12 @@ class OpenAIChatModel:
             except Exception as exc:
                 why = self._quota_exhausted(exc)
                 if why is not None:
-                    outcome, headers = "error", _headers(exc)
+                    outcome, headers = "error", response_headers(exc)
                     self._stop_endpoint(limiter, why, exc)
-                if not _retryable(exc):
+                if not retryable(exc):
                     outcome = "error"
                     raise ModelCallError(self._redact(
-                        f"{self.spec}: call failed: {_describe(exc)}"
+                        f"{self.spec}: call failed: {describe(exc)}"
                     )) from None
                 outcome = "server_error"
                 row = failures.fail()
@@ -398,11 +376,11 @@ class OpenAIChatModel:
                     raise ModelCallError(self._redact(
                         f"{self.spec}: gave up after {failures.total} attempt(s) "
                         f"(max_retries={self.max_retries}{failures.why()}); last error: "
-                        f"{_describe(exc)}")) from None
+                        f"{describe(exc)}")) from None
                 self.stats["retries"] += 1
                 retry = True
                 wait = self.delay(row, retry_after(exc))
-                limiter.release(permit, outcome, headers=_headers(exc))
+                limiter.release(permit, outcome, headers=response_headers(exc))
                 await self._sleep(wait)
                 continue
             finally:
@@ -416,7 +394,7 @@ class OpenAIChatModel:
         halted), else ``None``: OpenAI's 429 ``insufficient_quota``, or a 429 whose
         ``Retry-After`` is :data:`QUOTA_WAIT_S` or more (a daily or monthly quota:
         per-minute limits clear within a minute)."""
-        if _hard_quota(exc):
+        if hard_quota(exc):
             return "quota exhausted"
         if getattr(exc, "status_code", None) == 429:
             wait = retry_after(exc)
@@ -427,7 +405,7 @@ class OpenAIChatModel:
     def _stop_endpoint(self, limiter: EndpointLimiter, why: str, exc: BaseException) -> NoReturn:
         """Halt the endpoint: the first call to see the quota is the ``error`` that says
         so, the others are not made (:class:`EndpointStoppedError`: ``budget_stop``)."""
-        reason = self._redact(f"{self.spec} at {limiter.label}: {why} ({_describe(exc)}); "
+        reason = self._redact(f"{self.spec} at {limiter.label}: {why} ({describe(exc)}); "
                               "calls to this endpoint stopped")
         if limiter.halt(reason):
             raise ModelCallError(reason) from None
@@ -442,97 +420,3 @@ class OpenAIChatModel:
         """Seconds to wait before retry number ``attempt`` (1-based)."""
         return backoff(attempt, retry_after, self.backoff_base_s, self.backoff_max_s,
                         self.retry_after_max_s)
-
-    def _read(self, completion: Any) -> ModelReply:
-        """The reply of a completion: text, usage and cost, finish reason, refusal.
-
-        A body that is no reply but reports usage: the tokens are noted as spent by a
-        failed attempt (:func:`_spent_by_failures`), then it is retried."""
-        usage = self._usage(completion)
-        try:
-            choice = completion.choices[0]
-            message = choice.message
-            text = message.content
-            if text is not None and not isinstance(text, str):
-                raise _Malformed("the reply's content is not a string")
-        except (AttributeError, IndexError, KeyError, TypeError):
-            _note_failed(usage)
-            raise _Malformed("the reply has no choices[0].message") from None
-        except _Malformed:
-            _note_failed(usage)
-            raise
-        finish = getattr(choice, "finish_reason", None)
-        refusal = getattr(message, "refusal", None)
-        return ModelReply(text or "", usage,
-                          finish_reason=finish if isinstance(finish, str) else None,
-                          refusal=refusal if isinstance(refusal, str) and refusal else None,
-                          content_null=text is None)
-
-    def _usage(self, completion: Any) -> Usage:
-        """Tokens in/out and their cost (cached input priced apart when it is)."""
-        usage_in = usage_out = cached_in = None
-        usage = getattr(completion, "usage", None)
-        if usage is not None:
-            usage_in = getattr(usage, "prompt_tokens", None)
-            usage_out = getattr(usage, "completion_tokens", None)
-            cached_in = getattr(getattr(usage, "prompt_tokens_details", None),
-                                "cached_tokens", None)
-        cost = (None if self.price is None
-                else self.price.cost(usage_in, usage_out, cached_in if isinstance(
-                    cached_in, int) else None))
-        return Usage(tokens_in=usage_in if isinstance(usage_in, int) else None,
-                     tokens_out=usage_out if isinstance(usage_out, int) else None,
-                     cost_usd=cost)
-
-
-def _omitted_headers(provider: str, *, has_key: bool) -> dict[str, Any]:
-    """Headers the SDK would fill from the environment that must not go out.
-
-    Without a declared key there is no ``Authorization`` header at all (not even a
-    placeholder); a server that is not OpenAI's gets no ``OpenAI-Organization`` /
-    ``OpenAI-Project`` from ``OPENAI_ORG_ID`` / ``OPENAI_PROJECT_ID``.
-    """
-    import openai
-
-    omit: dict[str, Any] = {}
-    if not has_key:
-        omit["Authorization"] = openai.Omit()
-    if provider != "openai":
-        omit["OpenAI-Organization"] = openai.Omit()
-        omit["OpenAI-Project"] = openai.Omit()
-    return omit
-
-
-def _strict(schema: Mapping[str, Any]) -> bool:
-    props = schema.get("properties")
-    return (schema.get("type") == "object" and schema.get("additionalProperties") is False
-            and isinstance(props, Mapping) and set(schema.get("required", ())) == set(props))
-
-
-def _response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
-    return {"type": "json_schema",
-            "json_schema": {"name": "reply", "schema": dict(schema), "strict": _strict(schema)}}
-
-
-def _retryable(exc: BaseException) -> bool:
-    import openai
-
-    if isinstance(exc, _Malformed | ValueError | openai.APIConnectionError |
-                  openai.APIResponseValidationError):
-        return True
-    if isinstance(exc, openai.APIStatusError):
-        return exc.status_code in _RETRY_STATUSES or exc.status_code >= 500
-    return False
-
-
-def _describe(exc: BaseException) -> str:
-    import openai
-
-    if isinstance(exc, openai.APITimeoutError):
-        return "timed out"
-    if isinstance(exc, openai.APIStatusError):
-        return f"HTTP {exc.status_code}: {str(exc.message)[:300]}"
-    if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__
-        return f"connection error ({type(cause).__name__ if cause else 'unknown'})"
-    return f"{type(exc).__name__}: {str(exc)[:300]}"
