@@ -184,11 +184,51 @@ def interleaved(contenders: dict[str, Callable[[], tuple[float, float, float]]],
                 statistics.median(cpu[n]), walls[n]) for n in names}
 
 
+def _startup_table(results: dict[str, Figures], reps: int) -> None:
+    """hr --help, hr run --help and the thin client against the interpreter's floors."""
+    floor = results["floor: python -c pass"]
+    bare = results["floor: python -S -c pass"]
+    print(f"\nstartup, whole process, medians and p90 of {reps} (load average "
+          f"{os.getloadavg()[0]:.1f}, {os.cpu_count()} cores; target < 0.15 s)")
+    print("| process | wall median (s) | wall p90 (s) | median / python -c pass | "
+          "median / python -S | CPU (s) | peak RSS (MB) |")
+    print("|---|---|---|---|---|---|---|")
+    for name, (wall, peak, seconds, walls) in results.items():
+        if name.startswith(("hr --help", "hr run --help", "thin", "floor")):
+            print(f"| {name} | {wall:.3f} | {p90(walls):.3f} | {wall / floor[0]:.2f} | "
+                  f"{wall / bare[0]:.2f} | {seconds:.3f} | {peak:.0f} |")
+
+
+def _whole_table(results: dict[str, Figures], reps: int) -> None:
+    """The 10-item run's contenders against pydantic-evals (c) and plain Python (d)."""
+    c, d = results["(c) pydantic-evals"], results["(d) plain Python"]
+    names = list(results)
+    print(f"\n10 items x 2 arms, whole process, medians and p90 of {reps} "
+          f"(load average {os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} cores)")
+    print("| contender | wall median (s) | wall p90 (s) | median / (c) | p90 / (c) p90 | "
+          "median / (d) | CPU (s) | CPU / (c) | peak RSS (MB) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    c90 = p90(c[3])
+    for name, (wall, peak, seconds, walls) in results.items():
+        print(f"| {name} | {wall:.2f} | {p90(walls):.2f} | {wall / c[0]:.2f} | "
+              f"{p90(walls) / c90:.2f} | {wall / d[0]:.2f} | {seconds:.2f} | "
+              f"{seconds / c[2]:.2f} | {peak:.0f} |")
+    e = results["(e) bare Prefect flow"]
+    a, a0 = results[names[0]], results[names[1]]
+    print(f"\n(a) warm runner / (c) pydantic-evals: median {a[0] / c[0]:.2f}x, p90 "
+          f"{p90(a[3]) / c90:.2f}x (target <= 0.8); (a) / (a0) without the runner "
+          f"{a[0] / a0[0]:.2f}x; (a0) / bare Prefect (e) {a0[0] / e[0]:.2f}x; hr --help "
+          f"{results['hr --help'][0]:.3f} s, thin client round trip "
+          f"{results['thin client round trip'][0]:.3f} s (targets < 0.15 s)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--demo-reps", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    parser.add_argument("--startup-only", action="store_true",
+                        help="only hr --help, the thin client and their floors (no hr demo)")
     args = parser.parse_args()
 
     # bytecode caches for hr's own modules, as a regular install (a wheel) has them and a
@@ -242,8 +282,17 @@ def main() -> None:
             "(e) bare Prefect flow": run([PYTHON, "bare_prefect.py"], dict(
                 env, PREFECT_API_URL=f"{url}/api", DO_NOT_TRACK=env.get("DO_NOT_TRACK", "1"))),
             "hr --help": run([HR, "--help"]),
+            "hr run --help": run([HR, "run", "--help"]),
             "thin client round trip": run([HR, "run", "missing.yaml"], expect=2),
+            # the floors of the three above: this venv's interpreter with its site (an
+            # editable install's finder included), without site, isolated
+            "floor: python -c pass": run([PYTHON, "-c", "pass"]),
+            "floor: python -S -c pass": run([PYTHON, "-S", "-c", "pass"]),
+            "floor: python -I -c pass": run([PYTHON, "-I", "-c", "pass"]),
         }
+        if args.startup_only:
+            contenders = {name: contender for name, contender in contenders.items()
+                          if name.startswith(("hr --help", "hr run --help", "thin", "floor"))}
         print("warm-up (one untimed run each; creates the temporary server's database)")
         for contender in contenders.values():
             contender()
@@ -253,32 +302,18 @@ def main() -> None:
             "hr demo (temporary server)": run([HR, "demo", "--store", "results-demo-t",
                                                "--judges", "judges-t"], temporary_env),
         }
-        if args.demo_reps:
+        if args.startup_only:
+            demo.clear()
+        if demo:
             demo["hr demo (temporary server)"]()  # its database, created once
         print(f"{args.reps} interleaved repetitions")
         results = interleaved(contenders, args.reps)
-        demo_results = interleaved(demo, args.demo_reps) if args.demo_reps else {}
+        demo_results = interleaved(demo, args.demo_reps) if args.demo_reps and demo else {}
     finally:
         subprocess.run([HR, "server", "stop"], env=env, check=False, stdout=subprocess.DEVNULL)
-    c, d = results["(c) pydantic-evals"], results["(d) plain Python"]
-    names = list(results)
-    print(f"\n10 items x 2 arms, whole process, medians and p90 of {args.reps} "
-          f"(load average {os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} cores)")
-    print("| contender | wall median (s) | wall p90 (s) | median / (c) | p90 / (c) p90 | "
-          "median / (d) | CPU (s) | CPU / (c) | peak RSS (MB) |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    c90 = p90(c[3])
-    for name, (wall, peak, seconds, walls) in results.items():
-        print(f"| {name} | {wall:.2f} | {p90(walls):.2f} | {wall / c[0]:.2f} | "
-              f"{p90(walls) / c90:.2f} | {wall / d[0]:.2f} | {seconds:.2f} | "
-              f"{seconds / c[2]:.2f} | {peak:.0f} |")
-    e = results["(e) bare Prefect flow"]
-    a, a0 = results[names[0]], results[names[1]]
-    print(f"\n(a) warm runner / (c) pydantic-evals: median {a[0] / c[0]:.2f}x, p90 "
-          f"{p90(a[3]) / c90:.2f}x (target <= 0.8); (a) / (a0) without the runner "
-          f"{a[0] / a0[0]:.2f}x; (a0) / bare Prefect (e) {a0[0] / e[0]:.2f}x; hr --help "
-          f"{results['hr --help'][0]:.3f} s, thin client round trip "
-          f"{results['thin client round trip'][0]:.3f} s (targets < 0.15 s)")
+    _startup_table(results, args.reps)
+    if not args.startup_only:
+        _whole_table(results, args.reps)
     if demo_results:
         up, temp = (demo_results[n] for n in demo)
         print(f"\nhr demo, medians of {args.demo_reps}: server up {up[0]:.1f} s (CPU "

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import os
 import sys
-import warnings
-from collections.abc import Sequence
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's (~3-30 ms): the hr command imports the lightest modules
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 __all__ = ["ERROR_RATE_EXCEEDED", "USER_ERROR", "click_command", "main"]
 
@@ -46,6 +48,7 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 
 def _show_warnings_as_lines(console: Any) -> None:
     """Python warnings (e.g. a judge without a validation record) as one yellow line each."""
+    import warnings
 
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
              file: Any = None, line: str | None = None) -> None:
@@ -81,7 +84,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     # made through the first one, ended a refused `hr run` in `free(): invalid pointer`
     # at exit (SIGABRT) once in a full test run
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-    if argv is None:  # the hr command: the warm runner, when it is up, before any import
+    if argv is None:  # the hr command: help pages, the warm runner, before any import
+        from hr_cli._fast_help import answer
+
+        status = answer(sys.argv[1:])
+        if status is not None:
+            raise SystemExit(status)
         from hr_cli._thin import run_in_runner, wants_runner
 
         if wants_runner(sys.argv[1:]):

@@ -13,8 +13,6 @@ itself, as it always did.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import os
 import signal
@@ -22,9 +20,11 @@ import socket
 import stat
 import struct
 import sys
-import tempfile
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing and pathlib are not imported by the thin client
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 __all__ = ["MAGIC", "THIN_COMMANDS", "run_in_runner", "socket_path", "wants_runner"]
 
@@ -35,27 +35,35 @@ THIN_COMMANDS = frozenset({"run", "demo", "rescore", "compare", "summary", "repo
 _MAX_UNIX_PATH = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
 
 
-def _home(env: Any = None) -> Path:
+def _home(env: Any = None, home: str | None = None) -> str:
     env = os.environ if env is None else env
-    return Path(env.get("PREFECT_HOME") or "~/.prefect").expanduser().absolute()
+    return os.path.abspath(os.path.expanduser(home or env.get("PREFECT_HOME") or "~/.prefect"))
+
+
+def _socket_file(home: str) -> str:
+    path = os.path.join(home, "hr-runner", "sock")
+    if len(os.fsencode(path)) <= _MAX_UNIX_PATH:
+        return path
+    import hashlib  # OpenSSL: only for a long home (~5-10 ms of the client's start)
+    import tempfile
+
+    digest = hashlib.sha256(os.fsencode(home)).hexdigest()[:16]
+    return os.path.join(tempfile.gettempdir(), f"hr-runner-{os.getuid()}-{digest}", "sock")
 
 
 def socket_path(home: Path | None = None) -> Path:
     """Where the runner of this ``PREFECT_HOME`` listens: ``$PREFECT_HOME/hr-runner/sock``,
     or, when that path is too long for a Unix socket, a folder of the temporary directory
     named by the home's hash (both owner-only, 0700)."""
-    home = home or _home()
-    path = home / "hr-runner" / "sock"
-    if len(os.fsencode(path)) <= _MAX_UNIX_PATH:
-        return path
-    digest = hashlib.sha256(os.fsencode(home)).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"hr-runner-{os.getuid()}-{digest}" / "sock"
+    from pathlib import Path
+
+    return Path(_socket_file(_home(home=None if home is None else str(home))))
 
 
-def owner_only(path: Path) -> bool:
+def owner_only(path: str) -> bool:
     """``path`` (a socket) and its folder belong to this user and nobody else may use them."""
     try:
-        folder, sock = os.lstat(path.parent), os.lstat(path)
+        folder, sock = os.lstat(os.path.dirname(path)), os.lstat(path)
     except OSError:
         return False
     uid = os.getuid()
@@ -95,13 +103,13 @@ def _request(argv: list[str]) -> bytes:
     }).encode()
 
 
-def _connect(path: Path) -> socket.socket | None:
+def _connect(path: str) -> socket.socket | None:
     if not owner_only(path):
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(5.0)
-        sock.connect(str(path))
+        sock.connect(path)
     except OSError:  # a stale socket (runner gone) or a full backlog: run here
         sock.close()
         return None
@@ -115,7 +123,7 @@ def run_in_runner(argv: list[str]) -> int | None:
         >>> run_in_runner(["run", "spec.yaml"])  # doctest: +SKIP
         0
     """
-    sock = _connect(socket_path())
+    sock = _connect(_socket_file(_home()))
     if sock is None:
         return None
     with sock:
@@ -140,8 +148,10 @@ def run_in_runner(argv: list[str]) -> int | None:
 def _follow(sock: socket.socket, reader: Any) -> int:
     """Forward signals to the child until the runner reports its exit status."""
     def forward(signum: int, frame: Any) -> None:
-        with contextlib.suppress(OSError):
+        try:  # noqa: SIM105 (contextlib is one import more for the client)
             sock.sendall(f"signal {signum}\n".encode())
+        except OSError:
+            pass
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, forward)

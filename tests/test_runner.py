@@ -145,7 +145,10 @@ def test_hr_run_through_the_runner_streams_its_output_and_imports_no_prefect(
                        "exact_raw")
     assert rescored.returncode == 0, rescored.stdout + rescored.stderr
     assert "hr rescore" in (warm.home / "hr-runner.log").read_text()
-    helped = warm.hr("--help")
+    helped = warm.hr("--help")  # a stored page (hr_cli._fast_help): no runner needed
+    assert helped.returncode == 0 and "Usage: hr" in helped.stdout
+    assert "hr --help" not in (warm.home / "hr-runner.log").read_text()
+    helped = warm.hr("--help", HR_FULL_HELP="1")  # the full app's: the runner has it imported
     assert helped.returncode == 0 and "Usage: hr" in helped.stdout
     assert "hr --help" in (warm.home / "hr-runner.log").read_text()
     # a user mistake and an error rate above max_error_rate: their own statuses
