@@ -46,6 +46,15 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal, cast
 
+from hr_core.models._anthropic_wire import (
+    check_params,
+    describe,
+    failure_kind,
+    finish_reason,
+    optional_fields,
+    read_message,
+    status_code,
+)
 from hr_core.models._http import (
     LoopState,
     Secret,
@@ -73,7 +82,6 @@ from hr_core.models.base import (
     StructuredOutputRejectedError,
 )
 from hr_core.models.openai_client import find_price
-from hr_core.results import Usage
 
 __all__ = ["DEFAULT_MAX_TOKENS", "AnthropicChatModel", "finish_reason"]
 
@@ -82,36 +90,6 @@ DEFAULT_MAX_TOKENS: Final[int] = 4096
 model accepts (Claude 3 Haiku's output limit)."""
 
 DEFAULT_BASE_URL: Final[str] = "https://api.anthropic.com"
-
-_FINISH: Final[dict[str, str]] = {
-    "end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
-    "model_context_window_exceeded": "length", "refusal": "refusal",
-    "tool_use": "tool_calls", "pause_turn": "pause_turn",
-}
-_OPENAI_ONLY: Final[frozenset[str]] = frozenset({
-    "seed", "n", "frequency_penalty", "presence_penalty", "logprobs", "top_logprobs",
-    "logit_bias", "response_format", "user",
-})
-_RETRY_STATUSES: Final[frozenset[int]] = frozenset({408, 409})
-_RATE_LIMIT_STATUSES: Final[frozenset[int]] = frozenset({429, 529})
-_HARD_QUOTA_CODES: Final[frozenset[str]] = frozenset({"enforced_spend_limit_reached"})
-
-
-def finish_reason(stop_reason: str | None) -> str | None:
-    """Anthropic's ``stop_reason`` in the vocabulary of OpenAI's ``finish_reason``.
-
-    Example:
-        >>> finish_reason("end_turn"), finish_reason("max_tokens"), finish_reason("refusal")
-        ('stop', 'length', 'refusal')
-    """
-    if stop_reason is None:
-        return None
-    return _FINISH.get(stop_reason, stop_reason)
-
-
-class _Malformed(Exception):
-    """The server answered 2xx with a body that is not a message."""
-
 
 class AnthropicChatModel:
     """A Claude model through the Messages API.
@@ -186,7 +164,7 @@ class AnthropicChatModel:
         self.retry_after_max_s = retry_after_max_s
         self.price = find_price(prices, self.provider, name)
         self.params = dict(params or {})
-        _check_params(name, self.params)
+        check_params(name, self.params)
         self.rpm, self.tpm = rpm, tpm
         self.rate_limit_wait_s = float(rate_limit_wait_s)
         self._endpoint: EndpointLimiter | None = None
@@ -269,7 +247,7 @@ class AnthropicChatModel:
                 params: Mapping[str, Any] | None) -> dict[str, Any]:
         """The Messages API request body for chat messages (no secret in it)."""
         merged = {**self.params, **(params or {})}
-        _check_params(self.name, merged)
+        check_params(self.name, merged)
         if "max_completion_tokens" in merged:
             merged.setdefault("max_tokens", merged.pop("max_completion_tokens"))
         if "stop" in merged:
@@ -351,18 +329,18 @@ class AnthropicChatModel:
             try:
                 raw = await client.messages.with_raw_response.create(
                     model=body["model"], max_tokens=body["max_tokens"],
-                    messages=body["messages"], extra_body=_optional(body))
+                    messages=body["messages"], extra_body=optional_fields(body))
                 headers = raw.headers
                 self._keep_limits(headers)
-                reply = self._read(await raw.parse())
+                reply = read_message(await raw.parse(), self.price)
                 outcome = "ok"
             except Exception as exc:
                 headers = getattr(getattr(exc, "response", None), "headers", None)
-                kind = _kind(exc)
+                kind = failure_kind(exc)
                 if kind == "hard_quota":
                     outcome = "error"
                     reason = (f"{self.spec} at {limiter.label}: spend limit reached "
-                              f"({_describe(exc)}); calls to this endpoint stopped")
+                              f"({describe(exc)}); calls to this endpoint stopped")
                     if limiter.halt(self._redact(reason)):
                         raise ModelCallError(self._redact(reason)) from None
                     raise EndpointStoppedError(self._redact(reason)) from None
@@ -378,22 +356,22 @@ class AnthropicChatModel:
                     continue
                 if kind == "error":
                     outcome = "error"
-                    if "output_config" in body and _status(exc) in (400, 422):
+                    if "output_config" in body and status_code(exc) in (400, 422):
                         raise StructuredOutputRejectedError(self._redact(
                             f"{self.spec}: the server rejected the request's JSON schema "
-                            f"(output_config.format json_schema): {_describe(exc)}; use a "
+                            f"(output_config.format json_schema): {describe(exc)}; use a "
                             "model with structured outputs, or set structured_output: "
                             "instructions on the model (the schema then goes into the system "
                             "prompt)")) from None
                     raise ModelCallError(self._redact(
-                        f"{self.spec}: call failed: {_describe(exc)}")) from None
+                        f"{self.spec}: call failed: {describe(exc)}")) from None
                 outcome = "server_error"
                 row = failures.fail()
                 if failures.exhausted(give_up):
                     raise ModelCallError(self._redact(
                         f"{self.spec}: gave up after {failures.total} attempt(s) "
                         f"(max_retries={self.max_retries}{failures.why()}); last error: "
-                        f"{_describe(exc)}")) from None
+                        f"{describe(exc)}")) from None
                 self.stats["retries"] += 1
                 retry = True
                 limiter.release(permit, outcome, headers=headers)
@@ -410,93 +388,3 @@ class AnthropicChatModel:
     def _keep_limits(self, headers: Any) -> None:
         self.rate_limits = {k.lower(): v for k, v in headers.items()
                             if k.lower().startswith("anthropic-ratelimit-")}
-
-    def _read(self, message: Any) -> ModelReply:
-        """The reply of a message: text, usage and cost, stop reason, refusal."""
-        try:
-            blocks = message.content
-            parts = [b.text for b in blocks if getattr(b, "type", None) == "text"]
-        except (AttributeError, TypeError):
-            raise _Malformed("the reply has no content blocks") from None
-        usage = getattr(message, "usage", None)
-        fresh = getattr(usage, "input_tokens", None)
-        written = getattr(usage, "cache_creation_input_tokens", None) or 0
-        read = getattr(usage, "cache_read_input_tokens", None) or 0
-        tokens_out = getattr(usage, "output_tokens", None)
-        tokens_in = None if fresh is None else fresh + written + read
-        cost = None if self.price is None or (tokens_in is None and tokens_out is None) \
-            else self.price.cost(tokens_in, tokens_out, read)
-        stop = getattr(message, "stop_reason", None)
-        refusal = None  # without an explanation, finish_reason 'refusal' says it
-        if stop == "refusal":
-            explanation = getattr(getattr(message, "stop_details", None), "explanation", None)
-            refusal = explanation if isinstance(explanation, str) and explanation else None
-        return ModelReply("".join(parts), Usage(tokens_in=tokens_in, tokens_out=tokens_out,
-                                                cost_usd=cost),
-                          finish_reason=finish_reason(stop if isinstance(stop, str) else None),
-                          refusal=refusal, content_null=not parts)
-
-
-def _optional(body: Mapping[str, Any]) -> dict[str, Any]:
-    """The body's fields besides the three every SDK version takes as arguments: sent
-    as they are (an SDK's signature may lack some the API accepts)."""
-    return {k: v for k, v in body.items() if k not in ("model", "max_tokens", "messages")}
-
-
-def _check_params(name: str, params: Mapping[str, Any]) -> None:
-    unsupported = sorted(set(params) & _OPENAI_ONLY)
-    if unsupported:
-        raise ModelConfigError(
-            f"anthropic:{name}: parameter {unsupported[0]!r} is OpenAI's; the Messages API "
-            "has none such (remove it from params, or use temperature, top_p, top_k, "
-            "max_tokens, stop)")
-
-
-def _kind(exc: BaseException) -> str:
-    """What a failed attempt was: ``hard_quota``, ``rate_limit`` (429/529: waited out),
-    ``transient`` (retried with backoff) or ``error`` (not retried)."""
-    import anthropic
-
-    if isinstance(exc, _Malformed | ValueError | anthropic.APIConnectionError |
-                  anthropic.APIResponseValidationError):
-        return "transient"
-    if not isinstance(exc, anthropic.APIStatusError):
-        return "error"
-    status = exc.status_code
-    if status == 429 and _error_field(exc, "details", "error_code") in _HARD_QUOTA_CODES:
-        return "hard_quota"
-    if status in _RATE_LIMIT_STATUSES:
-        return "rate_limit"
-    return "transient" if status in _RETRY_STATUSES or status >= 500 else "error"
-
-
-def _status(exc: BaseException) -> int | None:
-    status = getattr(exc, "status_code", None)
-    return status if isinstance(status, int) else None
-
-
-def _error_field(exc: Any, *path: str) -> Any:
-    value = getattr(exc, "body", None)
-    for key in ("error", *path):
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value
-
-
-def _describe(exc: BaseException) -> str:
-    import anthropic
-
-    if isinstance(exc, anthropic.APITimeoutError):
-        return "timed out"
-    if isinstance(exc, anthropic.APIStatusError):
-        kind = _error_field(exc, "type")
-        message = _error_field(exc, "message") or exc.message
-        code = _error_field(exc, "details", "error_code")
-        what = f"HTTP {exc.status_code}" + (f" {kind}" if kind else "")
-        return what + (f" ({code})" if code else "") + f": {str(message)[:300]}"
-    if isinstance(exc, anthropic.APIConnectionError):
-        cause = exc.__cause__
-        return f"connection error ({type(cause).__name__ if cause else 'unknown'})"
-    return f"{type(exc).__name__}: {str(exc)[:300]}"
-
