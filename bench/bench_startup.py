@@ -283,6 +283,10 @@ def main() -> None:
                 env, PREFECT_API_URL=f"{url}/api", DO_NOT_TRACK=env.get("DO_NOT_TRACK", "1"))),
             "hr --help": run([HR, "--help"]),
             "hr run --help": run([HR, "run", "--help"]),
+            # what `hr --help` was before its stored pages: the runner's, and the full app's
+            "hr --help, full app via the runner": run([HR, "--help"], dict(env, HR_FULL_HELP="1")),
+            "hr --help, full app, no runner": run([HR, "--help"], dict(
+                env, HR_FULL_HELP="1", HR_RUNNER="0")),
             "thin client round trip": run([HR, "run", "missing.yaml"], expect=2),
             # the floors of the three above: this venv's interpreter with its site (an
             # editable install's finder included), without site, isolated

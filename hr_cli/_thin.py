@@ -13,10 +13,10 @@ itself, as it always did.
 
 from __future__ import annotations
 
+import _socket  # not socket.py: its selectors, array and enum are ~1/3 of the client's imports
 import json
 import os
 import signal
-import socket
 import stat
 import struct
 import sys
@@ -103,10 +103,10 @@ def _request(argv: list[str]) -> bytes:
     }).encode()
 
 
-def _connect(path: str) -> socket.socket | None:
+def _connect(path: str) -> _socket.socket | None:
     if not owner_only(path):
         return None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(5.0)
         sock.connect(path)
@@ -114,6 +114,32 @@ def _connect(path: str) -> socket.socket | None:
         sock.close()
         return None
     return sock
+
+
+class _Lines:
+    """Lines read from the runner's connection (what ``socket.makefile`` would give)."""
+
+    def __init__(self, sock: _socket.socket) -> None:
+        self.sock, self.buffer = sock, b""
+
+    def readline(self) -> bytes:
+        while b"\n" not in self.buffer:
+            chunk = self.sock.recv(4096)
+            if not chunk:
+                line, self.buffer = self.buffer, b""
+                return line
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line + b"\n"
+
+
+def _send_all(sock: _socket.socket, data: bytes, fds: list[int] | None = None) -> None:
+    """``sendall``, the descriptors (``SCM_RIGHTS``) with the first bytes when given."""
+    view = memoryview(data)
+    if fds is not None:
+        rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))]
+        view = view[sock.sendmsg([view], rights):]
+    sock.sendall(view)
 
 
 def run_in_runner(argv: list[str]) -> int | None:
@@ -126,13 +152,13 @@ def run_in_runner(argv: list[str]) -> int | None:
     sock = _connect(_socket_file(_home()))
     if sock is None:
         return None
-    with sock:
+    try:
         body = _request(argv)
         try:
-            socket.send_fds(sock, [MAGIC + struct.pack(">I", len(body))], _terminal_fds())
-            sock.sendall(body)
+            _send_all(sock, MAGIC + struct.pack(">I", len(body)), _terminal_fds())
+            _send_all(sock, body)
             del body  # the environment (keys included) lives in memory only
-            reader = sock.makefile("rb")
+            reader = _Lines(sock)
             sock.settimeout(None)
             first = reader.readline().decode(errors="replace").split(maxsplit=1)
         except OSError:
@@ -143,10 +169,12 @@ def run_in_runner(argv: list[str]) -> int | None:
                       file=sys.stderr)
             return None
         return _follow(sock, reader)
+    finally:
+        sock.close()
 
 
-def _follow(sock: socket.socket, reader: Any) -> int:
-    """Forward signals to the child until the runner reports its exit status."""
+def _follow(sock: _socket.socket, reader: _Lines) -> int:
+    """Forward signals to the child until the runner (or the child) reports its status."""
     def forward(signum: int, frame: Any) -> None:
         try:  # noqa: SIM105 (contextlib is one import more for the client)
             sock.sendall(f"signal {signum}\n".encode())

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import linecache
 import os
 import selectors
 import signal
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from hr_cli._thin import MAGIC, THIN_COMMANDS, socket_path
+from hr_cli._warm_child import run_child  # imported once here, not in each child
 
 __all__ = ["main", "prefect_key"]
 
@@ -232,13 +234,12 @@ class Runner:
     def _fork(self, conn: socket.socket, fds: list[int], request: dict[str, Any]) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
+        linecache.clearcache()  # empty in every child: clearing it there copies its pages
         pid = os.fork()
         if pid == 0:  # the child: never returns
-            from hr_cli._warm_child import run_child
-
             keep = {conn.fileno(), *fds}
             self._close_all(keep)
-            run_child(fds, request, self.api_url)
+            run_child(fds, request, self.api_url, status_fd=conn.fileno())
         for fd in fds:
             os.close(fd)
         word = str((request.get("argv") or ["(help)"])[0])
