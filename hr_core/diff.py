@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
 
 from hr_core._diff_items import (
     KINDS,
@@ -36,7 +34,15 @@ from hr_core._diff_items import (
     reference_changes,
 )
 from hr_core._diff_manifest import ManifestChange, manifest_changes
-from hr_core._safe import markdown_text as md_cell
+from hr_core._diff_result import (
+    ArmDiff,
+    DiffVerdict,
+    Flip,
+    KindTransition,
+    ReferenceDiff,
+    RunDiff,
+    SliceDiff,
+)
 from hr_core.engine.benchmark import Benchmark
 from hr_core.errors import SpecError
 from hr_core.multiplicity import holm
@@ -47,12 +53,6 @@ from hr_core.stats import TOO_FEW_ITEMS, accuracy_interval, paired_difference
 __all__ = ["ArmDiff", "DiffVerdict", "Flip", "KindTransition", "ManifestChange",
            "ReferenceDiff", "RunDiff", "SliceDiff", "diff_runs"]
 
-DiffVerdict = Literal["better", "worse", "no detectable change", "too few items"]
-"""An arm's verdict: the paired difference ``now - then`` is ``better`` (its CI above 0,
-its p-value below ``1 - level``, Holm-corrected over the arms compared), ``worse`` (the
-mirror image), neither, or has fewer than ``hr_core.stats.MIN_ITEMS`` items in common.
-A slice's verdict is not corrected for the number of slices."""
-
 _VERDICTS: dict[str, DiffVerdict] = {"higher": "better", "lower": "worse",
                                      "no clear difference": "no detectable change",
                                      TOO_FEW_ITEMS: "too few items"}
@@ -60,205 +60,8 @@ _SAMPLE_IDS = 20
 _SLICE_NUMBERS = ("accuracy_then", "accuracy_now", "diff", "ci_low", "ci_high", "p_value")
 
 
-def _fmt(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3f}"
-
-
 def _num(value: Any) -> float | None:
     return None if value is None or value != value else float(value)
-
-
-class ReferenceDiff(BaseModel):
-    """The items of the two runs: how many, and which were added, removed or changed."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    hash_a: str | None
-    hash_b: str | None
-    items_a: int = Field(ge=0)
-    items_b: int = Field(ge=0)
-    common: int = Field(ge=0)
-    added: int = Field(ge=0)
-    removed: int = Field(ge=0)
-    changed: int = Field(ge=0)
-    added_ids: list[str] = Field(default_factory=list)
-    removed_ids: list[str] = Field(default_factory=list)
-    changed_ids: list[str] = Field(default_factory=list)
-
-    @property
-    def same(self) -> bool:
-        """The same items with the same contents."""
-        return self.hash_a == self.hash_b and not (self.added or self.removed or self.changed)
-
-
-class KindTransition(BaseModel):
-    """Items whose most frequent outcome kind went from ``before`` to ``after``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    before: str
-    after: str
-    items: int = Field(ge=0)
-
-
-class SliceDiff(BaseModel):
-    """One slice's paired difference ``now - then`` (:mod:`hr_core.slices`)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    slice: str
-    value: str
-    n_items: int = Field(ge=0)
-    accuracy_then: float | None
-    accuracy_now: float | None
-    diff: float | None
-    ci_low: float | None
-    ci_high: float | None
-    p_value: float | None
-    verdict: DiffVerdict
-
-
-class ArmDiff(BaseModel):
-    """One arm then (``arm_a`` in run a) and now (``arm_b`` in run b)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    arm_a: str
-    arm_b: str
-    accuracy_a: float | None
-    ci_a: tuple[float | None, float | None]
-    accuracy_b: float | None
-    ci_b: tuple[float | None, float | None]
-    n_items: int = Field(ge=0, description="items both runs scored (the paired items)")
-    diff: float | None
-    ci_low: float | None
-    ci_high: float | None
-    p_value: float | None
-    p_holm: float | None = Field(default=None, description="p_value Holm-corrected over arms")
-    verdict: DiffVerdict
-    parts_changed: list[str] = Field(default_factory=list)
-    right_to_wrong: int = 0
-    wrong_to_right: int = 0
-    flaky_right_to_wrong: int = 0
-    flaky_wrong_to_right: int = 0
-    runs_a: int = 0
-    runs_b: int = 0
-    flaky_a: float | None = Field(None, description="share of items flaky then (runs >= 2)")
-    flaky_b: float | None = None
-    transitions: list[KindTransition] = Field(default_factory=list)
-    new_errors: int = 0
-    new_error_messages: list[tuple[str, int]] = Field(default_factory=list)
-    latency_a: float | None = None
-    latency_b: float | None = None
-    cost_a: float | None = None
-    cost_b: float | None = None
-    slices: list[SliceDiff] = Field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        """The arm's name, or ``old → new`` when it was renamed."""
-        return self.arm_a if self.arm_a == self.arm_b else f"{self.arm_a} → {self.arm_b}"
-
-
-class Flip(BaseModel):
-    """An item right in one run and not in the other, side by side."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    arm: str
-    item_id: str
-    direction: Literal["right→wrong", "wrong→right"]
-    share_a: float
-    share_b: float
-    flaky: bool
-    question: str
-    label: str
-    output_a: str
-    output_b: str
-    kind_a: str
-    kind_b: str
-
-
-class RunDiff(BaseModel):
-    """Everything :func:`diff_runs` found; ``worse`` names the arms that got worse."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    run_a: str
-    run_b: str
-    id_a: str | None
-    id_b: str | None
-    level: float
-    changes: list[ManifestChange]
-    reference: ReferenceDiff
-    arms: list[ArmDiff]
-    flips: list[Flip]
-    flips_per_arm: int
-
-    @property
-    def worse(self) -> list[str]:
-        """The arms whose verdict is ``worse``."""
-        return [a.label for a in self.arms if a.verdict == "worse"]
-
-    @property
-    def exit_status(self) -> int:
-        """``hr diff``'s exit status: 1 when any arm is significantly worse, else 0."""
-        return 1 if self.worse else 0
-
-    @property
-    def default_page(self) -> str:
-        """Where the HTML page goes unless told: ``diff-<run a's id>.html`` in run b's folder."""
-        stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.id_a or "previous").strip(".-") or "run"
-        return f"{self.run_b.rstrip('/')}/diff-{stem}.html"
-
-    def to_markdown(self, *, top: int = 10, page: str | None = None) -> str:
-        """A markdown summary (a Prefect artifact): the fingerprint changes, each arm's
-        verdict, and the ``top`` flipped items per arm (worst first); ``page`` names where
-        the HTML page is. Every value from the runs is escaped.
-
-        Example:
-            >>> empty = ReferenceDiff(hash_a="h", hash_b="h", items_a=1, items_b=1, common=1,
-            ...                       added=0, removed=0, changed=0)
-            >>> RunDiff(run_a="a", run_b="b", id_a="a", id_b="b", level=0.95, changes=[],
-            ...         reference=empty, arms=[], flips=[], flips_per_arm=0
-            ...         ).to_markdown().splitlines()[0]
-            '## What changed: a → b'
-        """
-        lines = [f"## What changed: {md_cell(self.id_a or self.run_a)} → "
-                 f"{md_cell(self.id_b or self.run_b)}", ""]
-        if page:
-            lines += [f"The whole diff (every flipped item, side by side): {md_cell(page)}"
-                      " (open it in a browser; `hr diff` makes it again).", ""]
-        ref = self.reference
-        if not ref.same:
-            lines += [f"Reference: {ref.items_a} → {ref.items_b} items, {ref.common} in common "
-                      f"({ref.added} added, {ref.removed} removed, {ref.changed} changed).", ""]
-        if self.changes:
-            lines += ["| part | arm | key | then | now |", "|---|---|---|---|---|"]
-            lines += [f"| {md_cell(c.part)} | {md_cell(c.arm or '')} | {md_cell(c.key)} "
-                      f"| {md_cell(c.before)} | {md_cell(c.after)} |" for c in self.changes]
-        else:
-            lines.append("No difference in the arms, scorer, judge, runs, budget or versions.")
-        lines += ["", "| arm | then | now | items | diff | CI | verdict | flips r→w / w→r "
-                  "| of them flaky |", "|---|---|---|---|---|---|---|---|---|"]
-        for a in self.arms:
-            ci = "" if a.ci_low is None else f"[{a.ci_low:+.3f}, {a.ci_high:+.3f}]"
-            lines.append(f"| {md_cell(a.label)} | {_fmt(a.accuracy_a)} | {_fmt(a.accuracy_b)} "
-                         f"| {a.n_items} | {_fmt(a.diff)} | {ci} | {a.verdict} "
-                         f"| {a.right_to_wrong} / {a.wrong_to_right} "
-                         f"| {a.flaky_right_to_wrong} / {a.flaky_wrong_to_right} |")
-        for a in self.arms:
-            flips = [f for f in self.flips if f.arm == a.label][:top]
-            if not flips:
-                continue
-            lines += ["", f"### Top flips: {md_cell(a.label)}", "",
-                      "| item | flip | flaky | question | label | then | now |",
-                      "|---|---|---|---|---|---|---|"]
-            lines += [f"| {md_cell(f.item_id)} | {f.direction} | {'flaky' if f.flaky else ''} "
-                      f"| {md_cell(f.question[:120])} | {md_cell(f.label[:60])} "
-                      f"| {md_cell(f.output_a[:80])} ({f.kind_a}) "
-                      f"| {md_cell(f.output_b[:80])} ({f.kind_b}) |" for f in flips]
-        return "\n".join(lines) + "\n"
 
 
 def _pairs(arms_a: list[str], arms_b: list[str],
