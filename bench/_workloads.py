@@ -17,13 +17,13 @@ import asyncio
 import statistics
 from typing import Any
 
-from hr_core import hr_reference, hr_scorer_exact
-
 __all__ = ["floor", "make_arm", "make_reference", "p90"]
 
 
 def make_reference(n: int) -> Any:
     """``n`` items ``i0 .. i<n-1>``, item ``i``'s payload ``{"n": i}``, label ``answer i``."""
+    from hr_core import hr_reference  # here: bench_startup imports p90 and stays stdlib-only
+
     return hr_reference([{"id": f"i{i}", "n": i, "label": f"answer {i}"} for i in range(n)])
 
 
@@ -44,6 +44,8 @@ def make_arm(delay: float) -> Any:
 async def floor(reference: Any, arm: Any, runs: int, concurrency: int) -> int:
     """The plain asyncio floor: gather + semaphore, the same arm, exact scoring; the
     number of correct runs (for checking the engine against it)."""
+    from hr_core import hr_scorer_exact
+
     scorer = hr_scorer_exact()
     semaphore = asyncio.Semaphore(concurrency)
 

@@ -288,6 +288,9 @@ def main() -> None:
             "hr --help, full app, no runner": run([HR, "--help"], dict(
                 env, HR_FULL_HELP="1", HR_RUNNER="0")),
             "thin client round trip": run([HR, "run", "missing.yaml"], expect=2),
+            # hr's own part above the bare interpreter: no site step (no .pth finder)
+            "hr --help (python -S)": run([PYTHON, "-S", HR, "--help"], dict(
+                env, PYTHONPATH=str(ROOT))),
             # the floors of the three above: this venv's interpreter with its site (an
             # editable install's finder included), without site, isolated
             "floor: python -c pass": run([PYTHON, "-c", "pass"]),
