@@ -8,16 +8,17 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from prefect import flow, get_run_logger, tags
+from prefect import get_run_logger, tags
 from prefect.context import TagsContext
 from prefect.runtime import flow_run
 from prefect.states import Failed
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
+from flows._hrflow import hr_flow
 from flows._invocation import InvocationVar
 from flows._spec_plan import plan_from_spec
-from flows.clients import plain_parameters, prefect_clients, with_run_name
-from flows.labels import arm_fingerprints, benchmark_tags, label_flow_run
+from flows.clients import prefect_clients, with_run_name
+from flows.labels import benchmark_tags, label_flow_run, publish_run_facts
 from hr_core._checks import callable_arg, path_arg
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.budget import Budget
@@ -55,8 +56,10 @@ CALLBACK_INTERVAL_S = 0.25
 class _Invocation:
     """What one flow run needs that is not a Prefect parameter (callables, the resolved plan).
 
-    It reaches the flow through a context variable, never as a parameter: the flow
-    run's parameters are the real ones (:func:`flow_parameters`).
+    The flow's body takes it as its argument (:func:`_benchmark`). A Python call
+    (:func:`run_plan`) hands it to the flow run through a context variable, the one
+    way into a flow run for what cannot be a parameter; the flow run's parameters are
+    the call's inputs (:func:`flow_parameters`).
     """
 
     __slots__ = ("limits", "lock", "on_progress", "plan", "submit")
@@ -76,13 +79,14 @@ _INVOCATION: InvocationVar[_Invocation] = InvocationVar(__name__, "_INVOCATION")
 
 def flow_parameters(plan: BenchmarkPlan, spec: str | None = None,
                     fresh: bool = False) -> dict[str, Any]:
-    """The parameters a benchmark flow run shows: spec path, name, runs, fresh, store,
-    arms (name -> import path or model, and fingerprint), reference hash, max_error_rate."""
+    """The parameters a benchmark flow run of a Python call shows, its inputs as
+    ``benchmark_flow`` takes them: spec path, name, runs, fresh, store, resume,
+    max_error_rate. What the run decides (run id, reference hash, the arms'
+    fingerprints) are its outputs: the flow run's name and its ``<name>-run``
+    artifact (:func:`flows.labels.publish_run_facts`)."""
     return {
         "spec": spec, "name": plan.name, "runs": plan.runs, "fresh": fresh,
         "store": plan.store, "resume": plan.resume, "max_error_rate": plan.max_error_rate,
-        "arms": arm_fingerprints(plan.arms), "reference_hash": plan.reference.hash,
-        "run_id": plan.run_id,
     }
 
 
@@ -115,7 +119,9 @@ async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,
     session.open()  # read the journal, plan the chunks (in the flow: one task run fewer)
     session.timings["open_s"] = loop.time() - opened
     progress = ProgressPublisher(session.plan.name)
-    created = asyncio.ensure_future(progress.update(session.progress()))  # while chunks run
+    created = asyncio.ensure_future(asyncio.gather(  # while chunks run
+        progress.update(session.progress()),
+        publish_run_facts(session.plan, session.store.run_dir)))
     watchers = [asyncio.ensure_future(session.watch(progress.update, PROGRESS_INTERVAL_S)),
                 asyncio.ensure_future(session.journal.flush_every())]
     if on_progress is not None:
@@ -152,7 +158,7 @@ async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,
     return bench
 
 
-@flow(name="hr-benchmark", validate_parameters=False, persist_result=False)
+@hr_flow(name="hr-benchmark", validate_parameters=False, persist_result=False)
 async def benchmark_flow(
     spec: str | None = None,
     name: str | None = None,
@@ -162,23 +168,25 @@ async def benchmark_flow(
     resume: bool = True,
     require_valid_judge: JudgePolicy | None = None,
     max_error_rate: float | None = None,
-    arms: dict[str, str] | None = None,
-    reference_hash: str | None = None,
-    run_id: str | None = None,
 ) -> Benchmark:
     """Run a benchmark as a Prefect flow.
 
-    Deployments pass ``spec`` (a path to a YAML ``BenchmarkSpec``) and may override
-    ``name``, ``runs``, ``store``, ``fresh``, ``max_error_rate``; the flow run is then
-    renamed ``<name>-<run id>``, tagged and given its resolved ``arms``,
-    ``reference_hash`` and ``run_id`` (shown in the dashboard; they are outputs,
-    not inputs). :func:`hr_benchmark` resolves the plan itself and starts the flow
-    with every parameter already filled in.
+    Args:
+        spec: path to a YAML ``BenchmarkSpec`` (relative to the working directory).
+        name, runs, store, require_valid_judge, max_error_rate: override the spec's.
+        fresh: a new, time-stamped run id instead of the spec's.
+        resume: continue the run from its journal (``False`` starts it over).
+
+    The parameters are the inputs (a deployment's, the dashboard's "Custom run"); what
+    the run decides is reported: the flow run is renamed ``<name>-<run id>`` and tagged,
+    its ``<name>-run`` artifact gives the run id, folder, reference hash and each arm's
+    fingerprint, and it returns the ``Benchmark``. :func:`hr_benchmark` starts it with
+    its inputs as parameters and hands over the rest (callables, the plan).
 
     Ends Failed (:class:`~hr_core.engine.health.ErrorRateExceeded`), after writing
     the results, when an arm's share of errors is above ``max_error_rate``.
     """
-    invocation = _INVOCATION.get()
+    invocation = _INVOCATION.get()  # set by run_plan, for this call only
     if invocation is None:
         if spec is None:
             raise SpecError("hr-benchmark needs a spec (a path to a YAML benchmark spec)")
@@ -186,8 +194,12 @@ async def benchmark_flow(
                               require_valid_judge=require_valid_judge, runs=runs,
                               max_error_rate=max_error_rate)
         invocation = _Invocation(plan, None)
-        await label_flow_run(f"{plan.name}-{plan.run_id}", benchmark_tags(plan.name),
-                             flow_parameters(plan, spec, fresh))
+        await label_flow_run(f"{plan.name}-{plan.run_id}", benchmark_tags(plan.name))
+    return await _benchmark(invocation)
+
+
+async def _benchmark(invocation: _Invocation) -> Benchmark:
+    """The flow's body: limits, the session, the run, the health check."""
     if invocation.limits:
         await ensure_provider_limits(invocation.limits)
         providers = [limit.provider for limit in invocation.limits]
@@ -422,10 +434,7 @@ def run_plan(plan: BenchmarkPlan, *, on_progress: ProgressFn | None = None,
              fresh: bool = False, wait: bool = False) -> Any:
     """Start the ``hr-benchmark`` flow run of a resolved plan (named ``<name>-<run id>``,
     tagged ``hr`` and the name, with its real parameters); see :func:`hr_benchmark`."""
-    run_name = f"{plan.name}-{plan.run_id}"
-    named = plain_parameters(
-        with_run_name(benchmark_flow, run_name) if task_runner is None
-        else benchmark_flow.with_options(flow_run_name=run_name, task_runner=task_runner))
+    named = with_run_name(benchmark_flow, f"{plan.name}-{plan.run_id}", task_runner)
     submit = task_runner is not None and not isinstance(task_runner, ThreadPoolTaskRunner)
     if submit and plan.stop is not None:
         raise SpecError("stop (sequential mode) runs its batches in the flow's own process; "

@@ -22,7 +22,6 @@ is not loaded at all (:func:`tls_context`).
 from __future__ import annotations
 
 import copy
-import json
 import ssl
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -32,8 +31,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-__all__ = ["PrefectApi", "announce", "announce_api", "in_prefect", "plain_parameters",
-           "prefect_api", "prefect_clients", "tls_context", "use_prefect_api", "with_run_name"]
+__all__ = ["PrefectApi", "announce", "announce_api", "in_prefect", "prefect_api",
+           "prefect_clients", "tls_context", "use_prefect_api", "with_run_name"]
 
 T = TypeVar("T")
 F = TypeVar("F")
@@ -143,45 +142,20 @@ def use_prefect_api(api: PrefectApi | None = None) -> Iterator[PrefectApi]:
     yield api
 
 
-def _is_plain(value: Any) -> bool:
-    if value is None or isinstance(value, str | bool | int | float):
-        return True
-    if isinstance(value, list | tuple):
-        return all(_is_plain(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _is_plain(v) for k, v in value.items())
-    return False
-
-
-def plain_parameters(named: F) -> F:
-    """``named`` (a flow) stores JSON-ready parameters as they are.
-
-    Prefect serialises a flow run's parameters with FastAPI's ``jsonable_encoder``,
-    and importing FastAPI costs the first flow run of a process ~0.3 s of CPU.
-    Parameters made of strings, numbers, booleans, ``None``, lists and dicts
-    are their own JSON form; any other value still goes through Prefect.
-    """
-    original = named.serialize_parameters
-
-    def serialize_parameters(parameters: dict[str, Any]) -> dict[str, Any]:
-        if all(_is_plain(v) for v in parameters.values()):
-            return {k: json.loads(json.dumps(v)) for k, v in parameters.items()}
-        return dict(original(parameters))
-
-    named.serialize_parameters = serialize_parameters  # type: ignore[method-assign]
-    return named
-
-
-def with_run_name(named: F, run_name: str) -> F:
-    """A copy of the flow ``named`` whose runs are called ``run_name``.
+def with_run_name(named: F, run_name: str, task_runner: Any = None) -> F:
+    """A copy of the flow ``named`` whose runs are called ``run_name`` (and use
+    ``task_runner``, a Prefect task runner, when given).
 
     ``Flow.with_options(flow_run_name=...)`` builds the flow again, and with it
     the parameter schema (a pydantic model per parameter, the docstring parsed:
-    ~6 ms of CPU per call). The schema depends only on the function, so a copy
-    shares it; the original flow is left as it was.
+    ~6 ms of CPU per call), and makes a plain ``prefect.Flow`` of an
+    ``HrFlow``. The schema depends only on the function, so a copy shares it;
+    the original flow is left as it was.
     """
     copied = copy.copy(named)
     copied.flow_run_name = run_name  # type: ignore[attr-defined]
+    if task_runner is not None:
+        copied.task_runner = task_runner  # type: ignore[attr-defined]
     return copied
 
 

@@ -9,10 +9,11 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, tags
+from prefect import tags
 from prefect.runtime import flow_run
 
-from flows.clients import in_prefect, plain_parameters, with_run_name
+from flows._hrflow import hr_flow
+from flows.clients import in_prefect, with_run_name
 from flows.judge_validate import log_belongs_to
 from flows.labels import benchmark_tags
 from hr_core._checks import positive_int
@@ -51,7 +52,7 @@ def _save(comparison: Comparison, bench: Benchmark) -> str | None:
 _JOB: ContextVar[_Comparing | None] = ContextVar("hr_compare_job", default=None)
 
 
-@flow(name="hr-compare", validate_parameters=False, persist_result=False)
+@hr_flow(name="hr-compare", validate_parameters=False, persist_result=False)
 async def compare_flow(
     benchmark: dict[str, Any] | None = None,
     arms: list[str] | None = None,
@@ -152,8 +153,8 @@ def hr_compare(
     name = str(bench.manifest.get("name") or "benchmark")
     facts = {"name": name, "run_id": bench.run_id,
              "flow_run_id": bench.manifest.get("flow_run_id"), "run_dir": bench.run_dir}
-    named = plain_parameters(with_run_name(
-        compare_flow, f"compare-{'-vs-'.join(arms)}-for-{name}-{bench.run_id}"))
+    named = with_run_name(compare_flow,
+                          f"compare-{'-vs-'.join(arms)}-for-{name}-{bench.run_id}")
     coro = _call(named, job, {"benchmark": facts, "arms": arms, "judge_hash": judge.hash,
                               "mode": mode, "concurrency": concurrency,
                               "chunk_size": chunk_size}, benchmark_tags(name, "compare"))

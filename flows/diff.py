@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 
+from flows._hrflow import hr_flow
 from tasks.diff import diff_two_runs, publish_diff
 
 __all__ = ["hr_diff"]
 
 
-@flow(name="hr-diff", persist_result=False)
+@hr_flow(name="hr-diff", persist_result=False)
 async def hr_diff(run_a: str, run_b: str, arms: dict[str, str] | None = None,
                   output: str | None = None, level: float = 0.95) -> dict[str, Any]:
     """Compare run ``run_a`` (then) with ``run_b`` (now): write the HTML page and publish a

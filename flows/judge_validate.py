@@ -9,10 +9,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, get_run_logger, tags
+from prefect import get_run_logger, tags
 
+from flows._hrflow import hr_flow
 from flows._invocation import InvocationVar
-from flows.clients import in_prefect, plain_parameters, with_run_name
+from flows.clients import in_prefect, with_run_name
 from flows.labels import benchmark_tags, flow_run_link
 from hr_core._checks import path_arg, positive_int
 from hr_core.errors import HrTypeError, SpecError
@@ -84,7 +85,7 @@ async def _resolve_key(api_key_block: str | None) -> str | None:
     return str(secret.get())
 
 
-@flow(name="hr-judge-validate", validate_parameters=False, persist_result=False)
+@hr_flow(name="hr-judge-validate", validate_parameters=False, persist_result=False)
 async def judge_validate_flow(
     config: Mapping[str, Any] | None = None,
     labelled: str | None = None,
@@ -178,8 +179,7 @@ def hr_judge_validate(
     chosen = model if model is not None else config.chat_model(concurrency=concurrency)
     facts = benchmark_run_facts(benchmark)
     suffix = f"-for-{facts['name']}-{facts['run_id']}" if facts.get("name") else ""
-    named = plain_parameters(with_run_name(judge_validate_flow,
-                                           f"judge-{config.hash[:12]}{suffix}"))
+    named = with_run_name(judge_validate_flow, f"judge-{config.hash[:12]}{suffix}")
     coro = _call(named, _Invocation(config, chosen, rows), {
         "config": _config_args(config), "labelled": _labelled_text(labelled), "store": store,
         "concurrency": concurrency, "chunk_size": chunk_size,

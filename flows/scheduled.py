@@ -15,8 +15,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 
+from flows._hrflow import hr_flow
 from flows.benchmark import plan_from_spec, run_plan
 from flows.labels import benchmark_tags, label_flow_run
 from flows.runners import TaskRunnerKind, make_task_runner
@@ -46,7 +47,7 @@ async def _export_secrets(secrets: Mapping[str, str] | None) -> None:
         os.environ[variable] = str(secret.get())
 
 
-@flow(name="hr-scheduled-benchmark", persist_result=False)
+@hr_flow(name="hr-scheduled-benchmark", persist_result=False)
 async def hr_scheduled_benchmark(
     spec: str,
     store: str | None = None,
@@ -101,10 +102,9 @@ async def hr_scheduled_benchmark(
         scheduled = flow_run.scheduled_start_time
         run_id = flow_run_run_id(str(flow_run.id), scheduled)
     plan = plan_from_spec(spec, store=store, fresh=True, run_id=run_id)
-    # named and tagged like an ad-hoc run, not with the scheduler's random name
-    await label_flow_run(f"{plan.name}-{plan.run_id}", benchmark_tags(plan.name),
-                         {"name": plan.name, "run_id": plan.run_id,
-                          "reference_hash": plan.reference.hash, "arms": list(plan.arms)})
+    # named and tagged like an ad-hoc run, not with the scheduler's random name; the run's
+    # facts (run id, reference hash, arms) are its hr-benchmark subflow run's artifact
+    await label_flow_run(f"{plan.name}-{plan.run_id}", benchmark_tags(plan.name))
     failure: ErrorRateExceeded | None = None
     try:
         bench: Benchmark = await run_plan(plan, task_runner=runner,

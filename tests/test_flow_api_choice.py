@@ -1,4 +1,5 @@
-"""Which Prefect API a flow call uses (flows.clients), and parameters stored without FastAPI."""
+"""Which Prefect API a flow call uses (flows.clients), and parameters stored without FastAPI
+(flows._hrflow)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,12 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from prefect.settings import PREFECT_API_URL, PREFECT_HOME, temporary_settings
 
-from flows.clients import plain_parameters, prefect_api
+from flows._hrflow import HrFlow
+from flows.clients import prefect_api
 from hr_cli.server import server_status, state_path
 
 
@@ -53,14 +54,31 @@ def test_a_record_whose_pid_is_no_prefect_server_is_not_used(home: Path) -> None
     assert server_status(home).status == "stale"
 
 
-class _Flow:
-    def serialize_parameters(self, parameters: dict[str, Any]) -> dict[str, Any]:
-        return {"through": "prefect"}
+async def _flow_fn(name: str, path: Path | None = None) -> None:
+    """A flow function (its parameters: name, path)."""
 
 
-def test_plain_parameters_are_stored_as_they_are_and_others_go_through_prefect() -> None:
-    flow = plain_parameters(_Flow())
+def test_an_hr_flow_stores_plain_parameters_as_they_are_and_others_through_prefect() -> None:
+    named = HrFlow(fn=_flow_fn, name="params-probe")
     plain = {"name": "x", "runs": 3, "fresh": False, "store": None, "rate": 0.5,
              "arms": {"a": {"path": "m:f", "fingerprint": "ab"}}, "pair": ("a", "b")}
-    assert flow.serialize_parameters(plain) == {**plain, "pair": ["a", "b"]}
-    assert flow.serialize_parameters({"path": Path("x")}) == {"through": "prefect"}
+    stored = named.serialize_parameters(plain)
+    assert stored == {**plain, "pair": ["a", "b"]} and list(stored) == list(plain)
+    assert stored["arms"] is not plain["arms"]  # a copy, as JSON would make it
+    # a Path is no JSON value: Prefect's own method (FastAPI's jsonable_encoder) makes it
+    assert named.serialize_parameters({"path": Path("x"), "n": 1}) == {"path": "x", "n": 1}
+    assert named.serialize_parameters({"obj": object()}) == {"obj": "<object>"}
+    assert "serialize_parameters" not in vars(named)  # Prefect's Flow is left as it is
+
+
+def test_storing_an_hr_flow_s_plain_parameters_imports_no_fastapi() -> None:
+    """Why HrFlow exists: Prefect's own method imports FastAPI (~0.15 s of CPU)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from flows.benchmark import benchmark_flow; "
+            "benchmark_flow.serialize_parameters({'spec': 'a.yaml', 'runs': 2}); "
+            "print('fastapi.encoders' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=Path(__file__).resolve().parents[1])
+    assert done.stdout.strip() == "False", done.stderr[-2000:]

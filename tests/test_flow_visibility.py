@@ -112,10 +112,11 @@ def test_a_python_run_shows_names_fingerprints_tags_and_its_name(
     params = seen["parameters"]
     assert params["name"] == "shown" and params["runs"] == 2 and params["fresh"] is False
     assert params["store"] == str(tmp_path) and params["spec"] is None
-    assert params["reference_hash"] == bench.reference_hash
-    assert params["arms"]["good"].startswith("test_flow_visibility:good (")
-    assert params["arms"]["keyword"].startswith("hr_core.examples.demo_arms:always_abstain")
     assert "invocation" not in params and "_Invocation" not in json.dumps(params)
+    facts = seen["artifacts"]["shown-run"].data  # what the run decided: an output
+    assert f"hash `{bench.reference_hash}`" in facts and f"`{bench.run_id}`" in facts
+    assert "| arm good | `test_flow_visibility:good (" in facts
+    assert "| arm keyword | `hr_core.examples.demo_arms:always_abstain (" in facts
 
 
 def test_a_spec_run_like_a_deployment_is_renamed_tagged_and_given_its_parameters(
@@ -133,8 +134,9 @@ def test_a_spec_run_like_a_deployment_is_renamed_tagged_and_given_its_parameters
     assert seen["name"] == f"deployed-{bench.run_id}"
     assert {"hr", "deployed"} <= set(seen["tags"])
     assert seen["parameters"]["spec"] == str(tmp_path / "spec.yaml")
-    assert seen["parameters"]["reference_hash"] == bench.reference_hash
-    assert list(seen["parameters"]["arms"]) == ["keyword"]
+    assert "reference_hash" not in seen["parameters"]
+    facts = seen["artifacts"]["deployed-run"].data
+    assert bench.reference_hash in facts and "| arm keyword |" in facts
     assert spec.is_file()
 
 
