@@ -119,9 +119,13 @@ def _mixed_records() -> list[dict]:
     return [*base, _record("a", "q0", 1, "Zürich ✓ 東京, again")]
 
 
+@pytest.mark.parametrize("kept_up_to", [0, 10**6], ids=["lines-read-again", "records-kept"])
 @pytest.mark.parametrize("judge", [False, True])
 def test_runs_parquet_streamed_from_the_journal_equals_the_table_built_in_memory(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, judge: bool) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, judge: bool, kept_up_to: int) -> None:
+    # both ways of the second pass: the chosen lines read and decoded again (a large
+    # table), or the records the first pass decoded kept (issue 25: a small table)
+    monkeypatch.setattr(rows, "RECORDS_KEPT_UP_TO", kept_up_to)
     monkeypatch.setattr(rows, "BATCH", 3)  # several batches
     monkeypatch.setattr(rows, "ROW_GROUP", 4)  # and several row groups
     journal = Journal(tmp_path / "journal.jsonl", fallback=tmp_path / "fallback.jsonl")

@@ -42,6 +42,11 @@ __all__ = ["HTML_REPORT", "SessionResults"]
 
 HTML_REPORT = "report.html"
 
+COLLECT_FROM = 100_000
+"""Planned runs from which the results are built after a full garbage collection: the
+run's cyclic garbage is ~25 MB at 1M runs, while a full collection walks every object
+of the process (~0.1-0.5 s with Prefect and pandas imported, issue 25)."""
+
 
 class SessionResults:
     """The finishing part of a benchmark session: the manifest and every result file.
@@ -50,6 +55,7 @@ class SessionResults:
     """
 
     plan: BenchmarkPlan
+    total: int
     store: RunStore
     journal: Journal
     flow_run_id: str | None
@@ -179,13 +185,13 @@ class SessionResults:
             items=item_texts(self.plan.reference), texts=bench.row_texts(), slices=slices,
             memo={"verdict": bench.verdict()} if summary is bench.summary() else {}))
 
-    @staticmethod
-    def summarise(bench: Benchmark) -> tuple[pd.DataFrame, str]:
+    def summarise(self, bench: Benchmark) -> tuple[pd.DataFrame, str]:
         """The summary and the markdown report of a built benchmark, computed once; the
         allocators give back each one's temporaries before the next (1M runs: ~100 MB)."""
         from hr_core.engine.report import report_markdown
 
-        gc.collect()  # the run's cyclic garbage (~25 MB at 1M runs) before the peak
+        if self.total >= COLLECT_FROM:
+            gc.collect()  # the run's cyclic garbage (~25 MB at 1M runs) before the peak
         give_back()
         summary = bench.summary()
         give_back()

@@ -7,7 +7,8 @@ it: one pass notes where each run's latest line is (16 bytes a line), a second
 reads the lines in plan order (arms, items, runs) :data:`BATCH` at a time, with
 the runs never made as ``budget_stop`` rows, and writes each batch's table
 through a ``pyarrow.parquet.ParquetWriter``: neither every record nor the whole
-table is ever in memory.
+table is ever in memory (a table of at most :data:`RECORDS_KEPT_UP_TO` runs keeps the
+records the first pass decoded instead of reading them again).
 
 Each row also gets :data:`ITEM_INDEX`, its item's position in the reference (and
 ``reference.jsonl``): summaries and reports count per item with it, without hashing
@@ -21,7 +22,7 @@ import os
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -33,7 +34,8 @@ from hr_core.engine.record import RunRecord, decode
 from hr_core.engine.runner import stopped_record
 from hr_core.reference import Reference
 
-__all__ = ["BATCH", "ROW_GROUP", "RunPositions", "compact_journal", "write_runs"]
+__all__ = ["BATCH", "RECORDS_KEPT_UP_TO", "ROW_GROUP", "RunPositions", "compact_journal",
+           "write_runs"]
 
 BATCH = 16_384
 """Journal records turned into one table at a time."""
@@ -41,6 +43,12 @@ BATCH = 16_384
 ROW_GROUP = 32_768
 """Rows of ``runs.parquet`` per row group (batches are gathered up to it before a write):
 what a table showing a few rows reads of a text column at most."""
+
+RECORDS_KEPT_UP_TO = 50_000
+"""Planned runs up to which :func:`write_runs` keeps the latest record of each run its
+first pass decoded (~30 MB at most) instead of reading and decoding the chosen lines a
+second time: about a third of the table's time (issue 25). Larger tables read them again
+(memory: ~25 bytes per planned run, not a record)."""
 
 
 class RunPositions:
@@ -113,15 +121,18 @@ _KEPT = -1
 """The source of a record kept in memory (``Journal.kept``), not in a journal file."""
 
 
-def _latest_lines(journal: Journal, positions: RunPositions
+def _latest_lines(journal: Journal, positions: RunPositions, latest: list[Any] | None = None
                   ) -> tuple[list[Path], np.ndarray, np.ndarray, np.ndarray, int]:
     """Where each planned run's latest record is: the files read, and per position its
     file number (:data:`_KEPT`: ``journal.kept``; ``-2``: no record), offset and length.
-    Also how many records were superseded by a later one of the same run."""
+    Also how many records were superseded by a later one of the same run. ``latest`` (a
+    list of ``positions.total`` ``None``): set to each position's latest record read."""
     where, source, offset, size = array("q"), array("b"), array("q"), array("q")
     for number, at, line, record in _journal_lines(journal):
         place = positions.of(record.arm, record.item_id, record.run)
         if place >= 0:
+            if latest is not None:  # read in written order: the last one read wins
+                latest[place] = record
             where.append(place)
             source.append(number)
             offset.append(at)
@@ -166,7 +177,9 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    files, source, offset, size, superseded = _latest_lines(journal, positions)
+    latest: list[Any] | None = (
+        [None] * positions.total if positions.total <= RECORDS_KEPT_UP_TO else None)
+    files, source, offset, size, superseded = _latest_lines(journal, positions, latest)
     kept = list(journal.kept)
     frame_schema = pa.Schema.from_pandas(runs_frame([], judge=judge), preserve_index=False)
     schema = frame_schema.append(pa.field(ITEM_INDEX, pa.int32()))
@@ -183,7 +196,9 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
                 for place, number, at, length in zip(
                         range(start, stop), source[start:stop].tolist(),
                         offset[start:stop].tolist(), size[start:stop].tolist(), strict=True):
-                    if number >= 0:
+                    if number >= 0 and latest is not None:
+                        record = latest[place]
+                    elif number >= 0:
                         found = decode(os.pread(handles[number], length, at), files[number], 0)
                         # None: the line changed since the first pass read it
                         record = found or positions.stopped_record(place)
