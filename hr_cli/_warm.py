@@ -129,7 +129,11 @@ class Runner:
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
             for key, _ in self.selector.select(timeout=1.0):
-                self._event(key)
+                try:
+                    self._event(key)
+                except Exception as exc:  # one bad event must not end the runner
+                    print(f"hr runner: error handling an event: {type(exc).__name__}: {exc}",
+                          flush=True)
             if time.monotonic() - checked > _SERVER_CHECK_S:
                 checked = time.monotonic()
                 if self.listener is not None and not self._server_alive():
@@ -162,10 +166,13 @@ class Runner:
             with contextlib.suppress(BlockingIOError):
                 conn, _ = self.listener.accept()
                 self._accept(conn)
-        elif isinstance(what, tuple) and what[0] == "exit":
+        elif isinstance(what, tuple) and what[0] == "exit" and what[1] in self.children:
             self._reap(what[1])
-        elif isinstance(what, tuple) and what[0] == "conn":
-            self._message(what[1], key.fileobj)  # type: ignore[arg-type]
+        elif (isinstance(what, tuple) and what[0] == "conn"
+              and self.children.get(what[1], (None,))[0] is key.fileobj):
+            # (not when this select also returned the child's end, reaped just before:
+            # its client, told the status by the child, may have left already)
+            self._message(what[1], key.fileobj)
 
     def _accept(self, conn: socket.socket) -> None:
         fds: list[int] = []
