@@ -22,7 +22,10 @@ the runner's child); the contenders are interleaved (rotated each repetition)
 and the medians and 90th percentiles of ``--reps`` (default 10) repetitions are
 reported, with ratios to (c) and (d). Also timed: ``hr --help``, and the thin
 client's round trip alone (``hr run missing.yaml`` through the runner: connect,
-fork, the command line refused, exit 2). Then ``hr demo`` with the server up against ``hr
+fork, the command line refused, exit 2), ``hr run --help``, the full app's
+help (``HR_FULL_HELP=1``, through the runner and without it), and their floors in
+the same rounds: ``python -c pass``, ``python -S -c pass``, ``python -I -c pass``
+(``--startup-only``: these alone, no ``hr demo``). Then ``hr demo`` with the server up against ``hr
 demo`` with Prefect's temporary server (its own ``PREFECT_HOME``, database
 created beforehand), interleaved, ``--demo-reps`` times (default 3; 0 skips it).
 
@@ -41,6 +44,7 @@ import argparse
 import compileall
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -264,8 +268,11 @@ def main() -> None:
     # this process stays small (stdlib only): a child's peak RSS counts its parent's pages
     # until it execs (fork), so the server is started and stopped by `hr server` processes
     started = time.perf_counter()
-    subprocess.run([HR, "server", "start", "--timeout", "240"], env=env, check=True,
-                   stdout=subprocess.DEVNULL)
+    with socket.socket() as probe:  # a free port: 4200 may be another server's
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    subprocess.run([HR, "server", "start", "--port", str(port), "--timeout", "240"], env=env,
+                   check=True, stdout=subprocess.DEVNULL)
     url = "http://127.0.0.1:{port}".format(**json.loads((home / "hr-server.json").read_text()))
     print(f"hr server up in {time.perf_counter() - started:.1f} s at {url} "
           f"(PREFECT_HOME {home})", flush=True)
