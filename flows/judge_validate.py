@@ -107,7 +107,7 @@ async def judge_validate_flow(
     flow_run_id, run_dir``), linked from the flow run's logs.
     """
     log_belongs_to(benchmark or {})
-    invocation = _INVOCATION.get()
+    invocation = _INVOCATION.get()  # set by hr_judge_validate, for this call only
     if invocation is None:
         if config is None or labelled is None:
             raise SpecError("hr-judge-validate needs config (hr_judge_config arguments) and "
@@ -117,6 +117,12 @@ async def judge_validate_flow(
         model = judge.chat_model(base_url=base_url, api_key=key, api_key_env=api_key_env,
                                  concurrency=concurrency)
         invocation = _Invocation(judge, model, labelled_rows(judge, labelled))
+    return await _validate(invocation, store, concurrency, chunk_size)
+
+
+async def _validate(invocation: _Invocation, store: str, concurrency: int,
+                    chunk_size: int) -> JudgeValidation:
+    """The flow's body: judge the rows in chunks, save the record."""
     judge, rows = invocation.config, invocation.rows
     semaphore = asyncio.Semaphore(max(1, concurrency))
     size = max(1, chunk_size)

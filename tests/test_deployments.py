@@ -19,14 +19,16 @@ CONFIG = yaml.safe_load(PREFECT_YAML.read_text())
 ENTRIES = {d["name"]: d for d in CONFIG["deployments"]}
 
 
-def test_the_project_deploys_a_nightly_benchmark_and_a_manual_judge_validation() -> None:
+def test_the_project_deploys_a_nightly_benchmark_a_manual_one_and_a_judge_validation() -> None:
     assert {n: d["entrypoint"] for n, d in ENTRIES.items()} == {
         "nightly": "flows.scheduled:hr_scheduled_benchmark",
+        "benchmark": "flows.benchmark:benchmark_flow",
         "judge-validation": "flows.judge_validate:judge_validate_flow",
     }
     assert ENTRIES["nightly"]["schedules"] == [
         {"cron": "0 2 * * *", "timezone": "UTC", "active": True}]
     assert "schedules" not in ENTRIES["judge-validation"]
+    assert "schedules" not in ENTRIES["benchmark"]
     assert {d["work_pool"]["name"] for d in ENTRIES.values()} == {"hr-process"}
 
 
@@ -41,6 +43,7 @@ def test_each_entrypoint_is_a_flow_that_takes_the_parameters_given(name: str) ->
 
 def test_the_files_the_parameters_name_exist_from_the_project_root() -> None:
     assert (ROOT / ENTRIES["nightly"]["parameters"]["spec"]).is_file()
+    assert (ROOT / ENTRIES["benchmark"]["parameters"]["spec"]).is_file()
     assert (ROOT / ENTRIES["judge-validation"]["parameters"]["labelled"]).is_file()
 
 

@@ -110,3 +110,39 @@ def test_every_hr_flow_keeps_prefect_s_own_methods(module: str, name: str) -> No
 
     named = getattr(importlib.import_module(module), name)
     assert isinstance(named, Flow) and "serialize_parameters" not in vars(named)
+
+
+def test_a_custom_run_of_the_benchmark_deployment_keeps_its_parameters(
+    prefect_harness: None, tmp_path: Path,
+) -> None:
+    """The dashboard's "Custom run" of ``hr-benchmark/benchmark``: a flow run created from
+    the deployment with other parameters, then executed as a worker would."""
+    from prefect.flow_engine import run_flow
+
+    from deployments.serve import build_deployments
+
+    lines = example_path("docqa_reference.jsonl").read_text().splitlines()[:3]
+    (tmp_path / "ref.jsonl").write_text("\n".join(lines) + "\n")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("name: custom\nreference: ref.jsonl\n"
+                    "arms:\n  keyword: hr_core.examples.demo_arms:keyword_overlap\n")
+    (deployment,) = build_deployments(names=["benchmark"])
+    given = {"spec": str(spec), "store": str(tmp_path / "results"), "runs": 2}
+
+    async def custom_run() -> tuple[Any, Any]:
+        deployment_id = await deployment.aapply()
+        async with get_client() as client:
+            stored = await client.read_deployment(deployment_id)
+            return stored, await client.create_flow_run_from_deployment(
+                deployment_id, parameters=given)
+
+    stored, created = asyncio.run(custom_run())
+    assert set(stored.parameter_openapi_schema["properties"]) == INPUTS  # the form's fields
+    assert created.parameters == given
+    bench = asyncio.run(run_flow(benchmark_flow, flow_run=created,
+                                 parameters=created.parameters))
+    run, artifacts = asyncio.run(_read(str(created.id)))
+    assert run.parameters == given and run.state_type.value == "COMPLETED"
+    assert run.name == f"custom-{bench.run_id}" and {"hr", "custom"} <= set(run.tags)
+    assert bench.reference_hash in artifacts["custom-run"].data
+    assert len(bench.runs) == 3 * 2
