@@ -34,7 +34,8 @@ REBUILD = "run `python -m hr_cli._help_build` after changing a command or its he
 def _clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k not in ("COLUMNS", "NO_COLOR", "FORCE_COLOR", "PY_COLORS", "GITHUB_ACTIONS",
-                        "TTY_COMPATIBLE", "TTY_INTERACTIVE", "TERMINAL_WIDTH", "HR_FULL_HELP")}
+                        "TTY_COMPATIBLE", "TTY_INTERACTIVE", "TERMINAL_WIDTH", "HR_FULL_HELP",
+                        "_TYPER_FORCE_DISABLE_TERMINAL", "JUPYTER_COLUMNS")}
     env.update(PYTHONIOENCODING="utf-8", **extra)
     return env
 
