@@ -115,3 +115,20 @@ def test_a_loaded_run_pickles_and_reads_its_table_again(tmp_path: Path) -> None:
     pd.testing.assert_frame_equal(again.runs, runs, check_exact=True)
     memory = pickle.loads(pickle.dumps(Benchmark(runs, fake_manifest())))
     pd.testing.assert_frame_equal(memory.runs, runs, check_exact=True)
+
+
+def test_a_small_tables_columns_read_together_equal_those_read_one_at_a_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 25: a table of at most TOGETHER_UP_TO rows reads its stat columns in two passes
+    # (plain, coded) instead of one a column; the frame must be the same (dtypes, categories)
+    from hr_core.engine import runs_file
+
+    runs = _mixed_runs()
+    path = str(_stored(tmp_path, runs, row_group=4) / "runs.parquet")
+    wanted = [*STAT_COLUMNS, "no such column"]
+    together = RunsFile.at(path).read(wanted)
+    monkeypatch.setattr(runs_file, "TOGETHER_UP_TO", 0)
+    one_at_a_time = RunsFile.at(path).read(wanted)
+    pd.testing.assert_frame_equal(together, one_at_a_time, check_exact=True)
+    assert str(together["arm"].dtype) == "category" and len(together) == len(runs)
+    assert list(together.columns) == [c for c in STAT_COLUMNS if c in together.columns]

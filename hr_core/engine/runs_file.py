@@ -46,6 +46,11 @@ CODED_COLUMNS = ("arm", "failure_kind", "judge_status")
 TEXT_COLUMNS = ("output", "outcome", "error")
 """The text columns, read whole only for ``Benchmark.runs`` (tables read their shown rows)."""
 
+TOGETHER_UP_TO = 100_000
+"""Rows up to which :meth:`RunsFile.read` reads the columns asked for in one pass (a
+20,000-run table's stat columns: 5 ms, where one at a time took 28 ms, issue 25); a larger
+table reads them one at a time (memory, see :meth:`RunsFile.read`)."""
+
 
 class RunsFile:
     """One ``runs.parquet`` (local or fsspec), read by columns or by rows.
@@ -104,18 +109,21 @@ class RunsFile:
     def read(self, columns: Iterable[str] | None = None) -> pd.DataFrame:
         """The table (``Benchmark.runs`` dtypes), only ``columns`` the file has when given.
 
-        Columns are read one at a time, and the allocators are asked to give back the
-        decoding buffers after each (:func:`~hr_core.engine.memory.give_back`): a 1M-run
-        table's small columns then add ~150 MB of RSS, where reading them together
-        added ~220 MB.
+        Columns of a table over :data:`TOGETHER_UP_TO` rows are read one at a time, and
+        the allocators are asked to give back the decoding buffers after each
+        (:func:`~hr_core.engine.memory.give_back`): a 1M-run table's small columns then
+        add ~150 MB of RSS, where reading them together added ~220 MB.
         """
         if columns is None:  # Benchmark.runs: the table without the file's item index
             wanted = [c for c in self.names() if c != ITEM_INDEX]
             frame: pd.DataFrame = self._guarded(lambda h: pd.read_parquet(h, columns=wanted))
             give_back()
             return frame
+        names = [c for c in columns if c in self.names()]
+        if names and self._rows() <= TOGETHER_UP_TO:
+            return self.tagged(self._guarded(lambda h: self._together(h, names)))
         parts: dict[str, pd.Series] = {}
-        for column in [c for c in columns if c in self.names()]:
+        for column in names:
             def one(handle: IO[bytes], name: str = column) -> pd.Series:
                 if name in CODED_COLUMNS:  # a few names: codes, not a string per row
                     import pyarrow.parquet as pq
@@ -129,6 +137,24 @@ class RunsFile:
         if not parts:
             return pd.DataFrame(index=pd.RangeIndex(int(self._rows())))
         return self.tagged(pd.DataFrame(parts, copy=False))
+
+    @staticmethod
+    def _together(handle: IO[bytes], names: list[str]) -> pd.DataFrame:
+        """``names`` read as :meth:`read` reads each one (coded ones as categoricals, the
+        others as ``pandas.read_parquet`` gives them), in two passes instead of one a column."""
+        import pyarrow.parquet as pq
+
+        coded = [c for c in names if c in CODED_COLUMNS]
+        plain = [c for c in names if c not in CODED_COLUMNS]
+        parts: dict[str, pd.Series] = {}
+        if plain:
+            frame = pd.read_parquet(handle, columns=plain)
+            parts.update({c: frame[c] for c in plain})
+        if coded:
+            handle.seek(0)
+            table = pq.read_table(handle, columns=coded, read_dictionary=coded)
+            parts.update({c: pd.Series(table.column(c).to_pandas(), name=c) for c in coded})
+        return pd.DataFrame({c: parts[c] for c in names}, copy=False)
 
     def tagged(self, frame: pd.DataFrame) -> pd.DataFrame:
         """``frame`` (columns of this file) marked as read from it when it has the item
