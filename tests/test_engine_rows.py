@@ -166,3 +166,51 @@ def test_an_empty_plan_writes_an_empty_table_with_the_columns(tmp_path: Path) ->
     streamed = pd.read_parquet(tmp_path / "runs.parquet")
     assert streamed.pop(ITEM_INDEX).dtype == "int32"
     assert dict(streamed.dtypes) == dict(runs_frame([]).dtypes) and streamed.empty
+
+
+def test_a_small_new_runs_table_from_the_records_kept_equals_the_journal_read_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 25: a new run of at most RECORDS_KEPT_UP_TO runs keeps the records it journals
+    # (Journal.made) and builds its table from them; the same table as read back
+    monkeypatch.setattr(rows, "BATCH", 3)
+    monkeypatch.setattr(rows, "ROW_GROUP", 4)
+    places = RunPositions(["b", "a"], {"b": 1, "a": 2}, REF)
+    journal = Journal(tmp_path / "journal.jsonl", fallback=tmp_path / "fallback.jsonl")
+    journal.made = []
+    records = [r for r in _mixed_records() if set(r) <= set(RunRecord.__dataclass_fields__)]
+    for record in [*records, _record("zzz", "q0", 1, "unplanned")]:
+        journal.append(RunRecord(**record))
+    journal.flush()
+    assert len(journal.made) == len(records) + 1
+    journal.path.rename(tmp_path / "away.jsonl")  # not read: the table comes from the list
+    from_memory = rows.write_runs(journal, places, tmp_path / "memory.parquet", judge=True)
+    (tmp_path / "away.jsonl").rename(journal.path)
+    made, journal.made = journal.made, None
+    read_back = rows.write_runs(journal, places, tmp_path / "read.parquet", judge=True)
+    assert from_memory == read_back and read_back[1] == 2  # rows, superseded
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "memory.parquet"),
+                                  pd.read_parquet(tmp_path / "read.parquet"), check_exact=True)
+    # a record the journal could not take (the fallback): the files are read, not the list
+    journal.made = made
+    (tmp_path / "fallback.jsonl").write_bytes(orjson.dumps(_record("a", "q1", 1, "fb")) + b"\n")
+    rows.write_runs(journal, places, tmp_path / "fallback.parquet", judge=True)
+    outputs = pd.read_parquet(tmp_path / "fallback.parquet").set_index(
+        ["arm", "item_id", "run"])["output"]
+    assert outputs[("a", "q1", 1)] == "fb"
+
+
+def test_a_new_sessions_table_built_from_its_records_equals_its_journal_read_back(
+        tmp_path: Path) -> None:
+    from hr_core.engine.session import BenchmarkSession, plan_benchmark
+
+    items = [{"id": f"q{i}", "label": f"a{i}"} for i in range(40)]
+    arms = {"echo": lambda p: "a1", "fails": lambda p: 1 / 0}
+    plan = plan_benchmark(arms, items, runs=2, store=str(tmp_path), chunk_size=7)
+    session = BenchmarkSession(plan)
+    bench = session.run_sync()
+    assert session.journal.made is None  # let go once the table is written
+    places = RunPositions(list(plan.arms), {a: 2 for a in plan.arms}, plan.reference)
+    rows.write_runs(session.journal, places, tmp_path / "read.parquet")
+    read = pd.read_parquet(tmp_path / "read.parquet").drop(columns=[ITEM_INDEX])
+    pd.testing.assert_frame_equal(bench.runs, read, check_exact=True)
+    assert bench.runs["failure_kind"].value_counts().to_dict() == {"wrong": 78, "error": 80}

@@ -140,6 +140,7 @@ class SessionResults:
                                              left_out=self._left_out())
 
         self.store.write_file(RUNS, write)
+        self.journal.made = None  # the records kept for the table (engine/rows.py)
         self.timings["table_s"] = time.perf_counter() - started
         timings = {k: round(v, 4) for k, v in self.timings.items()}
         manifest = self.manifest("completed", engine_seconds=round(self.engine_seconds, 4),

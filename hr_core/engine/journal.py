@@ -99,6 +99,10 @@ class Journal:
         """Records that could be written neither to the journal nor to the fallback."""
         self.in_fallback = 0
         """Records this process wrote to the fallback journal."""
+        self.made: list[RunRecord] | None = None
+        """When a list, every record :meth:`append` queues is kept there too, in order: the
+        runs table of a small new run is built from them, not read back
+        (:func:`hr_core.engine.rows.write_runs`)."""
 
     def read(self) -> dict[RunKey, RunRecord]:
         """Every complete record (the worker journals' and then the fallback's after the
@@ -161,6 +165,8 @@ class Journal:
         """Queue one record (not copied: do not change it); durable after the next :meth:`flush`."""
         with self._lock:
             self._buffer.append(record)
+            if self.made is not None:
+                self.made.append(record)
 
     def _repair(self) -> None:
         """End a journal's last line: add the newline a whole record lacks, cut a torn

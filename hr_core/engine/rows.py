@@ -158,6 +158,32 @@ def _latest_lines(journal: Journal, positions: RunPositions, latest: list[Any] |
     return _journal_files(journal), at_source, at_offset, at_size, superseded
 
 
+def _made(journal: Journal) -> list[RunRecord] | None:
+    """The records this process appended (``Journal.made``) when they are every record the
+    journal holds: nothing written elsewhere (worker journals, the fallback, memory)."""
+    made = journal.made
+    if (made is None or journal.error is not None or journal.kept
+            or journal.fallback.exists() or journal.worker_files()):
+        return None
+    return made
+
+
+def _latest_made(made: list[RunRecord], positions: RunPositions, latest: list[Any]
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """:func:`_latest_lines` of records in memory (in written order: the last one wins);
+    ``latest`` is set to each position's record, and its source to file ``0``."""
+    source = np.full(positions.total, -2, dtype=np.int8)
+    superseded = 0
+    for record in made:
+        place = positions.of(record.arm, record.item_id, record.run)
+        if place >= 0:
+            superseded += latest[place] is not None
+            latest[place] = record
+            source[place] = 0
+    zeros = np.zeros(positions.total, dtype=np.int64)
+    return source, zeros, zeros, superseded
+
+
 def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, *,
                judge: bool = False, left_out: np.ndarray | None = None) -> tuple[int, int]:
     """Stream the runs table in plan order from a journal to Parquet (``runs.parquet``).
@@ -179,7 +205,12 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
 
     latest: list[Any] | None = (
         [None] * positions.total if positions.total <= RECORDS_KEPT_UP_TO else None)
-    files, source, offset, size, superseded = _latest_lines(journal, positions, latest)
+    made = _made(journal)
+    files: list[Path] = []
+    if made is not None and latest is not None:  # nothing to read back: the records kept
+        source, offset, size, superseded = _latest_made(made, positions, latest)
+    else:
+        files, source, offset, size, superseded = _latest_lines(journal, positions, latest)
     kept = list(journal.kept)
     frame_schema = pa.Schema.from_pandas(runs_frame([], judge=judge), preserve_index=False)
     schema = frame_schema.append(pa.field(ITEM_INDEX, pa.int32()))

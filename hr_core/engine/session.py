@@ -46,6 +46,7 @@ from hr_core.engine.lock import RunLock
 from hr_core.engine.memory import use_system_pool
 from hr_core.engine.outputs import load_output, stored_runs
 from hr_core.engine.record import RunRecord
+from hr_core.engine.rows import RECORDS_KEPT_UP_TO
 from hr_core.engine.runner import ChunkContext, run_chunk, score_record
 from hr_core.engine.stopping import SequentialMonitor
 from hr_core.engine.store import RunStore, utc_now
@@ -154,6 +155,8 @@ class BenchmarkSession(SessionResults):
                         os.unlink(plan.response_cache + suffix)
         if plan.resume and not plan.fresh and len(self.done) < self.total:
             self._reuse_stored_outputs()
+        if not self.done and self.total <= RECORDS_KEPT_UP_TO:
+            self.journal.made = []  # its table is built from them (engine/rows.py)
         if plan.outputs_from is not None and not self.done:
             raise RunNotFoundError(
                 f"{plan.store}/{plan.name}/{plan.outputs_from}: no journaled runs of these "
