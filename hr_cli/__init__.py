@@ -74,15 +74,28 @@ def click_command(app: Any) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Entry point of the ``hr`` console script.
+    """Entry point of the ``hr`` console script; ``argv``: run that command here and
+    return (``SystemExit`` with its status unless 0).
+
+    Without ``argv`` this process is ``hr``: the command line's command runs, then the
+    process ends through ``hr_cli._exit`` (threads joined, ``atexit`` handlers run,
+    output flushed, ``os._exit``), never through the C libraries' exit handlers: a
+    daemon thread still in OpenSSL when they ran crashed finished commands at exit.
 
     Example:
         >>> main(["--help"])  # doctest: +SKIP
     """
+    if argv is None:
+        from hr_cli._exit import run_then_end
+
+        run_then_end(lambda: _command(None))
+    _command(argv)
+
+
+def _command(argv: Sequence[str] | None) -> None:
+    """Run one ``hr`` command (``None``: ``sys.argv``); ``SystemExit`` with its status."""
     # Arrow allocates through malloc in an hr command (hr_core.engine.memory), chosen here
-    # before pyarrow is imported: switching its default pool later, after buffers were
-    # made through the first one, ended a refused `hr run` in `free(): invalid pointer`
-    # at exit (SIGABRT) once in a full test run
+    # before pyarrow is imported: one pool for the whole process, never switched
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     if argv is None:  # the hr command: help pages, the warm runner, before any import
         from hr_cli._fast_help import answer

@@ -34,6 +34,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["EXIT_API_LOST", "LOST_AFTER_S", "POLL_S", "PROBE_TIMEOUT_S", "WatchedApi",
            "watching_api"]
@@ -49,6 +53,10 @@ POLL_S = 1.0
 
 PROBE_TIMEOUT_S = 2.0
 """Connect and read timeout of one ``/health`` probe."""
+
+_JOIN_S = 2 * PROBE_TIMEOUT_S + 1.0
+"""Seconds the end of the watched block waits for the watch thread (its probe: connect
+and read timeouts)."""
 
 _NOISY = ("prefect.events", "prefect._internal.concurrency")
 """Prefect's loggers that dump whole events on the terminal when the API is unreachable."""
@@ -67,13 +75,13 @@ class WatchedApi:
     answered: bool = False
 
 
-def _refused(health: str) -> bool:
+def _refused(client: httpx.Client, health: str) -> bool:
     """Whether ``GET health`` fails to connect (refused, reset, unreachable); a slow
     answer (timeout) or an error status is an answer, not a refusal."""
     import httpx
 
     try:
-        httpx.get(health, timeout=httpx.Timeout(PROBE_TIMEOUT_S), trust_env=False)
+        client.get(health)
     except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError):
         return True
     except httpx.HTTPError:
@@ -138,6 +146,17 @@ def _watch(api_of: Callable[[], WatchedApi], on_lost: Callable[[str, str], objec
            done: threading.Event) -> None:
     """Look at the API every :data:`POLL_S` until ``done``; call ``on_lost(url, why)``
     once when it is lost, then return."""
+    import httpx
+
+    # one client for the watch: a client per probe loaded the CA bundle each second
+    # (~25 ms of CPU), and a probe's client was still loading it when a refused run
+    # ended: a thread in OpenSSL during the C library's exit handlers (hr_cli._exit)
+    with httpx.Client(timeout=httpx.Timeout(PROBE_TIMEOUT_S), trust_env=False) as client:
+        _look(api_of, on_lost, done, client)
+
+
+def _look(api_of: Callable[[], WatchedApi], on_lost: Callable[[str, str], object],
+          done: threading.Event, client: httpx.Client) -> None:
     from hr_core.engine.interrupt import stop_requested
 
     refused_since: float | None = None
@@ -151,7 +170,7 @@ def _watch(api_of: Callable[[], WatchedApi], on_lost: Callable[[str, str], objec
             if _gone(api.pid):
                 on_lost(api.url, f"the hr server's process {api.pid} is gone")
                 return
-            if not _refused(api.url.rstrip("/") + "/health"):
+            if not _refused(client, api.url.rstrip("/") + "/health"):
                 refused_since, seen = None, True
             elif seen:
                 now = time.monotonic()
@@ -190,6 +209,7 @@ def watching_api(api_of: Callable[[], WatchedApi], resume: str | None) -> Iterat
         yield
     finally:
         done.set()
+        thread.join(timeout=_JOIN_S)  # a probe under way ends within its timeouts
         logging.raiseExceptions = raised
         for handler in handlers:
             handler.removeFilter(quiet)
