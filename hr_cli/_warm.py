@@ -141,13 +141,9 @@ class Runner:
                     self._close_listener()
 
     def _server_alive(self) -> bool:
-        try:
-            os.kill(self.server_pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        from hr_core._process import pid_alive
+
+        return pid_alive(self.server_pid)
 
     def _close_listener(self) -> None:
         if self.listener is not None:

@@ -127,19 +127,11 @@ def wait_ready(state: RunnerState, proc: subprocess.Popen[bytes] | None,
     return False
 
 
-def _group_gone(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
-
-
 def stop_runner(home: Path, grace: float = 15.0) -> int | None:
     """Stop the recorded runner and its children (SIGTERM, SIGKILL after ``grace`` s);
     remove its record and socket. Returns its PID when one was running."""
+    from hr_core._process import group_alive
+
     state = runner_state(home)
     pid = state.pid if state is not None else None
     if pid is not None:
@@ -147,11 +139,11 @@ def stop_runner(home: Path, grace: float = 15.0) -> int | None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, sig)
             deadline = time.monotonic() + wait
-            while time.monotonic() < deadline and not (_group_gone(pid) and not _is_runner(pid)):
+            while time.monotonic() < deadline and (group_alive(pid) or _is_runner(pid)):
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(pid, os.WNOHANG)
                 time.sleep(0.05)
-            if _group_gone(pid) and not _is_runner(pid):
+            if not group_alive(pid) and not _is_runner(pid):
                 break
     _record(home).unlink(missing_ok=True)
     path = socket_path(home)

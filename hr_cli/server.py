@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from hr_core._process import group_alive, pid_alive
 from hr_core.errors import HrError
 
 __all__ = [
@@ -160,31 +161,13 @@ _STARTED: dict[int, subprocess.Popen[bytes]] = {}  # servers this process starte
 
 
 def process_alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie child of ours is reaped and counts as gone)."""
+    """Whether ``pid`` runs (:func:`hr_core._process.pid_alive`); a server this process
+    started that has ended is reaped first (its ``Popen`` keeps its exit status)."""
     proc = _STARTED.get(pid)
     if proc is not None and proc.poll() is not None:
         _STARTED.pop(pid, None)
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError):
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[-1].split()[0] != "Z"
-    return True
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid_alive(pid)
 
 
 def is_prefect_server(pid: int) -> bool:
@@ -349,7 +332,7 @@ def _kill_group(pid: int, grace: float = 10.0) -> None:
             os.killpg(pid, sig)
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
-            if not process_alive(pid) and not _group_alive(pid):
+            if not process_alive(pid) and not group_alive(pid):
                 _STARTED.pop(pid, None)
                 return
             time.sleep(0.1)
@@ -466,9 +449,9 @@ def stop_server(home: Path | None = None) -> ServerStatus:
     stop_runner(home or prefect_home())  # first: its runs use the server
     state = current.state
     if state is not None:
-        if current.status != "stale" or _group_alive(state.pid):
+        if current.status != "stale" or group_alive(state.pid):
             _kill_group(state.pid)  # a stale leader's group may still hold its uvicorn
-            if process_alive(state.pid) or _group_alive(state.pid):
+            if process_alive(state.pid) or group_alive(state.pid):
                 raise ServerError(f"the hr server (pid {state.pid}) did not stop; kill its "
                                   f"process group: kill -9 -{state.pid}")
         current.path.unlink(missing_ok=True)

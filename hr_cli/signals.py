@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from hr_core._process import pid_alive
+
 __all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "interruptible"]
 
 EXIT_INTERRUPTED = 130
@@ -54,18 +56,6 @@ def _children() -> list[int]:
     return found
 
 
-def _alive(pid: int) -> bool:
-    with contextlib.suppress(ChildProcessError):
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        if done == pid:
-            return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def stop_children(grace: float = _CHILD_GRACE_S) -> None:
     """SIGTERM the processes hr started, SIGKILL those still there after ``grace`` s."""
     children = _children()
@@ -74,7 +64,7 @@ def stop_children(grace: float = _CHILD_GRACE_S) -> None:
             os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
     while children and time.monotonic() < deadline:
-        children = [pid for pid in children if _alive(pid)]
+        children = [pid for pid in children if pid_alive(pid)]
         time.sleep(0.05)
     for pid in children:
         with contextlib.suppress(ProcessLookupError):

@@ -14,6 +14,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from hr_core._process import pid_alive
+
 __all__ = ["alive", "descendants", "mounted", "remount", "stop_pids"]
 
 
@@ -83,13 +85,7 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def alive(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+alive = pid_alive  # hr's one rule: a zombie counts as gone
 
 
 def stop_pids(pids: list[int]) -> list[int]:

@@ -26,6 +26,8 @@ from typing import Any
 
 import httpx
 
+from hr_core._process import pid_alive  # re-exported: conftest and the bench check PIDs
+
 __all__ = ["LlamaServer", "MODEL_NAME", "artefacts", "pid_alive"]
 
 CACHE = Path(os.environ.get("HR_CACHE", Path.home() / ".cache" / "hr")) / "real-model"
@@ -43,15 +45,6 @@ def artefacts() -> tuple[Path, Path]:
         raise RuntimeError(f"missing {', '.join(missing)}: run `make test-real-model` (or "
                            "scripts/real_model.sh, which downloads and builds them once)")
     return binary, model
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this PID exists (a zombie counts as gone)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-    return state != "Z"
 
 
 def _free_port() -> int:

@@ -20,6 +20,7 @@ from typing import Any
 import fsspec
 import pandas as pd
 
+from hr_core._process import pid_alive
 from hr_core._safe import inside
 from hr_core.engine.journal import Journal, write_error
 from hr_core.engine.lock import RunLock
@@ -120,19 +121,6 @@ def git_commit() -> str | None:
 
 def _is_local(url: str) -> bool:
     return "://" not in url or url.startswith("file://")
-
-
-def _alive(pid: int) -> bool:
-    """Whether a process with this PID runs on this machine (ours counts)."""
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):  # gone, or no PID at all
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 def unfinished_hint(store: RunStore) -> str:
@@ -309,7 +297,7 @@ class RunStore(RunFolder):
             for entry in os.scandir(self._root):
                 stem, _, pid = entry.name.removesuffix(".tmp").rpartition(".")
                 if (entry.name.endswith(".tmp") and stem and pid.isdigit()
-                        and not _alive(int(pid)) and entry.is_file(follow_symlinks=False)):
+                        and not pid_alive(int(pid)) and entry.is_file(follow_symlinks=False)):
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(entry.path)
                         removed.append(entry.name)
