@@ -124,7 +124,7 @@ def use_prefect_api(api: PrefectApi | None = None) -> Iterator[PrefectApi]:
         from prefect.server.api.server import SubprocessASGIServer
         from prefect.settings import PREFECT_HOME
 
-        from hr_cli.server import check_database
+        from hr_cli._database import check_database
 
         check_database(Path(PREFECT_HOME.value()).expanduser())
 

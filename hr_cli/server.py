@@ -24,7 +24,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -33,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from hr_cli._ports import free_port, healthy, listens, port_free
 from hr_core._process import group_alive, pid_alive
 from hr_core.errors import HrError
 
@@ -53,55 +53,12 @@ __all__ = [
 STATE_FILE = "hr-server.json"
 LOG_FILE = "hr-server.log"
 DEFAULT_PORT = 4200  # Prefect's own default, when free
-HEALTH_TIMEOUT_S = 2.0
 
 Status = Literal["running", "not-responding", "stale", "stopped"]
 
 
 class ServerError(HrError, RuntimeError):
     """The hr server could not be started or stopped; the message says why and what to do."""
-
-
-def check_database(home: Path) -> None:
-    """Raise :class:`ServerError` when Prefect's SQLite database was made by another
-    Prefect version (its schema revision is none this Prefect knows): the server would
-    fail on start with the reason only in its log, and a temporary server as a timeout.
-
-    Example:
-        >>> check_database(Path("/nonexistent"))  # no database yet: nothing to say
-    """
-    import re
-    import sqlite3
-
-    import prefect
-    from prefect.settings import PREFECT_API_DATABASE_CONNECTION_URL, PREFECT_HOME
-
-    url = str(PREFECT_API_DATABASE_CONNECTION_URL.value() or "")
-    default = f"sqlite+aiosqlite:///{Path(PREFECT_HOME.value()).expanduser()}/prefect.db"
-    if url and url != default:
-        if not url.startswith("sqlite") or ":memory:" in url:
-            return
-        path = Path(url.split(":///", 1)[-1].split("?", 1)[0])
-    else:
-        path = home / "prefect.db"
-    if not path.is_file():
-        return
-    versions = Path(prefect.__file__).parent / "server/database/_migrations/versions/sqlite"
-    pattern = re.compile(r"^\d{4}_\d{2}_\d{2}_\d{6}_([0-9a-f]+)_")
-    known = {m.group(1) for m in map(pattern.match, os.listdir(versions)) if m} if (
-        versions.is_dir()) else set()
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
-            revisions = [str(r[0]) for r in db.execute("SELECT version_num FROM alembic_version")]
-    except sqlite3.Error:  # no such table yet, locked, not a database: Prefect says it
-        return
-    unknown = [r for r in revisions if r not in known]
-    if known and unknown:
-        raise ServerError(
-            f"Prefect's database {path} was made by another Prefect version (its schema "
-            f"revision {unknown[0]} is not one Prefect {prefect.__version__} knows), so the "
-            "server cannot start on it; move the file away (Prefect makes a new one), or "
-            "set PREFECT_HOME to another folder")
 
 
 @dataclass(frozen=True)
@@ -179,33 +136,6 @@ def is_prefect_server(pid: int) -> bool:
     return b"server" in cmdline and b"start" in cmdline
 
 
-def _healthy(port: int, timeout: float = HEALTH_TIMEOUT_S) -> bool:
-    """``GET /api/health`` answers 200 (a raw socket: no HTTP library to import)."""
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
-            sock.settimeout(timeout)
-            sock.sendall(b"GET /api/health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-            head = sock.recv(64)
-    except OSError:
-        return False
-    return head.split(b" ", 2)[1:2] == [b"200"]
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _read_state(path: Path) -> ServerState | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -220,7 +150,7 @@ def _read_state(path: Path) -> ServerState | None:
 def server_status(home: Path | None = None, *, check_health: bool = True) -> ServerStatus:
     """The recorded server's status: running, not-responding, stale (PID gone) or stopped.
 
-    Never waits longer than ``HEALTH_TIMEOUT_S``.
+    Never waits longer than ``hr_cli._ports.HEALTH_TIMEOUT_S``.
 
     Example:
         >>> server_status().status in ("running", "not-responding", "stale", "stopped")
@@ -232,7 +162,7 @@ def server_status(home: Path | None = None, *, check_health: bool = True) -> Ser
         return ServerStatus("stopped", None, path)
     if not process_alive(state.pid) or not is_prefect_server(state.pid):
         return ServerStatus("stale", state, path)
-    if check_health and not _healthy(state.port):
+    if check_health and not healthy(state.port):
         return ServerStatus("not-responding", state, path)
     return ServerStatus("running", state, path)
 
@@ -365,15 +295,17 @@ def start_server(home: Path | None = None, port: int | None = None, *,
         if _wait_healthy(state, None, min(timeout, 30.0)):
             return state, False
         raise ServerError(ServerStatus("not-responding", state, current.path).describe())
+    from hr_cli._database import check_database
+
     path, log = current.path, home / LOG_FILE
     check_database(home)
-    if port is not None and not _port_free(port):
+    if port is not None and not port_free(port):
         raise ServerError(f"port {port} on 127.0.0.1 is taken by another process; choose "
                           "another with `hr server start --port N`, or leave --port out")
     attempts = 1 if port is not None else 3
     for attempt in range(attempts):
-        chosen = port or (DEFAULT_PORT if attempt == 0 and _port_free(DEFAULT_PORT)
-                          else _free_port())
+        chosen = port or (DEFAULT_PORT if attempt == 0 and port_free(DEFAULT_PORT)
+                          else free_port())
         proc = _spawn(home, chosen, log)
         _STARTED[proc.pid] = proc
         state = ServerState(pid=proc.pid, port=chosen, home=str(home), log=str(log),
@@ -404,36 +336,10 @@ def _wait_healthy(state: ServerState, proc: subprocess.Popen[bytes] | None,
     while time.monotonic() < deadline:
         if (proc is not None and proc.poll() is not None) or not process_alive(state.pid):
             return False
-        if _healthy(state.port, timeout=1.0) and (
-                proc is None or _listens(state.pid, state.port) is not False):
+        if healthy(state.port, timeout=1.0) and (
+                proc is None or listens(state.pid, state.port) is not False):
             return True
         time.sleep(0.2)
-    return False
-
-
-def _listens(pgid: int, port: int) -> bool | None:
-    """Whether a process of group ``pgid`` holds the socket listening on 127.0.0.1:``port``
-    (Linux ``/proc``); ``None`` when that cannot be told."""
-    try:
-        lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
-    except OSError:
-        return None
-    wanted = {f"0100007F:{port:04X}", f"00000000:{port:04X}"}
-    inodes = {f"socket:[{fields[9]}]" for fields in (line.split() for line in lines)
-              if len(fields) > 9 and fields[1] in wanted and fields[3] == "0A"}
-    if not inodes:
-        return False
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            if int(stat.rsplit(")", 1)[1].split()[2]) != pgid:
-                continue
-            if any(os.readlink(fd) in inodes for fd in (entry / "fd").iterdir()):
-                return True
-        except (OSError, ValueError, IndexError):
-            continue
     return False
 
 

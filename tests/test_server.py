@@ -200,7 +200,8 @@ def test_a_database_of_another_prefect_version_is_named_before_any_server_starts
     other = tmp_path / "other-home"
     other.mkdir()
     _prefect_db(other, known)  # a revision this Prefect knows: no error
-    check = "from pathlib import Path; from hr_cli.server import check_database as c; c(Path('.'))"
+    check = ("from pathlib import Path; from hr_cli._database import check_database as c; "
+             "c(Path('.'))")
     assert subprocess.run([sys.executable, "-c", check], env=_env(other), cwd=other,
                           capture_output=True, text=True, check=False).returncode == 0
     path = _prefect_db(home, "ffffffffffff")
@@ -247,8 +248,8 @@ def test_a_health_check_answered_by_another_server_is_not_taken_for_ours(
     thread.start()
     taken = foreign.server_address[1]
     monkeypatch.setattr(server_module, "DEFAULT_PORT", taken)
-    free = server_module._port_free
-    monkeypatch.setattr(server_module, "_port_free",
+    free = server_module.port_free
+    monkeypatch.setattr(server_module, "port_free",
                         lambda port: True if port == taken else free(port))
     try:
         state, started = start_server(home, timeout=180)
