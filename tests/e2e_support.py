@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,16 +18,11 @@ from typing import Any
 
 import httpx
 
+from hr_cli._ports import free_port  # re-exported
+
 __all__ = ["PrefectServer", "free_port", "stop_group"]
 
 PREFECT = str(Path(sys.executable).with_name("prefect"))
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def stop_group(proc: subprocess.Popen[Any], grace: float = 10.0) -> None:

@@ -8,7 +8,6 @@ real HTTP servers and processes on 127.0.0.1. Every process is stopped by PID.
 from __future__ import annotations
 
 import contextlib
-import http.server
 import json
 import os
 import signal
@@ -22,7 +21,9 @@ from pathlib import Path
 
 import pytest
 from fault_support import alive, descendants, stop_pids
+from server_support import health_server, hr_env
 
+from hr_cli._ports import free_port
 from hr_cli.api_watch import EXIT_API_LOST, LOST_AFTER_S, WatchedApi, _watch
 from hr_cli.runner import runner_state
 from hr_cli.server import state_path
@@ -39,36 +40,6 @@ def slow(question):
     time.sleep(0.05)
     return "a" + question
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class _Health(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.end_headers()
-        self.wfile.write(b"true")
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@contextlib.contextmanager
-def _health_server() -> Iterator[http.server.ThreadingHTTPServer]:
-    """A real HTTP server on 127.0.0.1 answering ``/api/health``, closed after."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Health)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
 
 
 @contextlib.contextmanager
@@ -91,7 +62,7 @@ def _watching(api: WatchedApi) -> Iterator[tuple[threading.Event, list[str]]]:
 
 
 def test_a_server_that_answered_then_refuses_is_lost_after_a_few_seconds() -> None:
-    with _health_server() as server:
+    with health_server() as server:
         url = f"http://127.0.0.1:{server.server_address[1]}/api"
         with _watching(WatchedApi(url)) as (lost, whys):
             time.sleep(2.5)  # answered a few times
@@ -115,7 +86,7 @@ def test_a_dead_server_process_is_lost_at_once_even_if_its_port_answers() -> Non
         while b"server" not in Path(f"/proc/{fake.pid}/cmdline").read_bytes():
             assert time.monotonic() < deadline
             time.sleep(0.02)
-        with _health_server() as server:
+        with health_server() as server:
             url = f"http://127.0.0.1:{server.server_address[1]}/api"
             with _watching(WatchedApi(url, pid=fake.pid, answered=True)) as (lost, whys):
                 time.sleep(1.5)
@@ -131,7 +102,7 @@ def test_a_dead_server_process_is_lost_at_once_even_if_its_port_answers() -> Non
 def test_a_server_still_starting_or_slow_to_answer_is_not_lost() -> None:
     """Refusals before a first answer (a temporary server starting) and timeouts (a busy
     server) never count."""
-    closed = f"http://127.0.0.1:{_free_port()}/api"
+    closed = f"http://127.0.0.1:{free_port()}/api"
     with socket.socket() as silent:  # accepts connections (the backlog), never answers
         silent.bind(("127.0.0.1", 0))
         silent.listen(64)
@@ -145,15 +116,8 @@ def test_a_server_still_starting_or_slow_to_answer_is_not_lost() -> None:
 # -- the issue's case: a real hr server killed by PID mid-run ------------------------------
 
 
-def _env(home: Path, calls: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PREFECT_") and k != "DO_NOT_TRACK"}
-    env.update(PREFECT_HOME=str(home), COLUMNS="120", HR_CALLS=str(calls))
-    return env
-
-
 def _start_server(env: dict[str, str], home: Path) -> int:
-    started = subprocess.run([HR, "server", "start", "--port", str(_free_port())], env=env,
+    started = subprocess.run([HR, "server", "start", "--port", str(free_port())], env=env,
                              capture_output=True, text=True, timeout=300, check=False)
     assert started.returncode == 0, started.stdout + started.stderr
     return int(json.loads(state_path(home).read_text())["pid"])
@@ -195,7 +159,7 @@ def api_url(prefect_harness: None) -> str:
 def test_a_killed_hr_server_stops_the_run_in_seconds_and_a_rerun_resumes(
         project: Path, api_url: str) -> None:
     home, calls, spec = project / "prefect-home", project / "calls.txt", project / "spec.yaml"
-    env = _env(home, calls)
+    env = hr_env(home, COLUMNS="120", HR_CALLS=str(calls))
     began = time.monotonic()
     server = _start_server(env, home)
     runner = runner_state(home)  # hr server start's warm runner: hr run's child runs there

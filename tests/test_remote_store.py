@@ -23,21 +23,16 @@ import pytest
 
 from flows import hr_benchmark
 from hr_cli import main
+from hr_cli._ports import free_port
 from hr_core import Benchmark, hr_reference
 
 BUCKET = "hr-results"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def s3_server() -> Iterator[str]:
     """``moto_server`` in its own process on 127.0.0.1; stopped (and waited for) after."""
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

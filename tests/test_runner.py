@@ -21,6 +21,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from server_support import gone, hr_env
+
+from hr_cli._ports import free_port
 
 HR = str(Path(sys.executable).with_name("hr"))
 N_ITEMS = 40
@@ -47,18 +50,6 @@ ARMS = textwrap.dedent("""
 """)
 
 
-def _gone(pid: int) -> bool:
-    for probe in (os.kill, os.killpg):
-        try:
-            probe(pid, 0)
-        except ProcessLookupError:
-            continue
-        except PermissionError:
-            return False
-        return False
-    return True
-
-
 class Warm:
     """The module's hr server and runner, and ``hr`` processes against them."""
 
@@ -66,13 +57,10 @@ class Warm:
         self.home, self.project = home, project
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("PREFECT_") and k not in ("DO_NOT_TRACK", "HR_RUNNER")}
-        env.update(PREFECT_HOME=str(self.home), COLUMNS="200", PYTHONPATH=os.pathsep.join(
-                       [str(self.project), *filter(None, [os.environ.get("PYTHONPATH")])]),
-                   HR_CALLS=str(self.project / "calls.log"), HR_TEST_SECRET=CANARY)
-        env.update(extra)
-        return env
+        return hr_env(self.home, PYTHONPATH=os.pathsep.join(
+                          [str(self.project), *filter(None, [os.environ.get("PYTHONPATH")])]),
+                      HR_CALLS=str(self.project / "calls.log"), HR_TEST_SECRET=CANARY,
+                      **extra)
 
     def hr(self, *args: str, timeout: float = 300,
            **extra: str) -> subprocess.CompletedProcess[str]:
@@ -108,10 +96,7 @@ def warm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Warm]:
     try:
         # a free port, not 4200: another `hr server start` on 4200 (a concurrent test run)
         # would answer this one's health check while this server fails to bind
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        started = w.hr("server", "start", "--timeout", "240", "--port", str(port))
+        started = w.hr("server", "start", "--timeout", "240", "--port", str(free_port()))
         assert started.returncode == 0, started.stdout + started.stderr
         assert "warm runner ready" in started.stdout, started.stdout
         pids = [w.record("hr-server.json")["pid"], w.record("hr-runner.json")["pid"]]
@@ -201,7 +186,7 @@ def test_a_crashing_arm_ends_its_run_only_and_an_edited_module_is_imported_again
     runner = warm.record("hr-runner.json")["pid"]
     crashed = warm.hr("run", _spec(warm.project, "crash", "crashes: warm_arms:crashes"))
     assert crashed.returncode == 7, crashed.stdout + crashed.stderr
-    assert not _gone(runner)
+    assert not gone(runner)
     spec = _spec(warm.project, "edit", "echo: warm_arms:echo")
     first = warm.hr("run", spec)
     module = warm.project / "warm_arms.py"
@@ -218,7 +203,7 @@ def test_server_stop_stops_the_runner_and_leaves_no_process(warm: Warm) -> None:
     runner = warm.record("hr-runner.json")
     stopped = warm.hr("server", "stop", timeout=120)
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-    assert _gone(server) and _gone(runner["pid"])
+    assert gone(server) and gone(runner["pid"])
     assert not (warm.home / "hr-runner.json").exists()
     assert not Path(str(runner["socket"])).exists()
     # a stale socket (a runner killed by SIGKILL leaves it): hr runs the command itself,

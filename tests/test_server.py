@@ -19,6 +19,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from server_support import gone, health_server, hr_env
 
 from flows.clients import TEMPORARY_STARTUP_TIMEOUT_S
 from hr_cli.server import ServerError, server_status, start_server, state_path, stop_server
@@ -27,28 +28,10 @@ HR = str(Path(sys.executable).with_name("hr"))
 EXAMPLES = Path(__file__).resolve().parents[1] / "hr_core" / "examples"
 
 
-def _env(home: Path) -> dict[str, str]:
-    # no PREFECT_SERVER_ANALYTICS_ENABLED / DO_NOT_TRACK: turning them off is hr's job
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PREFECT_") and k != "DO_NOT_TRACK"}
-    env.update(PREFECT_HOME=str(home), COLUMNS="200")
-    return env
-
-
 def _hr(home: Path, *args: str, cwd: Path | None = None,
         timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([HR, *args], env=_env(home), cwd=cwd, capture_output=True,
+    return subprocess.run([HR, *args], env=hr_env(home), cwd=cwd, capture_output=True,
                           text=True, timeout=timeout, check=False)
-
-
-def _gone(pid: int) -> bool:
-    for probe in (os.kill, os.killpg):
-        try:
-            probe(pid, 0)
-        except ProcessLookupError:
-            continue
-        return False
-    return True
 
 
 @pytest.fixture()
@@ -73,7 +56,7 @@ def _spec(folder: Path) -> Path:
 
 
 def _hr_run(home: Path, folder: Path, marker: str) -> subprocess.CompletedProcess[str]:
-    env = dict(_env(home), HR_TEST_MARKER=marker)
+    env = hr_env(home, HR_TEST_MARKER=marker)
     return subprocess.run([HR, "run", str(_spec(folder)), "--store", str(folder / "results")],
                           env=env, cwd=folder, capture_output=True, text=True, timeout=300,
                           check=False)
@@ -125,7 +108,7 @@ def test_runs_without_then_with_the_server_are_in_its_dashboard_and_stop_leaves_
 
         stopped = _hr(home, "server", "stop")
         assert stopped.returncode == 0 and f"pid {pid}" in stopped.stdout
-        assert _gone(pid), f"process (group) {pid} still there"
+        assert gone(pid), f"process (group) {pid} still there"
         assert not state_path(home).exists()
         after = _hr(home, "server", "status")
         assert after.returncode == 1 and "no hr server is running" in after.stdout
@@ -202,7 +185,7 @@ def test_a_database_of_another_prefect_version_is_named_before_any_server_starts
     _prefect_db(other, known)  # a revision this Prefect knows: no error
     check = ("from pathlib import Path; from hr_cli._database import check_database as c; "
              "c(Path('.'))")
-    assert subprocess.run([sys.executable, "-c", check], env=_env(other), cwd=other,
+    assert subprocess.run([sys.executable, "-c", check], env=hr_env(other), cwd=other,
                           capture_output=True, text=True, check=False).returncode == 0
     path = _prefect_db(home, "ffffffffffff")
 
@@ -229,35 +212,17 @@ def test_a_health_check_answered_by_another_server_is_not_taken_for_ours(
     lost the bind had its health check answered by the other's server and said it was
     started (a runner beside it then stopped with it). A real foreign HTTP server holds
     the port here; hr's check that the port is free is made to say yes, as in the race."""
-    import http.server
-    import threading
-
     import hr_cli.server as server_module
 
-    class Health(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b"true")
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    foreign = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
-    thread = threading.Thread(target=foreign.serve_forever, daemon=True)
-    thread.start()
-    taken = foreign.server_address[1]
-    monkeypatch.setattr(server_module, "DEFAULT_PORT", taken)
-    free = server_module.port_free
-    monkeypatch.setattr(server_module, "port_free",
-                        lambda port: True if port == taken else free(port))
-    try:
+    with health_server() as foreign:
+        taken = foreign.server_address[1]
+        monkeypatch.setattr(server_module, "DEFAULT_PORT", taken)
+        free = server_module.port_free
+        monkeypatch.setattr(server_module, "port_free",
+                            lambda port: True if port == taken else free(port))
         state, started = start_server(home, timeout=180)
         try:
             assert started and state.port != taken  # ours, on another port
             assert f"http://127.0.0.1:{state.port}" in server_status(home).describe()
         finally:
             stop_server(home)
-    finally:
-        foreign.shutdown()
-        foreign.server_close()

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from hr_cli._ports import free_port
 from hr_core._process import pid_alive  # re-exported: conftest and the bench check PIDs
 
 __all__ = ["LlamaServer", "MODEL_NAME", "artefacts", "pid_alive"]
@@ -45,12 +45,6 @@ def artefacts() -> tuple[Path, Path]:
         raise RuntimeError(f"missing {', '.join(missing)}: run `make test-real-model` (or "
                            "scripts/real_model.sh, which downloads and builds them once)")
     return binary, model
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class LlamaServer:
@@ -91,7 +85,7 @@ class LlamaServer:
         raise RuntimeError(f"llama-server did not start: {self.log_tail()}")
 
     def _start(self) -> bool:
-        self.port = _free_port()
+        self.port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("LLAMA_", "HF_"))}
         command = [str(self.binary), "-m", str(self.model), "--alias", MODEL_NAME,
                    "--host", "127.0.0.1", "--port", str(self.port),
