@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from hr_cli._options import name_pairs
 from hr_cli.literal import cell
 from hr_core.diff import ArmDiff, RunDiff
 
@@ -19,22 +20,15 @@ __all__ = ["arm_pairs", "print_diff", "run_diff"]
 
 
 def arm_pairs(values: list[str]) -> dict[str, str]:
-    """``--arm old=new`` options as ``{old: new}``.
+    """``--arm old=new`` options as ``{old: new}`` (``hr_cli._options``' rule: white
+    space around ``=`` is dropped).
 
     Example:
-        >>> arm_pairs(["a=b", "c=c"])
+        >>> arm_pairs(["a=b", "c = c"])
         {'a': 'b', 'c': 'c'}
     """
-    from hr_core.errors import SpecError
-
-    pairs: dict[str, str] = {}
-    for value in values:
-        old, sep, new = value.partition("=")
-        if not sep or not old or not new:
-            raise SpecError(f"--arm {value!r}: give OLD=NEW (an arm of the first run = an arm "
-                            "of the second)")
-        pairs[old] = new
-    return pairs
+    return name_pairs(values, "--arm",
+                      "give OLD=NEW (an arm of the first run = an arm of the second)")
 
 
 _WIDE = {"question", "label", "then: output", "now: output", "then", "now", "key", "arm",

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
+from hr_cli._options import name_pairs
 from hr_cli.judges import load_judge
 from hr_cli.literal import line, lit
 from hr_cli.tables import comparison_table, position_bias_line, validation_table
@@ -17,20 +18,15 @@ __all__ = ["import_judge_verdicts", "parse_columns"]
 
 
 def parse_columns(pairs: Sequence[str]) -> dict[str, str]:
-    """``--column item_id=question_id`` options as hr name -> the table's column.
+    """``--column item_id=question_id`` options as hr name -> the table's column
+    (``hr_cli._options``' rule: white space around ``=`` is dropped).
 
     Example:
         >>> parse_columns(["item_id=question_id+turn", "order_1 = g1_winner"])
         {'item_id': 'question_id+turn', 'order_1': 'g1_winner'}
     """
-    found: dict[str, str] = {}
-    for pair in pairs:
-        name, sep, column = pair.partition("=")
-        if not sep or not name.strip() or not column.strip():
-            raise SpecError(f"--column {pair!r}: write it as HR_NAME=YOUR_COLUMN, e.g. "
-                            "--column item_id=question_id")
-        found[name.strip()] = column.strip()
-    return found
+    return name_pairs(pairs, "--column",
+                      "write it as HR_NAME=YOUR_COLUMN, e.g. --column item_id=question_id")
 
 
 def import_judge_verdicts(console: Console, judge: Path, verdicts: Path, *,

@@ -220,6 +220,19 @@ def test_hr_diff_names_a_bad_arm_pair_in_one_line(
     assert code == 2 and "give OLD=NEW" in err
 
 
+def test_hr_diff_drops_white_space_around_the_equals_sign_of_an_arm_pair(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--arm "x = x"`` is ``x`` -> ``x`` (hr_cli._options' rule, as ``--column``'s); the
+    old rule kept the spaces and looked for an arm ``'x '``."""
+    bench = _run(tmp_path, {"x": all_right})
+    code, out, err = hr(capsys, "diff", bench.run_dir, bench.run_dir, "--arm", " x = x ")
+    assert code == 0, err
+    assert "x" in out
+    code, _, err = hr(capsys, "diff", bench.run_dir, bench.run_dir, "--arm", "x = ")
+    assert code == 2 and "--arm 'x = ': give OLD=NEW" in err
+    assert len(err.strip().splitlines()) == 1
+
+
 def test_the_readme_shows_the_diff_page() -> None:
     root = Path(__file__).resolve().parent.parent
     text = (root / "README.md").read_text(encoding="utf-8")

@@ -212,7 +212,8 @@ def test_hr_judge_import_prints_saves_and_attaches_to_a_runs_report(
     pd.DataFrame([{"question_id": f"q{i:02d}", "model_1": "numbers", "model_2": "keyword",
                    "g1_winner": "model_2", "g2_winner": "model_2" if i % 4 else "model_1",
                    "human_winner": "model_2"} for i in range(12)]).to_csv(verdicts, index=False)
-    columns = [f"--column={k}={v}" for k, v in FASTCHAT.items()]
+    # white space around '=' is dropped (hr_cli._options' rule, as hr diff --arm's)
+    columns = [f"--column={k} = {v}" for k, v in FASTCHAT.items()]
     code, out, err = hr(capsys, "judge", "import", judge, verdicts, *columns, "--store",
                         tmp_path / "judges", "--run", run, "--arms", "keyword", "numbers")
     assert code == 0, err
@@ -229,3 +230,5 @@ def test_hr_judge_import_prints_saves_and_attaches_to_a_runs_report(
     code, _, err = hr(capsys, "judge", "import", judge, verdicts, "--column", "item_id")
     assert code == 2 and "--column 'item_id': write it as HR_NAME=YOUR_COLUMN" in err
     assert len(err.strip().splitlines()) == 1
+    code, _, err = hr(capsys, "judge", "import", judge, verdicts, "--column", " = question_id")
+    assert code == 2 and "--column ' = question_id': write it as HR_NAME=" in err
