@@ -25,12 +25,19 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from hr_core._answers import failed, is_not_in_document, plain_answer, sort_out
-from hr_core._text import accepted_texts, label_text, output_text, plain_digits, remember
+from hr_core._text import (
+    MEMO_SIZE,
+    accepted_texts,
+    label_text,
+    output_text,
+    plain_digits,
+    remember,
+)
 from hr_core.failures import FAILURE_KINDS
 from hr_core.results import ScoreResult
 
-__all__ = ["NO_ANSWER", "SquadPrediction", "squad_golds", "squad_golds_memo", "squad_prediction",
-           "squad_result"]
+__all__ = ["NO_ANSWER", "SquadPrediction", "squad_golds", "squad_golds_memo",
+           "squad_number_memos", "squad_prediction", "squad_result"]
 
 NO_ANSWER = "NOT_IN_DOCUMENT"
 """The label of an unanswerable question (SQuAD's empty gold answer)."""
@@ -46,6 +53,8 @@ _new = tuple.__new__
 _GOLDS: dict[Fold, dict[Any, tuple[str, ...]]] = {}
 """Each folding's memo of folded labels: a str label (or a number's plain digits) by
 itself, a list label by the tuple of its texts."""
+_NUMBER_GOLDS: dict[Fold, tuple[dict[Any, tuple[str, ...]], dict[Any, tuple[str, ...]]]] = {}
+"""Each folding's memos of int and of float labels, by the number."""
 
 
 def squad_prediction(output: Any, fold: Fold, label: Any,
@@ -99,7 +108,17 @@ def squad_golds(label: Any, fold: Fold) -> tuple[str, ...] | None:
     if kind is str:
         key: Any = label
     elif (kind is int or kind is float) and label == label:
-        key = str(label) if kind is int else plain_digits(label)
+        numbers = _NUMBER_GOLDS[fold][kind is float]
+        found = numbers.get(label)
+        if found is None:
+            text = str(label) if kind is int else plain_digits(label)
+            found = memo.get(text)
+            if found is None:
+                found = remember(memo, text, lambda one: _fold_golds(fold, (one,)))
+            if len(numbers) >= MEMO_SIZE:  # bounded as remember's memos
+                numbers.clear()
+            numbers[label] = found  # an int or a float, never a bool nor NaN
+        return found
     elif kind is list or kind is tuple:
         key = tuple([v if type(v) is str else label_text(v) for v in label])
         if None in key:  # missing values are not accepted answers
@@ -119,12 +138,25 @@ def squad_golds(label: Any, fold: Fold) -> tuple[str, ...] | None:
 
 
 def squad_golds_memo(fold: Fold) -> dict[Any, tuple[str, ...]]:
-    """The memo :func:`squad_golds` keeps for ``fold``: a scorer's hot path looks a str
-    label up in it first (the label is its key) and calls :func:`squad_golds` on a miss."""
+    """The memo :func:`squad_golds` keeps for ``fold``: a scorer's hot path looks a label
+    up in it first and calls :func:`squad_golds` on a miss. A str label is its own key, a
+    list or tuple of str labels the tuple of them (every tuple key holds only str: a
+    label holding anything else is never found, so it goes to :func:`squad_golds`)."""
     memo = _GOLDS.get(fold)
     if memo is None:
         memo = _GOLDS[fold] = {}
+        _NUMBER_GOLDS[fold] = ({}, {})
     return memo
+
+
+def squad_number_memos(fold: Fold) -> tuple[dict[int, tuple[str, ...]],
+                                            dict[float, tuple[str, ...]]]:
+    """The memos :func:`squad_golds` keeps for ``fold``'s int and float labels, each keyed
+    by the number itself (apart: ``1e23 == 99999999999999991611392``, their digits differ;
+    never a bool, never NaN)."""
+    squad_golds_memo(fold)
+    ints, floats = _NUMBER_GOLDS[fold]
+    return ints, floats
 
 
 def _fold_golds(fold: Fold, texts: tuple[str, ...]) -> tuple[str, ...]:

@@ -210,6 +210,9 @@ def squad_fold(text: str) -> str:
         clean = False
     else:
         lowered = text.lower()
+        if lowered.isalnum():  # one word of word characters (str.lower can add others,
+            # such as the combining dot of "İ"): the regex's only word is all of it
+            return "" if lowered == "the" or lowered == "a" or lowered == "an" else lowered
         words = lowered.split()
         clean = "".join(words).isalnum()  # no punctuation to delete (str.translate is
         if not clean:  # slow on non-ASCII), and regex words end only at white space

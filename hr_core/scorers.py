@@ -11,7 +11,13 @@ from numbers import Real
 from typing import Any, Literal, cast, overload
 
 from hr_core._answers import failed, has_label, plain_answer, sort_out, unmatched
-from hr_core._squad import squad_golds, squad_golds_memo, squad_prediction, squad_result
+from hr_core._squad import (
+    squad_golds,
+    squad_golds_memo,
+    squad_number_memos,
+    squad_prediction,
+    squad_result,
+)
 from hr_core._text import (
     accepted_texts,
     fold,
@@ -333,16 +339,27 @@ def _exact_squad(choice: Normalise) -> ScoreFn:
     official evaluate-v2.0.py's EM (``"squad"``), or with hr's extra folding (``"squad_hr"``)."""
     folding = folder(choice)
     memo = squad_golds_memo(folding)
+    ints, floats = squad_number_memos(folding)
 
     # Hot path (one call per run): an output plain_answer passes at a glance whose text
     # folds to something and holds no "_" (so it cannot be NOT_IN_DOCUMENT: see
-    # is_not_in_document) is its own prediction; a str label's golds come from
-    # squad_golds' memo. Everything else goes through squad_prediction (the same result:
-    # tests/test_squad_official.py, tests/test_scoring.py).
+    # is_not_in_document) is its own prediction; a str, str list, int or float label's
+    # golds come from squad_golds' memos. Everything else goes through squad_prediction
+    # (the same result: tests/test_squad_official.py, tests/test_scoring.py).
     def exact(item: Any, output: Any, label: Any) -> ScoreResult:
         text = output if type(output) is str else plain_answer(output)
         if type(text) is str and "_" not in text and (outcome := folding(text)):
-            golds = memo.get(label) if type(label) is str else None
+            kind = type(label)
+            if kind is str:
+                golds = memo.get(label)
+            elif kind is list or kind is tuple:
+                try:
+                    golds = memo.get(tuple(label))
+                except TypeError:  # an unhashable value: squad_golds writes it as text
+                    golds = None
+            else:
+                golds = ints.get(label) if kind is int else floats.get(label) if (
+                    kind is float) else None
             if golds is None:
                 golds = squad_golds(label, folding)
             if golds is None:  # squad_result's runs that did not say "no answer"

@@ -6,7 +6,13 @@ import re
 from typing import Any, Literal
 
 from hr_core._answers import plain_answer
-from hr_core._squad import squad_golds, squad_golds_memo, squad_prediction, squad_result
+from hr_core._squad import (
+    squad_golds,
+    squad_golds_memo,
+    squad_number_memos,
+    squad_prediction,
+    squad_result,
+)
 from hr_core._text import remember
 from hr_core.errors import SpecError
 from hr_core.results import ScoreResult
@@ -81,23 +87,32 @@ def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD,
                         "or 'squad_hr'")
     folding = folder(normalise)
     memo = squad_golds_memo(folding)
-    tokens_of: dict[str, list[str]] = {}
+    ints, floats = squad_number_memos(folding)
+    plans: dict[tuple[str, ...], tuple[tuple[str | None, list[str]], ...]] = {}
 
     # Hot path (one call per run), as exact squad's (hr_core.scorers._exact_squad): a
     # plain answer folding to something, without "_" (never NOT_IN_DOCUMENT), is its own
-    # prediction; a str label's golds from squad_golds' memo, their tokens remembered.
+    # prediction; a str, str list, int or float label's golds from squad_golds' memos,
+    # their tokens remembered (a plan: each gold's one token, or None, and its tokens).
     def best_f1(compared: str, golds: tuple[str, ...]) -> float:
+        plan = plans.get(golds)
+        if plan is None:
+            plan = remember(plans, golds, _plan)
         predicted = None
         best = 0.0
-        for gold in golds:
-            gold_tokens = tokens_of.get(gold)
-            if gold_tokens is None:
-                gold_tokens = remember(tokens_of, gold, str.split)
-            if len(gold_tokens) == 1 and gold_tokens[0] not in compared:
-                continue  # one gold token, not even a substring of the answer: F1 0
-            if predicted is None:
-                predicted = compared.split()
-            found = token_f1(predicted, gold_tokens)
+        for single, gold_tokens in plan:
+            if single is not None:  # one gold token: in the prediction or not (token_f1)
+                if single not in compared:  # not even a substring of the answer: F1 0
+                    continue
+                if predicted is None:
+                    predicted = compared.split()
+                if single not in predicted:
+                    continue
+                found = 2 / (len(predicted) + 1)
+            else:
+                if predicted is None:
+                    predicted = compared.split()
+                found = token_f1(predicted, gold_tokens)
             if found > best:
                 best = found
         return best
@@ -105,7 +120,17 @@ def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD,
     def f1(item: Any, output: Any, label: Any) -> ScoreResult:
         text = output if type(output) is str else plain_answer(output)
         if type(text) is str and "_" not in text and (compared := folding(text)):
-            golds = memo.get(label) if type(label) is str else None
+            kind = type(label)
+            if kind is str:
+                golds = memo.get(label)
+            elif kind is list or kind is tuple:
+                try:
+                    golds = memo.get(tuple(label))
+                except TypeError:  # an unhashable value: squad_golds writes it as text
+                    golds = None
+            else:
+                golds = ints.get(label) if kind is int else floats.get(label) if (
+                    kind is float) else None
             if golds is None:
                 golds = squad_golds(label, folding)
                 if golds is None:  # squad_result's unlabelled run, said no "no answer"
@@ -127,6 +152,18 @@ def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD,
         return squad_result(prediction, best >= limit, True, best)
 
     return builtin_scorer("f1", f1, {"threshold": limit, "normalise": normalise})
+
+
+def _plan(golds: tuple[str, ...]) -> tuple[tuple[str | None, list[str]], ...]:
+    """f1's plan for a label's golds: each answerable gold's one token (``None`` when it
+    has several) and its tokens. The empty gold (no answer) is left out: only an empty
+    prediction scores on it, and the scorer finds that in ``golds`` first."""
+    plan = []
+    for gold in golds:
+        tokens = gold.split()
+        if tokens:
+            plan.append((tokens[0] if len(tokens) == 1 else None, tokens))
+    return tuple(plan)
 
 
 def _word_pattern(label: str) -> re.Pattern[str]:
