@@ -20,17 +20,9 @@ import threading
 import traceback
 from typing import Any, NoReturn
 
+from hr_cli._exit import exit_status
+
 __all__ = ["run_child"]
-
-
-def _exit_code(exc: SystemExit) -> int:
-    code = exc.code
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code
-    print(code, file=sys.stderr)
-    return 1
 
 
 def _become_client(fds: list[int], request: dict[str, Any], api_url: str | None) -> list[str]:
@@ -108,13 +100,13 @@ def run_child(fds: list[int], request: dict[str, Any], api_url: str | None,
             main(argv)
             code = 0
         except SystemExit as exc:
-            code = _exit_code(exc)
+            code = exit_status(exc)
         except KeyboardInterrupt:
             code = 130
         threading._shutdown()  # type: ignore[attr-defined]  # as the interpreter at exit
         atexit._run_exitfuncs()
     except SystemExit as exc:
-        code = _exit_code(exc)
+        code = exit_status(exc)
     except BaseException:  # the child ends here, whatever happened
         traceback.print_exc()
         code = 1
