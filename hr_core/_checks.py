@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from hr_core.errors import HrTypeError, SpecError
 
-__all__ = ["callable_arg", "path_arg", "positive_int"]
+__all__ = ["callable_arg", "model_arg", "path_arg", "positive_int"]
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
 def path_arg(function: str, name: str, value: Any) -> str:
@@ -48,3 +53,21 @@ def callable_arg(function: str, name: str, value: Any, shape: str) -> Any:
     if value is None or callable(value):
         return value
     raise HrTypeError(f"{function}: {name} must be a function {shape}, not {value!r}")
+
+
+def model_arg(model: type[_Model], what: str, value: Mapping[str, Any]) -> _Model:
+    """``model`` validated from the mapping ``value``, else a :class:`SpecError` on one
+    line: ``what``, the value, each problem (``field: message``) and the model's fields.
+
+    Example:
+        >>> from hr_core.engine.budget import Budget
+        >>> model_arg(Budget, "budget", {"max_calls": -1})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        hr_core.errors.SpecError: budget {'max_calls': -1} is invalid: max_calls: ... (fields: ...)
+    """
+    try:
+        return model.model_validate(dict(value))
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise SpecError(f"{what} {dict(value)!r} is invalid: {problems} (fields: "
+                        f"{', '.join(model.model_fields)})") from None

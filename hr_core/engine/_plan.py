@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import ValidationError
 
-from hr_core._checks import path_arg, positive_int
+from hr_core._checks import model_arg, path_arg, positive_int
 from hr_core._safe import safe_segment
 from hr_core.engine.arms import Arm, check_prompt_fields, normalise_arms
 from hr_core.engine.budget import Budget
@@ -144,12 +143,7 @@ class BenchmarkPlan:
 def _budget(value: Any) -> Budget:
     if not isinstance(value, Mapping):
         raise HrTypeError(f"budget must be a Budget or a mapping of its fields, not {value!r}")
-    try:
-        return Budget.model_validate(dict(value))
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise SpecError(f"budget {dict(value)!r} is invalid: {problems} (fields: max_calls, "
-                        "max_tokens, max_cost_usd, max_seconds, per, counts)") from None
+    return model_arg(Budget, "budget", value)
 
 
 def _timeouts(value: Any, arms: Mapping[str, Arm]) -> dict[str, float] | None:

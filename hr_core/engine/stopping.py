@@ -28,8 +28,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from hr_core._checks import model_arg
 from hr_core.errors import SpecError
 from hr_core.sequential import PairedSequence
 
@@ -72,12 +73,7 @@ def stop_rule(value: Any) -> StopRule | None:
     if not isinstance(value, Mapping):
         raise SpecError(f"stop must be a mapping such as {{when: clear, margin: 0.02}}, "
                         f"not {value!r}")
-    try:
-        return StopRule.model_validate(dict(value))
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise SpecError(f"stop {dict(value)!r} is invalid: {problems} (fields: when, margin, "
-                        "level, min_items, batch, seed)") from None
+    return model_arg(StopRule, "stop", value)
 
 
 def sequential_note(manifest: Mapping[str, Any]) -> str | None:
