@@ -11,6 +11,13 @@ RSS and report time/size as ratios to it.
 Targets (issue 14): 1,000,000 item-runs with peak RSS <= 600 MB; report time and
 size flat in the number of items (beyond the item tables' caps).
 
+``--workload lambdas`` (issue 25) runs a different workload with the same sizes and
+target: the engine benchmarks' reference (``bench/_workloads.py``: each item's payload
+a dict ``{"n": i}``, no ``item=`` column), 3 plain-Python lambda arms on it, concurrency
+64 (the default workload: string payloads, module functions, concurrency 16). Its
+peak is also given for the whole process tree (``tree peak MB``: the run's process and
+its children, Prefect's temporary server among them, sampled every 20 ms).
+
 By default the Prefect API is the hr server (``hr server start`` in a temporary
 ``PREFECT_HOME``, stopped at the end), external to the run's process, as a user
 with ``hr server start`` runs; ``--temporary`` uses Prefect's temporary server
@@ -18,7 +25,8 @@ inside the run's process instead (its RSS then counts the server's code). The
 output says which. Times are wall clock; ``cpu s`` is the child's user + system
 time (``wait4`` rusage), less sensitive to the other jobs on the machine.
 
-Run: ``.venv/bin/python bench/bench_scale.py [--temporary] [10000 100000 1000000]``
+Run: ``.venv/bin/python bench/bench_scale.py [--temporary] [--workload lambdas]
+[10000 100000 1000000]``
 (``--quick``: 1,000 and 10,000 only).
 """
 
@@ -38,28 +46,40 @@ ARMS = 3
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _child(item_runs: int, store: str) -> dict[str, float]:
+def _child(item_runs: int, store: str, workload: str) -> dict[str, float]:
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     sys.path.insert(0, str(ROOT))
+    tree = _TreePeak()
     from flows import hr_benchmark
     from hr_core import hr_reference
 
     items = item_runs // ARMS
     imported = _status("VmRSS")
-    reference = hr_reference([{"id": f"i{i}", "question": str(i), "label": f"answer {i}"}
-                              for i in range(items)], item="question")
+    if workload == "lambdas":  # issue 25: dict payloads, lambdas, concurrency 64
+        from _workloads import make_reference
+
+        reference = make_reference(items)
+        arms: dict[str, Any] = {
+            "mostly_right": lambda p: f"answer {p['n']}" if p["n"] % 10 < 7 else "wrong",
+            "wrong": lambda p: "no idea", "abstain": lambda p: "NOT_IN_DOCUMENT"}
+        concurrency = 64
+    else:
+        reference = hr_reference([{"id": f"i{i}", "question": str(i), "label": f"answer {i}"}
+                                  for i in range(items)], item="question")
+        arms = {"mostly_right": _mostly_right, "wrong": _wrong, "abstain": _abstain}
+        concurrency = 16
     with_reference = _status("VmRSS")
-    arms = {"mostly_right": _mostly_right, "wrong": _wrong, "abstain": _abstain}
     started = time.perf_counter()
-    bench = hr_benchmark(arms, reference, store=store, name="scale", concurrency=16)
+    bench = hr_benchmark(arms, reference, store=store, name="scale", concurrency=concurrency)
     wall = time.perf_counter() - started
     run_dir = Path(str(bench.run_dir))
     del bench
     peak = _status("VmHWM")  # hr_benchmark (run, results, report.html)
+    tree_peak = tree.stop()
     store_bytes = sum(p.stat().st_size for p in run_dir.rglob("*") if p.is_file())
     return {"item_runs": items * ARMS, "wall_s": wall, "peak_rss_mb": peak,
-            "store_mb": store_bytes / 1e6, "run_dir": str(run_dir),
+            "store_mb": store_bytes / 1e6, "run_dir": str(run_dir), "tree_peak_mb": tree_peak,
             "imports_mb": imported, "reference_mb": with_reference - imported,
             "journal_kb": sum(p.stat().st_size for p in run_dir.glob("journal*")) / 1e3}
 
@@ -86,6 +106,38 @@ def _wrong(question: str) -> str:
 
 def _abstain(question: str) -> str:
     return "NOT_IN_DOCUMENT"
+
+
+class _TreePeak:
+    """The peak RSS of this process and its children (Prefect's temporary server),
+    sampled every 20 ms in a thread (``VmHWM`` counts this process only)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        import psutil
+
+        self.peak = 0
+        self._me = psutil.Process()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        import psutil
+
+        while not self._done.wait(0.02):
+            try:
+                rss = self._me.memory_info().rss + sum(
+                    c.memory_info().rss for c in self._me.children(recursive=True))
+            except psutil.Error:  # a child ended while it was read
+                continue
+            self.peak = max(self.peak, rss)
+
+    def stop(self) -> float:
+        self._done.set()
+        self._thread.join()
+        return self.peak / 2**20
 
 
 def _status(field: str) -> float:
@@ -124,11 +176,14 @@ def _stop_server(env: dict[str, str]) -> None:
 
 def main(argv: list[str]) -> None:
     if argv[:1] == ["--child"]:
-        print(json.dumps(_child(int(argv[1]), argv[2])))
+        print(json.dumps(_child(int(argv[1]), argv[2], argv[3])))
         return
     if argv[:1] == ["--report"]:
         print(json.dumps(_report_child(argv[1], argv[2])))
         return
+    workload = argv[argv.index("--workload") + 1] if "--workload" in argv else "scale"
+    if workload not in ("scale", "lambdas"):
+        raise SystemExit(f"--workload {workload!r}: give scale (the default) or lambdas")
     sizes = [1000] + ([10_000] if "--quick" in argv else
                       [int(a) for a in argv if a.isdigit()] or [10_000, 100_000, 1_000_000])
     env = {**os.environ, "PREFECT_HOME": os.environ.get("PREFECT_HOME") or
@@ -140,13 +195,14 @@ def main(argv: list[str]) -> None:
     else:
         api = (os.environ.get("PREFECT_API_URL")
                or "Prefect's temporary server (in the run's process)")
-    print(f"Prefect API: {api}; load average {os.getloadavg()[0]:.2f}", flush=True)
+    print(f"workload: {workload}; Prefect API: {api}; "
+          f"load average {os.getloadavg()[0]:.2f}", flush=True)
     rows = []
     try:
         for size in sizes:
             with tempfile.TemporaryDirectory(prefix="hr-bench-scale-") as store:
-                row = _measured([sys.executable, __file__, "--child", str(size), store], env,
-                                f"{size} item-runs")
+                row = _measured([sys.executable, __file__, "--child", str(size), store,
+                                 workload], env, f"{size} item-runs")
                 report = _measured([sys.executable, __file__, "--report", row["run_dir"],
                                     str(Path(store) / "report.html")], env,
                                    f"hr report of {size} item-runs")
@@ -158,7 +214,8 @@ def main(argv: list[str]) -> None:
     floor = rows[0]
     print(f"{'item-runs':>10} {'wall s':>8} {'runs/s':>8} {'peak RSS MB':>11} {'x floor':>7} "
           f"{'store MB':>8} {'report KB':>9} {'x floor':>7} {'report s':>8} {'x floor':>7} "
-          f"{'journal KB':>10} {'report peak MB':>14} {'cpu s':>7} {'report cpu s':>12}")
+          f"{'journal KB':>10} {'report peak MB':>14} {'cpu s':>7} {'report cpu s':>12} "
+          f"{'tree peak MB':>12}")
     for row in rows:
         print(f"{row['item_runs']:>10,} {row['wall_s']:>8.1f} "
               f"{row['item_runs'] / row['wall_s']:>8,.0f} {row['peak_rss_mb']:>11.0f} "
@@ -166,14 +223,15 @@ def main(argv: list[str]) -> None:
               f"{row['report_kb']:>9.0f} {row['report_kb'] / floor['report_kb']:>7.2f} "
               f"{row['report_s']:>8.2f} {row['report_s'] / floor['report_s']:>7.2f} "
               f"{row['journal_kb']:>10.0f} {row['report_peak_mb']:>14.0f} "
-              f"{row['cpu_s']:>7.1f} {row['report_cpu_s']:>12.2f}")
+              f"{row['cpu_s']:>7.1f} {row['report_cpu_s']:>12.2f} {row['tree_peak_mb']:>12.0f}")
     print("RSS after imports / added by the reference (MB): " + ", ".join(
         f"{r['item_runs']:,}: {r['imports_mb']:.0f} / +{r['reference_mb']:.0f}" for r in rows))
     big = rows[-1]
     if big["item_runs"] >= 1_000_000:
         verdict = "meets" if big["peak_rss_mb"] <= 600 else "MISSES"
-        print(f"1M item-runs: peak RSS {big['peak_rss_mb']:.0f} MB {verdict} the 600 MB target "
-              f"(Prefect API: {api}); load average now {os.getloadavg()[0]:.2f}")
+        print(f"1M item-runs ({workload}): peak RSS {big['peak_rss_mb']:.0f} MB {verdict} the "
+              f"600 MB target (tree {big['tree_peak_mb']:.0f} MB; Prefect API: {api}); "
+              f"load average now {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":
