@@ -24,7 +24,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 types: $(STAMP)
-	$(BIN)/mypy hr_core
+	$(BIN)/mypy hr_core flows tasks hr_cli
 
 # The report's browser test opens it in Debian's chromium: install it when missing.
 browser:

@@ -7,7 +7,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from prefect import get_run_logger, tags
 
@@ -81,7 +81,7 @@ async def _resolve_key(api_key_block: str | None) -> str | None:
         return None
     from prefect.blocks.system import Secret
 
-    secret = await Secret.aload(api_key_block)
+    secret = cast("Secret[str]", await Secret.aload(api_key_block))
     return str(secret.get())
 
 

@@ -10,6 +10,7 @@ the arms' fingerprints) is its ``<name>-run`` artifact (:func:`publish_run_facts
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -65,8 +66,10 @@ async def label_flow_run(name: str | None = None, tags: Iterable[str] = ()) -> N
     if context is None or context.flow_run is None or context.client is None:
         return
     run = context.flow_run
-    await context.client.update_flow_run(
+    update = context.client.update_flow_run(
         run.id, name=name, tags=list(dict.fromkeys([*(run.tags or []), *tags])))
+    if inspect.isawaitable(update):  # an async flow's client; a sync one's has answered
+        await update
 
 
 def run_facts_markdown(plan: BenchmarkPlan, run_dir: str) -> str:

@@ -29,7 +29,7 @@ def _flags_as_flags() -> None:
         return result
 
     display_type_rich._hr_flags = True  # type: ignore[attr-defined]
-    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign,assignment]
 
 
 _flags_as_flags()

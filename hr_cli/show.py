@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from rich import box
@@ -18,7 +19,7 @@ KINDS = ("wrong", "error", "refusal", "parse_failure", "not_in_document", "budge
          "unscored", "correct")
 
 
-def _items(run_dir: str) -> dict[str, Any]:
+def _items(run_dir: str) -> Mapping[str, Any]:
     from hr_core.engine.store import REFERENCE, RunStore
     from hr_core.report.items import item_texts
 
@@ -29,12 +30,16 @@ def _items(run_dir: str) -> dict[str, Any]:
                       if line.strip())
 
 
+def _head(frame: Any, shown: int | None) -> Any:
+    return frame if shown is None else frame.head(shown)
+
+
 def _check(name: str, value: str | None, known: list[str]) -> None:
     if value is not None and value not in known:
         raise SpecError(f"--{name} {value!r}: not in this run (known: {', '.join(known)})")
 
 
-def _table(title: str, columns: list[str], rows: list[list[str]]) -> Table:
+def _table(title: str, columns: list[str], rows: list[list[object]]) -> Table:
     """A table of data: its title, headers and cells are text, never markup."""
     table = Table(title=cell(title), title_justify="left", box=box.SIMPLE_HEAD,
                   header_style="bold", show_lines=False, pad_edge=False)
@@ -72,16 +77,18 @@ def show_run(console: Console, run_dir: str, *, arm: str | None = None,
         frame = disagreements(runs, a, b, items)
         if item is not None:
             frame = frame[frame["item_id"] == item]
-        rows = [[str(v) for v in r] for r in frame.head(shown).itertuples(index=False)]
+        pairs: list[list[object]] = [[str(v) for v in r]
+                                     for r in _head(frame, shown).itertuples(index=False)]
         console.print(_table(
             f"{len(frame)} item(s) where {a} and {b} disagree"
-            + (f" (showing {len(rows)}; --limit 0 for all)" if len(rows) < len(frame) else ""),
-            ["item", "question", "label", f"{a}: output", a, f"{b}: output", b], rows))
+            + (f" (showing {len(pairs)}; --limit 0 for all)" if len(pairs) < len(frame) else ""),
+            ["item", "question", "label", f"{a}: output", a, f"{b}: output", b], pairs))
         return len(frame)
     frame = failed_runs(runs, items, arm=arm, kind=kind, item=item, arms=arms,
                         failed_only=item is None or kind is not None)
-    rows = [[r.arm, r.failure_kind, r.item_id, str(r.run), r.question, r.label, r.output,
-             r.error] for r in frame.head(shown).itertuples(index=False)]
+    rows: list[list[object]] = [
+        [r.arm, r.failure_kind, r.item_id, str(r.run), r.question, r.label, r.output, r.error]
+        for r in _head(frame, shown).itertuples(index=False)]
     what = "run(s)" if item is not None and kind is None else "failed run(s)"
     filters = ", ".join(f"{k} {v}" for k, v in (("arm", arm), ("kind", kind), ("item", item))
                         if v is not None)
