@@ -7,8 +7,15 @@ and ``hr_scorer_f1().fn``, and compares each rate with the floor: the bare
 ``" ".join(x.casefold().split())`` of both sides and ``==`` on the same pairs'
 texts, pre-extracted. Prints outputs/s and the ratios (target: each within 4x).
 
+``--fold-floors`` also times, on the same texts and in the same reps, what the official
+SQuAD folding costs by itself: ``squad_fold`` of each answer compared with its label
+folded beforehand (what any scorer folding answers as SQuAD must do at least, labels
+being few), and the official script's own ``normalize_answer`` (tests/squad_official.py)
+on both sides.
+
 Usage:
     .venv/bin/python bench/bench_scorer.py [--n 1000000] [--repeat 10] [--by-kind]
+        [--fold-floors]
 """
 
 from __future__ import annotations
@@ -19,12 +26,15 @@ import random
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from hr_core import FAILURE_KINDS, ArmResult, Scorer, Usage, hr_scorer_exact
+from hr_core._text import squad_fold
 from hr_core.scoring import hr_scorer_f1
 
 TARGET_RATIO = 4.0
+TESTS = Path(__file__).resolve().parent.parent / "tests"
 CITIES = ["Paris", "Lyon", "New York", "São Paulo", "Straße", "Zürich", "Tokyo", "Marseille"]
 ANSWERS = [*CITIES, "The answer is Paris.", "I think it is Lyon", "paris, France"]
 
@@ -122,6 +132,28 @@ def run_floor(texts: list[tuple[str, str]]) -> int:
     return same
 
 
+def run_squad_fold(folded: list[tuple[str, str]]) -> int:
+    """``squad_fold`` of each answer, ``==`` its label folded beforehand."""
+    same = 0
+    for out, label in folded:
+        if squad_fold(out) == label:
+            same += 1
+    return same
+
+
+def run_official(texts: list[tuple[str, str]]) -> int:
+    """The official evaluate-v2.0.py ``normalize_answer`` of both sides, ``==``."""
+    if str(TESTS) not in sys.path:
+        sys.path.insert(0, str(TESTS))
+    from squad_official import normalize_answer  # the tests' transcription of the script
+
+    same = 0
+    for out, label in texts:
+        if normalize_answer(out) == normalize_answer(label):
+            same += 1
+    return same
+
+
 def run_scorer(scorer: Scorer, pairs: list[tuple[Any, Any]]) -> int:
     fn = scorer.fn
     same = 0
@@ -180,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--by-kind", action="store_true", help="also time each kind of output")
     parser.add_argument("--scorer", choices=["all", *SCORERS], default="all",
                         help="which scorer to time (default: all)")
+    parser.add_argument("--fold-floors", action="store_true",
+                        help="also time squad_fold alone and the official normalize_answer")
     args = parser.parse_args(argv)
 
     pairs, kinds = make_pairs(args.n)
@@ -193,7 +227,12 @@ def main(argv: list[str] | None = None) -> int:
     scorers = [SCORERS[name]() for name in names]
     works: list[Callable[[], int]] = [lambda: run_floor(texts)]
     works += [lambda s=scorer: run_scorer(s, pairs) for scorer in scorers]  # type: ignore[misc]
+    if args.fold_floors:
+        folded = [(out, squad_fold(label)) for out, label in texts]
+        works += [lambda: run_squad_fold(folded), lambda: run_official(texts)]
     floor_reps, *scorer_reps = rep_times(works, args.repeat)
+    fold_reps = scorer_reps[len(scorers):]
+    scorer_reps = scorer_reps[:len(scorers)]
     floor_s = quantile(floor_reps, 0.5)
     print(f"floor (casefold+split/join+==): {args.n / floor_s:>12,.0f} outputs/s  "
           f"(median {floor_s:.3f} s of {args.repeat} reps)")
@@ -206,6 +245,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name + ' (.fn)':<31} {args.n / seconds:>12,.0f} outputs/s  "
               f"ratio median {median:.2f}x p90 {p90:.2f}x best {min(ratios):.2f}x "
               f"({verdict} the {TARGET_RATIO:.0f}x target)  correct {correct:,}")
+
+    for name, reps in zip(["squad_fold(answer) == folded label", "official normalize_answer x2"],
+                          fold_reps, strict=False):  # none without --fold-floors
+        ratios = [s / f for s, f in zip(reps, floor_reps, strict=True)]
+        print(f"{name:<36} {args.n / quantile(reps, 0.5):>10,.0f} outputs/s  ratio median "
+              f"{quantile(ratios, 0.5):.2f}x p90 {quantile(ratios, 0.9):.2f}x "
+              f"best {min(ratios):.2f}x")
 
     if args.by_kind:
         first = scorers[0]
