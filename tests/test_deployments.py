@@ -23,12 +23,14 @@ def test_the_project_deploys_a_nightly_benchmark_a_manual_one_and_a_judge_valida
     assert {n: d["entrypoint"] for n, d in ENTRIES.items()} == {
         "nightly": "flows.scheduled:hr_scheduled_benchmark",
         "benchmark": "flows.benchmark:benchmark_flow",
+        "diff": "flows.diff:hr_diff",
         "judge-validation": "flows.judge_validate:judge_validate_flow",
     }
     assert ENTRIES["nightly"]["schedules"] == [
         {"cron": "0 2 * * *", "timezone": "UTC", "active": True}]
     assert "schedules" not in ENTRIES["judge-validation"]
     assert "schedules" not in ENTRIES["benchmark"]
+    assert "schedules" not in ENTRIES["diff"]
     assert {d["work_pool"]["name"] for d in ENTRIES.values()} == {"hr-process"}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactCollectionFilter, ArtifactCollectionFilterKey
@@ -33,3 +34,39 @@ def test_the_diff_flow_writes_the_page_and_publishes_the_top_flips(
     assert "| y → z |" in markdown  # the renamed arm, paired
     assert ("| code | x | callable | test\\_diff:all\\_right | test\\_diff:first\\_five |"
             in markdown)  # the fingerprint part that changed, escaped for markdown
+
+
+def test_a_custom_run_of_the_diff_deployment_takes_two_run_folders(
+        prefect_harness: None, tmp_path: Path) -> None:
+    """The dashboard's "Custom run" of ``hr-diff/diff``: a flow run created from the
+    deployment with the two run folders as parameters, then executed as a worker would."""
+    from prefect.flow_engine import run_flow
+
+    from deployments.serve import build_deployments
+
+    before = _run(tmp_path / "a", {"x": all_right})
+    after = _run(tmp_path / "b", {"x": first_five})
+    (deployment,) = build_deployments(names=["diff"])
+    given = {"run_a": str(before.run_dir), "run_b": str(after.run_dir)}
+
+    async def custom_run() -> tuple[Any, Any]:
+        deployment_id = await deployment.aapply()
+        async with get_client() as client:
+            stored = await client.read_deployment(deployment_id)
+            return stored, await client.create_flow_run_from_deployment(
+                deployment_id, parameters=given)
+
+    stored, created = asyncio.run(custom_run())
+    schema = stored.parameter_openapi_schema
+    assert {"run_a", "run_b"} <= set(schema["properties"]) <= {
+        "run_a", "run_b", "arms", "output", "level"}
+    assert set(schema["required"]) == {"run_a", "run_b"}  # the form asks for both
+    result = asyncio.run(run_flow(hr_diff, flow_run=created, parameters=created.parameters))
+    assert result["worse"] == ["x"]
+    assert "right→wrong" in Path(result["page"]).read_text()
+
+    async def read_run() -> Any:
+        async with get_client() as client:
+            return await client.read_flow_run(created.id)
+    run = asyncio.run(read_run())
+    assert run.parameters == given and run.state_type.value == "COMPLETED"
