@@ -47,7 +47,7 @@ def build_deployments(path: str | Path = PREFECT_YAML,
 
     Example:
         >>> sorted(d.name for d in build_deployments())
-        ['benchmark', 'diff', 'judge-validation', 'nightly']
+        ['benchmark', 'compare', 'diff', 'judge-validation', 'nightly']
     """
     text = Path(path).read_text(encoding="utf-8")
     config = yaml.safe_load(text) or {}

@@ -24,6 +24,7 @@ def test_the_project_deploys_a_nightly_benchmark_a_manual_one_and_a_judge_valida
         "nightly": "flows.scheduled:hr_scheduled_benchmark",
         "benchmark": "flows.benchmark:benchmark_flow",
         "diff": "flows.diff:hr_diff",
+        "compare": "flows.compare_files:compare_files_flow",
         "judge-validation": "flows.judge_validate:judge_validate_flow",
     }
     assert ENTRIES["nightly"]["schedules"] == [
@@ -31,6 +32,7 @@ def test_the_project_deploys_a_nightly_benchmark_a_manual_one_and_a_judge_valida
     assert "schedules" not in ENTRIES["judge-validation"]
     assert "schedules" not in ENTRIES["benchmark"]
     assert "schedules" not in ENTRIES["diff"]
+    assert "schedules" not in ENTRIES["compare"]
     assert {d["work_pool"]["name"] for d in ENTRIES.values()} == {"hr-process"}
 
 
@@ -47,6 +49,7 @@ def test_the_files_the_parameters_name_exist_from_the_project_root() -> None:
     assert (ROOT / ENTRIES["nightly"]["parameters"]["spec"]).is_file()
     assert (ROOT / ENTRIES["benchmark"]["parameters"]["spec"]).is_file()
     assert (ROOT / ENTRIES["judge-validation"]["parameters"]["labelled"]).is_file()
+    assert (ROOT / ENTRIES["compare"]["parameters"]["judge"]).is_file()
 
 
 def test_serve_builds_the_same_deployments_with_their_schedules() -> None:
