@@ -310,7 +310,7 @@ def _item_id(value: Any, index: int) -> str:
     if value is None or is_missing(value) or (isinstance(value, str) and not value.strip()):
         return f"row{index + 1}"
     if isinstance(value, str):
-        return value
+        return _own(value)  # not the caller's object (see _own)
     if isinstance(value, int | float) and not isinstance(value, bool):
         return plain_digits(value)
     return str(value)
@@ -364,12 +364,35 @@ def _json_cell(text: str) -> Any:
     return parsed
 
 
+def _own(value: Any) -> Any:
+    """A str, int or float of the caller's records as a new object, the reference's own.
+
+    The records are usually dropped after the call (a list made for it, a file's rows):
+    their dicts are freed, but Python's allocator gives an arena back to the system only
+    once every object in it is, and the ids, labels and payload values a reference kept
+    were in every arena: 333,333 items kept ~60 MB of freed dicts resident to the end of
+    the run (issue 25). Copied, they are allocated together, and the records' arenas are
+    given back with the records. A caller that keeps its records holds both (~150 bytes
+    an item)."""
+    kind = type(value)
+    if kind is str:
+        return (value + " ")[:-1] if len(value) > 1 else value  # 1-char strings are shared
+    if kind is int:
+        return value + 0  # a new object beyond CPython's cached -5..256
+    if kind is float:
+        return value + 0.0
+    return value
+
+
 def _plain(value: Any) -> Any:
-    """Python values for cells: numpy scalars/arrays to Python, NaN/NA to None."""
-    if value is None or isinstance(value, str | bool | int):
+    """Python values for cells (the reference's own objects, :func:`_own`): numpy
+    scalars/arrays to Python, NaN/NA to None."""
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, str | int):
+        return _own(value)
     if isinstance(value, float):
-        return None if math.isnan(value) else value
+        return None if math.isnan(value) else _own(value)
     if is_missing(value):
         return None
     kind = type(value).__name__
