@@ -36,8 +36,8 @@ from hr_core._text import (
 from hr_core.failures import FAILURE_KINDS
 from hr_core.results import ScoreResult
 
-__all__ = ["NO_ANSWER", "SquadPrediction", "squad_golds", "squad_golds_memo",
-           "squad_number_memos", "squad_prediction", "squad_result"]
+__all__ = ["NO_ANSWER", "SquadPrediction", "squad_golds", "squad_golds_lookup",
+           "squad_golds_memo", "squad_number_memos", "squad_prediction", "squad_result"]
 
 NO_ANSWER = "NOT_IN_DOCUMENT"
 """The label of an unanswerable question (SQuAD's empty gold answer)."""
@@ -135,6 +135,38 @@ def squad_golds(label: Any, fold: Fold) -> tuple[str, ...] | None:
         golds = remember(memo, key, lambda texts: _fold_golds(
             fold, (texts,) if type(texts) is str else texts))
     return golds
+
+
+def squad_golds_lookup(fold: Fold) -> Callable[[Any], tuple[str, ...] | None]:
+    """:func:`squad_golds` for a scorer's hot path (one call per run): a str, str list or
+    tuple, int or float label's golds come from :func:`squad_golds_memo`'s and
+    :func:`squad_number_memos`' memos at a glance; anything else, or a miss, goes through
+    :func:`squad_golds` (the same result: tests/test_squad_label_memos.py).
+
+    Example:
+        >>> from hr_core._text import squad_fold
+        >>> golds_of = squad_golds_lookup(squad_fold)
+        >>> golds_of(["The Rhine", "the"]), golds_of(["The Rhine", "the"]), golds_of([])
+        (('rhine',), ('rhine',), None)
+    """
+    memo = squad_golds_memo(fold)
+    ints, floats = squad_number_memos(fold)
+
+    def golds_of(label: Any) -> tuple[str, ...] | None:
+        kind = type(label)
+        if kind is str:
+            golds = memo.get(label)
+        elif kind is list or kind is tuple:
+            try:
+                golds = memo.get(tuple(label))
+            except TypeError:  # an unhashable value: squad_golds writes it as text
+                golds = None
+        else:
+            golds = ints.get(label) if kind is int else floats.get(label) if (
+                kind is float) else None
+        return squad_golds(label, fold) if golds is None else golds
+
+    return golds_of
 
 
 def squad_golds_memo(fold: Fold) -> dict[Any, tuple[str, ...]]:

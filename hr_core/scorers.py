@@ -13,8 +13,7 @@ from typing import Any, Literal, cast, overload
 from hr_core._answers import failed, has_label, plain_answer, sort_out, unmatched
 from hr_core._squad import (
     squad_golds,
-    squad_golds_memo,
-    squad_number_memos,
+    squad_golds_lookup,
     squad_prediction,
     squad_result,
 )
@@ -338,8 +337,7 @@ def _exact_squad(choice: Normalise) -> ScoreFn:
     """``exact`` with SQuAD's folding and no-answer rule (:mod:`hr_core._squad`): the
     official evaluate-v2.0.py's EM (``"squad"``), or with hr's extra folding (``"squad_hr"``)."""
     folding = folder(choice)
-    memo = squad_golds_memo(folding)
-    ints, floats = squad_number_memos(folding)
+    golds_of = squad_golds_lookup(folding)
 
     # Hot path (one call per run): an output plain_answer passes at a glance whose text
     # folds to something and holds no "_" (so it cannot be NOT_IN_DOCUMENT: see
@@ -349,19 +347,7 @@ def _exact_squad(choice: Normalise) -> ScoreFn:
     def exact(item: Any, output: Any, label: Any) -> ScoreResult:
         text = output if type(output) is str else plain_answer(output)
         if type(text) is str and "_" not in text and (outcome := folding(text)):
-            kind = type(label)
-            if kind is str:
-                golds = memo.get(label)
-            elif kind is list or kind is tuple:
-                try:
-                    golds = memo.get(tuple(label))
-                except TypeError:  # an unhashable value: squad_golds writes it as text
-                    golds = None
-            else:
-                golds = ints.get(label) if kind is int else floats.get(label) if (
-                    kind is float) else None
-            if golds is None:
-                golds = squad_golds(label, folding)
+            golds = golds_of(label)
             if golds is None:  # squad_result's runs that did not say "no answer"
                 return _new(ScoreResult, (None, outcome, None))
             return _new(ScoreResult, (True, outcome, None) if outcome in golds

@@ -8,8 +8,7 @@ from typing import Any, Literal
 from hr_core._answers import plain_answer
 from hr_core._squad import (
     squad_golds,
-    squad_golds_memo,
-    squad_number_memos,
+    squad_golds_lookup,
     squad_prediction,
     squad_result,
 )
@@ -86,8 +85,7 @@ def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD,
         raise SpecError(f"scorer 'f1', option 'normalise': {normalise!r} is not 'squad' "
                         "or 'squad_hr'")
     folding = folder(normalise)
-    memo = squad_golds_memo(folding)
-    ints, floats = squad_number_memos(folding)
+    golds_of = squad_golds_lookup(folding)
     plans: dict[tuple[str, ...], tuple[tuple[str | None, list[str]], ...]] = {}
 
     # Hot path (one call per run), as exact squad's (hr_core.scorers._exact_squad): a
@@ -120,21 +118,9 @@ def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD,
     def f1(item: Any, output: Any, label: Any) -> ScoreResult:
         text = output if type(output) is str else plain_answer(output)
         if type(text) is str and "_" not in text and (compared := folding(text)):
-            kind = type(label)
-            if kind is str:
-                golds = memo.get(label)
-            elif kind is list or kind is tuple:
-                try:
-                    golds = memo.get(tuple(label))
-                except TypeError:  # an unhashable value: squad_golds writes it as text
-                    golds = None
-            else:
-                golds = ints.get(label) if kind is int else floats.get(label) if (
-                    kind is float) else None
-            if golds is None:
-                golds = squad_golds(label, folding)
-                if golds is None:  # squad_result's unlabelled run, said no "no answer"
-                    return _new(ScoreResult, (None, compared, None))
+            golds = golds_of(label)
+            if golds is None:  # squad_result's unlabelled run, said no "no answer"
+                return _new(ScoreResult, (None, compared, None))
             if compared in golds:
                 return _new(ScoreResult, (True, compared, None, 1.0))
             best = best_f1(compared, golds)
