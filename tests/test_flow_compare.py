@@ -72,26 +72,16 @@ def test_a_custom_run_of_the_compare_deployment_takes_a_run_folder_and_a_judge_f
     the comparison is attached to the run, as ``hr compare`` does."""
     import asyncio
 
-    from prefect.client.orchestration import get_client
+    from deploy_support import custom_run, read_flow_run
     from prefect.flow_engine import run_flow
 
-    from deployments.serve import build_deployments
     from flows.compare_files import compare_files_flow
     from hr_core.report import load_report_inputs
 
     bench = hr_benchmark({"right": right, "half": half}, ITEMS, store=str(tmp_path))
     judge = Path(__file__).resolve().parents[1] / "hr_core/examples/pairwise_judge.yaml"
-    (deployment,) = build_deployments(names=["compare"])
     given = {"run_dir": str(bench.run_dir), "arms": ["right", "half"], "judge": str(judge)}
-
-    async def custom_run() -> tuple[Any, Any]:
-        deployment_id = await deployment.aapply()
-        async with get_client() as client:
-            stored = await client.read_deployment(deployment_id)
-            return stored, await client.create_flow_run_from_deployment(
-                deployment_id, parameters=given)
-
-    stored, created = asyncio.run(custom_run())
+    stored, created = custom_run("compare", given)
     schema = stored.parameter_openapi_schema
     assert set(schema["properties"]) == {"run_dir", "arms", "judge", "concurrency",
                                          "chunk_size"}
@@ -103,9 +93,5 @@ def test_a_custom_run_of_the_compare_deployment_takes_a_run_folder_and_a_judge_f
     assert Path(result["saved_to"]).is_file()
     assert [c["judge"]["hash"] for c in load_report_inputs(bench.run_dir).comparisons] == [
         result["judge_hash"]]
-
-    async def read_run() -> Any:
-        async with get_client() as client:
-            return await client.read_flow_run(created.id)
-    run = asyncio.run(read_run())
+    run = read_flow_run(created.id)
     assert run.parameters == given and run.state_type.value == "COMPLETED"

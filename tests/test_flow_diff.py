@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
+from deploy_support import custom_run, read_flow_run
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactCollectionFilter, ArtifactCollectionFilterKey
 from test_diff import _run, all_right, first_five
@@ -42,21 +42,10 @@ def test_a_custom_run_of_the_diff_deployment_takes_two_run_folders(
     deployment with the two run folders as parameters, then executed as a worker would."""
     from prefect.flow_engine import run_flow
 
-    from deployments.serve import build_deployments
-
     before = _run(tmp_path / "a", {"x": all_right})
     after = _run(tmp_path / "b", {"x": first_five})
-    (deployment,) = build_deployments(names=["diff"])
     given = {"run_a": str(before.run_dir), "run_b": str(after.run_dir)}
-
-    async def custom_run() -> tuple[Any, Any]:
-        deployment_id = await deployment.aapply()
-        async with get_client() as client:
-            stored = await client.read_deployment(deployment_id)
-            return stored, await client.create_flow_run_from_deployment(
-                deployment_id, parameters=given)
-
-    stored, created = asyncio.run(custom_run())
+    stored, created = custom_run("diff", given)
     schema = stored.parameter_openapi_schema
     assert {"run_a", "run_b"} <= set(schema["properties"]) <= {
         "run_a", "run_b", "arms", "output", "level"}
@@ -64,9 +53,5 @@ def test_a_custom_run_of_the_diff_deployment_takes_two_run_folders(
     result = asyncio.run(run_flow(hr_diff, flow_run=created, parameters=created.parameters))
     assert result["worse"] == ["x"]
     assert "right→wrong" in Path(result["page"]).read_text()
-
-    async def read_run() -> Any:
-        async with get_client() as client:
-            return await client.read_flow_run(created.id)
-    run = asyncio.run(read_run())
+    run = read_flow_run(created.id)
     assert run.parameters == given and run.state_type.value == "COMPLETED"

@@ -17,6 +17,7 @@ from types import FunctionType
 from typing import Any
 
 import pytest
+from deploy_support import custom_run
 from prefect import Flow
 from prefect.client.orchestration import get_client
 from prefect.context import FlowRunContext
@@ -119,24 +120,13 @@ def test_a_custom_run_of_the_benchmark_deployment_keeps_its_parameters(
     the deployment with other parameters, then executed as a worker would."""
     from prefect.flow_engine import run_flow
 
-    from deployments.serve import build_deployments
-
     lines = example_path("docqa_reference.jsonl").read_text().splitlines()[:3]
     (tmp_path / "ref.jsonl").write_text("\n".join(lines) + "\n")
     spec = tmp_path / "spec.yaml"
     spec.write_text("name: custom\nreference: ref.jsonl\n"
                     "arms:\n  keyword: hr_core.examples.demo_arms:keyword_overlap\n")
-    (deployment,) = build_deployments(names=["benchmark"])
     given = {"spec": str(spec), "store": str(tmp_path / "results"), "runs": 2}
-
-    async def custom_run() -> tuple[Any, Any]:
-        deployment_id = await deployment.aapply()
-        async with get_client() as client:
-            stored = await client.read_deployment(deployment_id)
-            return stored, await client.create_flow_run_from_deployment(
-                deployment_id, parameters=given)
-
-    stored, created = asyncio.run(custom_run())
+    stored, created = custom_run("benchmark", given)
     assert set(stored.parameter_openapi_schema["properties"]) == INPUTS  # the form's fields
     assert created.parameters == given
     bench = asyncio.run(run_flow(benchmark_flow, flow_run=created,

@@ -1,0 +1,42 @@
+"""A deployment's "Custom run" as the dashboard makes it, for the flow tests."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from prefect.client.orchestration import get_client
+
+__all__ = ["custom_run", "read_flow_run"]
+
+
+def custom_run(name: str, parameters: dict[str, Any]) -> tuple[Any, Any]:
+    """Apply the ``deployments/prefect.yaml`` deployment ``name`` to the current API and
+    create a flow run from it with ``parameters`` (the dashboard's "Custom run").
+
+    Returns:
+        The stored deployment (its ``parameter_openapi_schema`` is the form) and the flow
+        run created, not yet run (run it with ``prefect.flow_engine.run_flow``, as a
+        worker would).
+    """
+    from deployments.serve import build_deployments
+
+    (deployment,) = build_deployments(names=[name])
+
+    async def create() -> tuple[Any, Any]:
+        deployment_id = await deployment.aapply()
+        async with get_client() as client:
+            stored = await client.read_deployment(deployment_id)
+            return stored, await client.create_flow_run_from_deployment(
+                deployment_id, parameters=parameters)
+
+    return asyncio.run(create())
+
+
+def read_flow_run(flow_run_id: Any) -> Any:
+    """The flow run as the API holds it."""
+    async def read() -> Any:
+        async with get_client() as client:
+            return await client.read_flow_run(flow_run_id)
+
+    return asyncio.run(read())
