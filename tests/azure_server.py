@@ -117,7 +117,13 @@ class _AzureHandler(_Handler):
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             return self._error(400, "BadRequest", "'messages' is a required property")
         kind = fault.kind if fault else None
-        if state.quota_after is not None and state.answered >= state.quota_after:
+        with state._lock:  # checked and counted at once: two requests in flight cannot
+            # both take the last answer of the quota (an answer more than quota_after)
+            over = state.quota_after is not None and state.answered >= state.quota_after
+            counted = not over and kind is None
+            if counted:
+                state.answered += 1
+        if over:
             if state.quota == "monthly":
                 return self._error(403, "403", "Out of call volume quota. Quota will be "
                                    "replenished in 12.04:31:07.")
@@ -154,8 +160,9 @@ class _AzureHandler(_Handler):
             return self._completion(body, None, "content_filter", {
                 **_FILTERS_OK, "violence": {"filtered": True, "severity": "high"}})
         value = state.reply(body)
-        with state._lock:
-            state.answered += 1
+        if not counted:
+            with state._lock:
+                state.answered += 1
         if isinstance(value, dict):
             return self._json(200, value)
         return self._completion(body, str(value), "stop", _FILTERS_OK)
