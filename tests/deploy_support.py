@@ -7,7 +7,7 @@ from typing import Any
 
 from prefect.client.orchestration import get_client
 
-__all__ = ["custom_run", "read_flow_run"]
+__all__ = ["custom_run", "read_flow_run", "run_artifacts", "run_task_runs"]
 
 
 def custom_run(name: str, parameters: dict[str, Any]) -> tuple[Any, Any]:
@@ -40,3 +40,23 @@ def read_flow_run(flow_run_id: Any) -> Any:
             return await client.read_flow_run(flow_run_id)
 
     return asyncio.run(read())
+
+
+async def run_artifacts(client: Any, flow_run_id: Any) -> list[Any]:
+    """The artifacts of one flow run, filtered by the API (an unfiltered read returns the
+    server's default page, 200 rows: late in the suite's shared test database, not this
+    run's)."""
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    found: list[Any] = await client.read_artifacts(artifact_filter=ArtifactFilter(
+        flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
+    return found
+
+
+async def run_task_runs(client: Any, flow_run_id: Any) -> list[Any]:
+    """The task runs of one flow run, filtered by the API (see :func:`run_artifacts`)."""
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    found: list[Any] = await client.read_task_runs(
+        flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+    return found

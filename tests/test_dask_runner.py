@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from deploy_support import run_task_runs
 from prefect.client.orchestration import get_client
 from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -69,8 +70,7 @@ async def _task_run_names(flow_run_id: str, at_least: int) -> list[str]:
     names: list[str] = []
     async with get_client() as client:
         for _ in range(100):
-            runs = await client.read_task_runs()
-            names = sorted(t.name for t in runs if str(t.flow_run_id) == flow_run_id)
+            names = sorted(t.name for t in await run_task_runs(client, flow_run_id))
             if len(names) >= at_least:
                 break
             await asyncio.sleep(0.1)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from deploy_support import run_artifacts, run_task_runs
 from prefect.client.orchestration import get_client
 
 from flows import benchmark_flow, hr_benchmark
@@ -34,13 +35,12 @@ async def _flow_run(flow_run_id: str, n_tasks: int) -> tuple[str, list[str], lis
     async with get_client() as client:
         for _ in range(50):
             run = await client.read_flow_run(flow_run_id)
-            tasks = await client.read_task_runs()
-            names = [t.name for t in tasks if t.flow_run_id == run.id]
+            names = [t.name for t in await run_task_runs(client, run.id)]
             if len(names) >= n_tasks:
                 break
             await asyncio.sleep(0.1)
-        artifacts = await client.read_artifacts()
-    mine = [{"key": a.key, "type": a.type} for a in artifacts if a.flow_run_id == run.id]
+        artifacts = await run_artifacts(client, run.id)
+    mine = [{"key": a.key, "type": a.type} for a in artifacts]
     return run.state_name or "", names, mine
 
 

@@ -17,7 +17,7 @@ from types import FunctionType
 from typing import Any
 
 import pytest
-from deploy_support import custom_run
+from deploy_support import custom_run, run_artifacts
 from prefect import Flow
 from prefect.client.orchestration import get_client
 from prefect.context import FlowRunContext
@@ -42,7 +42,7 @@ async def good(payload: dict[str, Any]) -> str:
 async def _read(flow_run_id: str) -> tuple[Any, dict[str, Any]]:
     async with get_client() as client:
         run = await client.read_flow_run(flow_run_id)
-        artifacts = {a.key: a for a in await client.read_artifacts() if a.flow_run_id == run.id}
+        artifacts = {a.key: a for a in await run_artifacts(client, run.id)}
     return run, artifacts
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from deploy_support import run_artifacts
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import (
     FlowRunFilter,
@@ -52,7 +53,7 @@ async def _read(flow_run_id: str) -> dict[str, Any]:
             if any(log.level >= 30 for log in logs):
                 break
             await asyncio.sleep(0.1)
-        artifacts = [a for a in await client.read_artifacts() if a.flow_run_id == run.id]
+        artifacts = await run_artifacts(client, run.id)
     return {"state": run.state_type.value if run.state_type else None,
             "message": run.state.message if run.state else "", "name": run.name,
             "tags": run.tags, "parameters": run.parameters,

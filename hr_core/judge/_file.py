@@ -74,8 +74,10 @@ def load_judge(path: str | Path) -> Any:
     """The ``JudgeConfig`` a judge YAML file describes.
 
     Example:
-        >>> cfg = load_judge("hr_core/examples/grade_judge.yaml")  # doctest: +SKIP
-        >>> cfg.mode, cfg.model  # doctest: +SKIP
+        >>> from pathlib import Path
+        >>> examples = Path(__file__).resolve().parent.parent / "examples"
+        >>> cfg = load_judge(examples / "grade_judge.yaml")
+        >>> cfg.mode, cfg.model
         ('grade', 'mock-model')
     """
     from hr_core.judge import hr_judge_config
