@@ -21,7 +21,8 @@ its children, Prefect's temporary server among them, sampled every 20 ms).
 By default the Prefect API is the hr server (``hr server start`` in a temporary
 ``PREFECT_HOME``, stopped at the end), external to the run's process, as a user
 with ``hr server start`` runs; ``--temporary`` uses Prefect's temporary server
-inside the run's process instead (its RSS then counts the server's code). The
+instead, a process of its own that the run's process starts (``flows/_temporary.py``;
+before issue 25 the run's process imported the server's code, ~45 MB of its RSS). The
 output says which. Times are wall clock; ``cpu s`` is the child's user + system
 time (``wait4`` rusage), less sensitive to the other jobs on the machine.
 
@@ -194,7 +195,7 @@ def main(argv: list[str]) -> None:
         api = f"the hr server (external, {env['PREFECT_API_URL']})"
     else:
         api = (os.environ.get("PREFECT_API_URL")
-               or "Prefect's temporary server (in the run's process)")
+               or "Prefect's temporary server (a process the run starts)")
     print(f"workload: {workload}; Prefect API: {api}; "
           f"load average {os.getloadavg()[0]:.2f}", flush=True)
     rows = []

@@ -3,9 +3,11 @@
 :func:`prefect_api` chooses the API: ``PREFECT_API_URL`` when set (environment,
 profile or a test harness), else the hr server when it runs (``hr server
 start``; ``hr_cli.server``), else Prefect's temporary server for this process,
-started here in the calling thread before anything else can race to start a
-second one, with one line saying that ``hr server start`` makes runs faster
-and keeps them in the dashboard.
+started by hr as a process of its own (``flows._temporary``: not Prefect's
+``SubprocessASGIServer``, whose module imports the server stack into the calling
+process) before anything else can race to start a second one, with one line
+saying that ``hr server start`` makes runs faster and keeps them in the
+dashboard; :func:`use_prefect_api` points ``PREFECT_API_URL`` at it for the call.
 
 
 Prefect builds a new ``ssl.SSLContext`` from its CA bundle for every API client
@@ -59,9 +61,12 @@ def prefect_api() -> PrefectApi:
     """
     from prefect.settings import PREFECT_API_URL, PREFECT_HOME
 
+    from flows._temporary import temporary_api_url
     from hr_cli.server import ServerError, server_status
 
     explicit = PREFECT_API_URL.value()
+    if explicit and explicit == temporary_api_url():  # set by use_prefect_api around a call
+        return PrefectApi("temporary", None, _TEMPORARY)
     try:
         status = server_status(Path(PREFECT_HOME.value()).expanduser(),
                                check_health=not explicit)
@@ -121,24 +126,22 @@ def use_prefect_api(api: PrefectApi | None = None) -> Iterator[PrefectApi]:
             yield api
         return
     if api.kind == "temporary":
-        from prefect.server.api.server import SubprocessASGIServer
         from prefect.settings import PREFECT_HOME
 
+        from flows._temporary import start_temporary
         from hr_cli._database import check_database
 
         check_database(Path(PREFECT_HOME.value()).expanduser())
-
-        # started here, in one thread: Prefect's lazy start from several threads at once
-        # could start two servers on one port and lose track of one (an orphan)
+        # started here, once per process under a lock (flows._temporary): Prefect's lazy
+        # start from several threads at once could start two servers on one port and lose
+        # track of one (an orphan); not Prefect's SubprocessASGIServer, whose module
+        # imports the whole server stack into this process
         timeout = max(int(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()),
                       TEMPORARY_STARTUP_TIMEOUT_S)
-        server = SubprocessASGIServer()
-        fresh = not server.running
-        server.start(timeout=timeout)
-        if fresh and server.server_process is not None:
-            from flows._guard import guard
-
-            guard(server.server_process.pid, stop=server.stop)  # dies with hr, even on kill -9
+        server = start_temporary(timeout)
+        with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
+            yield api
+        return
     yield api
 
 

@@ -182,11 +182,9 @@ def _watched(api: Any) -> Any:
         return lambda: WatchedApi(str(api.url), answered=True)
 
     def temporary() -> WatchedApi:
-        from prefect.server.api.server import SubprocessASGIServer
+        from flows._temporary import temporary_api_url
 
-        server = SubprocessASGIServer._instances.get(None)  # never made here (thread safety)
-        running = server is not None and server.running
-        return WatchedApi(server.api_url if running else None)  # type: ignore[union-attr]
+        return WatchedApi(temporary_api_url())  # never started here (thread safety)
 
     return temporary
 
