@@ -13,7 +13,7 @@ import contextlib
 import inspect
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -52,6 +52,7 @@ from hr_core.engine.stopping import SequentialMonitor
 from hr_core.engine.store import RunStore, utc_now
 from hr_core.engine.threads import DaemonPool
 from hr_core.errors import RunNotFoundError
+from hr_core.reference import Item
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "BenchmarkPlan", "BenchmarkSession", "JudgePolicy",
            "ProgressFn", "ProgressRow", "apply_judge_policy", "plan_benchmark",
@@ -368,11 +369,14 @@ class BenchmarkSession(SessionResults):
             self.journal.append(record)
         return len(pending)
 
-    async def run_chunk(self, index: int) -> int:
-        """Run chunk ``index``; returns how many runs finished."""
+    async def run_chunk(self, index: int,
+                        work: Sequence[tuple[Item, int]] | None = None) -> int:
+        """Run chunk ``index`` (or ``work``, a part of its ``(item, run)`` pairs); returns
+        how many runs finished."""
         assert self._ctx is not None
         chunk = self.chunks[index]
-        return await run_chunk(self.plan.arms[chunk.arm], chunk.work(), self._ctx)
+        return await run_chunk(self.plan.arms[chunk.arm],
+                               chunk.work() if work is None else work, self._ctx)
 
     async def watch(self, callback: Callable[[list[ProgressRow]], Any],
                     interval: float) -> None:
