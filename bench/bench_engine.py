@@ -10,7 +10,9 @@ upper-cased with padding), else a wrong string; scoring is the exact scorer.
 - W3: 1,000 items x 5 runs, the arm awaits 10 ms, concurrency 50  (target <= 1.15x floor)
 - peak RSS during W2 <= 150 MB with the server external (issue 11).
 
-Prefect's fixed start-up (ephemeral API server, first flow run) is measured first
+Each timed section (hr's call, the floor) starts after an untimed ``gc.collect()``, so
+that both start from the same collector state (see ``timed``). Prefect's fixed start-up
+(ephemeral API server, first flow run) is measured first
 and reported apart; each workload then reports the whole ``hr_benchmark`` call
 (flow run, tasks, journal, parquet, artifacts) and its engine phase (the chunks,
 from the manifest's ``engine_seconds``) as ratios to the floor.
@@ -40,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import atexit
 import contextlib
+import gc
 import json
 import subprocess
 
@@ -86,6 +89,14 @@ async def empty_flow_shared_clients() -> int:
 
 
 def timed(fn: Any) -> tuple[Any, float]:
+    """``fn()`` and its wall time, after a full collection (untimed).
+
+    Each timed section (hr's call and the floor) starts from the same collector state:
+    without it, the objects the section before left to collect, and the count of
+    objects it promoted, decide whether this one runs one or two full collections over
+    the whole heap (Prefect, pandas, hr: ~0.2 s each at W2), which is what made the W2
+    floor vary from 0.5 to 0.9 s (bench/README.md, issue 25)."""
+    gc.collect()
     start = time.perf_counter()
     value = fn()
     return value, time.perf_counter() - start
@@ -195,6 +206,9 @@ def main() -> None:
     print(f"task-run overhead: 20,000 instant runs in 1 chunk task {one:.3f} s, in 50 tasks "
           f"{fifty:.3f} s -> {per_task_ms:.1f} ms per extra task run (default chunk: 2,000 runs;"
           " best of 3)")
+    print()
+    print("floor (s) per repetition: " + "; ".join(
+        f"{r.label} " + " ".join(f"{rep['floor_s']:.3f}" for rep in r.reps) for r in rows))
     print()
     print(f"W2 peak RSS (first W2 call): {w2_peak:.0f} MB = "
           f"{w2_peak - after_imports:+.0f} MB above the RSS after imports, "

@@ -107,3 +107,21 @@ def test_every_reader_drops_a_torn_last_line_and_keeps_a_whole_one(tmp_path: Pat
         journal.flush()
         assert list(Journal(path, fallback=tmp_path / "none.jsonl").read()) == [
             *keys, ("a", "q3", 1)]
+
+
+def test_a_flush_writes_each_records_line_in_order_larger_than_the_file_buffer(
+        tmp_path: Path) -> None:
+    # the lines go through the file's 64 KB buffer one at a time (no join of every line):
+    # the file is still exactly the records' lines, in order, across many buffer fills
+    from hr_core.engine.record import encode
+
+    records = [_record("a", f"q{i}", 1 + i % 3, "y" * (i % 300)) for i in range(3000)]
+    records[7].outcome = records[7].output  # a long outcome equal to its output: once
+    journal = Journal(tmp_path / "journal.jsonl")
+    for record in records:
+        journal.append(record)
+    assert journal.flush() == 3000
+    data = journal.path.read_bytes()
+    assert len(data) > 4 * (1 << 16)
+    assert data == b"".join(map(encode, records))
+    assert list(Journal(journal.path).read().values()) == records
