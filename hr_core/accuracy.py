@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hr_core._frames import records
+
 __all__ = [
     "arms_in_order",
     "coverage_warning",
@@ -201,10 +203,23 @@ def name_codes(names: Sequence[Any], values: pd.Series) -> np.ndarray:
     per name. For the few arms or failure kinds of a million-run table: no Python string
     is made per row (``get_indexer`` made one, ~75 MB at 1M runs).
 
+    A categorical of strings (the runs table's ``arm`` and ``failure_kind``) is looked up
+    by its categories, once each, and its integer codes: the same positions without one
+    comparison of every row per name (~0.2 ms a name at 2,000 runs).
+
     Example:
         >>> name_codes(["a", "b"], pd.Series(["b", None, "a", "c"])).tolist()
         [1, -1, 0, -1]
+        >>> name_codes(["a", "b"], pd.Series(["b", None, "a", "c"], dtype="category")).tolist()
+        [1, -1, 0, -1]
     """
+    dtype = values.dtype
+    if (isinstance(dtype, pd.CategoricalDtype) and dtype.categories.inferred_type == "string"
+            and all(isinstance(name, str) for name in names)):
+        place = {name: index for index, name in enumerate(names)}
+        # one slot more for the code -1 (a missing value): it reads -1 too
+        by_code = np.array([place.get(c, -1) for c in dtype.categories] + [-1], dtype=np.intp)
+        return by_code[np.asarray(values.cat.codes)]
     codes = np.full(len(values), -1, dtype=np.intp)
     for index, name in enumerate(names):
         codes[(values == name).to_numpy(dtype=bool, na_value=False)] = index
@@ -249,5 +264,5 @@ def coverage_warnings(summary: pd.DataFrame) -> list[str]:
     if not {"arm", "runs", "budget_stop"} <= set(summary.columns):
         return []
     found = (coverage_warning(str(r["arm"]), int(r["runs"]) - int(r["budget_stop"]),
-                              int(r["runs"])) for r in summary.to_dict("records"))
+                              int(r["runs"])) for r in records(summary))
     return [w for w in found if w]

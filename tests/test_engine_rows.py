@@ -214,3 +214,41 @@ def test_a_new_sessions_table_built_from_its_records_equals_its_journal_read_bac
     read = pd.read_parquet(tmp_path / "read.parquet").drop(columns=[ITEM_INDEX])
     pd.testing.assert_frame_equal(bench.runs, read, check_exact=True)
     assert bench.runs["failure_kind"].value_counts().to_dict() == {"wrong": 78, "error": 80}
+
+
+@pytest.mark.parametrize("judge", [False, True])
+def test_the_arrow_table_built_from_records_equals_the_one_through_pandas(judge: bool) -> None:
+    """runs_table builds the columns itself when the values' types allow it; what it builds
+    is pandas' table value for value (missing, NaN, infinities, ints as floats), and a
+    record with another type goes through runs_frame (the same table as before)."""
+    import math
+
+    import numpy as np
+    import pyarrow as pa
+
+    from hr_core.engine._columns import runs_schema, runs_table
+
+    schema = runs_schema(judge)
+    assert schema == pa.Schema.from_pandas(runs_frame([], judge=judge), preserve_index=False)
+    records = [
+        RunRecord(arm="a", item_id="q1", run=1, output="Paris", correct=True, score=0.5,
+                  outcome="paris", latency_s=0.25, tokens_in=3, tokens_out=4, cost_usd=0.001,
+                  truncated=False, replayed=True, judge_status="ok", judge_tokens_in=7,
+                  judge_tokens_out=8, judge_cost_usd=0.01),
+        RunRecord(arm="a", item_id="q2", run=2, output=None, correct=None, score=math.nan,
+                  failure_kind="error", error="boom\n\u00e9", latency_s=math.inf, cost_usd=0),
+        RunRecord(arm="b \u2603", item_id="", run=3, output="", correct=False, latency_s=-0.0),
+    ]
+
+    def through_pandas(rows: list[RunRecord]) -> pa.Table:
+        return pa.Table.from_pandas(runs_frame(rows, judge=judge), schema=schema,
+                                    preserve_index=False)
+
+    built = runs_table(records, schema, judge=judge)
+    assert built.schema == schema and built.schema.metadata == schema.metadata
+    assert built.equals(through_pandas(records))
+    assert built.column("score").null_count == 2  # NaN is missing, as pandas makes it
+    odd = [*records, RunRecord(arm="a", item_id="q3", run=True, correct=np.bool_(True),
+                               tokens_in=2.0)]
+    assert runs_table(odd, schema, judge=judge).equals(through_pandas(odd))
+    assert runs_table([], schema, judge=judge).equals(through_pandas([]))

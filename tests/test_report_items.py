@@ -163,3 +163,22 @@ def test_the_verdict_says_too_few_items_to_tell_below_the_minimum() -> None:
     assert not bad.significant and bad.too_few_items
     assert "Too few items to tell against bad (3 paired)." in result.headline()
     assert "Significantly worse" not in result.headline()
+
+
+def test_name_codes_of_a_categorical_match_the_comparison_per_name() -> None:
+    """The categorical path (codes and categories) gives what one comparison per name gives:
+    missing values, categories not named, names not among the categories, unused ones."""
+    import numpy as np
+
+    from hr_core.accuracy import name_codes
+
+    values = ["b", None, "a", "c", "b", None, "d"]
+    plain = pd.Series(values, dtype=object)
+    coded = pd.Series(pd.Categorical(values, categories=["d", "c", "b", "a", "unused"]))
+    for names in (["a", "b"], ["b", "x", "a", "c", "d"], [], ["unused"], ["x"]):
+        want = name_codes(names, plain)
+        assert np.array_equal(name_codes(names, coded), want), names
+        assert name_codes(names, coded).dtype == want.dtype
+    empty = pd.Series(pd.Categorical([], categories=["a"]))
+    assert name_codes(["a"], empty).tolist() == []
+    assert name_codes(["a"], pd.Series(pd.Categorical([None, None]))).tolist() == [-1, -1]

@@ -5,17 +5,22 @@ and :func:`runs_frame`, the runs table from run records; re-exported by
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping
 from operator import attrgetter, itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from hr_core.engine.record import RunRecord
 from hr_core.failures import FAILURE_KINDS
 
-__all__ = ["JUDGE_FAILURES", "RUN_COLUMNS", "SCORE_COLUMNS", "SUMMARY_COLUMNS", "runs_frame"]
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["JUDGE_FAILURES", "RUN_COLUMNS", "SCORE_COLUMNS", "SUMMARY_COLUMNS", "runs_frame",
+           "runs_schema", "runs_table"]
 
 RUN_COLUMNS = (
     "arm", "item_id", "run", "output", "correct", "score", "outcome", "failure_kind", "error",
@@ -51,6 +56,8 @@ SCORE_COLUMNS = ("score_mean", "score_ci_low", "score_ci_high")
 """Added to the summary after ``ci_high`` when any run has a ``score`` (partial credit)."""
 
 _TEXT = ("arm", "item_id", "output", "outcome", "failure_kind", "error", "judge_status")
+_FLAGS = ("correct", "truncated", "replayed")
+_COUNTS = ("tokens_in", "tokens_out", "judge_tokens_in", "judge_tokens_out")
 
 
 def runs_frame(records: Iterable[Mapping[str, Any]] | Iterable[RunRecord], *,
@@ -85,12 +92,72 @@ def runs_frame(records: Iterable[Mapping[str, Any]] | Iterable[RunRecord], *,
             data[column] = pd.Series(values, dtype="str")
         elif column == "run":
             data[column] = pd.Series(values, dtype="int64")
-        elif column in ("correct", "truncated", "replayed"):
+        elif column in _FLAGS:
             data[column] = pd.Series(pd.array(values, dtype="boolean"))
-        elif column in ("tokens_in", "tokens_out", "judge_tokens_in", "judge_tokens_out"):
+        elif column in _COUNTS:
             data[column] = pd.Series(pd.array(values, dtype="Int64"))
         else:
             data[column] = pd.Series(
                 [math.nan if v is None else v for v in values], dtype="float64"
             )
     return pd.DataFrame(data)
+
+
+def _kinds(column: str) -> frozenset[type]:
+    """The Python types :func:`runs_table` converts itself for ``column``: those whose
+    Arrow value is the one ``runs_frame`` then ``pyarrow.Table.from_pandas`` give (a bool
+    is no count, an int no flag), and ``None``."""
+    if column in _TEXT:
+        kinds: tuple[type, ...] = (str,)
+    elif column in _FLAGS:
+        kinds = (bool,)
+    elif column in _COUNTS or column == "run":
+        kinds = (int,)
+    else:
+        kinds = (float, int)
+    return frozenset((*kinds, type(None)))
+
+
+@functools.cache
+def runs_schema(judge: bool = False) -> pa.Schema:
+    """The Arrow schema of ``runs_frame([])`` (with its pandas metadata): the columns of
+    ``runs.parquet`` but the item index, made once per process (~5-10 ms).
+
+    Example:
+        >>> runs_schema().names[:3]
+        ['arm', 'item_id', 'run']
+    """
+    import pyarrow as pa
+
+    return pa.Schema.from_pandas(runs_frame([], judge=judge), preserve_index=False)
+
+
+def runs_table(records: list[RunRecord], schema: pa.Schema, *,
+               judge: bool = False) -> pa.Table:
+    """``pyarrow.Table.from_pandas(runs_frame(records), schema=schema)`` (``schema``:
+    :func:`runs_schema`), its columns built straight from the records' values when
+    every value has a type :func:`_kinds` allows (2,000 rows: ~3 ms instead of ~15 ms);
+    otherwise (a record of another type, a mapping) through :func:`runs_frame`.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> schema = runs_schema()
+        >>> rows = [RunRecord(arm="a", item_id="q1", run=1, correct=True, latency_s=0.5)]
+        >>> runs_table(rows, schema).equals(pa.Table.from_pandas(
+        ...     runs_frame(rows), schema=schema, preserve_index=False))
+        True
+    """
+    import pyarrow as pa
+
+    columns = (*RUN_COLUMNS, *_JUDGE_RUN_COLUMNS) if judge else RUN_COLUMNS
+    arrays = []
+    if all(type(r) is RunRecord for r in records):
+        for column, field in zip(columns, schema, strict=True):
+            values = list(map(attrgetter(column), records))
+            if not _kinds(column).issuperset(map(type, values)):
+                break
+            arrays.append(pa.array(values, type=field.type, from_pandas=True))
+    if len(arrays) == len(columns):
+        return pa.Table.from_arrays(arrays, schema=schema)
+    return pa.Table.from_pandas(runs_frame(records, judge=judge), schema=schema,
+                                preserve_index=False)

@@ -162,7 +162,7 @@ class SessionResults:
             self.store.write_frame(SLICE_SUMMARY_CSV, slices)
         self.store.write_text(REPORT, report)
         self.store.write_text(HTML_REPORT, self._html_report(bench, summary, slices))
-        give_back()
+        give_back(self.total)
         bench.manifest["reference_sha256"] = self.store.write_lines(REFERENCE, (  # rescore checks
             orjson.dumps({"id": i.id, "payload": i.payload, "label": i.label},
                          option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY,
@@ -193,11 +193,11 @@ class SessionResults:
 
         if self.total >= COLLECT_FROM:
             gc.collect()  # the run's cyclic garbage (~25 MB at 1M runs) before the peak
-        give_back()
+        give_back(self.total)
         summary = bench.summary()
-        give_back()
+        give_back(self.total)
         report = report_markdown(bench, summary)
-        give_back()
+        give_back(self.total)
         return summary, report
 
     def finish(self) -> Benchmark:

@@ -23,7 +23,13 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
-__all__ = ["give_back", "use_system_pool"]
+__all__ = ["GIVE_BACK_FROM", "give_back", "use_system_pool"]
+
+GIVE_BACK_FROM = 100_000
+"""Rows (runs) from which :func:`give_back` returns memory when told the size of what it
+follows: below it a phase's temporaries are a few MB, while each call trims the whole
+heap and the next phase faults the pages in again (a 20,000-run write phase called it
+~20 times, issue 25)."""
 
 
 def use_system_pool() -> None:
@@ -50,13 +56,18 @@ def _malloc_trim() -> Callable[[int], int] | None:
     return trim
 
 
-def give_back() -> None:
+def give_back(rows: int | None = None) -> None:
     """Return the free memory of Arrow's pool and of glibc's heap to the system (a no-op
-    where there is no ``malloc_trim``); what is in use is untouched.
+    where there is no ``malloc_trim``); what is in use is untouched. ``rows``: the size
+    of the table the freed temporaries were made for; nothing is done below
+    :data:`GIVE_BACK_FROM`.
 
     Example:
         >>> give_back()
+        >>> give_back(rows=20_000)  # a small run's temporaries: left to the allocator
     """
+    if rows is not None and rows < GIVE_BACK_FROM:
+        return
     pa.default_memory_pool().release_unused()
     trim = _malloc_trim()
     if trim is not None:

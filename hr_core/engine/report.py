@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from hr_core._frames import records
 from hr_core._safe import markdown_text, visible
 from hr_core.accuracy import coverage_warnings
 from hr_core.failures import FAILURE_KINDS
@@ -43,14 +44,14 @@ def markdown_table(frame: pd.DataFrame) -> str:
 
 def summary_records(summary: pd.DataFrame) -> list[dict[str, Any]]:
     """The summary as JSON-safe records (NaN -> ``None``) for a table artifact."""
-    records = []
-    for row in summary.to_dict("records"):
-        records.append({
+    out = []
+    for row in records(summary):
+        out.append({
             str(k): (None if isinstance(v, float) and math.isnan(v) else
                      v.item() if hasattr(v, "item") else v)
             for k, v in row.items()
         })
-    return records
+    return out
 
 
 _cell = markdown_text
@@ -135,31 +136,31 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
         lines.append(f"| {_cell(r.arm)} | {_pct(r.accuracy)} ({_pct(r.ci_low)}–"
                      f"{_pct(r.ci_high)}) | {versus} | {p} | {_pct(r.coverage)} | "
                      f"{r.errors} |")
-    ordered = summary.set_index(summary["arm"].astype(str)).loc[result.order].reset_index(
-        drop=True) if result.order else summary
+    ordered = records(summary.set_index(summary["arm"].astype(str)).loc[result.order]
+                      .reset_index(drop=True) if result.order else summary)
     lines += ["", "## Summary", "",
               "| arm | runs | scored | correct | unscored | accuracy | 95% CI | coverage |",
               "|---|---|---|---|---|---|---|---|"]
-    for row in ordered.to_dict("records"):
+    for row in ordered:
         lines.append(f"| {_cell(row['arm'])} | {row.get('runs')} | {row.get('scored')} | "
                      f"{row.get('correct')} | {row.get('unscored')} | "
                      f"{_fmt(row.get('accuracy'))} | {_fmt(row.get('ci_low'))}–"
                      f"{_fmt(row.get('ci_high'))} | {_fmt(row.get('coverage'))} |")
-    if "score_mean" in ordered.columns:  # partial credit (f1): its own narrow table
+    if "score_mean" in summary.columns:  # partial credit (f1): its own narrow table
         lines += ["", "| arm | score (mean over items) | 95% CI |", "|---|---|---|"]
         lines += [f"| {_cell(row['arm'])} | {_fmt(row.get('score_mean'))} | "
                   f"{_fmt(row.get('score_ci_low'))}–{_fmt(row.get('score_ci_high'))} |"
-                  for row in ordered.to_dict("records")]
+                  for row in ordered]
     # three narrow tables rather than one wide one: the dashboard's artifact pane cuts
     # off what does not fit (about eight columns)
     lines += ["", "| arm | " + " | ".join(k.replace("_", " ") for k in FAILURE_KINDS) + " |",
               "|---" * (1 + len(FAILURE_KINDS)) + "|"]
-    for row in ordered.to_dict("records"):
+    for row in ordered:
         kinds = " | ".join(str(row.get(k, 0)) for k in FAILURE_KINDS)
         lines.append(f"| {_cell(row['arm'])} | {kinds} |")
     lines += ["", "| arm | mean latency (s) | tokens in | tokens out | cost (USD) |",
               "|---|---|---|---|---|"]
-    for row in ordered.to_dict("records"):
+    for row in ordered:
         lines.append(f"| {_cell(row['arm'])} | {_fmt(row.get('latency_mean_s'))} | "
                      f"{_count(row.get('tokens_in'))} | {_count(row.get('tokens_out'))} | "
                      f"{_fmt(row.get('cost_usd'), 4)} |")

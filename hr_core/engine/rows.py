@@ -27,7 +27,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from hr_core.accuracy import ITEM_INDEX
-from hr_core.engine.benchmark import runs_frame
+from hr_core.engine._columns import runs_schema, runs_table
 from hr_core.engine.journal import Journal, journal_lines
 from hr_core.engine.memory import give_back
 from hr_core.engine.record import RunRecord, decode
@@ -174,8 +174,9 @@ def _latest_made(made: list[RunRecord], positions: RunPositions, latest: list[An
     ``latest`` is set to each position's record, and its source to file ``0``."""
     source = np.full(positions.total, -2, dtype=np.int8)
     superseded = 0
+    of = positions.of
     for record in made:
-        place = positions.of(record.arm, record.item_id, record.run)
+        place = of(record.arm, record.item_id, record.run)
         if place >= 0:
             superseded += latest[place] is not None
             latest[place] = record
@@ -212,7 +213,7 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
     else:
         files, source, offset, size, superseded = _latest_lines(journal, positions, latest)
     kept = list(journal.kept)
-    frame_schema = pa.Schema.from_pandas(runs_frame([], judge=judge), preserve_index=False)
+    frame_schema = runs_schema(judge)
     schema = frame_schema.append(pa.field(ITEM_INDEX, pa.int32()))
     handles = [os.open(path, os.O_RDONLY) for path in files]
     pending: list[pa.Table] = []
@@ -221,29 +222,32 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
         with pq.ParquetWriter(sink, schema) as writer:
             for start in range(0, positions.total, BATCH):
                 stop = min(start + BATCH, positions.total)
-                records: list[RunRecord] = []
+                records: list[RunRecord]
                 items_here = positions.item_indexes(start, stop)
                 rows_here = np.ones(stop - start, dtype=bool)
-                for place, number, at, length in zip(
-                        range(start, stop), source[start:stop].tolist(),
-                        offset[start:stop].tolist(), size[start:stop].tolist(), strict=True):
-                    if number >= 0 and latest is not None:
-                        record = latest[place]
-                    elif number >= 0:
-                        found = decode(os.pread(handles[number], length, at), files[number], 0)
-                        # None: the line changed since the first pass read it
-                        record = found or positions.stopped_record(place)
-                    elif number == _KEPT:
-                        record = kept[at]
-                    elif left_out is not None and left_out[items_here[place - start]]:
-                        rows_here[place - start] = False
-                        continue
-                    else:
-                        record = positions.stopped_record(place)
-                    records.append(record)
+                if latest is not None and bool((source[start:stop] >= 0).all()):
+                    records = latest[start:stop]  # every run made, its record in memory
+                else:
+                    records = []
+                    for place, number, at, length in zip(
+                            range(start, stop), source[start:stop].tolist(),
+                            offset[start:stop].tolist(), size[start:stop].tolist(), strict=True):
+                        if number >= 0 and latest is not None:
+                            record = latest[place]
+                        elif number >= 0:
+                            found = decode(os.pread(handles[number], length, at), files[number], 0)
+                            # None: the line changed since the first pass read it
+                            record = found or positions.stopped_record(place)
+                        elif number == _KEPT:
+                            record = kept[at]
+                        elif left_out is not None and left_out[items_here[place - start]]:
+                            rows_here[place - start] = False
+                            continue
+                        else:
+                            record = positions.stopped_record(place)
+                        records.append(record)
                 written += len(records)
-                table = pa.Table.from_pandas(runs_frame(records, judge=judge),
-                                             schema=frame_schema, preserve_index=False)
+                table = runs_table(records, frame_schema, judge=judge)
                 pending.append(table.append_column(
                     ITEM_INDEX, pa.array(items_here[rows_here])))
                 del records
@@ -256,7 +260,7 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
     finally:
         for handle in handles:
             os.close(handle)
-        give_back()
+        give_back(positions.total)
     return written, superseded
 
 

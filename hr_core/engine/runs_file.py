@@ -117,7 +117,7 @@ class RunsFile:
         if columns is None:  # Benchmark.runs: the table without the file's item index
             wanted = [c for c in self.names() if c != ITEM_INDEX]
             frame: pd.DataFrame = self._guarded(lambda h: pd.read_parquet(h, columns=wanted))
-            give_back()
+            give_back(self._rows())
             return frame
         names = [c for c in columns if c in self.names()]
         if names and self._rows() <= TOGETHER_UP_TO:

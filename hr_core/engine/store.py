@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import platform
@@ -37,6 +38,10 @@ SUMMARY_CSV = "summary.csv"
 REPORT = "report.md"
 JOURNAL = "journal.jsonl"
 REFERENCE = "reference.jsonl"
+
+LINES_AT_ONCE = 1024
+"""Lines :meth:`RunStore.write_lines` joins before one write and one hash update (a write
+and an update per line: ~2 ms more of ``reference.jsonl``'s ~20 ms at 20,000 items)."""
 
 
 def run_id_for(spec: dict[str, Any]) -> str:
@@ -317,14 +322,15 @@ class RunStore(RunFolder):
         self._write(filename, lambda handle: handle.write(data))
 
     def write_lines(self, filename: str, lines: Iterable[bytes]) -> str:
-        """Write lines one by one (each ``bytes`` already ends with a newline), atomically;
-        returns the SHA-256 (hex) of what was written."""
+        """Write lines (each ``bytes`` already ends with a newline) :data:`LINES_AT_ONCE` at
+        a time, atomically; returns the SHA-256 (hex) of what was written."""
         digest = hashlib.sha256()
 
         def write(handle: Any) -> None:
-            for line in lines:
-                digest.update(line)
-                handle.write(line)
+            batches = iter(lines)
+            while batch := b"".join(itertools.islice(batches, LINES_AT_ONCE)):
+                digest.update(batch)
+                handle.write(batch)
 
         self._write(filename, write)
         return digest.hexdigest()

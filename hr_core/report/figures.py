@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hr_core._frames import records
 from hr_core.accuracy import arms_in_order, name_codes
 from hr_core.report.analysis import OUTCOMES, PairedRow
 
@@ -214,7 +215,7 @@ def outcome_figure(counts: pd.DataFrame, prefix: str = "fig-outcomes") -> str:
     scale = _Scale(0.0, 1.0, left, 720 - 24)
     _axis(canvas, scale, _TOP, bottom, "share of runs", _pct)
     ys = _rows(canvas, labels, left - 8)
-    for y, arm, row, total in zip(ys, labels, counts.to_dict("records"), totals, strict=True):
+    for y, arm, row, total in zip(ys, labels, records(counts), totals, strict=True):
         start = 0.0
         for outcome in shown:
             share = float(row[outcome]) / float(total)

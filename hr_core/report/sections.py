@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from hr_core._frames import records
 from hr_core.accuracy import coverage_warnings, item_total
 from hr_core.engine.memory import give_back
 from hr_core.failures import FAILURE_KINDS
@@ -142,7 +143,7 @@ def summary_section(inputs: ReportInputs) -> str:
                "unscored", *[k.replace("_", " ") for k in kinds], "mean latency",
                "tokens", "cost", "spent now", *(["judge tokens", "judge cost"] if judged else [])]
     rows = []
-    for r in summary.to_dict("records"):  # already best first (render_report orders the arms)
+    for r in records(summary):  # already best first (render_report orders the arms)
         accuracy = (f"<b>{fmt(r.get('accuracy'), 'pct')}</b> "
                     f"({fmt(r.get('ci_low'), 'pct')}–{fmt(r.get('ci_high'), 'pct')})")
         tokens = f"{compact(r.get('tokens_in'))} in, {compact(r.get('tokens_out'))} out"
@@ -245,7 +246,8 @@ def failures_section(inputs: ReportInputs) -> str:
     counts_all = failure_counts(inputs.runs)
     if counts_all.empty:
         return '<p class="note">No run failed.</p>'
-    give_back()  # the counts' temporaries, before the failed runs' own (1M runs: ~10 MB)
+    # the counts' temporaries, before the failed runs' own (1M runs: ~10 MB)
+    give_back(len(inputs.runs))
     failed = failed_runs(inputs.runs, inputs.items, arms=list(inputs.summary["arm"]),
                          per_group=ROWS_PER_GROUP, texts=inputs.texts)
     parts = []

@@ -27,6 +27,7 @@ from typing import Any
 
 import pandas as pd
 
+from hr_core._frames import records
 from hr_core._slice_compare import corrected_verdict
 from hr_core.multiplicity import holm
 from hr_core.planning import detectable_difference
@@ -154,7 +155,7 @@ def verdict(runs: pd.DataFrame, summary: pd.DataFrame) -> Verdict:
     if not order:
         return Verdict(None, ())
     by_arm: dict[str, dict[str, Any]] = {
-        str(r["arm"]): {str(k): v for k, v in r.items()} for r in summary.to_dict("records")}
+        str(r["arm"]): {str(k): v for k, v in r.items()} for r in records(summary)}
     best = order[0] if not pd.isna(by_arm[order[0]].get("accuracy")) else None
     rank = {arm: i for i, arm in enumerate(order)}  # best first, whatever the rows' order
     all_paired = sorted(paired_differences(runs, baseline=best) if best else [],
