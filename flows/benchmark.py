@@ -119,9 +119,7 @@ async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,
                submit: bool = False, prefetch: Prefetch | None = None) -> Benchmark:
     loop = asyncio.get_running_loop()
     if prefetch is None:
-        opened = loop.time()
         session.open()  # read the journal, plan the chunks (in the flow: one task run fewer)
-        session.timings["open_s"] = loop.time() - opened
     else:  # opened by the caller, its first chunks running (tasks._prefetch)
         prefetch.adopt()
     progress = ProgressPublisher(session.plan.name)
@@ -135,7 +133,7 @@ async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,
             lambda rows: [on_progress(*row) for row in rows], CALLBACK_INTERVAL_S)))
     started = loop.time() if prefetch is None or prefetch.started is None else prefetch.started
     try:
-        if any(not r.scored for r in session.done.values()):
+        if session.unscored():
             await rescore_benchmark(session)
         if submit:
             await run_chunks_submitted(session)

@@ -174,18 +174,15 @@ class Prefetch:
             return
         self._begun = True
         session = self.session
-        loop = asyncio.get_running_loop()
-        opened = loop.time()
         try:
             session.open()
         except Exception as exc:  # the flow run fails with it, as when the flow opened it
             self.error = exc
             return
-        session.timings["open_s"] = loop.time() - opened
         first = self._first_chunks()
         if not first:
             return
-        self.started = loop.time()
+        self.started = asyncio.get_running_loop().time()
         self._watchers.append(asyncio.ensure_future(session.journal.flush_every(
             FLUSH_INTERVAL_S)))
         for lane in first.values():
@@ -201,8 +198,7 @@ class Prefetch:
         by the caller: ``flows.benchmark._prefetches``)."""
         session = self.session
         plan = session.plan
-        if (not session.rounds or session.halted()
-                or any(not r.scored for r in session.done.values())):
+        if not session.rounds or session.halted() or session.unscored():
             return {}
         outside = {arm: not reaches_prefect(plan.arms[arm]) for arm in plan.arms}
         lanes: dict[str, list[int]] = {}

@@ -136,9 +136,12 @@ class BenchmarkSession(SessionResults):
         """Lock the run folder, read the journal (or clear it when not resuming), count
         done runs, make chunks.
 
+        Its time goes into the manifest's ``timings`` as ``open_s``.
+
         Raises:
             RunLockedError: another process runs the same benchmark into this folder.
         """
+        started = time.perf_counter()
         plan = self.plan
         use_system_pool()  # the run's Arrow buffers: freed memory goes back (engine/memory.py)
         if not self.lock.held:
@@ -184,6 +187,7 @@ class BenchmarkSession(SessionResults):
         self._ctx = ChunkContext(plan.scorer, self.ledger, self._executor, plan.concurrency,
                                  self._record, self.halted)
         self._opened = True
+        self.timings["open_s"] = time.perf_counter() - started
         self.store.write_manifest(self.manifest("running"))
         register(self)
         reassert_handlers()  # Prefect swaps in its SIGTERM handler while a flow runs
@@ -358,10 +362,15 @@ class BenchmarkSession(SessionResults):
 
     # -- running --------------------------------------------------------------------------
 
+    def unscored(self) -> list[RunRecord]:
+        """The journaled runs a broken scorer left unscored: :meth:`rescore` scores them
+        before any chunk runs."""
+        return [r for r in self.done.values() if not r.scored]
+
     async def rescore(self) -> int:
         """Score journaled runs a broken scorer left unscored (no arm is called)."""
         assert self._ctx is not None
-        pending = [r for r in self.done.values() if not r.scored]
+        pending = self.unscored()
         for record in pending:
             item = self.plan.reference.get(record.item_id)
             await score_record(record, item, load_output(record), self.plan.scorer,
