@@ -4,16 +4,25 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint types pytest install browser clean test-real-model
+.PHONY: demo test lint types pytest install browser clean test-real-model lock
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# Reinstall only when pyproject.toml changed.
-$(STAMP): pyproject.toml | $(BIN)/python
+# The installed set is the tested set: every install takes the versions pinned in
+# constraints.txt (the lock the suite passed with; tests/test_lock.py checks the venv
+# against it). Reinstall when pyproject.toml or the lock changed; `make lock` refreshes it.
+$(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
+
+# Refresh the lock from pyproject.toml's ranges (valid for Python 3.11 and later), then
+# `make test` installs it and checks it.
+lock: | $(BIN)/python
+	$(BIN)/python -m pip install --quiet 'uv>=0.5'
+	$(BIN)/uv pip compile pyproject.toml --extra dev --universal --python-version 3.11 \
+	  --quiet -o constraints.txt
 
 install: $(STAMP)
 
