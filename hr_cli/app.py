@@ -280,12 +280,16 @@ def diff(
         "--arm", help="Pair renamed arms: --arm OLD=NEW (repeatable).")] = None,
     output: Annotated[str | None, typer.Option(
         "-o", "--output", help="Also write the diff as a self-contained HTML page.")] = None,
-    limit: Annotated[int, typer.Option(min=0, help="Flipped items shown per arm.")] = 20,
+    limit: Annotated[int, typer.Option(
+        min=0, help="Flipped items shown per arm and direction (broke, fixed).")] = 20,
+    every: Annotated[bool, typer.Option(
+        "--all", help="Show every flipped item, not the first --limit of each direction.")
+    ] = False,
 ) -> int:
     command_module("hr_cli.diff")  # hr_core, pandas: collector paused
     from hr_cli.diff import run_diff
 
-    return run_diff(console, run_a, run_b, arm or [], output, limit)
+    return run_diff(console, run_a, run_b, arm or [], output, None if every else limit)
 
 
 @judge_app.command("validate")

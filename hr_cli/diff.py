@@ -14,7 +14,7 @@ from rich.text import Text
 
 from hr_cli._options import name_pairs
 from hr_cli.literal import cell
-from hr_core.diff import ArmDiff, RunDiff
+from hr_core.diff import ArmDiff, Flip, RunDiff
 
 __all__ = ["arm_pairs", "print_diff", "run_diff"]
 
@@ -80,9 +80,10 @@ def _arm_row(arm: ArmDiff) -> list[Text]:
             cell(arm.verdict, style=_STYLE.get(arm.verdict, "")), cell(flips)]
 
 
-def print_diff(console: Console, diff: RunDiff, *, limit: int = 20) -> None:
+def print_diff(console: Console, diff: RunDiff, *, limit: int | None = 20) -> None:
     """Print a :class:`~hr_core.diff.RunDiff`: what changed, each arm's verdict, the flips
-    (``limit`` per arm at most), failure-kind transitions, new errors, latency and cost."""
+    (the first ``limit`` of each direction, with each direction's count; ``None``: all),
+    failure-kind transitions, new errors, latency and cost."""
     console.print(Text.assemble(("hr diff ", "bold"), cell(diff.id_a or diff.run_a, "bold"),
                                 " → ", cell(diff.id_b or diff.run_b, "bold")))
     console.print(cell(f"then: {diff.run_a}\nnow:  {diff.run_b}", style="dim"))
@@ -121,7 +122,7 @@ def print_diff(console: Console, diff: RunDiff, *, limit: int = 20) -> None:
         console.print(cell(f"Worse: {', '.join(worse)} (exit status 1)", style="bold red"))
 
 
-def _print_arm(console: Console, diff: RunDiff, arm: ArmDiff, limit: int) -> None:
+def _print_arm(console: Console, diff: RunDiff, arm: ArmDiff, limit: int | None) -> None:
     console.rule(cell(arm.label), align="left")
     flaky = [f"then {_pct(arm.flaky_a)}" if arm.flaky_a is not None else None,
              f"now {_pct(arm.flaky_b)}" if arm.flaky_b is not None else None]
@@ -132,22 +133,11 @@ def _print_arm(console: Console, diff: RunDiff, arm: ArmDiff, limit: int) -> Non
         f"runs per item {arm.runs_a} → {arm.runs_b}; latency {_ms(arm.latency_a)} → "
         f"{_ms(arm.latency_b)}; cost {_usd(arm.cost_a)} → {_usd(arm.cost_b)}"
         + (f"; flaky items {', '.join(shown)}" if shown else "")))
-    flips = [f for f in diff.flips if f.arm == arm.label][:limit]
-    total = arm.right_to_wrong + arm.wrong_to_right
-    if flips:
-        table = _table(f"{total} flipped item(s), worst first"
-                       + (f" (showing {len(flips)})" if len(flips) < total else ""),
-                       ["item", "flip", "flaky", "question", "label", "then: output", "then",
-                        "now: output", "now"])
-        for f in flips:
-            table.add_row(cell(f.item_id), cell(f.direction, style="red" if
-                                                f.direction == "right→wrong" else "green"),
-                          cell("flaky" if f.flaky else ""), cell(f.question), cell(f.label),
-                          cell(f.output_a), cell(f"{f.kind_a} ({f.share_a:.0%})"),
-                          cell(f.output_b), cell(f"{f.kind_b} ({f.share_b:.0%})"))
-        console.print(table)
-    else:
-        console.print(cell("No item flipped."))
+    for direction, total, what in (("right→wrong", arm.right_to_wrong, "broke"),
+                                   ("wrong→right", arm.wrong_to_right, "fixed")):
+        _print_flips(console, [f for f in diff.flips if f.arm == arm.label
+                               and f.direction == direction][:limit], total,
+                     f"{total} {what} ({direction})")
     if arm.slices:
         table = _table("By slice: now - then over the paired items (points)",
                        ["slice", "value", "items", "then", "now", "diff", "CI", "p",
@@ -170,12 +160,32 @@ def _print_arm(console: Console, diff: RunDiff, arm: ArmDiff, limit: int) -> Non
             console.print(cell(f"  {count}× {message}"))
 
 
+def _print_flips(console: Console, flips: list[Flip], total: int, title: str) -> None:
+    """One direction's flipped items (worst first), with its count."""
+    if not total:
+        console.print(cell(f"{title}: none."))
+        return
+    if len(flips) < total:
+        title += f", showing the first {len(flips)} (--all: every one)"
+    table = _table(title, ["item", "flip", "flaky", "question", "label", "then: output",
+                           "then", "now: output", "now"])
+    for f in flips:
+        table.add_row(cell(f.item_id), cell(f.direction, style="red" if
+                                            f.direction == "right→wrong" else "green"),
+                      cell("flaky" if f.flaky else ""), cell(f.question), cell(f.label),
+                      cell(f.output_a), cell(f"{f.kind_a} ({f.share_a:.0%})"),
+                      cell(f.output_b), cell(f"{f.kind_b} ({f.share_b:.0%})"))
+    console.print(table)
+
+
 def run_diff(console: Console, run_a: str, run_b: str, arms: list[str], output: str | None,
-             limit: int) -> int:
-    """``hr diff``: compare, print, write the HTML page when asked; the exit status."""
+             limit: int | None) -> int:
+    """``hr diff``: compare, print (the first ``limit`` flipped items of each direction,
+    ``None``: all), write the HTML page when asked; the exit status."""
     from hr_core.diff import diff_runs
 
-    found = diff_runs(run_a, run_b, arms=arm_pairs(arms), flips_per_arm=max(limit, 50))
+    found = diff_runs(run_a, run_b, arms=arm_pairs(arms),
+                      flips_per_arm=None if limit is None else max(limit, 50))
     print_diff(console, found, limit=limit)
     if output is not None:
         from hr_core.report.diff_html import write_diff_html

@@ -153,7 +153,7 @@ class RunDiff(BaseModel):
     reference: ReferenceDiff
     arms: list[ArmDiff]
     flips: list[Flip]
-    flips_per_arm: int
+    flips_per_arm: int | None  # per direction; None: all
 
     @property
     def worse(self) -> list[str]:
@@ -173,8 +173,8 @@ class RunDiff(BaseModel):
 
     def to_markdown(self, *, top: int = 10, page: str | None = None) -> str:
         """A markdown summary (a Prefect artifact): the fingerprint changes, each arm's
-        verdict, and the ``top`` flipped items per arm (worst first); ``page`` names where
-        the HTML page is. Every value from the runs is escaped.
+        verdict, and the first ``top`` flipped items of each direction per arm (worst
+        first); ``page`` names where the HTML page is. Every value from the runs is escaped.
 
         Example:
             >>> empty = ReferenceDiff(hash_a="h", hash_b="h", items_a=1, items_b=1, common=1,
@@ -208,7 +208,9 @@ class RunDiff(BaseModel):
                          f"| {a.right_to_wrong} / {a.wrong_to_right} "
                          f"| {a.flaky_right_to_wrong} / {a.flaky_wrong_to_right} |")
         for a in self.arms:
-            flips = [f for f in self.flips if f.arm == a.label][:top]
+            flips = [f for direction in ("right→wrong", "wrong→right")
+                     for f in [f for f in self.flips
+                               if f.arm == a.label and f.direction == direction][:top]]
             if not flips:
                 continue
             lines += ["", f"### Top flips: {md_cell(a.label)}", "",

@@ -139,7 +139,7 @@ def diff_runs(
     *,
     arms: Mapping[str, str] | None = None,
     level: float = 0.95,
-    flips_per_arm: int = 50,
+    flips_per_arm: int | None = 50,
     slices: list[str] | None = None,
 ) -> RunDiff:
     """Compare run ``a`` (then) with run ``b`` (now): see the module's docstring.
@@ -148,7 +148,8 @@ def diff_runs(
         a, b: run folders (local or fsspec URLs) or loaded benchmarks.
         arms: ``{arm in a: arm in b}`` for renamed arms; the others match by name.
         level: confidence level of the intervals.
-        flips_per_arm: the flipped items kept per arm (the counts count them all).
+        flips_per_arm: the flipped items kept per arm and direction (right→wrong,
+            wrong→right; ``None``: all); the counts count them all.
         slices: item fields to compare by slice (default: run b's ``slices``, else a's).
 
     Raises:
@@ -241,15 +242,17 @@ def _holm_corrected(arms: list[ArmDiff], level: float) -> list[ArmDiff]:
 
 def _flips(out_a: RunOutcomes, out_b: RunOutcomes, ia: int, ib: int, label: str,
            ca: np.ndarray, cb: np.ndarray, down: np.ndarray, up: np.ndarray,
-           flaky: np.ndarray, lines: Mapping[str, Mapping[str, Any]], limit: int
+           flaky: np.ndarray, lines: Mapping[str, Mapping[str, Any]], limit: int | None
            ) -> list[Flip]:
-    """The first ``limit`` flips of one arm, worst first: right→wrong by the largest drop,
-    stable items before flaky ones, then wrong→right by the largest gain."""
+    """One arm's flips, the first ``limit`` of each direction (``None``: all): right→wrong
+    by the largest drop, stable items before flaky ones, then wrong→right by the largest
+    gain, stable items first."""
     share_a, share_b = out_a.share(ia)[ca], out_b.share(ib)[cb]
     gap = share_b - share_a
-    at = np.flatnonzero(down | up)
     worst = np.where(up, -gap, gap)  # the largest drop (then gain) first
-    order = at[np.lexsort((at, flaky[at], worst[at], up[at]))][:limit]
+    order = np.concatenate([
+        at[np.lexsort((at, flaky[at], worst[at]))][:limit]
+        for at in (np.flatnonzero(down), np.flatnonzero(up))])
     if not len(order):
         return []
     outputs_a = out_a.first_rows(ia, ca[order].tolist())

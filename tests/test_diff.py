@@ -186,7 +186,7 @@ def test_hr_diff_prints_the_table_and_exits_1_when_an_arm_is_worse(
     assert code == 1, err
     assert "worse" in out and "Worse: x (exit status 1)" in out
     assert "[bold red]nope[/]" in out  # data is printed as text, never as markup
-    assert "showing 3" in out
+    assert "showing the first 3" in out
     code, out, err = hr(capsys, "diff", after.run_dir, before.run_dir)
     assert code == 0, err
     assert "better" in out
@@ -238,3 +238,37 @@ def test_the_readme_shows_the_diff_page() -> None:
     text = (root / "README.md").read_text(encoding="utf-8")
     assert "\n## What changed: `hr diff`" in text and "docs/screenshots/diff-page.png" in text
     assert (root / "docs/screenshots/diff-page.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+FORTY = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}"} for i in range(40)]
+
+
+def right_below_30(payload: dict[str, Any]) -> str:
+    return f"a{_n(payload)}" if _n(payload) < 30 else "nope"
+
+
+def right_from_30(payload: dict[str, Any]) -> str:
+    return f"a{_n(payload)}" if _n(payload) >= 30 else "nope"
+
+
+def _shown_items(out: str, direction: str) -> set[str]:
+    return {word for line in out.splitlines() if direction in line
+            for word in line.split() if word.startswith("q") and word[1:].isdigit()}
+
+
+def test_hr_diff_lists_both_directions_with_their_counts_and_all_of_them_with_all(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """30 items broke and 10 were fixed: the default shows the first 20 of the broken and
+    all 10 fixed (before: 20 broken items and none of the fixed ones)."""
+    before = _run(tmp_path / "a", {"x": right_below_30}, FORTY)
+    after = _run(tmp_path / "b", {"x": right_from_30}, FORTY)
+    code, out, err = hr(capsys, "diff", before.run_dir, after.run_dir)
+    assert code == 1, err
+    assert "30 broke (right→wrong), showing the first 20" in out
+    assert "10 fixed (wrong→right)" in out
+    assert len(_shown_items(out, "right→wrong")) == 20
+    assert _shown_items(out, "wrong→right") == {f"q{i}" for i in range(30, 40)}
+    code, out, err = hr(capsys, "diff", before.run_dir, after.run_dir, "--all")
+    assert code == 1, err
+    assert _shown_items(out, "right→wrong") == {f"q{i}" for i in range(30)}
+    assert "showing" not in out
