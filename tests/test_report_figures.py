@@ -106,3 +106,16 @@ def test_accuracy_figure_puts_the_best_arm_on_top_and_survives_a_missing_accurac
     labels = re.findall(r'text-anchor="end"[^>]*>([a-z]+)</text>', svg)
     assert labels == ["high", "low", "none"]
     assert _count(_parse(svg), "circle") == 2
+
+
+def test_the_forest_plot_is_in_points_as_every_table_is() -> None:
+    """Before: its axis and labels were fractions (-0.19) where the tables say points."""
+    rows = paired_differences(fake_runs())
+    svg = figures.forest_figure(rows)
+    texts = [t.text or "" for t in _parse(svg).iter(f"{SVG}text")]
+    assert any("points" in t for t in texts)
+    for row in rows:
+        if math.isfinite(row.diff) and row.diff:
+            assert any(t.startswith(f"{row.diff * 100:+.1f}") for t in texts), texts
+    ticks = [float(t) for t in texts if re.fullmatch(r"[+-]\d+|0", t)]
+    assert ticks and max(abs(t) for t in ticks) >= 5  # points, not fractions of 1

@@ -234,7 +234,8 @@ def outcome_figure(counts: pd.DataFrame, prefix: str = "fig-outcomes") -> str:
 
 
 def forest_figure(rows: Sequence[PairedRow], prefix: str = "fig-forest") -> str:
-    """Forest plot of paired accuracy differences against the best arm (0 = no difference)."""
+    """Forest plot of paired accuracy differences against the best arm (0 = no difference),
+    in points as the report's tables."""
     labels = [r.arm for r in rows]
     left = _label_width(labels)
     bottom = _TOP + _ROW * max(len(rows), 1)
@@ -243,8 +244,8 @@ def forest_figure(rows: Sequence[PairedRow], prefix: str = "fig-forest") -> str:
     scale = _Scale(max(-1.0, low - 0.05), 0.6, left, 720 - 150)
     baseline = rows[0].baseline if rows else "best arm"
     _axis(canvas, scale, _TOP, bottom,
-          f"accuracy(arm) - accuracy({baseline}), paired over items, 95% interval",
-          lambda v: f"{v:+.1f}" if v else "0", zero=0.0)
+          f"accuracy(arm) - accuracy({baseline}) in points, paired over items, 95% interval",
+          lambda v: f"{v * 100:+.0f}" if round(v * 100) else "0", zero=0.0)
     ys = _rows(canvas, labels, left - 8)
     for y, row in zip(ys, rows, strict=True):
         colour = _LOSS if _finite(row.ci_high) and row.ci_high < 0 else _ACCENT
@@ -254,7 +255,8 @@ def forest_figure(rows: Sequence[PairedRow], prefix: str = "fig-forest") -> str:
             canvas.dot(scale(row.diff), y, colour, square=True, r=4.5)
             p = "" if not _finite(row.p_value) else f"  p={row.p_value:.3g}"
             end = max(row.ci_high, row.diff) if _finite(row.ci_high) else row.diff
-            canvas.text(scale(end) + 7, y, f"{row.diff:+.2f}{p}  (n={row.n_items})", size=10)
+            canvas.text(scale(end) + 7, y, f"{row.diff * 100:+.1f}{p}  (n={row.n_items})",
+                        size=10)
     return canvas.svg()
 
 
