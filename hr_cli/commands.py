@@ -322,6 +322,14 @@ def show_summary(console: Console, run_dir: str | Path) -> None:
                   f"({lit(manifest.get('status'))}), reference "
                   f"{lit(str(bench.reference_hash)[:12])}, scorer {lit(bench.scorer)}")
     console.print(summary_table(bench.summary()))
+    judge = manifest.get("judge")
+    if isinstance(judge, dict) and judge.get("hash"):
+        from hr_core.judge import scorer_judge_standing
+
+        standing = scorer_judge_standing(judge)
+        console.print(f"Judge {lit(str(judge['hash'])[:12])}: "
+                      f"[{'green' if standing == 'valid' else 'bold red'}]{lit(standing)}[/]"
+                      " (the accuracies above are the judge's verdicts)")
     print_item_tables(console, bench)
     print_health(console, bench)
 

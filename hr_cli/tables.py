@@ -134,15 +134,23 @@ def position_bias_line(summary: Any) -> str | None:
     return f"position bias: {position_bias_text(summary.iloc[0].to_dict())}"
 
 
-def validation_table(record: Mapping[str, Any], title: str = "Judge validation") -> Table:
-    """A judge validation record: agreement, kappa, consistency and failure counts."""
+def validation_table(record: Mapping[str, Any], title: str = "Judge validation",
+                     thresholds: Any = None) -> Table:
+    """A judge validation record: its standing (valid, or not valid and why, under
+    ``thresholds``, a ``ValidityThresholds``; default thresholds when ``None``), agreement,
+    kappa, consistency and failure counts."""
     table = Table(title=cell(title), title_justify="left", show_header=False)
     table.add_column("field", style="bold")
     table.add_column("value")
     ci = record.get("agreement_ci") or (None, None)
     if isinstance(ci, Mapping):
         ci = (ci.get("low"), ci.get("high"))
+    from hr_core.judge import judge_standing
+
+    standing = judge_standing(record, thresholds)
     table.add_row("hash", cell(str(record.get("hash", ""))[:12]))
+    table.add_row("standing", cell(standing, style="green" if standing == "valid" else
+                                   "bold red"))
     table.add_row("items (n)", _num(record.get("n")))
     table.add_row("agreement", f"{_pct(record.get('agreement'))} "
                                f"(95% CI {_pct(ci[0])}–{_pct(ci[1])})")

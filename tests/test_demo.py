@@ -131,3 +131,14 @@ def test_make_demo_installs_if_needed_then_runs_hr_demo() -> None:
     lines = [line for line in done.stdout.splitlines() if not line.startswith("make")]
     assert any("pip install" in line for line in lines)  # the install step when needed
     assert lines[-1].strip() == ".venv/bin/hr demo"
+
+
+def test_the_judge_s_standing_is_beside_its_figures_in_the_terminal_and_the_report(
+        demo: dict[str, Any]) -> None:
+    """Before: the report showed the grade judge's agreement and kappa without saying that
+    its record is not valid (48 labels < min_items 50); only the terminal said so."""
+    text = " ".join(demo["out"].split())
+    assert "standing │ not valid: too few items: 48 < min_items 50" in text
+    page = (demo["run_dir"] / "report.html").read_text(encoding="utf-8")
+    assert ('<th>standing</th><td><span class="bad">not valid: too few items: 48 &lt; '
+            'min_items 50;') in page

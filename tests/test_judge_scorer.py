@@ -139,3 +139,31 @@ def test_the_judge_scorer_sorts_out_non_answers_as_every_scorer_does() -> None:
         ours = scorer(None, output, "Paris")
         assert ours.failure_kind == exact.fn(None, output, "Paris").failure_kind
         assert ours.correct is False
+
+
+def test_hr_summary_states_the_judge_scorer_s_standing_beside_its_figures(
+        tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: `hr summary` of a judged run printed the judge's accuracies and nothing of
+    whether the judge was ever validated."""
+    import sys
+    from pathlib import Path
+
+    from hr_core.engine.session import BenchmarkSession, apply_judge_policy, plan_benchmark
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from cli_support import hr
+
+    def judge_reply(messages) -> str:
+        material = json.loads(messages[-1]["content"].split("\n", 1)[1])
+        verdict = "pass" if material["response"] == material["reference"] else "fail"
+        return json.dumps({"verdict": verdict, "reason": "x"})
+
+    items = [{"id": "fr", "question": "Capital of France?", "label": "Paris"}]
+    scorer = hr_scorer_judge(CFG, model=ScriptedModel(judge_reply))
+    plan = plan_benchmark({"arm": lambda payload: "Paris"}, items, scorer,
+                          store=str(tmp_path / "results"))
+    assert apply_judge_policy(plan, "ignore", str(tmp_path / "judges")) == "missing"
+    bench = BenchmarkSession(plan).run_sync()
+    code, out, err = hr(capsys, "summary", bench.run_dir)
+    assert code == 0, err
+    assert f"Judge {CFG.hash[:12]}: not validated (no record)" in " ".join(out.split())

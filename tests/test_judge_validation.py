@@ -321,3 +321,16 @@ def test_agreement_is_reported_in_hrs_and_the_mt_bench_conventions_side_by_side(
         pytest.approx(clopper_pearson(1, 2)[1:]))
     grade = compute_validation(GRADE, [_result("ok", "pass")], ["pass"])
     assert grade.agreement_conventions is None
+
+
+def test_judge_standing_says_valid_or_why_not_as_hr_judge_check_does() -> None:
+    from hr_core.judge import hr_judge_config, judge_standing
+
+    config = hr_judge_config("mock-model", "Right?", mode="grade")
+    record = {"hash": config.hash, "config": {**config.to_dict(), "hash": config.hash},
+              "n": 60, "agreement_ci": [0.75, 0.9]}
+    assert judge_standing(record) == "valid"
+    assert judge_standing({**record, "agreement_ci": {"low": 0.6, "high": 0.9}}) == (
+        "not valid: agreement too low: lower bound 60.0% < min_agreement 70.0%")
+    edited = {**record, "config": {**record["config"], "rubric": "changed"}}
+    assert judge_standing(edited).startswith("not valid: the record was edited")

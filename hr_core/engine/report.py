@@ -11,6 +11,7 @@ from hr_core._frames import records
 from hr_core._safe import markdown_text, visible
 from hr_core.accuracy import coverage_warnings
 from hr_core.failures import FAILURE_KINDS
+from hr_core.judge.validation import scorer_judge_standing
 
 if TYPE_CHECKING:
     from hr_core.engine.benchmark import Benchmark
@@ -202,6 +203,6 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
               f"ended {_cell(m.get('ended_at'))}"]
     judge = m.get("judge")
     if judge:
-        lines.append(f"- judge `{_code(str(judge.get('hash'))[:12])}`: "
-                     f"{_cell(judge.get('validation'))}")
+        standing = scorer_judge_standing(judge)
+        lines.append(f"- judge `{_code(str(judge.get('hash'))[:12])}`: {_cell(standing)}")
     return "\n".join(lines) + "\n"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -37,10 +37,12 @@ __all__ = [
     "compute_validation",
     "hr_judge_valid",
     "judge_labelled",
+    "judge_standing",
     "labelled_rows",
     "latest_validation",
     "load_validation",
     "save_validation",
+    "scorer_judge_standing",
     "validation_status",
     "validity_problems",
 ]
@@ -187,6 +189,63 @@ def validity_problems(record: JudgeValidation,
         problems.append(f"agreement too low: lower bound {low:.1%} < min_agreement "
                         f"{limits.min_agreement:.1%}")
     return problems
+
+
+def judge_standing(record: Mapping[str, Any] | JudgeValidation,
+                   thresholds: ValidityThresholds | None = None) -> str:
+    """A validation record's standing in one line, as ``hr judge check`` words it:
+    ``valid`` or ``not valid: <why>`` (too few items, agreement too low, or a record whose
+    stored config no longer hashes to its hash). Every page that shows a judge's
+    figures shows it beside them.
+
+    Example:
+        >>> standing = judge_standing({"hash": "x", "config": {}, "n": 48,
+        ...                            "agreement_ci": [0.75, 0.95]})
+        >>> for part in standing.split("; "):
+        ...     print(part)
+        not valid: the record was edited (its config does not hash to x)
+        too few items: 48 < min_items 50
+    """
+    data = record.model_dump() if isinstance(record, JudgeValidation) else record
+    problems = []
+    config = data.get("config")
+    if not isinstance(config, Mapping) or config_hash(config) != data.get("hash"):
+        problems.append(f"the record was edited (its config does not hash to "
+                        f"{str(data.get('hash'))[:12]})")
+    limits = thresholds or ValidityThresholds()
+    n = data.get("n")
+    if not isinstance(n, int) or n < limits.min_items:
+        problems.append(f"too few items: {n} < min_items {limits.min_items}")
+    ci = data.get("agreement_ci")
+    low = ci.get("low") if isinstance(ci, Mapping) else (
+        ci[0] if isinstance(ci, list | tuple) and ci else None)
+    if not isinstance(low, int | float):
+        if limits.min_agreement > 0:
+            problems.append(f"agreement too low: no interval < min_agreement "
+                            f"{limits.min_agreement:.1%}")
+    elif low < limits.min_agreement:
+        problems.append(f"agreement too low: lower bound {low:.1%} < min_agreement "
+                        f"{limits.min_agreement:.1%}")
+    return "not valid: " + "; ".join(problems) if problems else "valid"
+
+
+def scorer_judge_standing(judge: Mapping[str, Any]) -> str:
+    """The standing of a run's judge scorer, from what its manifest's ``judge`` recorded
+    when the run was planned (:func:`hr_core.engine.apply_judge_policy`'s status).
+
+    Example:
+        >>> scorer_judge_standing({"validation": "insufficient",
+        ...                        "reasons": ["too few items: 48 < min_items 50"]})
+        'not valid: too few items: 48 < min_items 50'
+    """
+    status = judge.get("validation")
+    if status == "insufficient":
+        return "not valid: " + "; ".join(map(str, judge.get("reasons") or ["thresholds"]))
+    if status == "stale":
+        return ("not validated (changed config: differs in "
+                f"{', '.join(map(str, judge.get('differences') or [])) or 'hash'})")
+    return {"valid": "valid", "missing": "not validated (no record)"}.get(
+        str(status), f"not checked ({status})")
 
 
 def hr_judge_valid(record: JudgeValidation | None, config: JudgeConfig,

@@ -11,13 +11,15 @@ from typing import Any
 import pandas as pd
 
 from hr_core.judge.position import consistency_text, position_bias_text
+from hr_core.judge.validation import ValidityThresholds, judge_standing
 from hr_core.report._format import escape, figure, fmt, table
 from hr_core.report.inputs import ReportInputs
 
 __all__ = ["pairwise_section", "validation_section"]
 
 
-def _validation(record: Mapping[str, Any], index: int) -> str:
+def _validation(record: Mapping[str, Any], index: int,
+                thresholds: ValidityThresholds | None) -> str:
     from hr_core.report import figures
 
     config = record.get("config") or {}
@@ -26,7 +28,10 @@ def _validation(record: Mapping[str, Any], index: int) -> str:
     ci = record.get("agreement_ci") or (None, None)
     if isinstance(ci, Mapping):
         ci = (ci.get("low"), ci.get("high"))
+    standing = judge_standing(record, thresholds)
+    mark = "ok" if standing == "valid" else "bad"
     rows = [
+        ("standing", f'<span class="{mark}">{escape(standing)}</span>'),
         ("items judged (n)", fmt(record.get("n"))),
         ("agreement with people", f"{fmt(record.get('agreement'), 'pct')} "
                                   f"(95% {fmt(ci[0], 'pct')} – {fmt(ci[1], 'pct')})"),
@@ -56,12 +61,20 @@ def _validation(record: Mapping[str, Any], index: int) -> str:
 
 
 def validation_section(inputs: ReportInputs) -> str:
-    """Every attached judge validation: agreement, kappa, consistency, confusion."""
+    """Every attached judge validation: its standing (valid, or not valid and why, under the
+    run's thresholds for its own judge scorer, the defaults for others), agreement, kappa,
+    consistency, confusion."""
     if not inputs.validations:
         return ('<p class="note">No judge validation is attached to this run. Validate a '
                 "judge against people's labels with <code>hr judge validate JUDGE.yaml "
                 "LABELS</code>.</p>")
-    return "".join(_validation(v, i) for i, v in enumerate(inputs.validations, start=1))
+    judge = inputs.manifest.get("judge") or {}
+    thresholds = None
+    if isinstance(judge, Mapping) and judge.get("min_items") is not None:
+        thresholds = ValidityThresholds(min_items=int(judge["min_items"]),
+                                        min_agreement=float(judge["min_agreement"]))
+    return "".join(_validation(v, i, thresholds if v.get("hash") == judge.get("hash") else None)
+                   for i, v in enumerate(inputs.validations, start=1))
 
 
 def _select_table(rows: list[dict[str, Any]]) -> str:
