@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -71,3 +72,43 @@ def test_a_line_of_other_white_space_is_a_line_not_a_blank() -> None:
 def test_the_last_line_keeps_what_was_written() -> None:
     assert [line for *_, line in jsonl_lines(b'{"a": 1}\n{"a": 2')] == [b'{"a": 1}\n',
                                                                           b'{"a": 2']
+
+
+# --- every reader of a stored run's reference.jsonl follows the rule ------------------
+
+
+def _questions(tag: str) -> list[dict[str, Any]]:
+    return [{"id": f"q{i}", "question": f"{tag}{sep}{i}", "label": "x"}
+            for i, sep in enumerate(SEPARATORS + "\n\t")]
+
+
+def test_every_reader_of_a_stored_reference_keeps_separators_inside_strings(
+        tmp_path: Path) -> None:
+    from hr_core import Benchmark
+    from hr_core.diff import diff_runs
+    from hr_core.engine import rescore_run
+    from hr_core.engine.session import BenchmarkSession, plan_benchmark
+    from hr_core.report.inputs import load_report_inputs
+
+    def run(items: list[dict[str, Any]]) -> Benchmark:
+        plan = plan_benchmark({"echo": lambda payload: "x"}, items, store=str(tmp_path),
+                              name="seps")
+        return BenchmarkSession(plan).run_sync()
+
+    items = _questions("before")
+    first = run(items)
+    stored = Benchmark.load(first.run_dir)
+    assert stored.reference is not None
+    assert [item.payload["question"] for item in stored.reference] == [
+        item["question"] for item in items]
+    texts = load_report_inputs(first.run_dir).items
+    # the excerpts fold white space (every separator is some): the numbers tell the items
+    assert texts["q8"].question == "before 8"  # by id: the file's line index
+    assert [t.question for t in texts.many(["q7", "q9"], [7, 9])] == ["before 7", "before 9"]
+    rescored = rescore_run(first.run_dir, "exact_raw")
+    assert len(rescored.runs) == len(items)
+    changed = [dict(item) for item in items]
+    changed[3]["question"] = "after\x1c3"
+    second = run(changed)
+    report = diff_runs(first.run_dir, second.run_dir)
+    assert report.reference.changed_ids == ["q3"]
