@@ -1,8 +1,9 @@
 """The ``hr-scheduled-benchmark`` flow: a fresh run of a spec, then the regression check.
 
 Deployed nightly (``deployments/prefect.yaml``): each scheduled run gets a new
-run id, compares itself with the previous completed run of the same spec,
-publishes a regression artifact and emits ``hr.regression.detected`` per arm
+run id, compares itself with the previous completed run of the same spec name in
+its store (whatever changed: its log and artifact say what did), publishes a
+regression artifact and emits ``hr.regression.detected`` per arm
 that got worse, so that a Prefect automation can notify. The artifact ends with the
 ``hr diff`` against that run (``hr_core.diff``): the fingerprint parts that changed and
 the top flipped items per arm; the whole diff page is written beside the new run
@@ -117,16 +118,17 @@ async def hr_scheduled_benchmark(
     name = str(bench.manifest.get("name") or "benchmark")
     run_dir = str(bench.run_dir)
     report = check_regression(run_dir, threshold=threshold)
-    diff_markdown = page = None
+    diff_markdown = page = changed = None
     if report is not None and report.previous_run_dir is not None:
         found, page = diff_two_runs(report.previous_run_dir, run_dir)  # which items broke
-        diff_markdown = found.to_markdown(page=page)
+        diff_markdown, changed = found.to_markdown(page=page), found.what_changed()
     regressed: list[str] = await publish_regression(report, name=name, spec_path=spec,
                                                     note=sequential_note(bench.manifest),
-                                                    diff=diff_markdown)
+                                                    diff=diff_markdown, changed=changed)
     previous = None if report is None else report.previous_run_id
-    logger.info("benchmark %s run %s compared with %s: %s", name, bench.run_id,
+    logger.info("benchmark %s run %s compared with %s%s: %s", name, bench.run_id,
                 previous or "nothing (first run)",
+                f" (changed since: {changed})" if changed else "",
                 f"regression in {', '.join(regressed)}" if regressed else "no regression")
     if failure is not None:
         raise failure

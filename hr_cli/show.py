@@ -20,14 +20,18 @@ KINDS = ("wrong", "error", "refusal", "parse_failure", "not_in_document", "budge
 
 
 def _items(run_dir: str) -> Mapping[str, Any]:
+    from hr_core._json_text import jsonl_lines
     from hr_core.engine.store import REFERENCE, RunStore
     from hr_core.report.items import item_texts
 
     store = RunStore.at(run_dir)
     if not store.exists(REFERENCE):
         return {}
-    return item_texts(json.loads(line) for line in store.read_text(REFERENCE).splitlines()
-                      if line.strip())
+    try:
+        return item_texts(json.loads(line) for _, _, line in
+                          jsonl_lines(store.read_bytes(REFERENCE)))
+    except (ValueError, TypeError, AttributeError) as exc:  # a line that is no record
+        raise store.corrupt_error(REFERENCE, exc) from None
 
 
 def _head(frame: Any, shown: int | None) -> Any:

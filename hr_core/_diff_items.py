@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hr_core._json_text import jsonl_lines
 from hr_core.accuracy import (
     ITEM_INDEX,
     arms_in_order,
@@ -166,7 +167,7 @@ def parse_reference(bench: Benchmark, raw: bytes
     :class:`~hr_core.errors.CorruptRunError`."""
     import orjson
 
-    lines = [line for line in raw.splitlines() if line and not line.isspace()]
+    lines = [line.rstrip(b"\n") for _, _, line in jsonl_lines(raw)]
     try:
         records = [orjson.loads(line) for line in lines]
         ids = [str(record["id"]) for record in records]
@@ -191,12 +192,11 @@ def reference_changes(bench_a: Benchmark, raw_a: bytes, lines_b: list[bytes], id
     ids: list[str] = []
     changed: list[str] = []
     try:
-        for line in raw_a.splitlines():
+        for _, _, ended in jsonl_lines(raw_a):
+            line = ended.rstrip(b"\n")
             found = same.get(line)
             if found is not None:
                 ids.append(listed_b[found])
-                continue
-            if not line or line.isspace():
                 continue
             record = orjson.loads(line)
             item = str(record["id"])

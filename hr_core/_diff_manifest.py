@@ -94,6 +94,34 @@ def arm_changes(arm_a: str, arm_b: str, spec_a: Any, spec_b: Any) -> list[Manife
     return changes
 
 
+def changed_parts(changes: list[ManifestChange]) -> str:
+    """What changed, by fingerprint part, in one line: each part once, in the table's
+    order, with the arms it changed in (the packages, for ``versions``; ``""`` when nothing
+    changed). The one-line form of the table :meth:`hr_core.diff.RunDiff.to_markdown` shows.
+
+    Example:
+        >>> changed_parts([ManifestChange(part="code", key="path", arm="a", before="x",
+        ...                               after="y"),
+        ...                ManifestChange(part="code", key="source_sha256", arm="a",
+        ...                               before="1", after="2"),
+        ...                ManifestChange(part="reference", key="reference_hash", before="r",
+        ...                               after="s")])
+        'code (arm a), reference'
+    """
+    found: dict[str, list[str]] = {}
+    for change in changes:
+        part = change.key if change.part == "arm" else change.part
+        what = change.key if change.part == "versions" else change.arm
+        named = found.setdefault(part, [])
+        if what and what not in named:
+            named.append(what)
+    shown = []
+    for part, named in found.items():
+        noun = "" if part == "versions" or not named else "arm " if len(named) == 1 else "arms "
+        shown.append(f"{part} ({noun}{', '.join(named)})" if named else part)
+    return ", ".join(shown)
+
+
 def manifest_changes(a: Mapping[str, Any], b: Mapping[str, Any],
                      pairs: list[tuple[str, str]]) -> list[ManifestChange]:
     """Every difference between manifests ``a`` (then) and ``b`` (now) that can move a

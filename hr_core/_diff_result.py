@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hr_core._diff_manifest import ManifestChange
+from hr_core._diff_manifest import ManifestChange, changed_parts
 from hr_core._safe import markdown_text as md_cell
 
 __all__ = ["ArmDiff", "DiffVerdict", "Flip", "KindTransition", "ReferenceDiff", "RunDiff",
@@ -170,6 +170,20 @@ class RunDiff(BaseModel):
         """Where the HTML page goes unless told: ``diff-<run a's id>.html`` in run b's folder."""
         stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.id_a or "previous").strip(".-") or "run"
         return f"{self.run_b.rstrip('/')}/diff-{stem}.html"
+
+    def what_changed(self) -> str:
+        """What changed between the runs, by fingerprint part, in one line (the parts of
+        the table :meth:`to_markdown` shows): ``code (arm rag), prompt (arm rag)``, or
+        ``nothing in the arms, scorer, reference or settings``.
+
+        Example:
+            >>> same = ReferenceDiff(hash_a="h", hash_b="h", items_a=1, items_b=1, common=1,
+            ...                      added=0, removed=0, changed=0)
+            >>> RunDiff(run_a="a", run_b="b", id_a="a", id_b="b", level=0.95, changes=[],
+            ...         reference=same, arms=[], flips=[], flips_per_arm=0).what_changed()
+            'nothing in the arms, scorer, reference or settings'
+        """
+        return changed_parts(self.changes) or "nothing in the arms, scorer, reference or settings"
 
     def to_markdown(self, *, top: int = 10, page: str | None = None) -> str:
         """A markdown summary (a Prefect artifact): the fingerprint changes, each arm's

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import warnings
@@ -12,6 +11,8 @@ from typing import Any, Literal, NamedTuple
 
 import pandas as pd
 
+from hr_core._csv_table import read_csv_table
+from hr_core._json_text import jsonl_lines
 from hr_core._squad_file import read_squad
 from hr_core._text import is_missing, plain_digits
 from hr_core.errors import ReferenceDataError
@@ -89,7 +90,9 @@ def hr_reference(
             or v2.0): one item per question, its payload ``id``, ``title``,
             ``context`` and ``question``, its label the answers' texts or, for an
             unanswerable question, ``"NOT_IN_DOCUMENT"`` (the ``squad`` scorers'
-            no-answer, as the official evaluation's empty answer).
+            no-answer, as the official evaluation's empty answer). A CSV file's
+            header names each column once and every row has as many fields; a JSONL
+            file's lines end at ``"\\n"`` alone (a string may hold U+2028 or ``\\r``).
         id: the id column; when the default ``"id"`` is absent, ids are the row
             numbers (``"row1"``, ...). Missing id cells get the same row ids.
         item: ``None`` makes the payload a dict of every other column; a column
@@ -102,7 +105,10 @@ def hr_reference(
             ``None``.
 
     Raises:
-        ReferenceDataError: naming the file, the row or line and the field.
+        ReferenceDataError: naming the file, the row or line and the field: a duplicate
+            id, a label of no supported type, a JSONL line that is no JSON object, a
+            CSV row with another number of fields than the header, a duplicate or
+            empty CSV column name.
 
     Example:
         >>> ref = hr_reference([{"q": "Capital of France?", "label": '["Paris", "paris"]'}],
@@ -238,14 +244,11 @@ def _read_file(path: Path) -> tuple[str, list[dict[str, Any]], Any, JsonCells]:
         if suffix == ".jsonl":
             return source, _read_jsonl(path), lambda i: f"row {i + 1}", None
         if suffix == ".csv":
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
-            if not isinstance(frame.index, pd.RangeIndex):  # pandas took column 1 as index
-                raise ReferenceDataError(
-                    f"{source}, line 2: more fields than the header's {len(frame.columns)}; "
-                    "give every column a name, and quote cells that hold commas"
-                )
-            lines = _csv_record_lines(path, len(frame))
-            return source, _records(frame), lambda i: f"line {lines[i]}", "any"
+            table = read_csv_table(path, ReferenceDataError)
+            lines = table.lines
+            records = [{name: cell or None for name, cell in zip(table.header, row, strict=True)}
+                       for row in table.rows]
+            return source, records, lambda i: f"line {lines[i]}", "any"
         frame = pd.read_parquet(path)
         return source, _records(frame), _row, "any"
     except ReferenceDataError:
@@ -259,33 +262,12 @@ def _read_file(path: Path) -> tuple[str, list[dict[str, Any]], Any, JsonCells]:
         raise ReferenceDataError(f"{source}: cannot read ({kind}): {reason}") from None
 
 
-def _csv_record_lines(path: Path, count: int) -> list[int]:
-    """The line each data record starts on (quoted cells may span lines; blank lines skip)."""
-    starts: list[int] = []
-    with path.open(encoding="utf-8", newline="") as handle:
-        reader = csv.reader(handle)
-        previous, header = 0, True
-        for row in reader:
-            start, previous = previous + 1, reader.line_num
-            if not row:  # a blank line
-                continue
-            if header:
-                header = False
-            else:
-                starts.append(start)
-    if len(starts) != count:  # the csv module read it differently: count plain lines
-        return [index + 2 for index in range(count)]
-    return starts
-
-
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
+    with path.open("rb") as handle:
+        for number, _, line in jsonl_lines(handle):
             try:
-                record = json.loads(line)
+                record = json.loads(line.decode("utf-8"))
             except json.JSONDecodeError as exc:
                 raise ReferenceDataError(
                     f"{path}, line {number}: not valid JSON ({exc.msg} at column {exc.colno}); "

@@ -1,9 +1,9 @@
 """Regression checks: did an arm get worse since the previous run of the same spec?
 
 Pure logic over run tables and manifests (no Prefect): the scheduled flow finds
-the previous completed run of the same spec in the store, compares each arm's
-per-item accuracy with a paired difference, and calls a significant drop a
-regression.
+the previous completed run of the same spec name in the store (whatever changed in
+its arms, scorer or reference: SPEC 14), compares each arm's per-item accuracy with a
+paired difference, and calls a significant drop a regression.
 """
 
 from __future__ import annotations
@@ -300,8 +300,10 @@ def _holm_corrected(changes: list[ArmChange], level: float) -> list[ArmChange]:
 
 
 def spec_fingerprint(manifest: Mapping[str, Any]) -> str:
-    """SHA-256 of what makes two runs "the same spec": reference hash, arm specs, scorer
-    name and fingerprint (:func:`hr_core.identity.fingerprint`).
+    """SHA-256 of what decides a run's results: reference hash, arm specs, scorer name and
+    fingerprint (:func:`hr_core.identity.fingerprint`). Two runs with equal fingerprints
+    ran the same settings; :func:`find_previous_run` does not filter on it (the previous
+    run of a benchmark is the previous run of its name, whatever changed).
 
     Example:
         >>> m = {"reference_hash": "ab", "arms": {"a": "pkg:fn"}, "scorer": "exact"}
@@ -378,21 +380,25 @@ def find_previous_run(
     *,
     exclude: Sequence[str] = (),
 ) -> PreviousRun | None:
-    """The latest completed run of the same spec that started before this one.
+    """The latest completed run of the same benchmark that started before this one.
 
-    Scans ``<name_dir>/*/manifest.json`` (a local folder or any fsspec URL) for
-    manifests with ``status`` completed and the same :func:`spec_fingerprint`,
-    leaves out the run itself (same ``run_id``) and ``exclude``, and returns the
-    one with the latest ``started_at`` not after this run's, then the latest
-    ``ended_at`` (times are compared as instants, whatever their format). Manifests
-    written before times had microseconds can tie to the second: the latest written
-    manifest wins among them.
+    The same benchmark is the spec's name folder in its store (``<store>/<name>/``),
+    whatever changed between the runs (arms' code, prompt or model, scorer, reference:
+    SPEC 14; :meth:`hr_core.diff.RunDiff.what_changed` says what did). Scans
+    ``<name_dir>/*/manifest.json`` (a local folder or any fsspec URL) for manifests with
+    ``status`` completed (not running, interrupted or failed) and the same ``name`` when
+    both name one (a folder shared by two names that differ only in case, on a
+    case-insensitive file system), leaves out the run itself (same ``run_id``) and
+    ``exclude``, and returns the one with the latest ``started_at`` not after this run's,
+    then the latest ``ended_at`` (times are compared as instants, whatever their
+    format). Manifests written before times had microseconds can tie to the second: the
+    latest written manifest wins among them.
 
     Example:
         >>> find_previous_run("/nonexistent/demo", {"run_id": "r1"}) is None
         True
     """
-    target = spec_fingerprint(manifest)
+    own_name = manifest.get("name")
     own_id = manifest.get("run_id")
     own_start = manifest.get("started_at")
     started = None if not own_start else _instant(own_start)
@@ -404,7 +410,7 @@ def find_previous_run(
             continue
         if str(other.get("status", "")).lower() != _COMPLETED:
             continue
-        if spec_fingerprint(other) != target:
+        if own_name and other.get("name") and other.get("name") != own_name:
             continue
         when = (_instant(other.get("started_at")), _instant(other.get("ended_at")))
         if started is not None and when[0] > started:

@@ -10,6 +10,7 @@ from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.context import get_run_context
 from prefect.events import emit_event
 
+from hr_core._safe import markdown_text
 from hr_core.engine.benchmark import Benchmark
 from hr_core.regression import RegressionReport, compare_runs, find_previous_run
 from hr_core.slices import slice_values
@@ -50,9 +51,10 @@ def regression_artifact_key(name: str) -> str:
 @task(name="check-regression")
 def check_regression(run_dir: str, *, threshold: float = 0.05,
                      level: float = 0.95) -> RegressionReport | None:
-    """Compare a finished run with the previous completed run of the same spec.
+    """Compare a finished run with the previous completed run of the same spec name in its
+    store, whatever changed between them (:func:`hr_core.regression.find_previous_run`).
 
-    Returns ``None`` when the store holds no earlier completed run of the spec.
+    Returns ``None`` when the store holds no earlier completed run of the name: its first.
     """
     current = Benchmark.load(run_dir)
     name_dir = run_dir.rstrip("/").rsplit("/", 1)[0]
@@ -85,7 +87,7 @@ def _flow_run_related() -> list[dict[str, str]]:
 @task(name="publish-regression")
 async def publish_regression(report: RegressionReport | None, *, name: str,
                              spec_path: str | None = None, note: str | None = None,
-                             diff: str | None = None) -> list[str]:
+                             diff: str | None = None, changed: str | None = None) -> list[str]:
     """Publish the report as artifacts and emit one event per regressed arm.
 
     The markdown artifact's key is :func:`regression_artifact_key`; ``diff`` (the
@@ -96,7 +98,8 @@ async def publish_regression(report: RegressionReport | None, *, name: str,
     arm, diff, CI, accuracies and run ids as payload.
 
     ``note`` (a run that stopped early, :func:`hr_core.engine.stopping.sequential_note`)
-    is shown under the heading.
+    is shown under the heading, and ``changed`` (what changed since the previous run, by
+    fingerprint part: :meth:`hr_core.diff.RunDiff.what_changed`) under it.
 
     Returns:
         The arms that regressed.
@@ -105,10 +108,13 @@ async def publish_regression(report: RegressionReport | None, *, name: str,
     said = "" if note is None else f"\n> **Note:** {note}\n"
     if report is None:
         await acreate_markdown_artifact(
-            key=key, markdown=f"# Regression check: {name}\n{said}\nNo earlier completed "
-            "run of this spec in the store: nothing to compare with yet.\n",
-            description=f"hr regression check of {name}")
+            key=key, markdown=f"# Regression check: {markdown_text(name)}\n{said}\nNo earlier "
+            "completed run of this spec name in the store (its first run): nothing to compare "
+            "with yet.\n", description=f"hr regression check of {markdown_text(name)}")
         return []
+    if changed is not None:
+        said += (f"\n**Changed since run {markdown_text(report.previous_run_id or '')}:** "
+                 f"{markdown_text(changed)} (the table under *What changed* below).\n")
     heading, _, rest = report.to_markdown().partition("\n")
     markdown = f"{heading}\n{said}{rest}" + ("\n" + diff if diff else "")
     await acreate_markdown_artifact(key=key, markdown=markdown,

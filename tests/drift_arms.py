@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-__all__ = ["drifting", "reference_rows", "steady"]
+__all__ = ["drifting", "reference_rows", "steady", "steady_again"]
 
 
 def reference_rows(n: int = 30) -> list[dict[str, Any]]:
@@ -20,6 +20,11 @@ def reference_rows(n: int = 30) -> list[dict[str, Any]]:
 def steady(question: str) -> str:
     """Always right."""
     return f"a{question}"
+
+
+def steady_again(question: str) -> str:
+    """Always right, as :func:`steady`, but other code (another code fingerprint)."""
+    return "a" + question
 
 
 def drifting(question: str) -> str:

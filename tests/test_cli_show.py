@@ -88,3 +88,39 @@ def test_show_reads_a_run_in_an_fsspec_store(capsys: pytest.CaptureFixture[str],
     code, out, err = hr(capsys, "show", "memory://hr-show/fake/0123", "--kind", "error")
     assert code == 0, err
     assert "failed run(s) in fake-docqa 0123 (kind error)" in out and "What is answer" in out
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_show_a_run_whose_question_holds_line_separators(capsys: pytest.CaptureFixture[str],
+                                                         tmp_path: Path) -> None:
+    # before (issue 31): hr run, summary and report were fine, hr show exited 1 with
+    # "internal error: JSONDecodeError" (reference.jsonl split with str.splitlines, which
+    # ends a line at U+2028 and U+0085 too)
+    question = "Which\u2028city\x85is the capital?"
+    rows = [{"id": "q1", "document": "Paris is the capital.", "question": question,
+             "label": "Paris"},
+            {"id": "q2", "document": "It rains.", "question": "Is it dry?", "label": "no"}]
+    (tmp_path / "ref.jsonl").write_text(
+        "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("name: seps\nreference: ref.jsonl\n"
+                    "arms:\n  always_abstain: hr_core.examples.demo_arms:always_abstain\n",
+                    encoding="utf-8")
+    code, _, err = hr(capsys, "run", spec, "--store", tmp_path / "store")
+    assert code == 0, err
+    results = next((tmp_path / "store" / "seps").iterdir())
+    code, out, err = hr(capsys, "show", results, "--item", "q1", "--limit", "0")
+    assert code == 0, err
+    assert "1 run(s) in seps" in out
+    assert "Which city is the capital?" in " ".join(out.split()), out
+
+
+def test_show_names_a_garbled_reference_line_in_one_line(
+        capsys: pytest.CaptureFixture[str], run_dir: Path) -> None:
+    reference = run_dir / "reference.jsonl"
+    lines = reference.read_text(encoding="utf-8").split("\n")
+    reference.write_text("\n".join([lines[0], '{"id": "q01", "payl', *lines[2:]]),
+                         encoding="utf-8")
+    code, _, err = hr(capsys, "show", run_dir, "--kind", "error")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "reference.jsonl is corrupt or truncated" in err and "internal error" not in err

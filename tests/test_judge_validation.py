@@ -231,6 +231,41 @@ def test_read_labelled_errors_name_row_and_column(rows, mode: str, message: str)
         read_labelled(rows, mode, grades=("pass", "fail") if mode == "grade" else None)
 
 
+def test_read_labelled_jsonl_keeps_line_separators_inside_strings(tmp_path: Path) -> None:
+    # before (issue 31): the labelled JSONL was split with str.splitlines: a response holding
+    # U+2028 or U+0085 (JSON writers leave them unescaped) was "line 1: not JSON"
+    rows = [{"item": "q\u2028one", "response": "a\x85b\u2029c\x1cd", "reference": "r",
+             "human": "pass"},
+            {"item": "q2", "response": "x", "reference": "r", "human": "fail"}]
+    path = tmp_path / "l.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                    encoding="utf-8")
+    read = read_labelled(path, "grade", grades=("pass", "fail"))
+    assert [(r.row, r.item, r.candidates, r.human) for r in read] == [
+        (1, "q\u2028one", ("a\x85b\u2029c\x1cd",), "pass"), (2, "q2", ("x",), "fail")]
+
+
+@pytest.mark.parametrize(("header", "row", "message"), [
+    ("item,response,reference,human,response", "q,x,r,pass,y",
+     "l.csv, header: duplicate column 'response' (columns 2 and 5)"),
+    ("item,response,,human", "q,x,r,pass", "l.csv, header: column 3 has no name"),
+    ("item,response,reference,human", "q,x,r",
+     "l.csv, line 3: 3 fields where the header has 4 (columns item, response, reference, "
+     "human): no field for 'human'"),
+    ("item,response,reference,human", "q,x,r,pass,extra",
+     "l.csv, line 3: 5 fields where the header has 4"),
+])
+def test_read_labelled_csv_refuses_a_row_or_header_it_would_have_to_guess(
+        tmp_path: Path, header: str, row: str, message: str) -> None:
+    # before (issue 31): pandas read a duplicate column as 'response.1' (the first one used,
+    # silently), an empty name as 'Unnamed: 2', and a short row as missing values
+    path = tmp_path / "l.csv"
+    path.write_text(f"{header}\nq0,y,r,fail{',z' if header.count(',') == 4 else ''}\n{row}\n")
+    with pytest.raises(LabelledDataError) as caught:
+        read_labelled(path, "grade", grades=("pass", "fail"))
+    assert str(caught.value).startswith(f"{tmp_path}/{message}"), str(caught.value)
+
+
 def test_read_labelled_file_errors_name_the_file(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"item": "q"}\nnot json\n')

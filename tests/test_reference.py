@@ -359,20 +359,59 @@ def test_an_empty_csv_names_the_file(tmp_path: Path) -> None:
     assert _error(path).startswith(f"{path}: cannot read")
 
 
-def test_a_csv_row_with_too_many_fields_names_the_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("content", "message"), [
+    # before (issue 31): read as an unlabelled item (its label NaN)
+    ("id,question,label,notes\nq1,Q,a,n\nq2,Q,b\n",
+     "line 3: 3 fields where the header has 4 (columns id, question, label, notes): no field "
+     "for 'notes'"),
+    # before: the label was lost: read as item q2 without a label
+    ("id,question,label\nq1,Q,a\nq2,Q\n",
+     "line 3: 2 fields where the header has 3 (columns id, question, label): no field for "
+     "'label'"),
+    # before: "cannot read: Error tokenizing data. C error: Expected 2 fields in line 3, saw 3"
+    ("id,label\nq1,a\nq2,b,extra\n",
+     "line 3: 3 fields where the header has 2 (columns id, label): field 3 has no column"),
+    # before: "line 2: more fields than the header's 2" (pandas took column 1 as the index)
+    ("id,label\nq1,Paris,France\nq2,Lyon,France\n", "line 2: 3 fields where the header has 2"),
+    # a quoted cell spans lines: the line the row starts on
+    ('id,question,label\nq1,"a\nlong\ncell",P\n\nq2,b\n', "line 6: 2 fields where the header"),
+    # before: accepted, the second read as 'label.1'
+    ("id,label,question,label\nq1,a,Q,b\n",
+     ", header: duplicate column 'label' (columns 2 and 4); give each column its own name"),
+    # before: accepted, read as 'Unnamed: 1'
+    ("id,,label\nq1,Q,a\n",
+     ", header: column 2 has no name (columns id, '', label); name every column"),
+    ("id, ,label\nq1,Q,a\n", ", header: column 2 has no name"),
+])
+def test_a_csv_row_or_header_that_would_need_a_guess_is_an_error_naming_line_and_column(
+        tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "ref.csv"
-    path.write_text("id,label\nq1,a\nq2,b,extra\n")
-    message = _error(path)
-    assert message.startswith(f"{path}: cannot read")
-    assert "line 3" in message
+    path.write_text(content)
+    shown = _error(path)
+    assert shown.startswith(f"{path}{'' if message.startswith(',') else ', '}{message}"), shown
+    assert "\n" not in shown
 
 
-def test_a_csv_whose_rows_all_have_one_field_too_many_is_an_error_not_a_lost_column(
-    tmp_path: Path,
-) -> None:
+def test_a_csv_reads_as_pandas_did_where_nothing_is_guessed(tmp_path: Path) -> None:
     path = tmp_path / "ref.csv"
-    path.write_text("id,label\nq1,Paris,France\nq2,Lyon,France\n")
-    assert _error(path).startswith(f"{path}, line 2: more fields than the header's 2")
+    path.write_bytes('\ufeffid,question,label\r\nq1,"a, b",""\r\n\r\nq2,,7\r\n'.encode())
+    assert list(hr_reference(path)) == [Item("q1", {"question": "a, b"}, None),
+                                        Item("q2", {"question": None}, 7)]
+    big = "x" * 300_000  # over the csv module's default field limit
+    path.write_text(f"id,question,label\nq1,{big},a\n")
+    assert hr_reference(path).items[0].payload == {"question": big}
+
+
+def test_a_jsonl_line_ends_at_a_newline_alone(tmp_path: Path) -> None:
+    # before (issue 31): the file was read in text mode, whose lines also end at "\r": a
+    # record with a "\r" between its fields (JSON white space) was "line 1: not valid JSON"
+    path = tmp_path / "ref.jsonl"
+    path.write_bytes('{"id": "q1",\r "question": "a\u2028b\x85c",\r "label": "x"}\r\n'
+                     '\n{"id": "q2", "label": "y"}'.encode())
+    assert list(hr_reference(path)) == [Item("q1", {"question": "a\u2028b\x85c"}, "x"),
+                                        Item("q2", {}, "y")]
+    path.write_text('{"id": "q1", "label": "x"}\n\n{"id": "q2", "label": \n')
+    assert _error(path).startswith(f"{path}, line 3: not valid JSON")
 
 
 @pytest.mark.parametrize(

@@ -97,6 +97,7 @@ def test_a_threshold_outside_zero_to_one_is_refused(threshold: float) -> None:
 
 def _write_manifest(root: Path, run_id: str, **fields: object) -> None:
     manifest = {
+        "name": "demo",
         "run_id": run_id,
         "reference_hash": "ref1",
         "arms": {"a": "pkg.mod:arm"},
@@ -109,7 +110,11 @@ def _write_manifest(root: Path, run_id: str, **fields: object) -> None:
     (root / run_id / "manifest.json").write_text(json.dumps(manifest))
 
 
-def test_the_previous_run_is_the_latest_completed_run_of_the_same_spec(tmp_path: Path) -> None:
+def test_the_previous_run_is_the_latest_completed_run_of_the_same_name_whatever_changed(
+    tmp_path: Path,
+) -> None:
+    """Before (the lookup kept runs of the same spec fingerprint): run-11, every run with
+    another reference or arm left out, so an edited arm compared with nothing."""
     root = tmp_path / "results" / "demo"
     _write_manifest(root, "run-10")
     _write_manifest(root, "run-11")
@@ -123,8 +128,50 @@ def test_the_previous_run_is_the_latest_completed_run_of_the_same_spec(tmp_path:
     current["started_at"] = "2026-11-15T02:00:00+00:00"
     found = find_previous_run(str(root), current)
     assert found is not None
-    assert found.manifest["run_id"] == "run-11"
-    assert Path(found.run_dir) == root / "run-11"
+    assert found.manifest["run_id"] == "run-14"
+    assert Path(found.run_dir) == root / "run-14"
+    _write_manifest(root, "run-17", status="interrupted", started_at="2026-11-14T12:00:00Z")
+    _write_manifest(root, "run-18", status="running", started_at="2026-11-14T13:00:00Z")
+    _write_manifest(root, "run-19", name="Demo", started_at="2026-11-14T14:00:00Z")
+    found = find_previous_run(str(root), {**current, "name": "demo"})
+    assert found is not None and found.manifest["run_id"] == "run-14"
+
+
+def _write_run(root: Path, run_id: str, started: str, *, name: str = "nightly",
+               status: str = "completed", code: str = "s1") -> None:
+    """A finished run folder as the store holds it: manifest and runs table."""
+    from hr_core.engine.benchmark import runs_frame
+
+    folder = root / name / run_id
+    folder.mkdir(parents=True)
+    rows = [{"arm": "steady", "item_id": item, "run": 1, "correct": True} for item in ITEMS]
+    runs_frame(rows).to_parquet(folder / "runs.parquet", index=False)
+    manifest = {"name": name, "run_id": run_id, "status": status, "started_at": started,
+                "reference_hash": "ref1", "scorer": "exact", "n_items": len(ITEMS),
+                "arms": {"steady": {"kind": "python", "path": f"drift_arms:{code}",
+                                    "source_sha256": code}}}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_the_regression_task_compares_an_edited_arm_with_the_latest_completed_run(
+    tmp_path: Path,
+) -> None:
+    """Before: ``None`` (compared with nothing), the arm's new code excluding every run."""
+    from tasks.regression import check_regression
+
+    store = tmp_path / "results"
+    _write_run(store, "run-01", "2026-11-01T02:00:00Z")
+    _write_run(store, "run-02", "2026-11-02T02:00:00Z")
+    _write_run(store, "run-03", "2026-11-03T02:00:00Z", status="interrupted")
+    _write_run(store, "run-04", "2026-11-04T02:00:00Z", name="other")
+    _write_run(store, "run-05", "2026-11-05T02:00:00Z", code="s2")
+    report = check_regression.fn(str(store / "nightly" / "run-05"))
+    assert report is not None
+    assert (report.run_id, report.previous_run_id) == ("run-05", "run-02")
+    assert report.previous_run_dir is not None
+    assert Path(report.previous_run_dir) == store / "nightly" / "run-02"
+    assert check_regression.fn(str(store / "nightly" / "run-01")) is None  # the first run
+    assert check_regression.fn(str(store / "other" / "run-04")) is None
 
 
 def test_no_previous_run_when_the_store_has_none(tmp_path: Path) -> None:

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 from pathlib import Path
 
 import pytest
 from drift_arms import reference_rows
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import ArtifactCollectionFilter, ArtifactCollectionFilterKey
+from prefect.client.schemas.filters import (
+    ArtifactCollectionFilter,
+    ArtifactCollectionFilterKey,
+    FlowRunFilter,
+    FlowRunFilterName,
+    LogFilter,
+    LogFilterFlowRunId,
+)
 from prefect.events import Event
 from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
 
@@ -123,3 +131,67 @@ def test_a_nightly_run_that_stops_when_clear_says_so_in_its_artifact(
     assert manifest["sequential"]["stopped"] and manifest["sequential"]["items_used"] < 30
     markdown = asyncio.run(_latest_markdown(regression_artifact_key("drift-check")))
     assert "> **Note:** stopped: verdict clear after" in markdown
+
+
+async def _flow_run_logs(flow_run_name: str, wanted: str) -> list[str]:
+    """The log messages of the scheduled flow run of that name, once one holds ``wanted``
+    (logs are sent in batches: poll)."""
+    async with get_client() as client:
+        runs = await client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[flow_run_name])))
+        ids = [r.id for r in runs]
+        messages: list[str] = []
+        for _ in range(100):
+            logs = await client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=ids)))
+            messages = [log.message for log in logs]
+            if any(wanted in m for m in messages):
+                break
+            await asyncio.sleep(0.1)
+    return messages
+
+
+def test_an_edited_arm_is_compared_with_the_previous_completed_run_of_the_same_name(
+    prefect_harness: None, tmp_path: Path,
+) -> None:
+    """Before: "compared with nothing (first run)" after an arm's code changed, though two
+    completed runs of the spec were in the store (the lookup kept the same fingerprint)."""
+    import shutil
+
+    from hr_core.engine.store import utc_now
+
+    spec = _write_spec(tmp_path / "spec")
+    spec.write_text(SPEC.replace("drift-check", "nightly"))
+    store = tmp_path / "results"
+    first = asyncio.run(hr_scheduled_benchmark(str(spec), store=str(store)))
+    second = asyncio.run(hr_scheduled_benchmark(str(spec), store=str(store)))
+    assert second["previous_run_id"] == first["run_id"]
+    # a later run that did not complete (interrupted): never the one compared with
+    stopped = store / "nightly" / "zz-interrupted"
+    shutil.copytree(second["run_dir"], stopped)
+    manifest = json.loads((stopped / "manifest.json").read_text())
+    manifest.update(run_id="zz-interrupted", status="interrupted", started_at=utc_now())
+    (stopped / "manifest.json").write_text(json.dumps(manifest))
+    # a later completed run of another spec name in the same store: not this benchmark's
+    other = spec.with_name("other.yaml")
+    other.write_text(SPEC.replace("drift-check", "other"))
+    assert asyncio.run(hr_scheduled_benchmark(str(other), store=str(store)))["name"] == "other"
+
+    spec.write_text(SPEC.replace("drift-check", "nightly").replace(
+        "drift_arms:steady", "drift_arms:steady_again"))  # the arm's code changed
+    flow_runs = logging.getLogger("prefect.flow_runs")  # the suite logs WARNING and above
+    level = flow_runs.level
+    flow_runs.setLevel(logging.INFO)
+    try:
+        edited = asyncio.run(hr_scheduled_benchmark(str(spec), store=str(store)))
+    finally:
+        flow_runs.setLevel(level)
+    assert edited["previous_run_id"] == second["run_id"]
+    assert edited["regressions"] == []
+    markdown = asyncio.run(_latest_markdown(regression_artifact_key("nightly")))
+    changed = markdown_text("code (arm steady)")
+    assert f"**Changed since run {markdown_text(second['run_id'])}:** {changed}" in markdown
+    row = ["code", "steady", "path", "drift_arms:steady", "drift_arms:steady_again"]
+    assert f"| {' | '.join(map(markdown_text, row))} |" in markdown  # the diff's table
+    line = f"compared with {second['run_id']} (changed since: code (arm steady)): no regression"
+    logs = asyncio.run(_flow_run_logs(f"nightly-{edited['run_id']}", line))
+    assert any(line in m for m in logs), logs

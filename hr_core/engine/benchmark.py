@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from hr_core._json_text import jsonl_lines
 from hr_core.accuracy import (
     ITEM_INDEX,
     coverage_warnings,
@@ -175,9 +176,10 @@ class Benchmark:
             if store.exists(REFERENCE):
                 import orjson
 
+                data = store.read_bytes(REFERENCE)
                 try:
                     items = [Item(r["id"], r["payload"], r["label"]) for r in
-                             map(orjson.loads, store.read_bytes(REFERENCE).splitlines()) if r]
+                             (orjson.loads(line) for _, _, line in jsonl_lines(data)) if r]
                 except (ValueError, TypeError, KeyError) as exc:
                     raise store.corrupt_error(REFERENCE, exc) from None
                 self._reference = Reference(items, source=store.path(REFERENCE))

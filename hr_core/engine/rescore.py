@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from hr_core._json_text import jsonl_lines
 from hr_core.engine.arms import Arm
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.session import DEFAULT_CHUNK_SIZE, BenchmarkPlan, BenchmarkSession
@@ -53,9 +54,7 @@ def _reference(store: RunStore, manifest: dict[str, Any]) -> Reference:
             f"{store.run_dir}: no {REFERENCE} (written when a run finishes); finish the run "
             f"first: {unfinished_hint(store)}") from None
     items = []
-    for number, line in enumerate(data.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, _, line in jsonl_lines(data):
         try:
             row = orjson.loads(line)
             items.append(Item(str(row["id"]), row.get("payload"), row.get("label")))

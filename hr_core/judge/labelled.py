@@ -17,6 +17,8 @@ from typing import Any, Final
 
 import pandas as pd
 
+from hr_core._csv_table import read_csv_table
+from hr_core._json_text import jsonl_lines
 from hr_core._text import is_missing, plain_digits
 from hr_core.errors import HrError
 from hr_core.judge.parse import normalise_verdict
@@ -49,10 +51,12 @@ class LabelledRow:
 def read_table(data: Any, what: str = "labelled data") -> tuple[pd.DataFrame, str]:
     """A table (DataFrame, list of dicts, or .csv/.jsonl/.parquet path) and how messages
     name it (the path, or ``what``); CSV cells stay text. Shared by labelled items and
-    stored verdicts (:mod:`hr_core.judge.stored`).
+    stored verdicts (:mod:`hr_core.judge.stored`). JSON lines end at ``"\\n"`` alone
+    (:func:`~hr_core._json_text.jsonl_lines`); a CSV file's header names each column
+    once and every row has its fields (:func:`~hr_core._csv_table.read_csv_table`).
 
     Raises:
-        LabelledDataError: naming the file (and line, for JSONL) that cannot be read.
+        LabelledDataError: naming the file (and line) that cannot be read.
     """
     if isinstance(data, pd.DataFrame):
         return data.reset_index(drop=True), what
@@ -70,7 +74,8 @@ def read_table(data: Any, what: str = "labelled data") -> tuple[pd.DataFrame, st
     suffix = path.suffix.lower()
     try:
         if suffix == ".csv":
-            return pd.read_csv(path, dtype=str, keep_default_na=False), where
+            table = read_csv_table(path, LabelledDataError)
+            return pd.DataFrame(table.rows, columns=table.header, dtype=object), where
         if suffix == ".parquet":
             return pd.read_parquet(path), where
         if suffix in (".jsonl", ".ndjson"):
@@ -85,9 +90,7 @@ def read_table(data: Any, what: str = "labelled data") -> tuple[pd.DataFrame, st
 
 def _read_jsonl(path: Path) -> pd.DataFrame:
     records = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, _, line in jsonl_lines(path.read_bytes()):
         try:
             value = json.loads(line)
         except json.JSONDecodeError as exc:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hr_core._json_text import jsonl_lines
 from hr_core.engine.runs_file import STAT_COLUMNS, RowTexts, RunsFile
 from hr_core.engine.store import RunFolder, rerun_hint
 from hr_core.errors import HrError
@@ -206,21 +207,22 @@ class _LazyItems(Mapping[str, tuple[Any, Any]]):
     def _index(self) -> dict[str, int]:
         if self._lines is None:
             lines: dict[str, int] = {}
-            number = -1
+            number = 0
             try:
-                with self._folder.open(self._filename, "r") as handle:
-                    for number, line in enumerate(handle):
+                with self._folder.open(self._filename, "rb") as handle:
+                    for number, _, raw in jsonl_lines(handle):
+                        place = number - 1  # as :meth:`_line_starts` counts
+                        line = raw.decode("utf-8")
                         if line.startswith(_ID_START):
                             item_id, end = scanstring(line, len(_ID_START))
                             if line[end:end + 1] in (",", "}"):
-                                lines[item_id] = number
+                                lines[item_id] = place
                                 continue
-                        if line.strip():
-                            record = json.loads(line)
-                            if isinstance(record, Mapping):
-                                lines[str(record.get("id"))] = number
+                        record = json.loads(line)
+                        if isinstance(record, Mapping):
+                            lines[str(record.get("id"))] = place
             except (OSError, ValueError) as exc:
-                raise self._error(number + 1, exc) from exc
+                raise self._error(number, exc) from exc
             self._lines = lines
         return self._lines
 
