@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any, overload
 
-__all__ = ["jsonl_lines", "json_values"]
+__all__ = ["json_values", "jsonl_lines"]
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\r?\n?(.*?)```", re.DOTALL)
 _DECODER = json.JSONDecoder()
