@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any, overload
 
-__all__ = ["jsonl_lines", "json_values"]
+__all__ = ["json_values", "jsonl_lines"]
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\r?\n?(.*?)```", re.DOTALL)
 _DECODER = json.JSONDecoder()
@@ -60,8 +60,9 @@ def _embedded(text: str) -> list[Any]:
     return found
 
 
-_BLANK_STR = frozenset(" \t\r\n")
-_BLANK_BYTES = frozenset((b" ", b"\t", b"\r", b"\n"))
+_SPACE = " \t\r\n"  # JSON's white space
+_BLANK_STR = frozenset(_SPACE)
+_BLANK_BYTES = frozenset(_SPACE.encode())  # a bytes line's first byte is an int
 
 
 @overload
@@ -101,13 +102,14 @@ def jsonl_lines(data: str | bytes | Iterable[bytes]) -> Iterator[tuple[int, int,
     if isinstance(data, str):
         lines: Iterable[Any] = io.StringIO(data, newline="\n")
         blank: frozenset[Any] = _BLANK_STR
-        space: Any = " \t\r\n"
+        space: Any = _SPACE
     else:
         lines = io.BytesIO(data) if isinstance(data, bytes | bytearray) else data
-        blank, space = _BLANK_BYTES, b" \t\r\n"
+        blank, space = _BLANK_BYTES, _SPACE.encode()
     start = 0
-    for number, line in enumerate(lines, start=1):
-        at, start = start, start + len(line)
-        if line[:1] in blank and not line.strip(space):
+    for number, line in enumerate(lines, start=1):  # a line holds one character at least
+        at = start
+        start += len(line)
+        if line[0] in blank and not line.strip(space):
             continue
         yield number, at, line

@@ -200,6 +200,8 @@ def test_sigterm_flushes_the_journal_exits_143_without_a_traceback_and_resumes(
     assert "hr: interrupted (SIGTERM)" in err
     assert "Traceback" not in out + err
     journaled = _journaled(project)
+    # the line counts what the journal holds (issue 31: it said 764 where the file held 760)
+    assert f": {len(set(journaled))} finished run(s) of {N_ITEMS} are journaled" in err, err
     called = _calls(project)
     assert len(called) - len(journaled) <= 2  # only the calls in flight were not finished
     again = runs.start("one.yaml", delay=0.0)
@@ -207,6 +209,33 @@ def test_sigterm_flushes_the_journal_exits_143_without_a_traceback_and_resumes(
     assert code == 0, err
     assert not set(_calls(project)[len(called):]) & {f"q{i[1:]}" for i in journaled}
     assert sorted(set(_journaled(project))) == sorted(f"i{k}" for k in range(N_ITEMS))
+
+
+def test_a_garbled_journal_line_is_named_on_the_terminal_and_in_the_manifest(
+        runs: Runs, project: Path) -> None:
+    # before (issue 31): a garbled line in the middle of a journal was skipped without a
+    # word (its run made again, nothing said)
+    code, _, err = _finish(runs.start("one.yaml", delay=0.0))
+    assert code == 0, err
+    journal = _journal(project)
+    assert journal is not None
+    lines = journal.read_bytes().split(b"\n")
+    assert len(lines) == N_ITEMS + 1
+    garbled_item = json.loads(lines[29])["item_id"]
+    lines[29] = lines[29][:30] + b"\xff\x00 a sector lost"  # line 30
+    journal.write_bytes(b"\n".join(lines))
+    called = len(_calls(project))
+    code, out, err = _finish(runs.start("one.yaml", delay=0.0))
+    assert code == 0, err
+    # hr's warnings are lines of its console (stdout), as a judge's missing validation is
+    assert (f"hr: warning: {journal}: 1 garbled line(s) skipped (line 30): not JSON, and not "
+            "the torn last line a killed writer leaves; a run they held is made again") in (
+        " ".join(out.split())), out
+    manifest = json.loads(journal.with_name("manifest.json").read_text())
+    assert manifest["status"] == "completed"
+    assert manifest["journal_garbled"] == {"count": 1, "lines": {"journal.jsonl": [30]}}
+    assert _calls(project)[called:] == [f"q{garbled_item[1:]}"]  # that run, made again
+    assert sorted(_journaled(project)) == sorted(f"i{k}" for k in range(N_ITEMS))
 
 
 # -- one spec runs once at a time --------------------------------------------------------------

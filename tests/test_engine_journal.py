@@ -125,3 +125,22 @@ def test_a_flush_writes_each_records_line_in_order_larger_than_the_file_buffer(
     assert len(data) > 4 * (1 << 16)
     assert data == b"".join(map(encode, records))
     assert list(Journal(journal.path).read().values()) == records
+
+
+def test_a_garbled_line_in_the_middle_is_counted_and_named_a_torn_last_line_is_not(
+        tmp_path: Path) -> None:
+    # before (issue 31): a garbled line in the middle was skipped without a word, like the
+    # torn last line a kill leaves
+    path = tmp_path / "journal.jsonl"
+    line = b'{"arm":"a","item_id":"q%d","run":1}\n'
+    path.write_bytes(line % 1 + b'{"arm":"a","it\x00em\n' + line % 3 + b"\n" + b"garbage\n"
+                     + line % 6 + b'{"arm":"a","item_id":"q7","ru')
+    journal = Journal(path, fallback=tmp_path / "none.jsonl")
+    assert list(journal.read()) == [("a", "q1", 1), ("a", "q3", 1), ("a", "q6", 1)]
+    assert journal.garbled == {path: [2, 5]}
+    assert journal.garbled_message() == (
+        f"{path}: 2 garbled line(s) skipped (lines 2, 5): not JSON, and not the torn last "
+        "line a killed writer leaves; a run they held is made again")
+    path.write_bytes(line % 1 + b'{"arm":"a","item_id":"q2","ru')
+    assert list(journal.read()) == [("a", "q1", 1)]
+    assert journal.garbled == {} and journal.garbled_message() is None

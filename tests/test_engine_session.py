@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from hr_core import Budget
+from hr_core import Budget, hr_scorer_exact
 from hr_core.engine.budget import BudgetLedger
+from hr_core.engine.journal import Journal
 from hr_core.engine.record import RunRecord
 from hr_core.engine.runner import ChunkContext, run_chunk
 from hr_core.engine.session import BenchmarkSession, plan_benchmark
@@ -92,3 +94,63 @@ def test_runs_a_budget_stopped_complete_the_bar_at_the_end(tmp_path: Path) -> No
     assert bench.summary().set_index("arm")["budget_stop"].to_dict() == {"mixed": 15, "good": 15}
     assert session.progress() == [("mixed", 5, 20, 3, 2), ("good", 5, 20, 0, 0)]
     assert seen[-2:] == [("mixed", 20, 20, 3, 2), ("good", 20, 20, 0, 0)]
+
+
+def _lines(path: Path) -> int:
+    return len(Journal(path, fallback=path.with_name("none.jsonl")).read())
+
+
+def test_the_interrupt_line_counts_what_the_journal_holds_not_what_finished(
+        tmp_path: Path) -> None:
+    # before (issue 31): "764 finished run(s) ... are journaled" where the file held 760: the
+    # line counted runs finished in memory, and runs finishing after its flush were written
+    # later (or never); after: the journal takes nothing after the interrupt's flush and
+    # the line counts the runs in its file
+    session = BenchmarkSession(plan_benchmark({"good": _answer}, ITEMS, store=str(tmp_path)))
+    session.open()
+    session.absorb(*_elsewhere(session, 0))
+    line = session.interrupt()
+    session.journal.append(RunRecord(arm="good", item_id="q0", run=2))  # a call ending late
+    session.journal.flush()
+    assert line.startswith(f"{_lines(session.journal.path)} finished run(s) of 10 are "
+                           "journaled in "), line
+    assert _lines(session.journal.path) == 10
+    session.close()
+
+
+def test_the_interrupt_line_does_not_count_stored_outputs_not_yet_rescored(
+        tmp_path: Path) -> None:
+    # before (issue 31): another run's outputs taken for re-scoring counted as journaled
+    # here ("10 finished run(s) of 10") before this run had journaled any of them
+    BenchmarkSession(plan_benchmark({"good": _answer}, ITEMS, store=str(tmp_path))).run_sync()
+    session = BenchmarkSession(plan_benchmark({"good": _answer}, ITEMS,
+                                              hr_scorer_exact(normalise=False),
+                                              store=str(tmp_path)))
+    session.open()
+    assert session.progress() == [("good", 10, 10, 0, 0)]  # reused: counted done
+    line = session.interrupt()
+    assert line.startswith("0 finished run(s) of 10 are journaled in "), line
+    session.close()
+
+
+def test_a_garbled_journal_line_is_reported_in_a_warning_and_the_manifest(
+        tmp_path: Path) -> None:
+    # before (issue 31): a garbled line in the middle of a journal was skipped without a word
+    def run() -> Any:
+        return BenchmarkSession(plan_benchmark({"good": _answer}, ITEMS,
+                                               store=str(tmp_path))).run_sync()
+
+    first = run()
+    path = Path(first.run_dir) / "journal.jsonl"
+    lines = path.read_bytes().split(b"\n")
+    lines[3] = lines[3][:25] + b"\x00#garbled"  # line 4: a disk or an editor mangled it
+    path.write_bytes(b"\n".join(lines))
+    with pytest.warns(UserWarning) as caught:
+        again = run()
+    assert [str(w.message) for w in caught] == [
+        f"{path}: 1 garbled line(s) skipped (line 4): not JSON, and not the torn last line a "
+        "killed writer leaves; a run they held is made again"]
+    manifest = json.loads((Path(again.run_dir) / "manifest.json").read_text())
+    assert manifest["journal_garbled"] == {"count": 1, "lines": {"journal.jsonl": [4]}}
+    assert again.runs["correct"].tolist() == [True] * 10  # its run made again
+    assert _lines(path) == 10 and b"garbled" not in path.read_bytes()  # compacted

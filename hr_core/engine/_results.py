@@ -107,7 +107,9 @@ class SessionResults:
                 self.monitor.summary(self.monitor.stopped),
                 planned={a: len(plan.reference) * plan.runs_of(a) for a in plan.arms})}),
             "rate_limits": rate_limit_report(self._started),
-            "halts": dict(self.ledger.halts) if hasattr(self, "ledger") else {}, **extra,
+            "halts": dict(self.ledger.halts) if hasattr(self, "ledger") else {},
+            **({"journal_garbled": self.journal.garbled_record()} if self.journal.garbled
+               else {}), **extra,
         }
 
     def build(self) -> Benchmark:
@@ -170,7 +172,7 @@ class SessionResults:
             for i in self.plan.reference))
         self.store.write_manifest(bench.manifest)
         if (self._superseded or self.journal.fallback.exists()
-                or self.journal.worker_files()):
+                or self.journal.worker_files() or self.journal.garbled):
             compact_journal(self.journal)  # the results are safely written
         self.store.copy_journal()
 

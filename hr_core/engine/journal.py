@@ -9,10 +9,11 @@ import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import orjson
 
+from hr_core._json_text import jsonl_lines
 from hr_core.engine.record import RunKey, RunRecord, decode, encode
 from hr_core.errors import StoreWriteError
 from hr_core.identity import fingerprint
@@ -22,6 +23,8 @@ __all__ = ["FLUSH_INTERVAL_S", "Journal", "RunKey", "fallback_path", "journal_li
 
 FLUSH_INTERVAL_S = 0.5
 """Seconds between flushes while a benchmark runs (the SPEC asks for at most ~1 s)."""
+
+_SHOWN = 10  # garbled line numbers a message lists
 
 
 def write_error(path: str | os.PathLike[str], exc: OSError) -> StoreWriteError:
@@ -71,7 +74,9 @@ class Journal:
     """Finished runs, one JSON object a line, appended and fsync'ed in batches.
 
     A process killed mid-write leaves at most one partial last line: reading
-    ignores it and the next writer cuts it off before appending. Reading keeps
+    ignores it and the next writer cuts it off before appending. Any other line that
+    is not JSON (garbled) is skipped too, and named: :attr:`garbled`,
+    :meth:`garbled_message`. Reading keeps
     the latest record of each ``(arm, item_id, run)`` (a re-scored run's new
     record wins). Records are :class:`~hr_core.engine.record.RunRecord`, written
     and read by its codec (``engine/record.py``).
@@ -107,6 +112,11 @@ class Journal:
         """Records that could be written neither to the journal nor to the fallback."""
         self.in_fallback = 0
         """Records this process wrote to the fallback journal."""
+        self.garbled: dict[Path, list[int]] = {}
+        """The garbled lines (numbers, from 1) the last :meth:`read` skipped, by file: not
+        JSON, yet not the torn last line a killed writer leaves (:func:`journal_lines`)."""
+        self.sealed = False
+        """Set by :meth:`seal`: nothing more is written."""
         self.made: list[RunRecord] | None = None
         """When a list, every record :meth:`append` queues is kept there too, in order: the
         runs table of a small new run is built from them, not read back
@@ -114,11 +124,48 @@ class Journal:
 
     def read(self) -> dict[RunKey, RunRecord]:
         """Every complete record (the worker journals' and then the fallback's after the
-        journal's), de-duplicated by ``(arm, item_id, run)``."""
+        journal's), de-duplicated by ``(arm, item_id, run)``; the garbled lines skipped
+        are in :attr:`garbled`."""
         records: dict[RunKey, RunRecord] = {}
+        self.garbled = {}
         for path in self.files():
-            self._read_into(records, path)
+            garbled: list[int] = []
+            for _, _, record in journal_lines(path, garbled):
+                records[(record.arm, record.item_id, record.run)] = record
+            if garbled:
+                self.garbled[path] = garbled
         return records
+
+    def garbled_message(self) -> str | None:
+        """One line naming the garbled lines the last :meth:`read` skipped (each file, how
+        many, their numbers); ``None`` when there were none.
+
+        Example:
+            >>> import tempfile
+            >>> path = Path(tempfile.mkdtemp()) / "journal.jsonl"
+            >>> _ = path.write_bytes(b'{"arm":"a","item_id":"q1","run":1}\\n#@!\\n')
+            >>> journal = Journal(path)
+            >>> len(journal.read()), journal.garbled_message() == (
+            ...     f"{path}: 1 garbled line(s) skipped (line 2): not JSON, and not the torn "
+            ...     "last line a killed writer leaves; a run they held is made again")
+            (1, True)
+        """
+        if not self.garbled:
+            return None
+        parts = []
+        for path, numbers in self.garbled.items():
+            shown = ", ".join(map(str, numbers[:_SHOWN]))
+            more = f", ... {len(numbers) - _SHOWN} more" if len(numbers) > _SHOWN else ""
+            parts.append(f"{path}: {len(numbers)} garbled line(s) skipped "
+                         f"(line{'s' if len(numbers) > 1 else ''} {shown}{more})")
+        return (f"{'; '.join(parts)}: not JSON, and not the torn last line a killed writer "
+                "leaves; a run they held is made again")
+
+    def garbled_record(self) -> dict[str, Any]:
+        """The garbled lines the last :meth:`read` skipped, for the manifest: ``{"count":
+        n, "lines": {file name: [line numbers (the first 1000)]}}``."""
+        return {"count": sum(map(len, self.garbled.values())),
+                "lines": {path.name: numbers[:1000] for path, numbers in self.garbled.items()}}
 
     def files(self) -> list[Path]:
         """The files that hold this journal's records, in reading order: the journal,
@@ -165,10 +212,6 @@ class Journal:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
-    def _read_into(self, records: dict[RunKey, RunRecord], path: Path) -> None:
-        for _, _, record in journal_lines(path):
-            records[(record.arm, record.item_id, record.run)] = record
-
     def append(self, record: RunRecord) -> None:
         """Queue one record (not copied: do not change it); durable after the next :meth:`flush`."""
         with self._lock:
@@ -198,27 +241,42 @@ class Journal:
             self.fallback.unlink()
         self._repaired = True
 
+    def seal(self) -> int:
+        """Flush, then write nothing more (the run was interrupted: a call that ends later
+        is not journaled, and is made again on resume), so what the journal's files hold
+        is what a message about them says; returns how many records the flush wrote."""
+        with self._write_lock:
+            written = self._flush()
+            self.sealed = True
+            return written
+
     def flush(self) -> int:
-        """Write and fsync the queued records; returns how many were written.
+        """Write and fsync the queued records; returns how many were written (none once
+        :meth:`seal` ed).
 
         A write that fails sets :attr:`error` and sends the records (these and
         every later one) to the fallback journal; it raises nothing.
         """
         with self._write_lock:
-            with self._lock:
-                buffer, self._buffer = self._buffer, []
-            if self.error is None:
-                try:
-                    if not self._repaired:
-                        self._repair()
-                    if buffer:
-                        _append(self.path, buffer)
-                        self.written += len(buffer)
-                    return len(buffer)
-                except OSError as exc:
-                    self.error = write_error(self.path, exc)
-            self._keep(buffer)
+            return self._flush()
+
+    def _flush(self) -> int:
+        with self._lock:
+            buffer, self._buffer = self._buffer, []
+        if self.sealed:
             return 0
+        if self.error is None:
+            try:
+                if not self._repaired:
+                    self._repair()
+                if buffer:
+                    _append(self.path, buffer)
+                    self.written += len(buffer)
+                return len(buffer)
+            except OSError as exc:
+                self.error = write_error(self.path, exc)
+        self._keep(buffer)
+        return 0
 
     def _keep(self, buffer: list[RunRecord]) -> None:
         """Records the journal could not take: to the fallback file, else in memory."""
@@ -260,17 +318,20 @@ class Journal:
                 await asyncio.to_thread(self.flush)
 
 
-def journal_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes, RunRecord]]:
+def journal_lines(path: str | os.PathLike[str], garbled: list[int] | None = None
+                  ) -> Iterator[tuple[int, bytes, RunRecord]]:
     """Every record of one journal file in written order: ``(offset, line, record)``.
 
     The one rule for a journal's lines, used by every reader (resume, the runs
-    table, compaction, re-scoring) and by the writer's repair: a line is a record
-    when it parses as a JSON object with ``arm``, ``item_id`` and ``run``; the last
-    line may lack its newline (a kill between a record and its newline) and is a
-    record all the same when it parses, a torn line (cut short by a kill, skipped)
-    when it does not. A line that parses but is no run record is a
-    :class:`~hr_core.errors.CorruptRunError` naming the file and line. An
-    ``outcome`` written once (it was the output) is put back.
+    table, compaction, re-scoring) and by the writer's repair: lines end at ``"\\n"``
+    alone (:func:`~hr_core._json_text.jsonl_lines`; a record's strings may hold U+2028);
+    a line is a record when it parses as a JSON object with ``arm``, ``item_id`` and
+    ``run``; the last line may lack its newline (a kill between a record and its
+    newline) and is a record all the same when it parses, a torn line (cut short by a
+    kill, skipped) when it does not. Any other line that does not parse is garbled: it
+    is skipped and its number appended to ``garbled`` (when given). A line that parses
+    but is no run record is a :class:`~hr_core.errors.CorruptRunError` naming the file
+    and line. An ``outcome`` written once (it was the output) is put back.
 
     Example:
         >>> import tempfile
@@ -280,13 +341,13 @@ def journal_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes, Ru
         >>> [(at, r.item_id) for at, _, r in journal_lines(path)]
         [(0, 'q1'), (35, 'q2')]
     """
-    at = 0
     with open(path, "rb") as handle:
-        for number, line in enumerate(handle, start=1):
+        for number, at, line in jsonl_lines(handle):
             record = decode(line, path, number)
             if record is not None:
                 yield at, line, record
-            at += len(line)
+            elif garbled is not None and line.endswith(b"\n"):
+                garbled.append(number)
 
 
 def _records_end(handle: BinaryIO) -> tuple[int, bool]:

@@ -162,7 +162,8 @@ def encode(record: RunRecord) -> bytes:
 
 
 def decode(line: bytes, path: str | os.PathLike[str], number: int) -> RunRecord | None:
-    """One journal line's record; ``None`` for a blank or torn line (cut short by a kill).
+    """One journal line's record; ``None`` for a line that is not JSON (torn by a kill, or
+    garbled: :func:`~hr_core.engine.journal.journal_lines` tells them apart).
 
     Raises:
         CorruptRunError: the line parses but is no run record (or one of a newer format),

@@ -109,11 +109,13 @@ def _journal_files(journal: Journal) -> list[Path]:
     return journal.files()
 
 
-def _journal_lines(journal: Journal) -> Iterator[tuple[int, int, bytes, RunRecord]]:
+def _journal_lines(journal: Journal, garbled: list[int] | None = None
+                   ) -> Iterator[tuple[int, int, bytes, RunRecord]]:
     """Every record of a journal's files in written order (:func:`journal_lines`' rule),
-    with the file's number in :func:`_journal_files` and the line's offset in it."""
+    with the file's number in :func:`_journal_files` and the line's offset in it
+    (``garbled``: the garbled lines' numbers appended, whatever their file)."""
     for number, path in enumerate(_journal_files(journal)):
-        for at, line, record in journal_lines(path):
+        for at, line, record in journal_lines(path, garbled):
             yield number, at, line, record
 
 
@@ -268,7 +270,8 @@ def compact_journal(journal: Journal) -> bool:
     """Rewrite a journal with the latest record of each run only (fallback merged in).
 
     Done once the results are safely written, when there is something to drop
-    (superseded records, a fallback journal); the journal itself stays, since a
+    (superseded records, a fallback journal, garbled lines the run's manifest names:
+    ``journal_garbled``); the journal itself stays, since a
     resume and the re-scoring of stored outputs read it. The lines are copied as
     written, to a temporary file that is fsync'ed and then moved over the journal.
 
@@ -280,9 +283,10 @@ def compact_journal(journal: Journal) -> bool:
     has_fallback = fallback.exists() or bool(sides)
     latest: dict[tuple[str, str, int], int] = {}
     count = 0
-    for count, (_, _, _, record) in enumerate(_journal_lines(journal), start=1):
+    garbled: list[int] = []
+    for count, (_, _, _, record) in enumerate(_journal_lines(journal, garbled), start=1):
         latest[(record.arm, record.item_id, record.run)] = count
-    if len(latest) == count and not has_fallback:
+    if len(latest) == count and not has_fallback and not garbled:
         return False
     keep = set(latest.values())
     del latest

@@ -13,6 +13,7 @@ import contextlib
 import inspect
 import os
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -151,6 +152,9 @@ class BenchmarkSession(SessionResults):
         if plan.resume:
             self.store.fetch_journal()
             self.done = {k: r for k, r in self.journal.read().items() if k[0] in plan.arms}
+            garbled = self.journal.garbled_message()
+            if garbled is not None:  # skipped, never silently (the manifest lists them too)
+                warnings.warn(garbled, stacklevel=2)
         else:
             self.journal.clear()
             if plan.response_cache is not None and not plan.shared_cache:
@@ -255,15 +259,17 @@ class BenchmarkSession(SessionResults):
         return items.astype(np.int32), (run_numbers + 1).astype(np.int32)
 
     def interrupt(self) -> str:
-        """The user interrupted (any thread): flush the journal, mark the manifest
-        ``interrupted``; returns a line saying what was kept and how to resume."""
-        self.journal.flush()
+        """The user interrupted (any thread): flush and seal the journal (a call ending later
+        is not journaled), mark the manifest ``interrupted``; returns a line saying what
+        was kept (the runs the journal's files hold) and how to resume."""
+        self.journal.seal()
         with contextlib.suppress(OSError):
             self.store.write_manifest(self.manifest("interrupted"))
         failure = self.journal.failure()
         if failure is not None:
             return str(failure)
-        made = sum(counts[0] for counts in self._progress.values())
+        kept = self.journal.read()
+        made = sum(1 for key in kept if key[0] in self.plan.arms)
         return (f"{made} finished run(s) of {self.total} are "
                 f"journaled in {self.store.run_dir}; run the same benchmark again to resume")
 
