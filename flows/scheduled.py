@@ -81,12 +81,13 @@ async def hr_scheduled_benchmark(
 
     Returns:
         The run id and folder, the previous run compared with, the arms that
-        regressed, and the diff page's path (``None`` for a first run).
+        regressed, the diff page's path and what changed since the previous run, by
+        fingerprint part (both ``None`` for a first run).
 
     Example:
         >>> import asyncio
         >>> asyncio.run(hr_scheduled_benchmark("nightly.yaml", store="s3://b/hr"))  # doctest: +SKIP
-        {'run_id': '20261130T020000Z-1a2b3c', ..., 'regressions': [], 'diff_page': ...}
+        {'run_id': '20261130T020000Z-1a2b3c', ..., 'regressions': [], 'diff_page': ..., ...}
     """
     logger = get_run_logger()
     await _export_secrets(secrets)
@@ -137,4 +138,5 @@ async def hr_scheduled_benchmark(
             f"benchmark {name!r} run {bench.run_id}: {', '.join(regressed)} regressed against "
             f"run {previous} (see the {name} regression artifact)")
     return {"name": name, "run_id": bench.run_id, "run_dir": run_dir,
-            "previous_run_id": previous, "regressions": regressed, "diff_page": page}
+            "previous_run_id": previous, "regressions": regressed, "diff_page": page,
+            "changed": changed}
