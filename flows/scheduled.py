@@ -22,6 +22,7 @@ from flows._hrflow import hr_flow
 from flows.benchmark import plan_from_spec, run_plan
 from flows.labels import benchmark_tags, label_flow_run
 from flows.runners import TaskRunnerKind, make_task_runner
+from hr_core._safe import visible
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.health import ErrorRateExceeded
 from hr_core.engine.stopping import sequential_note
@@ -129,7 +130,7 @@ async def hr_scheduled_benchmark(
     previous = None if report is None else report.previous_run_id
     logger.info("benchmark %s run %s compared with %s%s: %s", name, bench.run_id,
                 previous or "nothing (first run)",
-                f" (changed since: {changed})" if changed else "",
+                f" (changed since: {visible(changed, newlines=False)})" if changed else "",
                 f"regression in {', '.join(regressed)}" if regressed else "no regression")
     if failure is not None:
         raise failure
