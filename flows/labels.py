@@ -20,6 +20,7 @@ from prefect.utilities.urls import url_for
 
 from hr_core._safe import markdown_text, visible
 from hr_core.engine.session import BenchmarkPlan
+from hr_core.engine.store import location
 from hr_core.identity import fingerprint
 from tasks.benchmark import artifact_key, run_client
 
@@ -73,7 +74,8 @@ async def label_flow_run(name: str | None = None, tags: Iterable[str] = ()) -> N
 
 
 def run_facts_markdown(plan: BenchmarkPlan, run_dir: str) -> str:
-    """What a benchmark run decided, as markdown: run id, folder, reference, arms.
+    """What a benchmark run decided, as markdown: run id, folder (where it is:
+    :func:`hr_core.engine.store.location`), reference, arms.
 
     Example:
         >>> from hr_core.engine.session import plan_benchmark
@@ -82,7 +84,8 @@ def run_facts_markdown(plan: BenchmarkPlan, run_dir: str) -> str:
         # Run of benchmark benchmark
     """
     lines = [f"# Run of benchmark {markdown_text(plan.name)}", "", "| | |", "|---|---|",
-             f"| run id | {_code(plan.run_id)} |", f"| run folder | {_code(run_dir)} |",
+             f"| run id | {_code(plan.run_id)} |",
+             f"| run folder | {_code(location(run_dir))} |",
              f"| reference | {len(plan.reference)} items, hash {_code(plan.reference.hash)} |"]
     lines += [f"| arm {markdown_text(arm)} | {_code(shown)} |"
               for arm, shown in arm_fingerprints(plan.arms).items()]

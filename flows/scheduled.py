@@ -22,6 +22,7 @@ from flows._hrflow import hr_flow
 from flows.benchmark import plan_from_spec, run_plan
 from flows.labels import benchmark_tags, label_flow_run
 from flows.runners import TaskRunnerKind, make_task_runner
+from hr_core._safe import visible
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.health import ErrorRateExceeded
 from hr_core.engine.stopping import sequential_note
@@ -81,12 +82,13 @@ async def hr_scheduled_benchmark(
 
     Returns:
         The run id and folder, the previous run compared with, the arms that
-        regressed, and the diff page's path (``None`` for a first run).
+        regressed, the diff page's path and what changed since the previous run, by
+        fingerprint part (both ``None`` for a first run).
 
     Example:
         >>> import asyncio
         >>> asyncio.run(hr_scheduled_benchmark("nightly.yaml", store="s3://b/hr"))  # doctest: +SKIP
-        {'run_id': '20261130T020000Z-1a2b3c', ..., 'regressions': [], 'diff_page': ...}
+        {'run_id': '20261130T020000Z-1a2b3c', ..., 'regressions': [], 'diff_page': ..., ...}
     """
     logger = get_run_logger()
     await _export_secrets(secrets)
@@ -128,7 +130,7 @@ async def hr_scheduled_benchmark(
     previous = None if report is None else report.previous_run_id
     logger.info("benchmark %s run %s compared with %s%s: %s", name, bench.run_id,
                 previous or "nothing (first run)",
-                f" (changed since: {changed})" if changed else "",
+                f" (changed since: {visible(changed, newlines=False)})" if changed else "",
                 f"regression in {', '.join(regressed)}" if regressed else "no regression")
     if failure is not None:
         raise failure
@@ -137,4 +139,5 @@ async def hr_scheduled_benchmark(
             f"benchmark {name!r} run {bench.run_id}: {', '.join(regressed)} regressed against "
             f"run {previous} (see the {name} regression artifact)")
     return {"name": name, "run_id": bench.run_id, "run_dir": run_dir,
-            "previous_run_id": previous, "regressions": regressed, "diff_page": page}
+            "previous_run_id": previous, "regressions": regressed, "diff_page": page,
+            "changed": changed}

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hr_core._diff_manifest import ManifestChange, changed_parts
 from hr_core._safe import markdown_text as md_cell
+from hr_core.engine.store import location
 
 __all__ = ["ArmDiff", "DiffVerdict", "Flip", "KindTransition", "ReferenceDiff", "RunDiff",
            "SliceDiff"]
@@ -188,7 +189,8 @@ class RunDiff(BaseModel):
     def to_markdown(self, *, top: int = 10, page: str | None = None) -> str:
         """A markdown summary (a Prefect artifact): the fingerprint changes, each arm's
         verdict, and the first ``top`` flipped items of each direction per arm (worst
-        first); ``page`` names where the HTML page is. Every value from the runs is escaped.
+        first); ``page`` names where the HTML page is (an absolute path or a URL:
+        :func:`hr_core.engine.store.location`). Every value from the runs is escaped.
 
         Example:
             >>> empty = ReferenceDiff(hash_a="h", hash_b="h", items_a=1, items_b=1, common=1,
@@ -201,7 +203,8 @@ class RunDiff(BaseModel):
         lines = [f"## What changed: {md_cell(self.id_a or self.run_a)} → "
                  f"{md_cell(self.id_b or self.run_b)}", ""]
         if page:
-            lines += [f"The whole diff (every flipped item, side by side): {md_cell(page)}"
+            lines += [f"The whole diff (every flipped item, side by side): "
+                      f"{md_cell(location(page))}"
                       " (open it in a browser; `hr diff` makes it again).", ""]
         ref = self.reference
         if not ref.same:

@@ -97,7 +97,13 @@ async def write_benchmark(session: BenchmarkSession) -> Benchmark:
 
 async def publish_benchmark(bench: Benchmark, summary: pd.DataFrame | None = None,
                             report: str | None = None) -> None:
-    """Publish the summary table and the markdown report as artifacts (concurrently)."""
+    """Publish the summary table and the markdown report as artifacts (concurrently).
+
+    The table has every column of the summary, each number rounded as the report rounds it
+    (:func:`hr_core.engine.report.summary_records`): Prefect's table artifact shows every
+    column, wider than the pane, behind a sideways scroll bar (its cells never wrap), so
+    rounding is what keeps the first ten or so columns in view; the report artifact splits
+    the same figures into narrow tables."""
     name = str(bench.manifest.get("name") or "benchmark")
     summary = bench.summary() if summary is None else summary
     report = report_markdown(bench, summary) if report is None else report
@@ -105,7 +111,10 @@ async def publish_benchmark(bench: Benchmark, summary: pd.DataFrame | None = Non
     await asyncio.gather(
         TableArtifact(
             key=artifact_key(name, "summary"), table=summary_records(summary),
-            description=f"Per-arm summary of benchmark {markdown_text(name)} ({bench.run_id})",
+            description=f"Per-arm summary of benchmark {markdown_text(name)} "
+                        f"({markdown_text(bench.run_id)}): {len(summary.columns)} columns, "
+                        "numbers rounded as in the report; scroll the table sideways for "
+                        "failure kinds, latency, tokens and cost",
         ).acreate(client),
         MarkdownArtifact(
             key=artifact_key(name, "report"), markdown=report,

@@ -12,6 +12,7 @@ from prefect.events import emit_event
 
 from hr_core._safe import markdown_text
 from hr_core.engine.benchmark import Benchmark
+from hr_core.engine.report import table_records
 from hr_core.regression import RegressionReport, compare_runs, find_previous_run
 from hr_core.slices import slice_values
 
@@ -93,7 +94,8 @@ async def publish_regression(report: RegressionReport | None, *, name: str,
     The markdown artifact's key is :func:`regression_artifact_key`; ``diff`` (the
     markdown of ``hr diff`` against the previous run: its top flips, fingerprint changes
     and the HTML page's path) is appended to it. The table
-    artifact (one row per arm) the same key with ``-arms``. Each regression
+    artifact (one row per arm, every field, numbers rounded as the report rounds them:
+    :func:`hr_core.engine.report.table_records`) the same key with ``-arms``. Each regression
     emits :data:`REGRESSION_EVENT` on resource :func:`spec_resource_id` with the
     arm, diff, CI, accuracies and run ids as payload.
 
@@ -118,10 +120,12 @@ async def publish_regression(report: RegressionReport | None, *, name: str,
     heading, _, rest = report.to_markdown().partition("\n")
     markdown = f"{heading}\n{said}{rest}" + ("\n" + diff if diff else "")
     await acreate_markdown_artifact(key=key, markdown=markdown,
-                                    description=f"hr regression check of {name}")
+                                    description=f"hr regression check of {markdown_text(name)}")
     await acreate_table_artifact(key=f"{key}-arms",
-                                 table=[a.model_dump(mode="json") for a in report.arms],
-                                 description=f"hr regression check of {name}, per arm")
+                                 table=table_records(a.model_dump(mode="json")
+                                                     for a in report.arms),
+                                 description=f"hr regression check of {markdown_text(name)}, "
+                                             "per arm (numbers rounded as in the report)")
     resource = {"prefect.resource.id": spec_resource_id(name),
                 "prefect.resource.name": name}
     if spec_path is not None:

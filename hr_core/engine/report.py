@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -10,21 +11,76 @@ import pandas as pd
 from hr_core._frames import records
 from hr_core._safe import markdown_text, visible
 from hr_core.accuracy import coverage_warnings
+from hr_core.engine.store import location
 from hr_core.failures import FAILURE_KINDS
 from hr_core.judge.validation import scorer_judge_standing
 
 if TYPE_CHECKING:
     from hr_core.engine.benchmark import Benchmark
 
-__all__ = ["markdown_table", "report_markdown", "summary_records"]
+__all__ = ["decimals", "markdown_table", "report_markdown", "rounded", "summary_records",
+           "table_records"]
+
+_DECIMALS = 3
+"""Decimals of the report's figures: accuracy and its CI, coverage, latency, differences."""
+_COST_DECIMALS = 4
+"""Decimals of an amount in USD."""
+_P_DIGITS = 2
+"""Significant digits of a p-value."""
 
 
-def _fmt(value: Any, digits: int = 3) -> str:
+def decimals(column: str) -> int:
+    """The decimals the report shows a column's numbers with (costs: 4, the others: 3).
+
+    Example:
+        >>> decimals("accuracy"), decimals("cost_usd"), decimals("judge_cost_usd")
+        (3, 4, 4)
+    """
+    return _COST_DECIMALS if "cost" in column or column.endswith("_usd") else _DECIMALS
+
+
+def _is_p(column: str) -> bool:
+    return column in ("p", "p_value", "p_holm") or column.startswith("p_value")
+
+
+def rounded(value: Any, column: str = "") -> Any:
+    """A value as the report shows it, still a number (for table artifacts and JSON): a float
+    to :func:`decimals` of its column (a p-value to 2 significant digits), NaN as ``None``,
+    numpy scalars as Python ones; lists and dicts rounded inside (a dict's keys name the
+    columns); anything else as it is.
+
+    Example:
+        >>> rounded(0.6461538461538462, "accuracy"), rounded(0.000312, "p_holm")
+        (0.646, 0.00031)
+        >>> rounded({"cost_usd": 0.123456, "n": 3, "ci": [0.11111, float("nan")]})
+        {'cost_usd': 0.1235, 'n': 3, 'ci': [0.111, None]}
+    """
+    if value is pd.NA:
+        return None
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()  # a numpy scalar
+    if isinstance(value, dict):
+        return {k: rounded(v, str(k)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [rounded(v, column) for v in value]
+    if not isinstance(value, float):
+        return value
+    if math.isnan(value) or math.isinf(value):
+        return None
+    return float(f"{value:.{_P_DIGITS}g}") if _is_p(column) else round(value, decimals(column))
+
+
+def _fmt(value: Any, digits: int = _DECIMALS) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return markdown_text(value)
+
+
+def _p(value: float) -> str:
+    """A p-value as the report shows it (2 significant digits)."""
+    return f"{value:.{_P_DIGITS}g}"
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
@@ -43,16 +99,21 @@ def markdown_table(frame: pd.DataFrame) -> str:
     return "\n".join([header, rule, *rows])
 
 
+def table_records(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Rows as a table artifact shows them: every column, each number rounded as the report
+    rounds it (:func:`rounded`), JSON-safe (NaN as ``None``).
+
+    Example:
+        >>> table_records([{"arm": "a", "accuracy": 0.6461538461538462}])
+        [{'arm': 'a', 'accuracy': 0.646}]
+    """
+    return [{str(k): rounded(v, str(k)) for k, v in row.items()} for row in rows]
+
+
 def summary_records(summary: pd.DataFrame) -> list[dict[str, Any]]:
-    """The summary as JSON-safe records (NaN -> ``None``) for a table artifact."""
-    out = []
-    for row in records(summary):
-        out.append({
-            str(k): (None if isinstance(v, float) and math.isnan(v) else
-                     v.item() if hasattr(v, "item") else v)
-            for k, v in row.items()
-        })
-    return out
+    """The summary as a table artifact's records: every column, rounded as in the report
+    (:func:`table_records`)."""
+    return table_records(records(summary))
 
 
 _cell = markdown_text
@@ -133,7 +194,7 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
     for r in result.rows:
         versus = ("best" if r.arm == result.best else
                   f"{_points(r.diff)} ({_points(r.diff_low)} to {_points(r.diff_high)})")
-        p = "–" if r.arm == result.best or math.isnan(r.p_holm) else f"{r.p_holm:.2g}"
+        p = "–" if r.arm == result.best or math.isnan(r.p_holm) else _p(r.p_holm)
         lines.append(f"| {_cell(r.arm)} | {_pct(r.accuracy)} ({_pct(r.ci_low)}–"
                      f"{_pct(r.ci_high)}) | {versus} | {p} | {_pct(r.coverage)} | "
                      f"{r.errors} |")
@@ -164,7 +225,7 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
     for row in ordered:
         lines.append(f"| {_cell(row['arm'])} | {_fmt(row.get('latency_mean_s'))} | "
                      f"{_count(row.get('tokens_in'))} | {_count(row.get('tokens_out'))} | "
-                     f"{_fmt(row.get('cost_usd'), 4)} |")
+                     f"{_fmt(row.get('cost_usd'), decimals('cost_usd'))} |")
     if m.get("slices"):
         lines += _slice_lines(bench.slice_summary())
     from hr_core.engine.stopping import sequential_note
@@ -190,7 +251,7 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
     for arm in health.budget_stopped:
         lines.append(f"- **{_cell(arm.arm)}**: budget stop: {arm.budget_stops} run(s) never "
                      "started")
-    where = _code(bench.run_dir) if bench.run_dir else "the run folder"
+    where = _code(location(bench.run_dir)) if bench.run_dir else "the run folder"
     lines += ["", "## Single items", "",
               f"HTML report (verdict, every arm's failed items, disagreements): "
               f"`{where}/report.html`", "",

@@ -28,8 +28,8 @@ from hr_core.engine.lock import RunLock
 from hr_core.errors import CorruptRunError
 from hr_core.identity import fingerprint
 
-__all__ = ["RunFolder", "RunStore", "git_commit", "local_dir", "package_versions", "rerun_hint",
-           "run_id_for", "utc_now"]
+__all__ = ["RunFolder", "RunStore", "git_commit", "local_dir", "location", "package_versions",
+           "rerun_hint", "run_id_for", "utc_now"]
 
 MANIFEST = "manifest.json"
 RUNS = "runs.parquet"
@@ -126,6 +126,21 @@ def git_commit() -> str | None:
 
 def _is_local(url: str) -> bool:
     return "://" not in url or url.startswith("file://")
+
+
+def location(path: str | os.PathLike[str]) -> str:
+    """Where a file or folder of the store is, as a dashboard or another machine's reader
+    needs it: a local path made absolute (against this process's working directory,
+    symbolic links kept), a URL (``file://``, ``s3://``, any fsspec protocol) as it is.
+
+    Example:
+        >>> location("s3://bucket/hr/demo/r1"), location("/srv/results/demo")
+        ('s3://bucket/hr/demo/r1', '/srv/results/demo')
+        >>> location("results/demo") == os.path.join(os.getcwd(), "results", "demo")
+        True
+    """
+    text = os.fspath(path)
+    return text if "://" in text else os.path.abspath(os.path.expanduser(text))
 
 
 def unfinished_hint(store: RunStore) -> str:
