@@ -222,6 +222,6 @@ def test_hr_diff_reads_two_runs_from_s3_and_writes_its_page_there(
         code = int(exc.code or 0)
     out = capsys.readouterr().out
     assert code == 1  # arm a is worse: 8 of 12 items flipped
-    assert "8 flipped item(s)" in out
+    assert "8 broke (right→wrong)" in out
     fs, path = fsspec.core.url_to_fs(page)
     assert "right→wrong" in fs.cat(path).decode()
