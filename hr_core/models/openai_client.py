@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NoReturn
 
 from hr_core.models._api_keys import check_api_key, key_variable
+from hr_core.models._bounded import DEFAULT_MAX_REPLY_BYTES, bounded_client
 from hr_core.models._http import (
     QUOTA_WAIT_S,
     LoopState,
@@ -101,7 +102,9 @@ class OpenAIChatModel:
             default ``OPENAI_API_KEY``; ``openai-compatible``: no default, no key
             is sent unless a variable is named).
         prices: USD per million tokens (see :func:`find_price`).
-        timeout: seconds per attempt.
+        timeout: each attempt's wall-clock deadline in seconds, from the request to the
+            reply's last byte (:mod:`hr_core.models._bounded`).
+        max_reply_bytes: the longest reply read (a longer one is an error, not retried).
         max_retries: retries after the first attempt of a transient failure
             (5xx, timeout, connection); rate limits are waited out instead.
         concurrency: calls in flight at once: this model's share of its endpoint's
@@ -145,6 +148,7 @@ class OpenAIChatModel:
         tpm: float | None = None,
         rate_limit_wait_s: float = 900.0,
         structured_output: Literal["json_schema", "instructions"] = "json_schema",
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ModelConfigError(f"{provider}: the model name must be a non-empty string")
@@ -160,6 +164,7 @@ class OpenAIChatModel:
         self.name = name
         self.base_url = base_url
         self.timeout = float(timeout)
+        self.max_reply_bytes = int(max_reply_bytes)
         self.max_retries = int(max_retries)
         self.concurrency = int(concurrency)
         self.backoff_base_s = backoff_base_s
@@ -237,7 +242,13 @@ class OpenAIChatModel:
         # no key declared: a placeholder the SDK insists on, never sent (the
         # Authorization header is omitted from every request: omitted_headers)
         return AsyncOpenAI(api_key=self._api_key() or NO_KEY,
-                           base_url=self.base_url, timeout=self.timeout, max_retries=0)
+                           base_url=self.base_url, timeout=self.timeout, max_retries=0,
+                           http_client=self._http_client())
+
+    def _http_client(self) -> Any:
+        """The SDK's HTTP client: each attempt bounded by ``timeout`` (a deadline) and
+        ``max_reply_bytes`` (:mod:`hr_core.models._bounded`)."""
+        return bounded_client(self.timeout, self.max_reply_bytes, self.timeout)
 
     async def aclose(self) -> None:
         """Close the HTTP client of the running event loop (it is re-created on demand)."""
