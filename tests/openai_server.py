@@ -83,8 +83,10 @@ class FakeOpenAIServer:
     handler_class: type[BaseHTTPRequestHandler]
     """The request handler (a subclass serves another API's wire format)."""
 
-    def __init__(self, reply: Callable[[dict[str, Any]], Any] | None = None) -> None:
+    def __init__(self, reply: Callable[[dict[str, Any]], Any] | None = None,
+                 port: int = 0) -> None:
         self.reply = reply or mock_reply
+        self.port = port  # 0: any free port
         self.reject_response_format = False
         self.every: Fault | None = None
         self.requests: list[RecordedRequest] = []
@@ -112,7 +114,7 @@ class FakeOpenAIServer:
 
     def start(self) -> FakeOpenAIServer:
         handler = type("Handler", (self.handler_class,), {"server_state": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever,
                                         kwargs={"poll_interval": 0.05}, daemon=True)

@@ -75,6 +75,7 @@ from hr_core.models._ratelimit import (
     estimate_tokens,
     limiter_for,
 )
+from hr_core.models._reach import cannot_connect
 from hr_core.models.base import (
     ChatMessage,
     ModelCallError,
@@ -371,13 +372,20 @@ class AnthropicChatModel:
                             "prompt)")) from None
                     raise ModelCallError(self._redact(
                         f"{self.spec}: call failed: {describe(exc)}")) from None
-                outcome = "server_error"
+                unreached = cannot_connect(exc)  # never reached the server
+                outcome = "server_error" if unreached is None else "cancelled"
                 row = failures.fail()
-                if failures.exhausted(give_up):
+                if unreached is not None and limiter.reach.failed():
+                    reason = self._redact(
+                        f"{self.spec} at {limiter.label}: unreachable ({limiter.reach.why()}; "
+                        f"last: {unreached}); calls to this endpoint stopped")
+                    limiter.halt(reason)
+                    raise EndpointStoppedError(reason) from None
+                if failures.exhausted(give_up, row_counts=unreached is None):
                     raise ModelCallError(self._redact(
-                        f"{self.spec}: gave up after {failures.total} attempt(s) "
-                        f"(max_retries={self.max_retries}{failures.why()}); last error: "
-                        f"{describe(exc)}")) from None
+                        f"{self.spec} at {limiter.label}: gave up after {failures.total} "
+                        f"attempt(s) (max_retries={self.max_retries}{failures.why()}); last "
+                        f"error: {describe(exc)}")) from None
                 self.stats["retries"] += 1
                 retry = True
                 limiter.release(permit, outcome, headers=headers)
