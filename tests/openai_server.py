@@ -17,7 +17,9 @@ normal replies resume:
   ``delay_s`` for ``duration_s`` (leading blanks of the JSON), then the normal reply;
 - ``Fault("huge", size=N)``: 200 with a valid completion ``N`` bytes long (its text is
   padding), ``Content-Length`` given; ``Fault("huge-unsized", size=N)``: the same body
-  with no ``Content-Length``, ended by closing the connection.
+  with no ``Content-Length``, ended by closing the connection; ``Fault("gzip", size=N)``:
+  the reply gzip-compressed (``Content-Encoding: gzip``), ``N`` bytes once unpacked
+  (0: the normal reply).
 
 ``every = Fault(...)`` serves that fault to every request once the queue is empty.
 
@@ -31,6 +33,7 @@ Use it as the ``openai_server`` pytest fixture (tests/conftest.py).
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import threading
 import time
@@ -41,7 +44,7 @@ from typing import Any
 
 __all__ = ["BOUNDED_FAULTS", "FakeOpenAIServer", "Fault", "RecordedRequest", "mock_reply"]
 
-BOUNDED_FAULTS = ("trickle-headers", "trickle-body", "huge", "huge-unsized")
+BOUNDED_FAULTS = ("trickle-headers", "trickle-body", "huge", "huge-unsized", "gzip")
 """The faults a reply's deadline and size limit are for (served by ``_Handler._bounded``)."""
 
 
@@ -171,6 +174,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         self.wfile.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
                          b"connection: close\r\n")
+        if fault.kind == "gzip":  # compressed though hr asks for identity (size: unpacked)
+            pad = max(0, fault.size - len(head) - len(tail))
+            body = head + (b"x" * pad if pad else json.dumps(text).encode()[1:-1]) + tail
+            packed = gzip.compress(body)
+            self.wfile.write(f"content-encoding: gzip\r\ncontent-length: {len(packed)}"
+                             "\r\n\r\n".encode() + packed)
+            self.wfile.flush()
+            return
         if fault.kind.startswith("huge"):  # a reply fault.size bytes long, 1 MB at a time
             pad = max(0, fault.size - len(head) - len(tail))
             if fault.kind == "huge":

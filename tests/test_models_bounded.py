@@ -103,6 +103,21 @@ def test_a_reply_over_the_size_limit_is_an_error_naming_it_and_not_retried(
     assert len(server.requests) == 1  # not retried as if transient
 
 
+def test_a_compressed_reply_is_read_and_bounded_once_unpacked(
+        openai_server: FakeOpenAIServer) -> None:
+    # a server that compresses though asked for identity: read as usual, and a small body
+    # that unpacks past the limit (a "zip bomb") is refused, not unpacked into memory
+    openai_server.every = Fault("gzip")
+    assert _complete(OpenAIChatModel("m", provider="openai-compatible",
+                                     base_url=openai_server.url)).text == "Paris"
+    assert openai_server.requests[0].headers["accept-encoding"] == "identity"
+    openai_server.every = Fault("gzip", size=BIG)
+    with pytest.raises(ModelCallError, match=r"max_reply_bytes=4194304 \(4 MiB; decompressed"):
+        _complete(OpenAIChatModel("m", provider="openai-compatible",
+                                  base_url=openai_server.url, max_retries=2))
+    assert len(openai_server.requests) == 2
+
+
 def test_the_spec_sets_the_limit_and_a_reply_within_it_is_read(
         openai_server: FakeOpenAIServer) -> None:
     spec = ModelSpec.of({"model": "openai-compatible:m", "base_url": openai_server.url,
