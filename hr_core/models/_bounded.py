@@ -28,11 +28,10 @@ from typing import Any
 
 import httpx2
 
+from hr_core.models.spec import DEFAULT_MAX_REPLY_BYTES
+
 __all__ = ["DEFAULT_MAX_REPLY_BYTES", "AttemptDeadline", "BoundedTransport", "ReplyTooLarge",
            "bound_failure", "bounded_client", "size_text"]
-
-DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
-"""The largest reply body read by default (a model spec's ``max_reply_bytes``)."""
 
 # as the SDKs' own clients: many connections, redirects followed
 _LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)

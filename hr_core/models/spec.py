@@ -36,10 +36,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from hr_core.identity import fingerprint
-from hr_core.models._bounded import DEFAULT_MAX_REPLY_BYTES
 from hr_core.models.base import ModelConfigError, UnknownProviderError
 
-__all__ = ["ModelPrices", "ModelSpec", "RetryPolicy"]
+__all__ = ["DEFAULT_MAX_REPLY_BYTES", "ModelPrices", "ModelSpec", "RetryPolicy"]
+
+DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
+"""The longest reply body read by default (``max_reply_bytes``; enforced by
+:mod:`hr_core.models._bounded`)."""
 
 MAX_PER_MINUTE = 1e9
 """The largest ``rpm`` / ``tpm`` a spec may give (a bound, far above any API's)."""
