@@ -27,6 +27,7 @@ from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.health import ErrorRateExceeded
 from hr_core.engine.stopping import sequential_note
 from hr_core.errors import HrError
+from hr_core.models._reach import halted_error
 from tasks.diff import diff_two_runs
 from tasks.limits import ProviderLimit
 from tasks.regression import check_regression, publish_regression
@@ -85,6 +86,10 @@ async def hr_scheduled_benchmark(
         regressed, the diff page's path and what changed since the previous run, by
         fingerprint part (both ``None`` for a first run).
 
+    Raises:
+        EndpointsHalted: a model endpoint was halted (unreachable, quota exhausted): the
+            partial run is not checked for regressions; the flow run fails saying so.
+
     Example:
         >>> import asyncio
         >>> asyncio.run(hr_scheduled_benchmark("nightly.yaml", store="s3://b/hr"))  # doctest: +SKIP
@@ -118,6 +123,9 @@ async def hr_scheduled_benchmark(
             raise
         bench, failure = exc.benchmark, exc
     name = str(bench.manifest.get("name") or "benchmark")
+    halted = halted_error(name, bench.manifest.get("halts"), benchmark=bench)
+    if halted is not None:  # a partial run (an endpoint down or out of quota): no check
+        raise halted
     run_dir = str(bench.run_dir)
     report = check_regression(run_dir, threshold=threshold)
     diff_markdown = page = changed = None

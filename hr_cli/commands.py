@@ -215,10 +215,14 @@ def print_health(console: Console, bench: Any, max_error_rate: float | None = No
             console.print(f"    {count:>5} x  {line(message)}", style=style, markup=False)
     from hr_core.accuracy import coverage_warning
 
+    halts = bench.manifest.get("halts") or {}
     for arm in health.budget_stopped:
         made, planned = arm.runs_made, arm.runs_made + arm.budget_stops
-        console.print(f"hr: warning: {line(coverage_warning(arm.arm, made, planned))}",
-                      style="yellow", markup=False)
+        warning = (coverage_warning(arm.arm, made, planned) if arm.arm not in halts else
+                   f"arm {arm.arm!r}: {arm.budget_stops} of {planned} planned runs were not "
+                   "made: its endpoint was halted (below); the next run of the benchmark "
+                   "makes them")
+        console.print(f"hr: warning: {line(warning)}", style="yellow", markup=False)
     from hr_core.engine.stopping import sequential_note
 
     note = sequential_note(bench.manifest)
@@ -261,7 +265,9 @@ def run_spec(console: Console, spec: Path, *, runs: int | None, store: str | Pat
     """``hr run SPEC.yaml``: run, print the summary, write the report, print the paths.
 
     An arm erring above ``max_error_rate``: the same, then ``ErrorRateExceeded``
-    (``hr`` prints it and exits with status 3).
+    (``hr`` prints it and exits with status 3); an endpoint halted (unreachable, quota
+    exhausted): the same, then ``EndpointsHalted`` (status 9, the runs not made wait for
+    the next ``hr run``).
     """
     from hr_core.engine.health import ErrorRateExceeded
 
@@ -279,8 +285,27 @@ def run_spec(console: Console, spec: Path, *, runs: int | None, store: str | Pat
     except ErrorRateExceeded as exc:
         if exc.benchmark is not None:
             print_results(console, exc.benchmark)
+            halted = halted_run(exc.benchmark)
+            if halted is not None:
+                console.print(f"hr: warning: {line(str(halted))}", style="yellow", markup=False)
         raise
     print_results(console, bench)
+    halted = halted_run(bench)
+    if halted is not None:  # an endpoint unreachable or out of quota: not a finished run
+        raise halted
+
+
+def halted_run(bench: Any) -> Exception | None:
+    """The error of a run whose endpoints were halted (unreachable, quota exhausted):
+    :class:`~hr_core.models._reach.EndpointsHalted` (exit status 9), else ``None``."""
+    from hr_core.models._reach import halted_error
+
+    halts = bench.manifest.get("halts")
+    if not halts:
+        return None
+    kinds = bench.runs["failure_kind"]
+    name = str(bench.manifest.get("name") or "benchmark")
+    return halted_error(name, halts, int((kinds == "budget_stop").sum()), bench)
 
 
 def load_benchmark(run_dir: str | Path) -> Any:

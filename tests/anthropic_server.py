@@ -22,7 +22,8 @@ queued with :meth:`FakeAnthropicServer.inject` are served one per request:
 - ``Fault("529")``: ``overloaded_error``; ``Fault("500")``: ``api_error``;
 - ``Fault("401")``: ``authentication_error``; ``Fault("400")``: ``invalid_request_error``;
 - ``Fault("refusal")``: ``stop_reason: "refusal"`` with no text;
-- ``Fault("slow", delay_s=0.5)``, ``Fault("malformed")`` (200, not JSON).
+- ``Fault("slow", delay_s=0.5)``, ``Fault("malformed")`` (200, not JSON);
+- the trickle and huge faults of tests/openai_server.py, with a message reply.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import json
 import time
 from typing import Any
 
-from openai_server import FakeOpenAIServer, Fault, RecordedRequest, _Handler
+from openai_server import BOUNDED_FAULTS, FakeOpenAIServer, Fault, RecordedRequest, _Handler
 
 __all__ = ["FakeAnthropicServer", "Fault", "anthropic_mock_reply", "error_body"]
 
@@ -168,6 +169,12 @@ class _AnthropicHandler(_Handler):
         problem = _invalid(body)
         if problem:
             return self._error(400, problem)
+        if kind in BOUNDED_FAULTS and fault is not None:
+            return self._bounded(fault, {
+                "id": "msg_x", "type": "message", "role": "assistant", "model": body["model"],
+                "content": [{"type": "text", "text": "@PAD@"}], "stop_reason": "end_turn",
+                "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}},
+                "Paris")
         if kind == "refusal":
             return self._message(body, "", "refusal")
         value = state.reply(body)

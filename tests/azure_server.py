@@ -17,7 +17,8 @@ Faults queued with :meth:`FakeAzureServer.inject`, one per request:
 - ``Fault("content_filter_prompt")``: 400 ``content_filter`` (the prompt was filtered)
   with ``innererror.content_filter_result``;
 - ``Fault("content_filter")``: 200 with ``finish_reason: "content_filter"`` and no content;
-- ``Fault("500")`` / ``Fault("503")``: server errors.
+- ``Fault("500")`` / ``Fault("503")``: server errors;
+- the trickle and huge faults of tests/openai_server.py.
 
 An exhausted quota, once ``quota_after`` requests were answered (``None``: never), for
 every request after: ``quota="daily"`` is the 429 Azure sends when the tier's quota is
@@ -34,7 +35,14 @@ import time
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from openai_server import FakeOpenAIServer, Fault, RecordedRequest, _Handler, mock_reply
+from openai_server import (
+    BOUNDED_FAULTS,
+    FakeOpenAIServer,
+    Fault,
+    RecordedRequest,
+    _Handler,
+    mock_reply,
+)
 
 __all__ = ["FakeAzureServer", "Fault"]
 
@@ -144,6 +152,12 @@ class _AzureHandler(_Handler):
                 "default rate limit."),
                 {"retry-after": wait, "retry-after-ms": str(int(float(wait) * 1000)),
                  "x-ratelimit-remaining-requests": "0", "x-ratelimit-remaining-tokens": "0"})
+        if kind in BOUNDED_FAULTS and fault is not None:
+            return self._bounded(fault, {
+                "id": "chatcmpl-AzureTest", "object": "chat.completion", "created": 0,
+                "model": "gpt-4o-2024-08-06", "choices": [{
+                    "index": 0, "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": "@PAD@"}}]}, "Paris")
         if kind in ("500", "503"):
             return self._error(int(kind), kind, "The server had an error while processing "
                                "your request. Sorry about that!")

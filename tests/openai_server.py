@@ -11,6 +11,17 @@ normal replies resume:
 - ``Fault("truncated")``: a ``Content-Length`` longer than the body, then close;
 - ``Fault("malformed")``: 200 with a body that is not JSON;
 - ``Fault("empty")``: 200 with a JSON body without ``choices``.
+- ``Fault("trickle-headers", delay_s=0.5)``: the status line, then one header line every
+  ``delay_s`` for ``duration_s``, then the normal reply;
+- ``Fault("trickle-body", delay_s=0.5)``: the headers, then one byte of the body every
+  ``delay_s`` for ``duration_s`` (leading blanks of the JSON), then the normal reply;
+- ``Fault("huge", size=N)``: 200 with a valid completion ``N`` bytes long (its text is
+  padding), ``Content-Length`` given; ``Fault("huge-unsized", size=N)``: the same body
+  with no ``Content-Length``, ended by closing the connection; ``Fault("gzip", size=N)``:
+  the reply gzip-compressed (``Content-Encoding: gzip``), ``N`` bytes once unpacked
+  (0: the normal reply).
+
+``every = Fault(...)`` serves that fault to every request once the queue is empty.
 
 ``reject_response_format = True`` makes every request carrying
 ``response_format`` fail with HTTP 400, like servers without structured output.
@@ -22,6 +33,7 @@ Use it as the ``openai_server`` pytest fixture (tests/conftest.py).
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import threading
 import time
@@ -30,7 +42,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["FakeOpenAIServer", "Fault", "RecordedRequest", "mock_reply"]
+__all__ = ["BOUNDED_FAULTS", "FakeOpenAIServer", "Fault", "RecordedRequest", "mock_reply"]
+
+BOUNDED_FAULTS = ("trickle-headers", "trickle-body", "huge", "huge-unsized", "gzip")
+"""The faults a reply's deadline and size limit are for (served by ``_Handler._bounded``)."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +55,8 @@ class Fault:
     kind: str
     retry_after: str | None = None
     delay_s: float = 0.0
+    size: int = 0
+    duration_s: float = 30.0
 
 
 @dataclass
@@ -69,9 +86,12 @@ class FakeOpenAIServer:
     handler_class: type[BaseHTTPRequestHandler]
     """The request handler (a subclass serves another API's wire format)."""
 
-    def __init__(self, reply: Callable[[dict[str, Any]], Any] | None = None) -> None:
+    def __init__(self, reply: Callable[[dict[str, Any]], Any] | None = None,
+                 port: int = 0) -> None:
         self.reply = reply or mock_reply
+        self.port = port  # 0: any free port
         self.reject_response_format = False
+        self.every: Fault | None = None
         self.requests: list[RecordedRequest] = []
         self._faults: list[Fault] = []
         self._lock = threading.Lock()
@@ -97,7 +117,7 @@ class FakeOpenAIServer:
 
     def start(self) -> FakeOpenAIServer:
         handler = type("Handler", (self.handler_class,), {"server_state": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever,
                                         kwargs={"poll_interval": 0.05}, daemon=True)
@@ -118,7 +138,7 @@ class FakeOpenAIServer:
 
     def _next_fault(self) -> Fault | None:
         with self._lock:
-            return self._faults.pop(0) if self._faults else None
+            return self._faults.pop(0) if self._faults else self.every
 
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
@@ -147,6 +167,49 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(state, body, fault)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+
+    def _bounded(self, fault: Fault, payload: dict[str, Any], text: str) -> None:
+        """Serve a trickle or huge fault; ``payload`` is a reply whose text is ``@PAD@``."""
+        head, tail = json.dumps(payload).encode().split(b"@PAD@")
+        self.close_connection = True
+        self.wfile.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                         b"connection: close\r\n")
+        if fault.kind == "gzip":  # compressed though hr asks for identity (size: unpacked)
+            pad = max(0, fault.size - len(head) - len(tail))
+            body = head + (b"x" * pad if pad else json.dumps(text).encode()[1:-1]) + tail
+            packed = gzip.compress(body)
+            self.wfile.write(f"content-encoding: gzip\r\ncontent-length: {len(packed)}"
+                             "\r\n\r\n".encode() + packed)
+            self.wfile.flush()
+            return
+        if fault.kind.startswith("huge"):  # a reply fault.size bytes long, 1 MB at a time
+            pad = max(0, fault.size - len(head) - len(tail))
+            if fault.kind == "huge":
+                self.wfile.write(f"content-length: {len(head) + pad + len(tail)}\r\n".encode())
+            self.wfile.write(b"\r\n" + head)
+            block = b"x" * (1 << 20)
+            while pad > 0:
+                self.wfile.write(block[:pad])
+                pad -= len(block)
+            self.wfile.write(tail)
+            self.wfile.flush()
+            return
+        # a header line, or a byte of the body, every delay_s for duration_s
+        data = head + json.dumps(text).encode()[1:-1] + tail
+        steps = max(1, int(fault.duration_s / max(fault.delay_s, 0.01)))
+        if fault.kind == "trickle-headers":
+            for step in range(steps):
+                self.wfile.write(f"x-trickle-{step}: wait\r\n".encode())
+                self.wfile.flush()
+                time.sleep(fault.delay_s)
+            self.wfile.write(f"content-length: {len(data)}\r\n\r\n".encode() + data)
+            return
+        self.wfile.write(f"content-length: {len(data) + steps}\r\n\r\n".encode())
+        for _ in range(steps):
+            self.wfile.write(b" ")
+            self.wfile.flush()
+            time.sleep(fault.delay_s)
+        self.wfile.write(data)
 
     def _answer(self, state: FakeOpenAIServer, body: Any, fault: Fault | None) -> None:
         if self.path.rstrip("/") != "/v1/chat/completions":
@@ -181,6 +244,9 @@ class _Handler(BaseHTTPRequestHandler):
             "usage": {"prompt_tokens": words_in, "completion_tokens": len(text.split()),
                       "total_tokens": words_in + len(text.split())},
         }
+        if kind in BOUNDED_FAULTS and fault is not None:
+            payload["choices"][0]["message"]["content"] = "@PAD@"
+            return self._bounded(fault, payload, text)
         if kind == "truncated":
             data = json.dumps(payload).encode()
             self.send_response(200)

@@ -309,8 +309,8 @@ def _one_arm(name: str, value: Any) -> Arm:
             raise SpecError(f"arm {name!r}: not a valid LLM arm: {exc}") from None
     if isinstance(value, LLMArm):
         exclude: dict[str, Any] = {"runs": True, "timeout_s": True}
-        if isinstance(value.model, ModelSpec):  # rpm/tpm pace calls: not in the run id
-            exclude["model"] = {"rpm": True, "tpm": True}
+        if isinstance(value.model, ModelSpec):  # pacing and the size limit: not in the run id
+            exclude["model"] = {"rpm": True, "tpm": True, "max_reply_bytes": True}
         spec = {"kind": "llm", **value.model_dump(mode="json", exclude=exclude)}
         llm_arm = Arm(name, None, spec, value, value.runs)
         llm_arm.timeout_s = value.timeout_s

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from hr_core.models._bounded import ReplyTooLarge, bound_failure
 from hr_core.models._prices import Price
 from hr_core.models.base import ModelConfigError, ModelReply
 from hr_core.results import Usage
@@ -96,6 +97,8 @@ def failure_kind(exc: BaseException) -> str:
     ``transient`` (retried with backoff) or ``error`` (not retried)."""
     import anthropic
 
+    if isinstance(bound_failure(exc), ReplyTooLarge):  # the limit: not retried
+        return "error"
     if isinstance(exc, Malformed | ValueError | anthropic.APIConnectionError |
                   anthropic.APIResponseValidationError):
         return "transient"
@@ -126,6 +129,9 @@ def error_field(exc: Any, *path: str) -> Any:
 def describe(exc: BaseException) -> str:
     import anthropic
 
+    bound = bound_failure(exc)  # the attempt's deadline or the reply's size limit
+    if bound is not None:
+        return str(bound)
     if isinstance(exc, anthropic.APITimeoutError):
         return "timed out"
     if isinstance(exc, anthropic.APIStatusError):
@@ -136,6 +142,7 @@ def describe(exc: BaseException) -> str:
         return what + (f" ({code})" if code else "") + f": {str(message)[:300]}"
     if isinstance(exc, anthropic.APIConnectionError):
         cause = exc.__cause__
-        return f"connection error ({type(cause).__name__ if cause else 'unknown'})"
+        said = f": {str(cause)[:160]}" if cause is not None and str(cause) else ""
+        return f"connection error ({type(cause).__name__ if cause else 'unknown'}{said})"
     return f"{type(exc).__name__}: {str(exc)[:300]}"
 

@@ -91,10 +91,11 @@ class TransientFailures:
         self.total += 1
         return self.row
 
-    def exhausted(self, give_up: float) -> bool:
-        """Whether the call should stop retrying."""
-        return (self.row > self.max_retries or self.total >= 4 * (self.max_retries + 1)
-                or time.monotonic() >= give_up)
+    def exhausted(self, give_up: float, row_counts: bool = True) -> bool:
+        """Whether the call should stop retrying (``row_counts=False``: connections that
+        could not be made, which halt the endpoint instead: :mod:`hr_core.models._reach`)."""
+        return ((row_counts and self.row > self.max_retries)
+                or self.total >= 4 * (self.max_retries + 1) or time.monotonic() >= give_up)
 
     def why(self) -> str:
         """What more than ``max_retries`` the message should say."""

@@ -12,6 +12,7 @@ import contextvars
 from collections.abc import Mapping
 from typing import Any
 
+from hr_core.models._bounded import ReplyTooLarge, bound_failure
 from hr_core.models._prices import Price
 from hr_core.models.base import ModelReply
 from hr_core.results import Usage
@@ -132,6 +133,8 @@ def response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
 def retryable(exc: BaseException) -> bool:
     import openai
 
+    if isinstance(bound_failure(exc), ReplyTooLarge):  # the limit: not retried
+        return False
     if isinstance(exc, Malformed | ValueError | openai.APIConnectionError |
                   openai.APIResponseValidationError):
         return True
@@ -143,11 +146,15 @@ def retryable(exc: BaseException) -> bool:
 def describe(exc: BaseException) -> str:
     import openai
 
+    bound = bound_failure(exc)  # the attempt's deadline or the reply's size limit
+    if bound is not None:
+        return str(bound)
     if isinstance(exc, openai.APITimeoutError):
         return "timed out"
     if isinstance(exc, openai.APIStatusError):
         return f"HTTP {exc.status_code}: {str(exc.message)[:300]}"
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__
-        return f"connection error ({type(cause).__name__ if cause else 'unknown'})"
+        said = f": {str(cause)[:160]}" if cause is not None and str(cause) else ""
+        return f"connection error ({type(cause).__name__ if cause else 'unknown'}{said})"
     return f"{type(exc).__name__}: {str(exc)[:300]}"

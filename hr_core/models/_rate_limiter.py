@@ -21,6 +21,7 @@ from hr_core.models._rate_types import HALT_S, EndpointHalted, Outcome, Permit
 from hr_core.models._rate_types import Stats as _Stats
 from hr_core.models._rate_types import Waiter as _Waiter
 from hr_core.models._rate_types import wake as _wake
+from hr_core.models._reach import Reach
 
 __all__ = ["EndpointLimiter"]
 
@@ -77,6 +78,7 @@ class EndpointLimiter:
         self._first_admitted: float | None = None
         self._queue: deque[_Waiter] = deque()
         self._halted: tuple[str, float] | None = None
+        self.reach = Reach(clock)  # connections failing in a row: unreachable (_reach)
         self._started = clock()
         self.last_used = self._started
         self.stats = _Stats()
@@ -218,6 +220,8 @@ class EndpointLimiter:
         if permit.released:
             return None
         permit.released = True
+        if headers is not None:  # the server answered
+            self.reach.answered()
         info = read_rate_headers(headers)
         with self._lock:
             now = self._clock()

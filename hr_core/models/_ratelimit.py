@@ -50,6 +50,7 @@ from hr_core.models._rate_types import (
     Outcome,
     Permit,
 )
+from hr_core.models._reach import safe_url
 
 __all__ = [
     "CALL_DEADLINE",
@@ -92,7 +93,7 @@ def limiter_for(provider: str, base_url: str | None, key_name: str | None, *,
     with _REGISTRY_LOCK:
         limiter = _REGISTRY.get(key)
         if limiter is None:
-            label = f"{provider}:{where}"
+            label = f"{provider}:{safe_url(where)}"  # no user, password or query secret
             limiter = _REGISTRY[key] = EndpointLimiter(label, ceiling=concurrency)
     if owner is not None:
         limiter.join(owner, concurrency, rpm, tpm)

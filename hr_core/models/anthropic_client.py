@@ -55,6 +55,7 @@ from hr_core.models._anthropic_wire import (
     read_message,
     status_code,
 )
+from hr_core.models._bounded import DEFAULT_MAX_REPLY_BYTES, bounded_client
 from hr_core.models._http import (
     LoopState,
     Secret,
@@ -74,6 +75,7 @@ from hr_core.models._ratelimit import (
     estimate_tokens,
     limiter_for,
 )
+from hr_core.models._reach import cannot_connect
 from hr_core.models.base import (
     ChatMessage,
     ModelCallError,
@@ -103,12 +105,13 @@ class AnthropicChatModel:
             ``ANTHROPIC_API_KEY``; no other variable is read).
         prices: USD per million tokens (see :func:`find_price`); cache reads are
             priced at ``cached_input`` when given, else as input tokens.
-        timeout, max_retries, concurrency: seconds per attempt, retries of a
+        timeout, max_retries, concurrency: each attempt's deadline (s), retries of a
             transient failure (rate limits are waited out instead), this model's share
             of its endpoint's concurrency ceiling.
         rpm, tpm, rate_limit_wait_s: the endpoint's requests / tokens per minute when
             known; without a run deadline, how long rate limits are waited out.
         max_tokens: ``max_tokens`` when the params give none.
+        max_reply_bytes: the longest reply read (a longer one is an error, not retried).
         params: default request parameters.
         structured_output: ``"json_schema"`` (``output_config.format``) or
             ``"instructions"`` (the schema in the system prompt).
@@ -142,6 +145,7 @@ class AnthropicChatModel:
         tpm: float | None = None,
         rate_limit_wait_s: float = 900.0,
         structured_output: Literal["json_schema", "instructions"] = "json_schema",
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ModelConfigError("anthropic: the model name must be a non-empty string")
@@ -156,6 +160,7 @@ class AnthropicChatModel:
         self.base_url = (base_url or os.environ.get("ANTHROPIC_BASE_URL")
                          or DEFAULT_BASE_URL).rstrip("/")
         self.timeout = float(timeout)
+        self.max_reply_bytes = int(max_reply_bytes)
         self.max_retries = int(max_retries)
         self.concurrency = int(concurrency)
         self.max_tokens = int(max_tokens)
@@ -232,7 +237,9 @@ class AnthropicChatModel:
             # from reading credentials of its own (ANTHROPIC_AUTH_TOKEN, profiles)
             client = AsyncAnthropic(api_key=key, base_url=self.base_url, timeout=self.timeout,
                                     max_retries=0, default_headers=cast(Any, {
-                                        "X-Api-Key": key, "Authorization": Omit()}))
+                                        "X-Api-Key": key, "Authorization": Omit()}),
+                                    http_client=bounded_client(
+                                        self.timeout, self.max_reply_bytes, self.timeout))
             state = LoopState(client)
             self._loops[loop] = state
         return state
@@ -365,13 +372,20 @@ class AnthropicChatModel:
                             "prompt)")) from None
                     raise ModelCallError(self._redact(
                         f"{self.spec}: call failed: {describe(exc)}")) from None
-                outcome = "server_error"
+                unreached = cannot_connect(exc)  # never reached the server
+                outcome = "server_error" if unreached is None else "cancelled"
                 row = failures.fail()
-                if failures.exhausted(give_up):
+                if unreached is not None and limiter.reach.failed():
+                    reason = self._redact(
+                        f"{self.spec} at {limiter.label}: unreachable ({limiter.reach.why()}; "
+                        f"last: {unreached}); calls to this endpoint stopped")
+                    limiter.halt(reason)
+                    raise EndpointStoppedError(reason) from None
+                if failures.exhausted(give_up, row_counts=unreached is None):
                     raise ModelCallError(self._redact(
-                        f"{self.spec}: gave up after {failures.total} attempt(s) "
-                        f"(max_retries={self.max_retries}{failures.why()}); last error: "
-                        f"{describe(exc)}")) from None
+                        f"{self.spec} at {limiter.label}: gave up after {failures.total} "
+                        f"attempt(s) (max_retries={self.max_retries}{failures.why()}); last "
+                        f"error: {describe(exc)}")) from None
                 self.stats["retries"] += 1
                 retry = True
                 limiter.release(permit, outcome, headers=headers)

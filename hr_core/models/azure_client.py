@@ -233,7 +233,7 @@ class AzureOpenAIChatModel(OpenAIChatModel):
             else {"api_key": self._api_key()})
         return AsyncAzureOpenAI(azure_endpoint=self.azure_endpoint, azure_deployment=self.name,
                                 api_version=self.api_version, timeout=self.timeout,
-                                max_retries=0, **credential)
+                                max_retries=0, http_client=self._http_client(), **credential)
 
 
 def _deployment_url(endpoint: str, deployment: str, api_version: str) -> str:

@@ -8,7 +8,9 @@ learned requests/tokens per minute). A 429 pauses the endpoint for at least
 (``timeout_s`` / ``budget.max_seconds``; without one, for ``rate_limit_wait_s``); a
 429 ``insufficient_quota``, or one asking to wait an hour or more (:data:`QUOTA_WAIT_S`:
 a daily or monthly quota), halts the endpoint (the calls not sent raise
-:class:`EndpointStoppedError`). 408/409, 5xx, timeouts, connection errors and
+:class:`EndpointStoppedError`); so does an endpoint that cannot be reached (connections
+refused or a name that does not resolve, a few in a row: :mod:`hr_core.models._reach`),
+none of its runs made. 408/409, 5xx, timeouts, connection errors and
 malformed bodies are retried with exponential backoff and jitter (``base *
 2**(attempt-1)`` capped, times a factor in [0.5, 1]), at least the server's
 ``Retry-After``: ``max_retries`` times in a row while the endpoint answers no other
@@ -41,6 +43,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NoReturn
 
 from hr_core.models._api_keys import check_api_key, key_variable
+from hr_core.models._bounded import DEFAULT_MAX_REPLY_BYTES, bounded_client
 from hr_core.models._http import (
     QUOTA_WAIT_S,
     LoopState,
@@ -73,6 +76,7 @@ from hr_core.models._ratelimit import (
     estimate_tokens,
     limiter_for,
 )
+from hr_core.models._reach import cannot_connect
 from hr_core.models.base import (
     ChatMessage,
     ModelCallError,
@@ -101,7 +105,9 @@ class OpenAIChatModel:
             default ``OPENAI_API_KEY``; ``openai-compatible``: no default, no key
             is sent unless a variable is named).
         prices: USD per million tokens (see :func:`find_price`).
-        timeout: seconds per attempt.
+        timeout: each attempt's wall-clock deadline in seconds, from the request to the
+            reply's last byte (:mod:`hr_core.models._bounded`).
+        max_reply_bytes: the longest reply read (a longer one is an error, not retried).
         max_retries: retries after the first attempt of a transient failure
             (5xx, timeout, connection); rate limits are waited out instead.
         concurrency: calls in flight at once: this model's share of its endpoint's
@@ -145,6 +151,7 @@ class OpenAIChatModel:
         tpm: float | None = None,
         rate_limit_wait_s: float = 900.0,
         structured_output: Literal["json_schema", "instructions"] = "json_schema",
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ModelConfigError(f"{provider}: the model name must be a non-empty string")
@@ -160,6 +167,7 @@ class OpenAIChatModel:
         self.name = name
         self.base_url = base_url
         self.timeout = float(timeout)
+        self.max_reply_bytes = int(max_reply_bytes)
         self.max_retries = int(max_retries)
         self.concurrency = int(concurrency)
         self.backoff_base_s = backoff_base_s
@@ -237,7 +245,13 @@ class OpenAIChatModel:
         # no key declared: a placeholder the SDK insists on, never sent (the
         # Authorization header is omitted from every request: omitted_headers)
         return AsyncOpenAI(api_key=self._api_key() or NO_KEY,
-                           base_url=self.base_url, timeout=self.timeout, max_retries=0)
+                           base_url=self.base_url, timeout=self.timeout, max_retries=0,
+                           http_client=self._http_client())
+
+    def _http_client(self) -> Any:
+        """The SDK's HTTP client: each attempt bounded by ``timeout`` (a deadline) and
+        ``max_reply_bytes`` (:mod:`hr_core.models._bounded`)."""
+        return bounded_client(self.timeout, self.max_reply_bytes, self.timeout)
 
     async def aclose(self) -> None:
         """Close the HTTP client of the running event loop (it is re-created on demand)."""
@@ -370,13 +384,17 @@ class OpenAIChatModel:
                     raise ModelCallError(self._redact(
                         f"{self.spec}: call failed: {describe(exc)}"
                     )) from None
-                outcome = "server_error"
+                unreached = cannot_connect(exc)  # never reached the server
+                outcome = "server_error" if unreached is None else "cancelled"
                 row = failures.fail()
-                if failures.exhausted(give_up):
+                if unreached is not None and limiter.reach.failed():
+                    self._stop_endpoint(limiter, f"unreachable ({limiter.reach.why()}; last: "
+                                        f"{unreached})", exc, made=False)
+                if failures.exhausted(give_up, row_counts=unreached is None):
                     raise ModelCallError(self._redact(
-                        f"{self.spec}: gave up after {failures.total} attempt(s) "
-                        f"(max_retries={self.max_retries}{failures.why()}); last error: "
-                        f"{describe(exc)}")) from None
+                        f"{self.spec} at {limiter.label}: gave up after {failures.total} "
+                        f"attempt(s) (max_retries={self.max_retries}{failures.why()}); last "
+                        f"error: {describe(exc)}")) from None
                 self.stats["retries"] += 1
                 retry = True
                 wait = self.delay(row, retry_after(exc))
@@ -402,12 +420,15 @@ class OpenAIChatModel:
                 return f"quota exhausted (the server asks to wait {wait / 3600:.3g} h)"
         return None
 
-    def _stop_endpoint(self, limiter: EndpointLimiter, why: str, exc: BaseException) -> NoReturn:
+    def _stop_endpoint(self, limiter: EndpointLimiter, why: str, exc: BaseException,
+                       made: bool = True) -> NoReturn:
         """Halt the endpoint: the first call to see the quota is the ``error`` that says
-        so, the others are not made (:class:`EndpointStoppedError`: ``budget_stop``)."""
-        reason = self._redact(f"{self.spec} at {limiter.label}: {why} ({describe(exc)}); "
+        so, the others are not made (:class:`EndpointStoppedError`: ``budget_stop``);
+        ``made=False`` (unreachable: no call got an answer): none is made."""
+        said = f" ({describe(exc)})" if made else ""
+        reason = self._redact(f"{self.spec} at {limiter.label}: {why}{said}; "
                               "calls to this endpoint stopped")
-        if limiter.halt(reason):
+        if limiter.halt(reason) and made:
             raise ModelCallError(reason) from None
         raise EndpointStoppedError(reason) from None
 

@@ -88,6 +88,8 @@ def resolve_model(
         for field in ("api_version", "token_command", "rpm", "tpm"):
             if getattr(spec, field) is not None:
                 extra[field] = getattr(spec, field)
+        if "max_reply_bytes" in spec.model_fields_set:
+            extra["max_reply_bytes"] = spec.max_reply_bytes
     if not isinstance(model, str):
         if not isinstance(model, ChatModel):
             raise ModelConfigError(f"model must be a model string, a ModelSpec or a ChatModel, "

@@ -10,7 +10,8 @@ this mapping::
       base_url: http://127.0.0.1:11434/v1
       api_key_env: MY_SERVER_KEY       # the variable's name; the key is never here
       prices: {input: 0.15, output: 0.6, cached_input: 0.075}   # USD per million tokens
-      timeout_s: 60                    # per attempt
+      timeout_s: 60                    # each attempt's deadline, headers and body
+      max_reply_bytes: 4194304         # a longer reply is the run's error (default 4 MiB)
       retry: {max_retries: 4, backoff_base_s: 0.5, backoff_max_s: 30}
       concurrency: 8                   # ceiling of calls in flight
       rpm: 500                         # the endpoint's requests per minute, when known
@@ -22,8 +23,9 @@ this mapping::
 :func:`hr_core.models.registry.resolve_model` builds the chat model from it.
 :meth:`ModelSpec.decides` is what decides an answer (provider, model, endpoint,
 request parameters, structured output): the part fingerprinted
-(:func:`hr_core.identity.fingerprint`); prices, timeouts, retries, concurrency and
-the ``rpm``/``tpm`` pacing decide no answer, and the key is never in it.
+(:func:`hr_core.identity.fingerprint`); prices, timeouts, retries, concurrency, the
+``rpm``/``tpm`` pacing and the reply size limit decide no answer, and the key is never
+in it.
 """
 
 from __future__ import annotations
@@ -36,7 +38,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from hr_core.identity import fingerprint
 from hr_core.models.base import ModelConfigError, UnknownProviderError
 
-__all__ = ["ModelPrices", "ModelSpec", "RetryPolicy"]
+__all__ = ["DEFAULT_MAX_REPLY_BYTES", "ModelPrices", "ModelSpec", "RetryPolicy"]
+
+DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
+"""The longest reply body read by default (``max_reply_bytes``; enforced by
+:mod:`hr_core.models._bounded`)."""
 
 MAX_PER_MINUTE = 1e9
 """The largest ``rpm`` / ``tpm`` a spec may give (a bound, far above any API's)."""
@@ -83,6 +89,13 @@ class ModelSpec(BaseModel):
     api_key_env: str | None = Field(default=None, min_length=1)
     prices: ModelPrices | None = None
     timeout_s: float = Field(default=60.0, gt=0)
+    """Each attempt's wall-clock deadline: from sending the request to the last byte of
+    the reply, however slowly the server sends it (a late attempt is retried as a
+    timeout, within the call's own give-up)."""
+    max_reply_bytes: int = Field(default=DEFAULT_MAX_REPLY_BYTES, ge=1024, le=1 << 34,
+                                 strict=True)
+    """The longest reply body read: a longer one is that run's ``error`` naming the limit
+    (not retried). Bounds memory, not answers: not in the fingerprint or the run id."""
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     concurrency: int | None = Field(default=None, ge=1, le=10_000)
     params: dict[str, Any] = Field(default_factory=dict)
