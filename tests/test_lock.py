@@ -69,7 +69,7 @@ def test_pyproject_bounds_sqlalchemy_and_declares_what_hr_imports() -> None:
     names = {canonicalize_name(re.split(r"[<>=!~\[ ;]", dep, maxsplit=1)[0]): dep
              for dep in project["dependencies"]}
     assert "<2.1" in names["sqlalchemy"]
-    for imported in ("httpx", "orjson", "certifi", "pyyaml", "pydantic", "prefect"):
+    for imported in ("httpx", "httpx2", "orjson", "certifi", "pyyaml", "pydantic", "prefect"):
         assert imported in names, f"hr imports {imported} but does not declare it"
 
 
