@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from prefect import get_run_logger
+from prefect.states import Cancelled
 
 from flows._hrflow import hr_flow
 from flows.benchmark import plan_from_spec, run_plan
@@ -24,7 +25,7 @@ from flows.runners import TaskRunnerKind, make_task_runner
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.health import ErrorRateExceeded
 from hr_core.engine.stopping import sequential_note
-from hr_core.errors import HrError
+from hr_core.errors import BenchmarkCancelled, HrError
 from tasks.diff import diff_two_runs
 from tasks.limits import ProviderLimit
 from tasks.regression import check_regression, publish_regression
@@ -114,6 +115,9 @@ async def hr_scheduled_benchmark(
         if not isinstance(exc.benchmark, Benchmark):
             raise
         bench, failure = exc.benchmark, exc
+    except BenchmarkCancelled as exc:  # this flow run or its benchmark's: ends Cancelled
+        return Cancelled(message=f"BenchmarkCancelled: {exc}",  # type: ignore[return-value]
+                         data=exc)
     name = str(bench.manifest.get("name") or "benchmark")
     run_dir = str(bench.run_dir)
     report = check_regression(run_dir, threshold=threshold)
