@@ -290,3 +290,47 @@ def test_hr_run_stops_with_one_line_when_its_flow_run_is_cancelled_or_deleted(
     assert again.returncode == 0, again.stdout + again.stderr
     assert json.loads((folder / "manifest.json").read_text())["status"] == "completed"
     _only_missing(_lines(calls)[called:], kept)
+
+
+
+# -- a worker's SIGTERM: Prefect's handler in the flow run's process -----------------------
+
+
+RUN = """
+import sys
+from flows import hr_benchmark
+
+hr_benchmark(sys.argv[1])
+"""
+
+
+def test_a_sigterm_to_a_flow_run_s_process_keeps_the_journal_and_marks_it_interrupted(
+        api_url: str, tmp_path: Path, calls: Path) -> None:
+    """A worker or runner cancels a flow run by SIGTERM to its process, where Prefect's
+    handler (not hr's) raises ``TerminationSignal``: the run is resumable all the same."""
+    from flows import hr_benchmark
+
+    name = "sigterm"
+    spec = _project(tmp_path, name)
+    (tmp_path / "home").mkdir()
+    (tmp_path / "run.py").write_text(RUN)
+    root = Path(__file__).parent.parent
+    env = hr_env(tmp_path / "home", HR_CALLS=str(calls), PREFECT_API_URL=api_url,
+                 PYTHONPATH=str(root))
+    run = subprocess.Popen([sys.executable, str(tmp_path / "run.py"), str(spec)], env=env,
+                           cwd=tmp_path, text=True, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _wait_for_calls(calls, 20, lambda: run.poll() is None)
+        run.send_signal(signal.SIGTERM)
+        out = run.communicate(timeout=WAIT_S)[0]
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait(timeout=30)
+    assert run.returncode != 0, out
+    _, kept = _kept(tmp_path / "store", name)
+    called = len(_lines(calls))
+    bench = hr_benchmark(str(spec))
+    assert len(bench.runs) == N_ITEMS
+    _only_missing(_lines(calls)[called:], kept)
