@@ -199,6 +199,25 @@ def test_cancelling_a_benchmark_s_flow_run_stops_it_and_it_ends_cancelled(
     _only_missing(_lines(calls)[called:], kept)
 
 
+def test_calls_in_flight_are_abandoned(prefect_harness: None, tmp_path: Path,
+                                       calls: Path) -> None:
+    """Arm calls that would take ten minutes do not hold a cancelled benchmark."""
+    from flows import hr_benchmark
+    from hr_core.errors import BenchmarkCancelled
+
+    spec = _project(tmp_path, "cancel-hung")
+    arms = tmp_path / "cancel_hung_arms.py"
+    arms.write_text(arms.read_text().replace("time.sleep(0.1)", "time.sleep(600)"))
+    with _meanwhile(lambda: (_wait_for_calls(calls, 2, lambda: True), _cancel("cancel-hung"))
+                    ) as cancel, pytest.raises(BenchmarkCancelled) as raised:
+        hr_benchmark(str(spec))
+    took = time.monotonic() - cancel["at"]
+    print(f"hr_benchmark raised {took:.1f} s after Cancelling was set, 2 calls in flight")
+    assert took < 30
+    assert _state(cancel["done"][1].id) == StateType.CANCELLED
+    assert f"0 finished run(s) of {N_ITEMS} are journaled" in str(raised.value)
+
+
 @pytest.mark.parametrize("which", ["hr-scheduled-benchmark", "hr-benchmark"])
 def test_cancelling_the_nightly_or_its_benchmark_ends_both_cancelled(
         prefect_harness: None, tmp_path: Path, calls: Path, which: str) -> None:
