@@ -353,3 +353,69 @@ def test_a_sigterm_to_a_flow_run_s_process_keeps_the_journal_and_marks_it_interr
     bench = hr_benchmark(str(spec))
     assert len(bench.runs) == N_ITEMS
     _only_missing(_lines(calls)[called:], kept)
+
+
+# -- a served deployment: Prefect's runner cancels (SIGTERM to the flow run's process) ---
+
+
+SERVE = """
+from flows.benchmark import benchmark_flow
+
+if __name__ == "__main__":  # the runner's child process imports this file again
+    benchmark_flow.serve(name="cancel-served")
+"""
+
+
+def _deployment_run(spec: Path) -> UUID:
+    async def go() -> UUID:
+        async with get_client() as client:
+            for _ in range(1200):
+                with contextlib.suppress(Exception):
+                    deployment = await client.read_deployment_by_name(
+                        "hr-benchmark/cancel-served")
+                    break
+                await asyncio.sleep(0.1)
+            else:
+                raise AssertionError("the served deployment never appeared")
+            run = await client.create_flow_run_from_deployment(
+                deployment.id, parameters={"spec": str(spec)})
+            return run.id
+    return asyncio.run(go())
+
+
+def test_a_served_benchmark_cancelled_from_the_api_ends_cancelled_and_resumes(
+        api_url: str, tmp_path: Path, calls: Path) -> None:
+    """``serve`` (a runner, as a worker) signals the flow run's process on Cancelling."""
+    from flows import hr_benchmark
+
+    name = "served"
+    spec = _project(tmp_path, name)
+    (tmp_path / "home").mkdir()
+    (tmp_path / "serve.py").write_text(SERVE)
+    root = Path(__file__).parent.parent
+    env = hr_env(tmp_path / "home", HR_CALLS=str(calls), PREFECT_API_URL=api_url,
+                 PYTHONPATH=str(root))
+    served = subprocess.Popen([sys.executable, str(tmp_path / "serve.py")], env=env,
+                              cwd=root, text=True, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        flow_run_id = _deployment_run(spec)
+        _wait_for_calls(calls, 20, lambda: served.poll() is None)
+        run = _cancel(name)
+        assert run.id == flow_run_id
+        at = time.monotonic()
+        state = _state(flow_run_id)
+        took = time.monotonic() - at
+        assert served.poll() is None, "the served process ended"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(served.pid, signal.SIGKILL)
+        out = served.communicate(timeout=60)[0]
+    print(f"the served flow run ended {state} {took:.1f} s after Cancelling was set")
+    assert state == StateType.CANCELLED, out
+    assert took < 60
+    _, kept = _kept(tmp_path / "store", name)
+    called = len(_lines(calls))
+    bench = hr_benchmark(str(spec))
+    assert len(bench.runs) == N_ITEMS
+    _only_missing(_lines(calls)[called:], kept)
