@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -10,10 +11,12 @@ from typing import Any
 
 from prefect import get_run_logger, tags
 from prefect.context import TagsContext
+from prefect.exceptions import Abort
 from prefect.runtime import flow_run
-from prefect.states import Failed
+from prefect.states import Cancelled, Failed
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
+from flows._cancel import run_watched
 from flows._hrflow import hr_flow
 from flows._invocation import InvocationVar
 from flows._spec_plan import plan_from_spec
@@ -35,7 +38,13 @@ from hr_core.engine.session import (
 )
 from hr_core.engine.spec import BenchmarkSpec, spec_import_path
 from hr_core.engine.store import RunStore
-from hr_core.errors import HrTypeError, SpecError, StoreWriteError
+from hr_core.errors import (
+    BenchmarkCancelled,
+    FlowRunStopped,
+    HrTypeError,
+    SpecError,
+    StoreWriteError,
+)
 from hr_core.scorers import Scorer
 from hr_core.slices import check_slice_fields
 from tasks._prefetch import Prefetch
@@ -43,6 +52,7 @@ from tasks.benchmark import (
     ProgressPublisher,
     rescore_benchmark,
     run_benchmark_chunk,
+    run_client,
     write_benchmark,
 )
 from tasks.limits import ProviderLimit, ensure_provider_limits, limit_arms
@@ -63,7 +73,7 @@ class _Invocation:
     the call's inputs (:func:`flow_parameters`).
     """
 
-    __slots__ = ("limits", "lock", "on_progress", "plan", "prefetch", "submit")
+    __slots__ = ("limits", "lock", "on_progress", "plan", "prefetch", "stopped", "submit")
 
     def __init__(self, plan: BenchmarkPlan, on_progress: ProgressFn | None,
                  submit: bool = False, limits: Sequence[ProviderLimit] = (),
@@ -74,6 +84,7 @@ class _Invocation:
         self.limits = list(limits)  # cross-process provider limits (tasks.limits)
         self.lock = lock  # the run folder's lock, taken before the flow starts
         self.prefetch: Prefetch | None = None  # the first chunks, started before the flow run
+        self.stopped: FlowRunStopped | None = None  # its flow run was cancelled or deleted
 
 
 _INVOCATION: InvocationVar[_Invocation] = InvocationVar(__name__, "_INVOCATION")
@@ -135,12 +146,18 @@ async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,
     try:
         if session.unscored():
             await rescore_benchmark(session)
-        if submit:
-            await run_chunks_submitted(session)
-        else:
-            await _run_chunks(session, prefetch)
-    except BaseException:
+        chunks = run_chunks_submitted(session) if submit else _run_chunks(session, prefetch)
+        # a flow run cancelled or deleted from the API stops the chunks (flows._cancel)
+        await run_watched(chunks, session.flow_run_id, run_client(), session.halt)
+    except FlowRunStopped as exc:
         created.cancel()
+        exc.kept = _kept(session)
+        raise
+    except BaseException as exc:
+        created.cancel()
+        if not isinstance(exc, Exception):  # a worker's SIGTERM (TerminationSignal), Ctrl-C
+            with contextlib.suppress(Exception):  # the manifest says interrupted (resumable)
+                _kept(session)
         raise
     finally:
         for watcher in watchers:
@@ -222,10 +239,21 @@ async def _benchmark(invocation: _Invocation) -> Benchmark:
             bench = await _run(session, invocation.on_progress, invocation.submit, prefetch)
     except StoreWriteError as exc:  # an expected stop: a failed flow run, no traceback
         return Failed(message=f"StoreWriteError: {exc}", data=exc)  # type: ignore[return-value]
+    except FlowRunStopped as exc:  # cancelled: the flow run ends Cancelled, the call raises
+        invocation.stopped = exc
+        if not isinstance(exc, BenchmarkCancelled):  # deleted: no state to report (Abort)
+            raise Abort(f"{type(exc).__name__}: {exc}") from None
+        return Cancelled(message=f"{type(exc).__name__}: {exc}",  # type: ignore[return-value]
+                         data=exc)
     finally:
         session.close()
     _check_health(bench, invocation.plan)
     return bench
+
+
+def _kept(session: BenchmarkSession) -> str:
+    """Flush the journal and mark the manifest ``interrupted``; what was kept (one line)."""
+    return session.interrupt().split("; run the same benchmark again")[0]
 
 
 def _untagged_tasks() -> TagsContext:
@@ -271,6 +299,11 @@ async def _call(named: Any, invocation: _Invocation, parameters: dict[str, Any],
                         bench: Benchmark = await named(**parameters)
                     else:
                         bench = await _overlapped(named, invocation, parameters)
+    except (Exception, Abort) as exc:
+        stopped = invocation.stopped  # a deleted flow run (Abort), or a parent's
+        if stopped is None or exc is stopped:
+            raise
+        raise stopped from None
     finally:
         _INVOCATION.reset(token)
         lock.release()

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from prefect import get_run_logger
+from prefect.states import Cancelled
 
 from flows._hrflow import hr_flow
 from flows.benchmark import plan_from_spec, run_plan
@@ -26,7 +27,7 @@ from hr_core._safe import visible
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.health import ErrorRateExceeded
 from hr_core.engine.stopping import sequential_note
-from hr_core.errors import HrError
+from hr_core.errors import BenchmarkCancelled, HrError
 from hr_core.models._reach import halted_error
 from tasks.diff import diff_two_runs
 from tasks.limits import ProviderLimit
@@ -122,6 +123,9 @@ async def hr_scheduled_benchmark(
         if not isinstance(exc.benchmark, Benchmark):
             raise
         bench, failure = exc.benchmark, exc
+    except BenchmarkCancelled as exc:  # this flow run or its benchmark's: ends Cancelled
+        return Cancelled(message=f"BenchmarkCancelled: {exc}",  # type: ignore[return-value]
+                         data=exc)
     name = str(bench.manifest.get("name") or "benchmark")
     halted = halted_error(name, bench.manifest.get("halts"), benchmark=bench)
     if halted is not None:  # a partial run (an endpoint down or out of quota): no check

@@ -28,13 +28,13 @@ ERROR_RATE_EXCEEDED = 3
 """``hr run``'s status when the results are written but an arm erred above max_error_rate."""
 
 
-def _one_line(exc: BaseException) -> str:
-    """The message on one line, at most 400 characters, control characters shown
+def _one_line(exc: BaseException, limit: int = 400) -> str:
+    """The message on one line, at most ``limit`` characters, control characters shown
     visibly (data in a message never drives the terminal)."""
     from hr_core._safe import visible
 
     text = visible(" ".join(str(exc).split()), newlines=False) or type(exc).__name__
-    return text if len(text) <= 400 else text[:397] + "..."
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
@@ -153,7 +153,9 @@ def _fail(exc: Exception, debug: bool) -> None:
         print(f"hr: error: {_one_line(exc)}", file=sys.stderr)
         raise SystemExit(ERROR_RATE_EXCEEDED) from None
     if isinstance(exc, _user_errors()):
-        print(f"hr: error: {_one_line(exc)}", file=sys.stderr)
+        label = getattr(exc, "label", None)  # a stopped run: its paths and resume command
+        print(f"hr: {label or 'error'}: {_one_line(exc, 400 if label is None else 2000)}",
+              file=sys.stderr)
         raise SystemExit(getattr(exc, "exit_status", USER_ERROR)) from None
     print(f"hr: internal error: {type(exc).__name__}: {_one_line(exc)} "
           "(set HR_DEBUG=1 for the traceback)", file=sys.stderr)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,7 @@ def prepare_prefect(verbose: bool = False) -> None:
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
 
 
-_SAID_BY_HR = ("ErrorRateExceeded", "StoreWriteError")
+_SAID_BY_HR = ("ErrorRateExceeded", "StoreWriteError", "BenchmarkCancelled", "FlowRunDeleted")
 """Errors that end a flow run and that ``hr`` prints itself as one line."""
 
 
@@ -73,6 +74,9 @@ class _TerseConsole(logging.Filter):
             return False
         exc = record.exc_info[1] if record.exc_info else None
         message = record.getMessage()
+        deleted = sys.modules.get("flows._cancel")  # once loaded: a flow run ran
+        if deleted is not None and deleted.was_deleted(getattr(record, "flow_run_id", None)):
+            return False  # a deleted flow run's end: hr says it (flows._cancel)
         return type(exc).__name__ not in _SAID_BY_HR and not any(
             name in message for name in _SAID_BY_HR)
 
@@ -132,6 +136,7 @@ def run_benchmark(console: Console, spec: Any, *, fresh: bool = False,
         line(note), style="yellow" if kind == "temporary" else "dim", markup=False))
     from hr_cli.api_watch import watching_api
     from hr_core.engine.health import ErrorRateExceeded
+    from hr_core.errors import FlowRunStopped
 
     quiet_prefect_console()
     with interruptible(), watching_api(_watched(api), _resume_command(spec, fresh)), \
@@ -143,6 +148,9 @@ def run_benchmark(console: Console, spec: Any, *, fresh: bool = False,
             if exc.benchmark is None:
                 raise
             _mark_budget_stops(progress, exc.benchmark)
+            raise
+        except FlowRunStopped as exc:  # cancelled or deleted from the Prefect API
+            exc.resume = _resume_command(spec, fresh)
             raise
         _mark_budget_stops(progress, bench)
     return bench

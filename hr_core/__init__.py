@@ -10,7 +10,10 @@ from hr_core.engine.budget import LedgerUnreachableError
 from hr_core.engine.context import current_run
 from hr_core.engine.health import ErrorRateExceeded
 from hr_core.errors import (
+    BenchmarkCancelled,
     CorruptRunError,
+    FlowRunDeleted,
+    FlowRunStopped,
     HrError,
     HrTypeError,
     ReferenceDataError,
@@ -51,12 +54,15 @@ __version__ = "0.1.0"
 __all__ = [
     "ArmResult",
     "Benchmark",
+    "BenchmarkCancelled",
     "BenchmarkSpec",
     "Budget",
     "CorruptRunError",
     "ErrorRateExceeded",
     "FAILURE_KINDS",
     "FailureKind",
+    "FlowRunDeleted",
+    "FlowRunStopped",
     "HrError",
     "HrTypeError",
     "Item",

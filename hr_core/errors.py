@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["CorruptRunError", "HrError", "HrTypeError", "ReferenceDataError", "RunLockedError",
-           "RunNotFoundError", "ScorerError", "SpecError", "StoreWriteError"]
+__all__ = ["BenchmarkCancelled", "CorruptRunError", "FlowRunDeleted", "FlowRunStopped", "HrError",
+           "HrTypeError", "ReferenceDataError", "RunLockedError", "RunNotFoundError",
+           "ScorerError", "SpecError", "StoreWriteError"]
 
 
 class HrError(Exception):
@@ -61,3 +62,40 @@ class RunLockedError(HrError, RuntimeError):
     """
 
     exit_status = 5
+
+
+class FlowRunStopped(HrError, RuntimeError):
+    """A running benchmark's flow run was cancelled or deleted from the Prefect API: the
+    benchmark stopped, its finished runs journaled and its manifest marked ``interrupted``.
+
+    ``what`` says what happened to which flow run; ``kept`` what was journaled and where
+    (set once the journal is flushed); ``resume`` the command that resumes (``hr run``
+    sets it; ``None``: run the same benchmark again). The message is one line of these.
+    """
+
+    exit_status = 7
+    label = "cancelled"
+
+    def __init__(self, what: str, kept: str | None = None, resume: str | None = None) -> None:
+        super().__init__(what)
+        self.what = what
+        self.kept = kept
+        self.resume = resume
+
+    def __str__(self) -> str:
+        kept = "" if self.kept is None else f" {self.kept}."
+        then = ("Run the same benchmark again to resume" if self.resume is None
+                else f"Run `{self.resume}` to resume")
+        return f"{self.what}; the benchmark stopped.{kept} {then}."
+
+
+class BenchmarkCancelled(FlowRunStopped):
+    """The benchmark's flow run (or a parent flow run) was set to Cancelling (the
+    dashboard's Cancel, ``prefect flow-run cancel``); the flow run ends Cancelled."""
+
+
+class FlowRunDeleted(FlowRunStopped):
+    """The benchmark's flow run (or a parent flow run) was deleted from the Prefect API."""
+
+    exit_status = 8
+    label = "stopped"

@@ -69,9 +69,9 @@ async def run_benchmark_chunk(session: BenchmarkSession, index: int, arm: str,
     (:meth:`~tasks._prefetch.Prefetch.hand_over`): its other runs are made in this task
     run, and it ends when the prefetched calls have.
     """
-    if prefetch is not None and prefetch.holds(index):
-        return await prefetch.hand_over(index)
-    return await session.run_chunk(index)
+    work = (prefetch.hand_over(index) if prefetch is not None and prefetch.holds(index)
+            else session.run_chunk(index))
+    return await session.abandonable(work)  # its flow run cancelled: ends at once
 
 
 @task(name="rescore-journal", cache_policy=NO_CACHE, persist_result=False)

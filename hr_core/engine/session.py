@@ -14,7 +14,7 @@ import inspect
 import os
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -112,6 +112,8 @@ class BenchmarkSession(SessionResults):
         self.journal = self.store.journal
         self.lock = lock if lock is not None else self.store.lock
         self._own_lock = False
+        self._halted = False
+        self._in_flight: set[asyncio.Future[int]] = set()  # chunks halt() abandons
         self.started_at = utc_now()
         self._started = time.monotonic()
         self.chunks: list[Chunk] = []
@@ -338,9 +340,32 @@ class BenchmarkSession(SessionResults):
         self._monitor(record)
 
     def halted(self) -> bool:
-        """Whether no new call may start: the journal cannot be written, or the user
-        interrupted (:func:`hr_core.engine.interrupt.request_stop`)."""
-        return self.journal.error is not None or stop_requested()
+        """Whether no new call may start: the journal cannot be written, the user
+        interrupted (:func:`hr_core.engine.interrupt.request_stop`) or :meth:`halt`."""
+        return self._halted or self.journal.error is not None or stop_requested()
+
+    def halt(self) -> None:
+        """Start no new call in this session (its flow run was cancelled, say) and abandon
+        the calls in flight of the chunks run through :meth:`abandonable` (in the
+        session's event loop)."""
+        self._halted = True
+        for chunk in list(self._in_flight):
+            chunk.cancel()
+
+    async def abandonable(self, work: Awaitable[int]) -> int:
+        """Await ``work`` (a chunk: its runs finished); :meth:`halt` cancels it (a sync
+        arm's thread is left to finish on its own), which returns 0 here: the chunk's
+        caller (a Prefect task run) ends as usual."""
+        chunk = asyncio.ensure_future(work)
+        self._in_flight.add(chunk)
+        try:
+            await asyncio.wait((chunk,))
+        except BaseException:  # the caller itself is cancelled
+            chunk.cancel()
+            raise
+        finally:
+            self._in_flight.discard(chunk)
+        return 0 if chunk.cancelled() else chunk.result()
 
     @property
     def opened(self) -> bool:
