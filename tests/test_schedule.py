@@ -129,7 +129,7 @@ def test_stopping_serve_neither_takes_over_nor_pauses_the_worker_pool_deployment
             os.killpg(served.pid, signal.SIGKILL)
     shown = server.log_tail(log, chars=100_000)
     print(f"\nserve stopped by {signal.Signals(signum).name} in {took:.1f} s, exit {code}")
-    assert took < 15, shown
+    assert took < 20, shown  # generous: the machine may be loaded
     assert code == 0, shown
     assert "never awaited" not in shown and "Traceback" not in shown, shown
     after = server.deployment(NIGHTLY)
