@@ -68,9 +68,18 @@ def stop(console: Console) -> None:
 
 
 def status(console: Console) -> None:
-    """Print the status line; exit 1 unless the server runs and answers."""
+    """Print the status line; exit 1 unless the server runs, answers and works
+    (``hr_cli.server_health``: no service failing in its log, no schedule without runs)."""
     current = server_status()
     style = "green" if current.status == "running" else "yellow"
     console.print(current.describe(), style=style, markup=False, soft_wrap=True)
     if current.status != "running":
+        raise SystemExit(1)
+    from hr_cli.server_health import server_problem
+
+    state = current.state
+    problem = None if state is None else server_problem(
+        log=state.log, api_url=state.api_url, started_at=state.started_at, pid=state.pid)
+    if problem is not None:  # it answers, but does not work
+        console.print(f"hr server: {problem}", style="red", markup=False, soft_wrap=True)
         raise SystemExit(1)

@@ -4,7 +4,8 @@
 ``hr-process`` work pool, ``prefect deploy --all`` from the project root, then
 two runs of the nightly deployment (the second with a drifting arm) and one of
 judge validation, each picked up by ``prefect worker start --run-once``; then
-``python -m deployments.serve`` serving the same nightly deployment without a worker.
+``python -m deployments.serve`` serving the nightly deployment (as ``nightly-served``)
+without a worker.
 Everything is checked through the API and the store; every process started is
 stopped by its process group, also on failure.
 """
@@ -156,7 +157,7 @@ def test_serve_runs_the_same_deployment_without_a_worker(
                           program=str(Path(sys.executable)),
                           env={**server.env, "PREFECT_RUNNER_POLL_FREQUENCY": "1"})
     server.wait_for_log("serve", "being served")
-    run = _trigger(server, "hr-scheduled-benchmark/nightly",
+    run = _trigger(server, "hr-scheduled-benchmark/nightly-served",  # serve's own name
                    {"spec": str(spec), "store": str(store)})
     state = server.wait_for_state(run, {"COMPLETED", "FAILED", "CRASHED"})
     assert state == "COMPLETED", server.log_tail("serve")
