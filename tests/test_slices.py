@@ -106,7 +106,7 @@ def test_hr_diff_and_the_regression_check_compare_each_slice(tmp_path: Path) -> 
     values = slice_values(((i["id"], i) for i in _items()), ["kind"])
     report = compare_runs(after.runs, before.runs, slices=values)
     by_value = {s.value: s for s in report.arms[0].slices}
-    assert by_value["odd"].verdict == "lower" and by_value["rare"].verdict == TOO_FEW_ITEMS
+    assert by_value["odd"].verdict == "worse" and by_value["rare"].verdict == "too few items"
     markdown = report.to_markdown()
     assert "## By slice" in markdown and "| x | kind | odd | 12 | -1.000 |" in markdown
 

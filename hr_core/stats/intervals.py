@@ -66,14 +66,19 @@ class Interval(NamedTuple):
 
 
 class PairedDifference(NamedTuple):
-    """``mean(a - b)`` over paired items, with CI, a two-sided p-value and a verdict."""
+    """``mean(a - b)`` over paired items, with CI, a two-sided p-value and a verdict.
+
+    ``Benchmark.compare`` returns one filled by :func:`hr_core.stats.compare_paired`
+    (its ``verdict`` in the one vocabulary, ``method`` named); :func:`paired_difference`
+    fills it with the older verdicts of :data:`Verdict`."""
 
     diff: float
     ci_low: float
     ci_high: float
     p_value: float
     n_items: int
-    verdict: Verdict = TOO_FEW_ITEMS
+    verdict: str = TOO_FEW_ITEMS
+    method: str = ""
 
 
 def z_for(level: float = 0.95) -> float:
