@@ -4,9 +4,9 @@ A spec's ``slices: [field, ...]`` (``hr_benchmark(slices=...)``) names keys of t
 items' payloads; with the reference's default ``item: None`` every column but the id
 and the label is one. Each value of a field is a slice: the summary's slice table
 gives each arm's accuracy (the one accuracy of :mod:`hr_core.accuracy`) with its CI
-per slice and its paired comparison with the run's best arm there (Holm-corrected over
-the field's slices, :mod:`hr_core._slice_compare`), and ``hr diff`` and the regression
-check the paired difference per slice between two runs.
+per slice and its paired comparison with the run's best arm there (the one
+comparison, Bonferroni over the field's slices, :mod:`hr_core._slice_compare`), and
+``hr diff`` and the regression check the paired difference per slice between two runs.
 An item without the key (or with ``null``) is in the slice :data:`MISSING_SLICE`; a
 slice of fewer than ``hr_core.stats.MIN_ITEMS`` items says so instead of a verdict.
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from hr_core.accuracy import item_accuracy
 from hr_core.report.analysis import OUTCOMES, outcome_counts, paired_differences
-from hr_core.stats import MIN_ITEMS, TOO_FEW_ITEMS, paired_difference, t_for
+from hr_core.stats import MIN_ITEMS, TOO_FEW_ITEMS, compare_paired, paired_difference, t_for
 from hr_core.stats.intervals import _sign_test_p, no_spread_interval, t_two_sided_p
 
 
@@ -99,8 +99,10 @@ def _loop_paired_differences(runs: pd.DataFrame) -> list[tuple]:
     for arm in arms:
         if arm != baseline:
             common = per_arm[arm].index.intersection(per_arm[baseline].index)
-            rows.append((arm, baseline, _loop_paired_difference(
-                per_arm[arm].loc[common].tolist(), per_arm[baseline].loc[common].tolist())))
+            got = compare_paired(per_arm[arm].loc[common].tolist(),
+                                 per_arm[baseline].loc[common].tolist())
+            rows.append((arm, baseline, (got.estimate, got.low, got.high, got.p_value,
+                                         got.n_items, got.decision)))
     return rows
 
 

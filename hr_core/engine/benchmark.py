@@ -404,8 +404,8 @@ class Benchmark:
         from the items' payloads (:mod:`hr_core.slices`: a missing key is the slice
         ``(missing)``, a slice below ``MIN_ITEMS`` items has the note "too few items
         to tell"), and each arm's paired comparison with the verdict's best arm per
-        slice (:mod:`hr_core._slice_compare`: Holm over the field's slices). Empty (with
-        the columns) without slices.
+        slice (:mod:`hr_core._slice_compare`: the one comparison, Bonferroni over the
+        field's slices). Empty (with the columns) without slices.
         """
         from hr_core.slices import check_slices, slice_accuracy, slice_values
 

@@ -127,13 +127,13 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
     lines = [f"# Benchmark {_cell(m.get('name'))} ({_cell(m.get('run_id'))})", "",
              f"**Verdict.** {_cell(result.headline())}", "",
              f"Significance: {_cell(result.correction)}.", "",
-             "| arm | accuracy (95% CI) | vs best, points (95% CI) | p (Holm) | coverage "
+             f"| arm | accuracy (95% CI) | vs best, points ({result.level:.2%} CI) | p | coverage "
              "| errors |",
              "|---|---|---|---|---|---|"]
     for r in result.rows:
         versus = ("best" if r.arm == result.best else
                   f"{_points(r.diff)} ({_points(r.diff_low)} to {_points(r.diff_high)})")
-        p = "–" if r.arm == result.best or math.isnan(r.p_holm) else f"{r.p_holm:.2g}"
+        p = "–" if r.arm == result.best or math.isnan(r.p_value) else f"{r.p_value:.2g}"
         lines.append(f"| {_cell(r.arm)} | {_pct(r.accuracy)} ({_pct(r.ci_low)}–"
                      f"{_pct(r.ci_high)}) | {versus} | {p} | {_pct(r.coverage)} | "
                      f"{r.errors} |")
