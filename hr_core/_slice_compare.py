@@ -120,7 +120,7 @@ def correction_text(rows: pd.DataFrame) -> str:
     """The correction a field's comparisons used, in words (beside each slice table).
 
     Example:
-        >>> correction_text(pd.DataFrame({"vs": ["a"], "family": [12]}))[-50:]
+        >>> correction_text(pd.DataFrame({"vs": ["a"], "family": [12]}))[-59:]
         'each interval at level 99.58%, family-wise error at most 5%'
     """
     if "family" not in rows.columns or rows.empty:
