@@ -14,15 +14,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from hr_core._diff_manifest import ManifestChange, changed_parts
 from hr_core._safe import markdown_text as md_cell
 from hr_core.engine.store import location
+from hr_core.stats.comparison import Decision
 
 __all__ = ["ArmDiff", "DiffVerdict", "Flip", "KindTransition", "ReferenceDiff", "RunDiff",
            "SliceDiff"]
 
-DiffVerdict = Literal["better", "worse", "no detectable change", "too few items"]
-"""An arm's verdict: the paired difference ``now - then`` is ``better`` (its CI above 0,
-its p-value below ``1 - level``, Holm-corrected over the arms compared), ``worse`` (the
-mirror image), neither, or has fewer than ``hr_core.stats.MIN_ITEMS`` items in common.
-A slice's verdict is not corrected for the number of slices."""
+DiffVerdict = Decision
+"""An arm's verdict (:func:`hr_core.stats.compare_paired`, the one comparison): the paired
+difference ``now - then`` is ``better`` (its interval, made at the Bonferroni-corrected
+level over the arms compared, above 0, so its p-value below the corrected alpha),
+``worse`` (the mirror image), ``no detectable change``, or ``too few items`` (fewer than
+``hr_core.stats.MIN_ITEMS`` items in common). A slice's verdict is not corrected for the
+number of slices."""
 
 
 def _fmt(value: float | None) -> str:
@@ -95,8 +98,8 @@ class ArmDiff(BaseModel):
     ci_low: float | None
     ci_high: float | None
     p_value: float | None
-    p_holm: float | None = Field(default=None, description="p_value Holm-corrected over arms")
     verdict: DiffVerdict
+    method: str = Field(default="", description="the comparison's method and correction")
     parts_changed: list[str] = Field(default_factory=list)
     right_to_wrong: int = 0
     wrong_to_right: int = 0

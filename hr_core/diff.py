@@ -4,8 +4,9 @@ Run ``a`` is *then*, run ``b`` *now*. From the manifests: what differs (referenc
 each arm's fingerprint parts, scorer, judge, runs, budget, versions). Per arm,
 matched by name (or ``arms={"old": "new"}``): accuracy then and now (the one
 accuracy of :mod:`hr_core.accuracy`), the paired difference ``now - then`` over
-the items both runs scored (:func:`hr_core.stats.paired_difference`, the method of
-``Benchmark.compare``) and its verdict; the items that flipped, worst first; how
+the items both runs scored and its verdict from the one comparison
+(:func:`hr_core.stats.compare_paired`, as ``Benchmark.compare``), Bonferroni-corrected
+over the arms compared; the items that flipped, worst first; how
 failure kinds moved; new errors; latency and cost.
 
 An item is *right* in a run when more than half of its scored runs are correct; it
@@ -17,7 +18,6 @@ item).
 
 from __future__ import annotations
 
-import math
 import os
 from collections import Counter
 from collections.abc import Mapping
@@ -45,17 +45,13 @@ from hr_core._diff_result import (
 )
 from hr_core.engine.benchmark import Benchmark
 from hr_core.errors import SpecError
-from hr_core.multiplicity import holm
 from hr_core.report.items import excerpt, question_excerpt
 from hr_core.slices import check_slices, slice_differences, slice_values
-from hr_core.stats import TOO_FEW_ITEMS, accuracy_interval, paired_difference
+from hr_core.stats import accuracy_interval, compare_paired
 
 __all__ = ["ArmDiff", "DiffVerdict", "Flip", "KindTransition", "ManifestChange",
            "ReferenceDiff", "RunDiff", "SliceDiff", "diff_runs"]
 
-_VERDICTS: dict[str, DiffVerdict] = {"higher": "better", "lower": "worse",
-                                     "no clear difference": "no detectable change",
-                                     TOO_FEW_ITEMS: "too few items"}
 _SAMPLE_IDS = 20
 _SLICE_NUMBERS = ("accuracy_then", "accuracy_now", "diff", "ci_low", "ci_high", "p_value")
 
@@ -175,8 +171,9 @@ def diff_runs(
         label = name_a if name_a == name_b else f"{name_a} → {name_b}"
         share_a, share_b = out_a.share(ia)[ca], out_b.share(ib)[cb]
         both = ~np.isnan(share_a) & ~np.isnan(share_b)
-        paired = paired_difference(share_b[both], share_a[both], level)
-        by_slice = [SliceDiff(**{**row, "verdict": _VERDICTS[row["verdict"]],
+        paired = compare_paired(share_b[both], share_a[both], level=level,
+                                family_size=len(pairs))
+        by_slice = [SliceDiff(**{**row,
                                  **{k: _num(row[k]) for k in _SLICE_NUMBERS}})
                     for row in slice_differences(out_b.ids[cb[both]], share_b[both],
                                                  share_a[both], values, level)]
@@ -203,8 +200,8 @@ def diff_runs(
         arm_diffs.append(ArmDiff(
             arm_a=name_a, arm_b=name_b, accuracy_a=acc_a, ci_a=(low_a, high_a),
             accuracy_b=acc_b, ci_b=(low_b, high_b), n_items=paired.n_items,
-            diff=_num(paired.diff), ci_low=_num(paired.ci_low), ci_high=_num(paired.ci_high),
-            p_value=_num(paired.p_value), verdict=_VERDICTS[paired.verdict],
+            diff=_num(paired.estimate), ci_low=_num(paired.low), ci_high=_num(paired.high),
+            p_value=_num(paired.p_value), verdict=paired.decision, method=paired.method,
             parts_changed=sorted({c.part for c in changes if c.arm == label}),
             right_to_wrong=int(down.sum()), wrong_to_right=int(up.sum()),
             flaky_right_to_wrong=int((down & flaky).sum()),
@@ -218,26 +215,11 @@ def diff_runs(
         ))
         flips.extend(_flips(out_a, out_b, ia, ib, label, ca, cb, down, up, flaky, lines,
                             flips_per_arm))
-    arm_diffs = _holm_corrected(arm_diffs, level)
     return RunDiff(
         run_a=str(bench_a.run_dir or bench_a.run_id), run_b=str(bench_b.run_dir or
                                                                  bench_b.run_id),
         id_a=bench_a.run_id, id_b=bench_b.run_id, level=level, changes=changes,
         reference=reference, arms=arm_diffs, flips=flips, flips_per_arm=flips_per_arm)
-
-
-def _holm_corrected(arms: list[ArmDiff], level: float) -> list[ArmDiff]:
-    """Each arm with its Holm-corrected p-value (``hr_core.multiplicity.holm``, over the
-    arms compared); ``better`` or ``worse`` only when it is below ``1 - level`` too, so
-    that a gate on many arms keeps its false-alarm rate (as the regression check)."""
-    adjusted = holm([math.nan if a.p_value is None else a.p_value for a in arms])
-    out = []
-    for arm, p_holm in zip(arms, adjusted, strict=True):
-        verdict = arm.verdict
-        if verdict in ("better", "worse") and not p_holm < 1 - level:
-            verdict = "no detectable change"
-        out.append(arm.model_copy(update={"p_holm": _num(p_holm), "verdict": verdict}))
-    return out
 
 
 def _flips(out_a: RunOutcomes, out_b: RunOutcomes, ia: int, ib: int, label: str,

@@ -1,4 +1,7 @@
-"""Holm's step-down correction: honest "significantly worse" labels with many arms.
+"""Holm's step-down correction, kept for ``bench/bench_sequential.py``'s comparison of
+corrections: hr's decisions no longer use it. Every verdict is the one comparison
+(:func:`hr_core.stats.compare_paired`), Bonferroni-corrected there, so that an interval
+and its decision are made at the same level (Holm corrects p-values only).
 
 Testing every arm against the one that came out best makes one claim per arm;
 with eight equal arms, some arm looks significantly worse far more often than

@@ -21,9 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from hr_core._safe import markdown_text
 from hr_core.accuracy import flaky_cells, item_counts
 from hr_core.identity import fingerprint
-from hr_core.multiplicity import holm
 from hr_core.slices import slice_differences
-from hr_core.stats import MIN_ITEMS, TOO_FEW_ITEMS, paired_difference
+from hr_core.stats import MIN_ITEMS, TOO_FEW_ITEMS, compare_paired
 
 __all__ = [
     "ArmChange",
@@ -38,10 +37,11 @@ __all__ = [
 
 ArmStatus = Literal["regression", "improvement", "no_change", "too_few_items",
                     "not_comparable"]
-"""``regression``: the paired difference's verdict is "lower" (CI entirely below zero,
-p below ``1 - level``) and the drop is larger than the threshold; ``improvement``: the
+"""``regression``: the one comparison (:func:`hr_core.stats.compare_paired`, Bonferroni over
+the arms checked) decides ``worse`` (its interval entirely below zero, so its p-value below
+the corrected alpha) and the drop is larger than the threshold; ``improvement``: the
 mirror image; ``no_change``: neither; ``too_few_items``: fewer than
-``hr_core.stats.MIN_ITEMS`` items were scored in both runs ("too few items to tell");
+``hr_core.stats.MIN_ITEMS`` items were scored in both runs ("too few items");
 ``not_comparable``: the arm is missing from one run."""
 
 _FINGERPRINT_KEYS = ("reference_hash", "arms", "scorer", "scorer_fingerprint")
@@ -79,8 +79,11 @@ class ArmChange(BaseModel):
     ci_low: float | None = None
     ci_high: float | None = None
     p_value: float | None = None
-    p_holm: float | None = None
-    """``p_value`` Holm-corrected over the arms of this check (``hr_core.multiplicity``)."""
+    decision: str = ""
+    """The one comparison's decision (``better``, ``worse``, ``no detectable change``,
+    ``too few items``); ``status`` is this check's policy over it."""
+    method: str = ""
+    """The comparison's method and correction (Bonferroni over the arms checked)."""
     right_to_wrong: int = Field(default=0, ge=0, description="items right before, not now")
     wrong_to_right: int = Field(default=0, ge=0)
     flaky_flips: int = Field(default=0, ge=0, description="of the flips, those on items whose runs "
@@ -124,9 +127,9 @@ class RegressionReport(BaseModel):
             "",
             f"Run `{self.run_id}` against the previous completed run `{self.previous_run_id}` "
             f"of the same spec; a regression is a drop of more than {self.threshold:g} with "
-            f"the {self.level:.0%} CI of the paired difference entirely below zero and its "
-            "p-value, Holm-corrected over the arms checked, below "
-            f"{1 - self.level:.2g}; below {MIN_ITEMS} items in common there is no verdict.",
+            f"the paired difference decided worse: its {self.level:.0%} interval, "
+            "Bonferroni-corrected over the arms checked, entirely below zero (paired t with "
+            f"continuity correction); below {MIN_ITEMS} items in common there is no verdict.",
             "",
             "| arm | status | items | previous | now | diff | CI | flips r→w / w→r "
             "| of them on flaky items |",
@@ -182,12 +185,14 @@ def _flaky(counts: pd.DataFrame) -> pd.Series:
                      index=counts.index)
 
 
-def _status(diff: float, verdict: str, n_items: int, threshold: float) -> ArmStatus:
-    if n_items < MIN_ITEMS or verdict == TOO_FEW_ITEMS:
+def _status(diff: float, decision: str, n_items: int, threshold: float) -> ArmStatus:
+    """The check's policy over the one comparison's decision: which decisions, by more
+    than ``threshold``, fail the run (``worse``) or are reported as improvements."""
+    if n_items < MIN_ITEMS or decision == "too few items":
         return "too_few_items"
-    if verdict == "lower" and -diff > threshold:
+    if decision == "worse" and -diff > threshold:
         return "regression"
-    if verdict == "higher" and diff > threshold:
+    if decision == "better" and diff > threshold:
         return "improvement"
     return "no_change"
 
@@ -206,9 +211,10 @@ def compare_runs(
 
     Per arm: the paired difference ``accuracy(now) - accuracy(previous)`` over the
     items both runs scored, with the accuracy of ``hr_core.accuracy`` (runs made
-    only) and the methods of ``hr_core.stats.paired_difference``. A regression is
-    a "lower" verdict (CI entirely below zero, p below ``1 - level``) *and* a drop
-    larger than ``threshold``; with fewer than ``MIN_ITEMS`` items the status is
+    only) and the one comparison, :func:`hr_core.stats.compare_paired`, Bonferroni-
+    corrected over the arms compared (the same figures as ``hr diff``). A regression is
+    a ``worse`` decision (interval entirely below zero) *and* a drop larger than
+    ``threshold``; with fewer than ``MIN_ITEMS`` items the status is
     ``too_few_items``.
 
     Args:
@@ -237,6 +243,7 @@ def compare_runs(
     arms_now = [str(a) for a in pd.unique(runs["arm"])]
     arms_before = {str(a) for a in pd.unique(previous_runs["arm"])}
     changes: list[ArmChange] = []
+    family = sum(1 for arm in arms_now if arm in arms_before)
     for arm in arms_now + sorted(arms_before.difference(arms_now)):
         if arm not in arms_before or arm not in arms_now:
             changes.append(ArmChange(arm=arm, status="not_comparable", n_items=0))
@@ -246,7 +253,7 @@ def compare_runs(
         before = before_counts["correct"] / before_counts["scored"]
         common = now.index.intersection(before.index)
         a, b = now.loc[common].tolist(), before.loc[common].tolist()
-        pd_ = paired_difference(a, b, level)
+        got = compare_paired(a, b, level=level, family_size=max(family, 1))
         right_now, right_before = now.loc[common] > 0.5, before.loc[common] > 0.5
         flaky = (_flaky(now_counts).loc[common] | _flaky(before_counts).loc[common])
         flipped = right_now != right_before
@@ -257,21 +264,22 @@ def compare_runs(
         changes.append(
             ArmChange(
                 arm=arm,
-                status=_status(pd_.diff, pd_.verdict, pd_.n_items, threshold),
-                n_items=pd_.n_items,
+                status=_status(got.estimate, got.decision, got.n_items, threshold),
+                n_items=got.n_items,
                 accuracy=_num(sum(a) / len(a)) if a else None,
                 previous_accuracy=_num(sum(b) / len(b)) if b else None,
-                diff=_num(pd_.diff),
-                ci_low=_num(pd_.ci_low),
-                ci_high=_num(pd_.ci_high),
-                p_value=_num(pd_.p_value),
+                diff=_num(got.estimate),
+                ci_low=_num(got.low),
+                ci_high=_num(got.high),
+                p_value=_num(got.p_value),
+                decision=got.decision,
+                method=got.method,
                 right_to_wrong=int((right_before & ~right_now).sum()),
                 wrong_to_right=int((~right_before & right_now).sum()),
                 flaky_flips=int((flipped & flaky).sum()),
                 slices=by_slice,
             )
         )
-    changes = _holm_corrected(changes, level)
     return RegressionReport(
         run_id=run_id,
         previous_run_id=previous_run_id,
@@ -279,24 +287,6 @@ def compare_runs(
         level=level,
         arms=changes,
     )
-
-
-def _holm_corrected(changes: list[ArmChange], level: float) -> list[ArmChange]:
-    """Each arm's change with its Holm-corrected p-value; a regression or improvement only
-    when the corrected p-value is below ``1 - level`` (family-wise error across arms)."""
-    tested = [c for c in changes if c.p_value is not None]
-    adjusted = dict(zip((c.arm for c in tested), holm([c.p_value or 0.0 for c in tested]),
-                        strict=True))
-    out = []
-    for change in changes:
-        p_holm = adjusted.get(change.arm)
-        status = change.status
-        if status in ("regression", "improvement") and not (p_holm is not None
-                                                            and p_holm < 1 - level):
-            status = "no_change"
-        out.append(change.model_copy(update={"p_holm": _num(p_holm) if p_holm is not None
-                                             else None, "status": status}))
-    return out
 
 
 def spec_fingerprint(manifest: Mapping[str, Any]) -> str:

@@ -4,9 +4,9 @@ A spec's ``slices: [field, ...]`` (``hr_benchmark(slices=...)``) names keys of t
 items' payloads; with the reference's default ``item: None`` every column but the id
 and the label is one. Each value of a field is a slice: the summary's slice table
 gives each arm's accuracy (the one accuracy of :mod:`hr_core.accuracy`) with its CI
-per slice and its paired comparison with the run's best arm there (Holm-corrected over
-the field's slices, :mod:`hr_core._slice_compare`), and ``hr diff`` and the regression
-check the paired difference per slice between two runs.
+per slice and its paired comparison with the run's best arm there (the one
+comparison, Bonferroni over the field's slices, :mod:`hr_core._slice_compare`), and
+``hr diff`` and the regression check the paired difference per slice between two runs.
 An item without the key (or with ``null``) is in the slice :data:`MISSING_SLICE`; a
 slice of fewer than ``hr_core.stats.MIN_ITEMS`` items says so instead of a verdict.
 
@@ -26,7 +26,7 @@ import pandas as pd
 from hr_core._slice_compare import COMPARE_COLUMNS, slice_comparisons
 from hr_core.errors import SpecError
 from hr_core.identity import canonical_json
-from hr_core.stats import MIN_ITEMS, TOO_FEW_ITEMS, accuracy_interval, paired_difference
+from hr_core.stats import MIN_ITEMS, TOO_FEW_ITEMS, accuracy_interval, compare_paired
 
 __all__ = ["MAX_SLICES", "MAX_SLICE_VALUES", "MISSING_SLICE", "SLICE_COLUMNS", "SLICE_SUMMARY",
            "SLICE_SUMMARY_CSV",
@@ -192,16 +192,16 @@ def slice_differences(ids: pd.Index, now: np.ndarray, then: np.ndarray,
     """The paired difference ``now - then`` per slice of the paired items ``ids``.
 
     Each row: ``slice, value, n_items, accuracy_then, accuracy_now, diff, ci_low,
-    ci_high, p_value, verdict`` (``hr_core.stats.paired_difference``: "too few items
-    to tell" below ``MIN_ITEMS`` items).
+    ci_high, p_value, verdict`` (the one comparison, :func:`hr_core.stats.compare_paired`:
+    "too few items" below ``MIN_ITEMS`` items; not corrected for the number of slices).
     """
     rows = []
     for field, of_field in values.items():
         for value, at in _groups(ids, of_field):
-            found = paired_difference(now[at], then[at], level)
+            found = compare_paired(now[at], then[at], level=level)
             rows.append({"slice": field, "value": value, "n_items": found.n_items,
                          "accuracy_then": float(then[at].mean()),
-                         "accuracy_now": float(now[at].mean()), "diff": found.diff,
-                         "ci_low": found.ci_low, "ci_high": found.ci_high,
-                         "p_value": found.p_value, "verdict": found.verdict})
+                         "accuracy_now": float(now[at].mean()), "diff": found.estimate,
+                         "ci_low": found.low, "ci_high": found.high,
+                         "p_value": found.p_value, "verdict": found.decision})
     return rows

@@ -95,7 +95,7 @@ def test_the_dashboard_shows_every_column_rounded_numbers_and_absolute_paths(
     _assert_rounded(summary)
     arms = _table(found["hr-regression-dash-check-arms"])
     assert {"arm", "status", "accuracy", "previous_accuracy", "diff", "ci_low", "ci_high",
-            "p_value", "p_holm", "right_to_wrong", "slices"} <= set(arms[0])
+            "p_value", "decision", "method", "right_to_wrong", "slices"} <= set(arms[0])
     _assert_rounded(arms)
     drifting = next(row for row in arms if row["arm"] == "drifting")
     assert (drifting["accuracy"], drifting["diff"]) == (0.333, -0.667)

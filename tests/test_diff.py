@@ -202,12 +202,20 @@ def test_hr_diff_shows_control_characters_in_outputs_visibly(
     assert "\\x1b]0;pwned\\x07\\x1b[2J nope" in out
 
 
-def test_many_arms_are_held_to_holm_s_correction(tmp_path: Path) -> None:
-    """Each arm's p-value is corrected over the arms compared before it is called worse."""
-    before = _run(tmp_path / "a", {"x": all_right})
-    after = _run(tmp_path / "b", {"x": first_twenty})
-    arm = diff_runs(before.run_dir, after.run_dir).arms[0]
-    assert arm.p_holm == arm.p_value and arm.verdict == "worse"  # one arm: no correction
+def test_many_arms_are_held_to_bonferroni_in_the_interval_and_the_verdict(
+        tmp_path: Path) -> None:
+    """The family is the arms compared: each arm's interval is made at the corrected level
+    and its verdict is that interval's (one method, one correction)."""
+    one = diff_runs(_run(tmp_path / "a", {"x": all_right}).run_dir,
+                    _run(tmp_path / "b", {"x": first_twenty}).run_dir).arms[0]
+    assert one.method == "paired t with continuity correction" and one.verdict == "worse"
+    two = diff_runs(_run(tmp_path / "c", {"x": all_right, "y": all_right}).run_dir,
+                    _run(tmp_path / "d", {"x": first_twenty, "y": all_right}).run_dir)
+    x = next(a for a in two.arms if a.arm_a == "x")
+    assert x.method == "paired t with continuity correction, Bonferroni over 2"
+    assert x.ci_low is not None and one.ci_low is not None and x.ci_low < one.ci_low
+    assert x.diff == one.diff and x.p_value == one.p_value
+    assert x.verdict == "worse" and x.ci_high is not None and x.ci_high < 0
 
 
 def test_hr_diff_names_a_bad_arm_pair_in_one_line(
@@ -272,3 +280,27 @@ def test_hr_diff_lists_both_directions_with_their_counts_and_all_of_them_with_al
     assert code == 1, err
     assert _shown_items(out, "right→wrong") == {f"q{i}" for i in range(30)}
     assert "showing" not in out
+
+
+def first_sixteen(payload: dict[str, Any]) -> str:
+    return f"a{_n(payload)}" if _n(payload) < 16 else "nope"
+
+
+def test_four_broken_of_twenty_gets_one_answer_from_interval_and_decision(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 32's example: 20 items, 4 right→wrong, 0 fixed. The old page said "No arm
+    changed detectably" (exact McNemar p 0.125) beside [−39.2, −0.8] (a t interval that
+    excludes 0); now one method gives both: [−44.2, 4.2], p 0.12, no detectable change."""
+    before = _run(tmp_path / "a", {"x": all_right}, ITEMS[:20])
+    after = _run(tmp_path / "b", {"x": first_sixteen}, ITEMS[:20])
+    arm = diff_runs(before.run_dir, after.run_dir).arms[0]
+    assert arm.right_to_wrong == 4 and arm.wrong_to_right == 0 and arm.diff == -0.2
+    assert arm.ci_low is not None and arm.ci_high is not None and arm.p_value is not None
+    assert arm.ci_low < 0 < arm.ci_high
+    assert (arm.ci_low, arm.ci_high) == pytest.approx((-0.442, 0.042), abs=1e-3)
+    assert arm.p_value == pytest.approx(0.12, abs=0.01) and arm.p_value >= 0.05
+    assert arm.verdict == "no detectable change"
+    assert arm.method == "paired t with continuity correction"
+    code, out, err = hr(capsys, "diff", before.run_dir, after.run_dir)
+    assert code == 0, err
+    assert "-44.2" in out or "−44.2" in out

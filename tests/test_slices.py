@@ -106,7 +106,7 @@ def test_hr_diff_and_the_regression_check_compare_each_slice(tmp_path: Path) -> 
     values = slice_values(((i["id"], i) for i in _items()), ["kind"])
     report = compare_runs(after.runs, before.runs, slices=values)
     by_value = {s.value: s for s in report.arms[0].slices}
-    assert by_value["odd"].verdict == "lower" and by_value["rare"].verdict == TOO_FEW_ITEMS
+    assert by_value["odd"].verdict == "worse" and by_value["rare"].verdict == "too few items"
     markdown = report.to_markdown()
     assert "## By slice" in markdown and "| x | kind | odd | 12 | -1.000 |" in markdown
 
@@ -140,10 +140,9 @@ def _two_arms(store: Path) -> Any:
     return BenchmarkSession(plan).run_sync()
 
 
-def test_each_slice_compares_each_arm_with_the_best_arm_holm_corrected(
+def test_each_slice_compares_each_arm_with_the_best_arm_bonferroni_corrected(
         tmp_path: Path) -> None:
-    from hr_core.multiplicity import holm
-    from hr_core.stats import paired_difference
+    from hr_core.stats import compare_paired
 
     bench = _two_arms(tmp_path)
     table = bench.slice_summary()
@@ -152,20 +151,18 @@ def test_each_slice_compares_each_arm_with_the_best_arm_holm_corrected(
     assert rows[("odd", "right")]["verdict"] == "" and rows[("odd", "right")]["paired"] == 0
     odd = rows[("odd", "even")]
     ids = [f"q{i}" for i in range(1, 24, 2)]
-    expected = paired_difference(bench.item_accuracy("even")[ids].tolist(),
-                                 bench.item_accuracy("right")[ids].tolist())
-    assert (odd["diff"], odd["diff_low"], odd["diff_high"], odd["p_value"], odd["paired"]) == (
-        expected.diff, expected.ci_low, expected.ci_high, expected.p_value, 12)
-    even = rows[("even", "even")]
     # the family: one pair of arms in each value with >= MIN_ITEMS paired items (even, odd)
-    assert odd["family"] == 2
-    assert [odd["p_holm"], even["p_holm"]] == holm([odd["p_value"], even["p_value"]])
-    assert odd["verdict"] == "lower" and even["verdict"] == "no clear difference"
+    expected = compare_paired(bench.item_accuracy("even")[ids].tolist(),
+                              bench.item_accuracy("right")[ids].tolist(), family_size=2)
+    assert (odd["diff"], odd["diff_low"], odd["diff_high"], odd["p_value"], odd["paired"]) == (
+        expected.estimate, expected.low, expected.high, expected.p_value, 12)
+    even = rows[("even", "even")]
+    assert odd["family"] == 2 and odd["level"] == even["level"] == pytest.approx(0.975)
+    assert odd["verdict"] == "worse" and even["verdict"] == "no detectable change"
     # a single-item slice and the items without the key: no verdict, not in the family
     for value, n in (("rare", 1), (MISSING_SLICE, 5)):
         row = rows[(value, "even")]
-        assert row["verdict"] == TOO_FEW_ITEMS and row["paired"] == n
-        assert pd.isna(row["p_holm"])
+        assert row["verdict"] == "too few items" and row["paired"] == n
     stored = pd.read_parquet(Path(bench.run_dir) / "summary_slices.parquet")
     pd.testing.assert_frame_equal(stored, table)
 
@@ -176,12 +173,12 @@ def test_the_report_the_markdown_and_hr_summary_show_the_slice_comparison(
     run = Path(bench.run_dir)
     page = (run / "report.html").read_text()
     section = page[page.index('id="slices"'):page.index('id="outcomes"')]
-    assert "-100.0 points" in section and "lower" in section
-    assert "Holm-corrected over the 2 comparisons of this field" in section
+    assert "-100.0 points" in section and "worse" in section
+    assert "Bonferroni over the 2 comparisons of this field" in section
     assert section.count(TOO_FEW_ITEMS) >= 2  # rare and (missing), as note and verdict
     markdown = (run / "report.md").read_text()
-    assert "## By slice" in markdown and "Holm-corrected over the 2 comparisons" in markdown
-    assert "| odd | even | 12 | 0.0% (" in markdown and ": lower |" in markdown
+    assert "## By slice" in markdown and "Bonferroni over the 2 comparisons" in markdown
+    assert "| odd | even | 12 | 0.0% (" in markdown and ": worse |" in markdown
     table = markdown[markdown.index("## By slice"):].splitlines()
     at = [i for i, line in enumerate(table) if line.startswith("| odd")]
     assert [table[i].split(" | ")[1] for i in at] == ["right", "even"]
@@ -189,7 +186,7 @@ def test_the_report_the_markdown_and_hr_summary_show_the_slice_comparison(
     assert "| rare | even | 1 | 100.0% (" in markdown
     code, out, err = hr(capsys, "summary", bench.run_dir)
     assert code == 0, err
-    assert "vs best" in out and "Holm-corrected" in out and "lower" in out
+    assert "vs best" in out and "Bonferroni" in out and "worse" in out
 
 
 def test_a_slice_table_without_comparisons_still_renders(tmp_path: Path) -> None:

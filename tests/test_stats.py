@@ -267,7 +267,7 @@ def test_clustered_win_rate_covers_the_truth(n: int, win: float, runs: int) -> N
 def test_the_sign_test_past_two_thousand_discordant_items_is_the_normal_approximation() -> None:
     import math
 
-    from hr_core.stats import _sign_test_p
+    from hr_core.stats.intervals import _sign_test_p
 
     def exact(a: int, b: int) -> float:
         m = a + b
@@ -283,7 +283,7 @@ def test_the_sign_test_past_two_thousand_discordant_items_is_the_normal_approxim
 def test_the_exact_mcnemar_p_stays_exact_for_many_discordant_items() -> None:
     from fractions import Fraction
 
-    from hr_core.stats import _sign_test_p
+    from hr_core.stats.intervals import _sign_test_p
 
     m, k = 1201, 560  # beyond the integer sum: the incomplete beta path
     exact = Fraction(2 * sum(math.comb(m, i) for i in range(k + 1)), 2**m)

@@ -17,15 +17,8 @@ from hypothesis import strategies as st
 
 from hr_core.accuracy import item_accuracy
 from hr_core.report.analysis import OUTCOMES, outcome_counts, paired_differences
-from hr_core.stats import (
-    MIN_ITEMS,
-    TOO_FEW_ITEMS,
-    _no_spread_interval,
-    _sign_test_p,
-    _t_two_sided_p,
-    paired_difference,
-    t_for,
-)
+from hr_core.stats import MIN_ITEMS, TOO_FEW_ITEMS, compare_paired, paired_difference, t_for
+from hr_core.stats.intervals import _sign_test_p, no_spread_interval, t_two_sided_p
 
 
 def _loop_paired_difference(a: list[float], b: list[float], level: float = 0.95) -> tuple:
@@ -38,19 +31,19 @@ def _loop_paired_difference(a: list[float], b: list[float], level: float = 0.95)
     positive = sum(1 for d in diffs if d > 0)
     negative = sum(1 for d in diffs if d < 0)
     if n == 1:
-        low, high = _no_spread_interval(mean, 1, level)
+        low, high = no_spread_interval(mean, 1, level)
         return (mean, low, high, _sign_test_p(positive, negative), 1, TOO_FEW_ITEMS)
     var = sum((d - mean) ** 2 for d in diffs) / (n - 1)
     binary = all(v in (0.0, 1.0) for v in (*a, *b))
     if var <= 0:
-        low, high = _no_spread_interval(mean, n, level)
+        low, high = no_spread_interval(mean, n, level)
         p = _sign_test_p(positive, negative)
     else:
         se = math.sqrt(var / n)
         half = t_for(level, n - 1) * se
         low, high = max(-1.0, mean - half), min(1.0, mean + half)
         p = _sign_test_p(positive, negative) if binary else max(
-            _t_two_sided_p(mean / se, n - 1), 2.2250738585072014e-308)
+            t_two_sided_p(mean / se, n - 1), 2.2250738585072014e-308)
     if n < MIN_ITEMS:
         verdict = TOO_FEW_ITEMS
     elif p < 1 - level and low > 0:
@@ -106,8 +99,10 @@ def _loop_paired_differences(runs: pd.DataFrame) -> list[tuple]:
     for arm in arms:
         if arm != baseline:
             common = per_arm[arm].index.intersection(per_arm[baseline].index)
-            rows.append((arm, baseline, _loop_paired_difference(
-                per_arm[arm].loc[common].tolist(), per_arm[baseline].loc[common].tolist())))
+            got = compare_paired(per_arm[arm].loc[common].tolist(),
+                                 per_arm[baseline].loc[common].tolist())
+            rows.append((arm, baseline, (got.estimate, got.low, got.high, got.p_value,
+                                         got.n_items, got.decision)))
     return rows
 
 

@@ -38,7 +38,7 @@ from hr_core.stats import (
     PairedDifference,
     accuracy_interval,
     clustered_mean_ci,
-    paired_difference,
+    compare_paired,
 )
 
 if TYPE_CHECKING:
@@ -404,8 +404,8 @@ class Benchmark:
         from the items' payloads (:mod:`hr_core.slices`: a missing key is the slice
         ``(missing)``, a slice below ``MIN_ITEMS`` items has the note "too few items
         to tell"), and each arm's paired comparison with the verdict's best arm per
-        slice (:mod:`hr_core._slice_compare`: Holm over the field's slices). Empty (with
-        the columns) without slices.
+        slice (:mod:`hr_core._slice_compare`: the one comparison, Bonferroni over the
+        field's slices). Empty (with the columns) without slices.
         """
         from hr_core.slices import check_slices, slice_accuracy, slice_values
 
@@ -425,13 +425,19 @@ class Benchmark:
     def compare(self, a: str, b: str) -> PairedDifference:
         """Paired difference ``accuracy(a) - accuracy(b)`` over the items both scored.
 
-        Returns ``diff, ci_low, ci_high, p_value, n_items, verdict`` (a named tuple;
-        :func:`hr_core.stats.paired_difference`): the verdict is "too few items to
-        tell" below ``hr_core.stats.MIN_ITEMS`` items.
+        Returns ``diff, ci_low, ci_high, p_value, n_items, verdict, method`` (a named
+        tuple) from :func:`hr_core.stats.compare_paired`, the one comparison: the verdict
+        is ``better`` / ``worse`` (``a`` against ``b``; the interval excludes 0),
+        ``no detectable change`` or ``too few items`` (below ``hr_core.stats.MIN_ITEMS``
+        items). Until this release it was ``higher`` / ``lower`` / ``no clear
+        difference`` / ``too few items to tell``: ``hr_core.stats.decision_from_legacy``
+        reads those.
         """
         for arm in (a, b):
             if arm not in self.arms:
                 raise KeyError(f"no arm {arm!r} in this benchmark (arms: {', '.join(self.arms)})")
         acc_a, acc_b = self.item_accuracy(a), self.item_accuracy(b)
         common = acc_a.index.intersection(acc_b.index, sort=False)
-        return paired_difference(acc_a[common].tolist(), acc_b[common].tolist())
+        got = compare_paired(acc_a[common].to_numpy(), acc_b[common].to_numpy())
+        return PairedDifference(got.estimate, got.low, got.high, got.p_value, got.n_items,
+                                got.decision, got.method)

@@ -50,7 +50,7 @@ def rounded(value: Any, column: str = "") -> Any:
     columns); anything else as it is.
 
     Example:
-        >>> rounded(0.6461538461538462, "accuracy"), rounded(0.000312, "p_holm")
+        >>> rounded(0.6461538461538462, "accuracy"), rounded(0.000312, "p_value")
         (0.646, 0.00031)
         >>> rounded({"cost_usd": 0.123456, "n": 3, "ci": [0.11111, float("nan")]})
         {'cost_usd': 0.1235, 'n': 3, 'ci': [0.111, None]}
@@ -188,13 +188,13 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
     lines = [f"# Benchmark {_cell(m.get('name'))} ({_cell(m.get('run_id'))})", "",
              f"**Verdict.** {_cell(result.headline())}", "",
              f"Significance: {_cell(result.correction)}.", "",
-             "| arm | accuracy (95% CI) | vs best, points (95% CI) | p (Holm) | coverage "
+             f"| arm | accuracy (95% CI) | vs best, points ({result.level:.2%} CI) | p | coverage "
              "| errors |",
              "|---|---|---|---|---|---|"]
     for r in result.rows:
         versus = ("best" if r.arm == result.best else
                   f"{_points(r.diff)} ({_points(r.diff_low)} to {_points(r.diff_high)})")
-        p = "–" if r.arm == result.best or math.isnan(r.p_holm) else _p(r.p_holm)
+        p = "–" if r.arm == result.best or math.isnan(r.p_value) else _p(r.p_value)
         lines.append(f"| {_cell(r.arm)} | {_pct(r.accuracy)} ({_pct(r.ci_low)}–"
                      f"{_pct(r.ci_high)}) | {versus} | {p} | {_pct(r.coverage)} | "
                      f"{r.errors} |")

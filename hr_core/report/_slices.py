@@ -1,6 +1,6 @@
 """The report's "Accuracy by slice" section (:mod:`hr_core.slices`): each arm's accuracy
 per slice value and, under it, its paired comparison with the best arm there
-(:mod:`hr_core._slice_compare`, Holm-corrected over the field's slices)."""
+(:mod:`hr_core._slice_compare`, Bonferroni-corrected over the field's slices)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def _accuracy(row: Mapping[Any, Any]) -> str:
     text = f"{fmt(value, 'pct')} [{fmt(low, 'pct')}, {fmt(high, 'pct')}]"
     compared = comparison_text(row)
     if compared:
-        bad = ' bad' if row.get("verdict") == "lower" else ""
+        bad = ' bad' if row.get("verdict") in ("worse", "lower") else ""
         text += f'<br><span class="cmp{bad}">{escape(compared)}</span>'
     return text
 
@@ -38,7 +38,8 @@ def slices_section(inputs: ReportInputs) -> str:
     parts = ['<p>Accuracy (95% CI) of each arm on the items of each value of a slice field; '
              'an item without the field is in <code>(missing)</code>. '
              + ("Under it: the paired difference with the best arm on the slice's items "
-                "(points, 95% interval), its Holm-corrected p-value and verdict, as in the "
+                "(points, its interval at the corrected level named under the table), its "
+                "p-value and verdict, as in the "
                 "verdict above.</p>" if compared else
                 "This run's slice table has no paired comparisons (made before hr had "
                 "them): <code>hr rescore RUN_DIR --scorer SCORER</code> makes it again.</p>")]

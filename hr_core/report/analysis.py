@@ -13,7 +13,7 @@ import pandas as pd
 
 from hr_core.accuracy import arms_in_order, item_accuracies, name_codes
 from hr_core.failures import FAILURE_KINDS
-from hr_core.stats import paired_difference
+from hr_core.stats import compare_paired, paired_difference
 
 __all__ = ["OUTCOMES", "PairStatistics", "PairedRow", "outcome_counts", "pair_statistics",
            "paired_differences"]
@@ -32,7 +32,8 @@ class PairedRow(NamedTuple):
     ci_high: float
     p_value: float
     n_items: int
-    verdict: str = "too few items to tell"
+    verdict: str = "too few items"
+    method: str = ""
 
 
 def outcome_counts(runs: pd.DataFrame) -> pd.DataFrame:
@@ -62,13 +63,14 @@ def outcome_counts(runs: pd.DataFrame) -> pd.DataFrame:
                         columns=pd.Index(list(OUTCOMES), name="outcome")).astype(int)
 
 
-def paired_differences(runs: pd.DataFrame, baseline: str | None = None) -> list[PairedRow]:
+def paired_differences(runs: pd.DataFrame, baseline: str | None = None, *,
+                       family_size: int = 1) -> list[PairedRow]:
     """Every other arm's paired accuracy difference with ``baseline`` (default: the best arm).
 
     Accuracy is over the runs made (:func:`hr_core.accuracy.item_accuracy`); items
     count when both arms scored them; the interval, p-value and verdict ("too few
-    items to tell" below ``hr_core.stats.MIN_ITEMS``) are those of
-    :func:`hr_core.stats.paired_difference`.
+    items" below ``hr_core.stats.MIN_ITEMS``) are those of the one comparison,
+    :func:`hr_core.stats.compare_paired`, Bonferroni-corrected over ``family_size``.
     """
     arms = arms_in_order(runs)
     if not arms:
@@ -88,10 +90,10 @@ def paired_differences(runs: pd.DataFrame, baseline: str | None = None) -> list[
         else:
             common = ~np.isnan(values) & ~np.isnan(base)
             values, base_values = values[common], base[common]
-        result = paired_difference(values, base_values)
-        rows.append(PairedRow(arm, baseline, _num(result.diff), _num(result.ci_low),
-                              _num(result.ci_high), _num(result.p_value), int(result.n_items),
-                              result.verdict))
+        result = compare_paired(values, base_values, family_size=family_size)
+        rows.append(PairedRow(arm, baseline, _num(result.estimate), _num(result.low),
+                              _num(result.high), _num(result.p_value), int(result.n_items),
+                              result.decision, result.method))
     return rows
 
 
@@ -107,8 +109,8 @@ class PairStatistics(NamedTuple):
 def pair_statistics(runs: pd.DataFrame, level: float = 0.95
                     ) -> dict[tuple[str, str], PairStatistics]:
     """Every pair of arms ``(a, b)``, ``a`` before ``b`` in
-    :func:`hr_core.accuracy.arms_in_order`: the family the verdict's Holm correction is
-    over, and what the planner needs (:mod:`hr_core.planning`).
+    :func:`hr_core.accuracy.arms_in_order`: the family the verdict's Bonferroni correction
+    is over, and what the planner needs (:mod:`hr_core.planning`).
 
     Example:
         >>> runs = pd.DataFrame({"arm": ["a", "b", "c"], "item_id": "q1",

@@ -193,7 +193,6 @@ def verdict_section(inputs: ReportInputs) -> str:
                                  f"{_points(r.diff)}</span>"),
             "–" if is_best else f"{_points(r.diff_low)} to {_points(r.diff_high)}",
             "–" if is_best else fmt(r.p_value),
-            "–" if is_best else fmt(r.p_holm),
             "–" if is_best else fmt(r.n_items),
             "–" if is_best else _points(r.detectable).lstrip("+"),
             fmt(r.coverage, "pct"),
@@ -206,14 +205,14 @@ def verdict_section(inputs: ReportInputs) -> str:
     stopped = "" if note is None else f'<p class="note warning">{escape(note)}</p>'
     return (f'<p class="verdict">{escape(result.headline())}</p>' + stopped
             + table(["arm", "accuracy (95% interval)", "vs best (points)",
-                     "95% interval (points)", "p-value", "p (Holm)", "items paired",
+                     f"{result.level:.2%} interval (points)", "p-value", "items paired",
                      "detectable (points)", "coverage", "errors", "budget stops"], rows,
                     table_id="table-verdict")
             + '<p class="note">Differences are paired over the items both arms scored '
               "(accuracy of the arm minus the best arm's, in percentage points). "
               f"Significance: {escape(result.correction)}. Detectable: the smallest "
               "difference these items detect with 80% power at level 0.95 (a difference "
-              "below it can hide behind &quot;no clear difference&quot;; see hr plan). "
+              "below it can hide behind &quot;no detectable change&quot;; see hr plan). "
               "Coverage is the share of planned runs that were made (a budget stops the "
               "rest).</p>")
 

@@ -1,9 +1,11 @@
 """The verdict of a run, first in every report: the best arm and how far each other arm is
 from it (paired difference, 95% interval, p-value), with coverage and error counts.
 
-"Significantly worse" holds the family-wise error rate at 5% across the arms: a
-difference counts only when its p-value, Holm-corrected over every pair of arms
-(:func:`hr_core.multiplicity.holm`), is below 0.05 (and its interval excludes 0).
+"Significantly worse" holds the family-wise error rate at 5% across the arms: each arm's
+comparison with the best is the one comparison (:func:`hr_core.stats.compare_paired`),
+Bonferroni-corrected over every pair of arms (the best arm is picked after looking, so
+its comparisons are the most extreme of all pairs): the interval is made at level
+``1 - 0.05/m`` and the decision is that interval's, so they never disagree.
 
 One definition for the HTML report and the markdown artifact.
 
@@ -28,12 +30,10 @@ from typing import Any
 import pandas as pd
 
 from hr_core._frames import records
-from hr_core._slice_compare import corrected_verdict
-from hr_core.multiplicity import holm
 from hr_core.planning import detectable_difference
 from hr_core.report.analysis import PairedRow, pair_statistics, paired_differences
 from hr_core.report.items import arm_order
-from hr_core.stats import MIN_ITEMS, TOO_FEW_ITEMS
+from hr_core.stats import MIN_ITEMS
 
 __all__ = ["Verdict", "VerdictRow", "verdict"]
 
@@ -55,23 +55,23 @@ class VerdictRow:
     p_value: float = math.nan
     n_items: int = 0
     paired_verdict: str = ""
-    p_holm: float = math.nan
-    """``p_value`` Holm-corrected over every pair of arms (the family the verdict claims)."""
+    """The one comparison's decision against the best arm (``worse``, ``no detectable
+    change``, ``too few items``; Bonferroni over every pair of arms)."""
     detectable: float = math.nan
     """The smallest difference these paired items detect at 80% power and level 0.95
-    (:func:`hr_core.planning.detectable_difference`): "no clear difference" is not
+    (:func:`hr_core.planning.detectable_difference`): "no detectable change" is not
     "no difference" when this is large."""
 
     @property
     def significant(self) -> bool:
-        """The corrected verdict is higher or lower: 95% interval excluding zero,
-        Holm-corrected p < 0.05, enough items."""
-        return self.paired_verdict in ("higher", "lower")
+        """The decision is better or worse: the corrected interval excludes zero (so the
+        p-value is below the corrected alpha), enough items."""
+        return self.paired_verdict in ("better", "worse")
 
     @property
     def too_few_items(self) -> bool:
         """Fewer paired items than ``hr_core.stats.MIN_ITEMS``: no verdict either way."""
-        return self.paired_verdict == TOO_FEW_ITEMS
+        return self.paired_verdict == "too few items"
 
 
 def _pct(value: float) -> str:
@@ -91,15 +91,22 @@ class Verdict:
     paired: list[PairedRow] = field(default_factory=list)
     """Every other arm's paired difference against the best arm (the report's forest plot)."""
     pairs: int = 0
-    """How many pairs of arms the Holm correction is over."""
+    """How many pairs of arms the Bonferroni correction is over."""
+
+    @property
+    def level(self) -> float:
+        """The level of each interval against the best arm (``1 - 0.05 / pairs``)."""
+        return 1 - 0.05 / max(1, self.pairs)
 
     @property
     def correction(self) -> str:
         """The multiple-comparison correction, in words (shown beside the verdict)."""
+        method = "paired t with continuity correction"
         if self.pairs <= 1:
-            return "one comparison: no correction needed"
-        return (f"p-values Holm-corrected over all {self.pairs} pairs of arms "
-                "(family-wise error at most 5%)")
+            return f"{method}; one comparison: no correction needed"
+        return (f"{method}, Bonferroni over all {self.pairs} pairs of arms: each interval "
+                f"at level {self.level:.2%} and each p-value compared with "
+                f"{0.05 / self.pairs:.2g} (family-wise error at most 5%)")
 
     @property
     def order(self) -> list[str]:
@@ -121,15 +128,13 @@ class Verdict:
         close = [r for r in self.rows[1:] if not r.significant and not r.too_few_items]
         few = [r for r in self.rows[1:] if r.too_few_items]
         if worse:
-            corrected = "Holm-corrected " if self.pairs > 1 else ""
             text += " Significantly worse: " + ", ".join(
-                f"{r.arm} ({_points(r.diff)} points, {corrected}p={r.p_holm:.2g})"
-                for r in worse) + "."
+                f"{r.arm} ({_points(r.diff)} points, p={r.p_value:.2g})" for r in worse) + "."
         if close:
             text += (" Not distinguishable from it on these items: "
                      + ", ".join(r.arm for r in close) + ".")
         if few:
-            text += (f" {TOO_FEW_ITEMS.capitalize()} against "
+            text += (" Too few items to tell against "
                      + ", ".join(f"{r.arm} ({r.n_items} paired)" for r in few) + ".")
         if top.coverage < 1:
             text += f" Coverage of {top.arm} is {_pct(top.coverage)}: a budget stopped it."
@@ -158,10 +163,9 @@ def verdict(runs: pd.DataFrame, summary: pd.DataFrame) -> Verdict:
         str(r["arm"]): {str(k): v for k, v in r.items()} for r in records(summary)}
     best = order[0] if not pd.isna(by_arm[order[0]].get("accuracy")) else None
     rank = {arm: i for i, arm in enumerate(order)}  # best first, whatever the rows' order
-    all_paired = sorted(paired_differences(runs, baseline=best) if best else [],
-                        key=lambda r: rank.get(r.arm, len(rank)))
     family = pair_statistics(runs) if best else {}
-    corrected = dict(zip(family, holm([s.p_value for s in family.values()]), strict=True))
+    all_paired = sorted(paired_differences(runs, baseline=best, family_size=max(1, len(family)))
+                        if best else [], key=lambda r: rank.get(r.arm, len(rank)))
     diffs = {r.arm: r for r in all_paired}
     top = best or ""
     kinds = runs["failure_kind"]
@@ -181,9 +185,7 @@ def verdict(runs: pd.DataFrame, summary: pd.DataFrame) -> Verdict:
             diff_high=nan if paired is None else paired.ci_high,
             p_value=nan if paired is None else paired.p_value,
             n_items=0 if paired is None else paired.n_items,
-            paired_verdict="" if paired is None else _corrected(paired, p_holm := corrected.get(
-                (arm, top), corrected.get((top, arm), nan))),
-            p_holm=nan if paired is None else p_holm,
+            paired_verdict="" if paired is None else paired.verdict,
             detectable=_detectable(family.get((arm, top)) or family.get((top, arm))),
         ))
     return Verdict(best, tuple(rows), all_paired, pairs=len(family))
@@ -194,9 +196,3 @@ def _detectable(pair: Any) -> float:
         return math.nan
     # arms that never disagree: plan as if one item in n did (the planner needs spread)
     return detectable_difference(pair.n_items, max(pair.discordance, 1.0 / pair.n_items))
-
-
-def _corrected(paired: PairedRow, p_holm: float, alpha: float = 0.05) -> str:
-    """The paired verdict with the Holm-corrected p-value in place of the raw one (the
-    per-slice comparison's rule too: :func:`hr_core._slice_compare.corrected_verdict`)."""
-    return corrected_verdict(paired.verdict, paired.n_items, p_holm, alpha)

@@ -66,23 +66,28 @@ class Interval(NamedTuple):
 
 
 class PairedDifference(NamedTuple):
-    """``mean(a - b)`` over paired items, with CI, a two-sided p-value and a verdict."""
+    """``mean(a - b)`` over paired items, with CI, a two-sided p-value and a verdict.
+
+    ``Benchmark.compare`` returns one filled by :func:`hr_core.stats.compare_paired`
+    (its ``verdict`` in the one vocabulary, ``method`` named); :func:`paired_difference`
+    fills it with the older verdicts of :data:`Verdict`."""
 
     diff: float
     ci_low: float
     ci_high: float
     p_value: float
     n_items: int
-    verdict: Verdict = TOO_FEW_ITEMS
+    verdict: str = TOO_FEW_ITEMS
+    method: str = ""
 
 
 def z_for(level: float = 0.95) -> float:
     """The two-sided normal quantile for a confidence level (1.959964 for 0.95)."""
-    _check_level(level)
+    check_level(level)
     return NormalDist().inv_cdf(0.5 + level / 2)
 
 
-def _check_level(level: float) -> None:
+def check_level(level: float) -> None:
     if not 0 < level < 1:
         raise ValueError(f"confidence level must be between 0 and 1, not {level!r}")
 
@@ -116,7 +121,7 @@ def _beta_fraction(a: float, b: float, x: float) -> float:
     return h
 
 
-def _betainc(a: float, b: float, x: float) -> float:
+def betainc(a: float, b: float, x: float) -> float:
     """The regularised incomplete beta function ``I_x(a, b)`` (the Beta(a, b) CDF)."""
     if x <= 0.0:
         return 0.0
@@ -135,7 +140,7 @@ def _beta_ppf(q: float, a: float, b: float) -> float:
     low, high = 0.0, 1.0
     for _ in range(42):
         mid = (low + high) / 2
-        if _betainc(a, b, mid) < q:
+        if betainc(a, b, mid) < q:
             low = mid
         else:
             high = mid
@@ -150,7 +155,7 @@ def t_for(level: float = 0.95, df: float = math.inf) -> float:
         >>> round(t_for(0.95, 4), 4)
         2.7764
     """
-    _check_level(level)
+    check_level(level)
     if math.isinf(df):
         return z_for(level)
     if df <= 0:
@@ -160,8 +165,8 @@ def t_for(level: float = 0.95, df: float = math.inf) -> float:
     return math.sqrt(df * (1 - x) / x)
 
 
-def _t_two_sided_p(t: float, df: float) -> float:
-    return _betainc(df / 2, 0.5, df / (df + t * t))
+def t_two_sided_p(t: float, df: float) -> float:
+    return betainc(df / 2, 0.5, df / (df + t * t))
 
 
 # --- proportions ---
@@ -177,7 +182,7 @@ def clopper_pearson(successes: float, n: float, level: float = 0.95) -> Interval
         >>> [round(x, 3) for x in clopper_pearson(10, 10)]
         [1.0, 0.692, 1.0]
     """
-    _check_level(level)
+    check_level(level)
     if n <= 0:
         return Interval(_NAN, _NAN, _NAN)
     x = min(max(float(successes), 0.0), float(n))
@@ -340,16 +345,18 @@ def _sign_test_p(positive: int, negative: int) -> float:
     if m <= 1000:
         tail = sum(math.comb(m, i) for i in range(k + 1))
         return max(min(1.0, 2 * tail / 2**m), _TINY)
-    return max(min(1.0, 2 * _betainc(float(m - k), float(k + 1), 0.5)), _TINY)
+    return max(min(1.0, 2 * betainc(float(m - k), float(k + 1), 0.5)), _TINY)
 
 
-def _no_spread_interval(value: float, n: int, level: float) -> tuple[float, float]:
+def no_spread_interval(value: float, n: int, level: float) -> tuple[float, float]:
     """Every item's difference equals ``value``: a distribution-free bound on the mean.
 
-    The share of items at ``value`` is at least Clopper-Pearson's lower bound ``s``
-    for ``n`` of ``n``; the rest lies anywhere in [-1, 1].
+    The share of items at ``value`` is at least Clopper-Pearson's lower bound
+    ``s = (alpha/2) ** (1/n)`` for ``n`` of ``n`` (in closed form); the rest lies
+    anywhere in [-1, 1].
     """
-    s = clopper_pearson(n, n, level).low
+    check_level(level)
+    s = ((1 - level) / 2) ** (1 / n)
     return max(-1.0, value * s - (1 - s)), min(1.0, value * s + (1 - s))
 
 
@@ -361,7 +368,7 @@ def paired_difference(
     ``a`` and ``b`` are per-item values in [0, 1] (accuracies) on the same items,
     in the same order. The CI is Student's t over items, clipped to [-1, 1]; when
     every item has the same difference it is the distribution-free bound of
-    :func:`_no_spread_interval` (never zero-width). The p-value is the exact
+    :func:`no_spread_interval` (never zero-width). The p-value is the exact
     McNemar (sign) test when every value is 0 or 1, Student's t otherwise (the
     exact sign test when the items have no spread); it is never 0 (values below
     the smallest float are reported as that bound). Below :data:`MIN_ITEMS` items
@@ -376,7 +383,7 @@ def paired_difference(
     y = np.asarray(b, dtype=np.float64).ravel()
     if len(x) != len(y):
         raise ValueError(f"paired values need equal lengths, got {len(x)} and {len(y)}")
-    _check_level(level)
+    check_level(level)
     # vectorised (a 333k-item report took seconds in pure Python): sums are math.fsum's
     # correctly rounded ones and squares are products, so the result does not depend on
     # the items' order (tests/test_stats_vectorised.py checks it against the loop)
@@ -384,29 +391,29 @@ def paired_difference(
     n = len(diffs)
     if n == 0:
         return PairedDifference(_NAN, _NAN, _NAN, _NAN, 0, TOO_FEW_ITEMS)
-    mean = _sum(diffs) / n
+    mean = exact_sum(diffs) / n
     positive = int(np.count_nonzero(diffs > 0))
     negative = int(np.count_nonzero(diffs < 0))
     if n == 1:
-        low, high = _no_spread_interval(mean, 1, level)
+        low, high = no_spread_interval(mean, 1, level)
         return PairedDifference(mean, low, high, _sign_test_p(positive, negative), 1,
                                 TOO_FEW_ITEMS)
     centred = diffs - mean
-    var = _sum(centred * centred) / (n - 1)
+    var = exact_sum(centred * centred) / (n - 1)
     binary = bool(np.all((x == 0.0) | (x == 1.0)) and np.all((y == 0.0) | (y == 1.0)))
     if var <= 0:
-        low, high = _no_spread_interval(mean, n, level)
+        low, high = no_spread_interval(mean, n, level)
         p = _sign_test_p(positive, negative)
     else:
         se = math.sqrt(var / n)
         half = t_for(level, n - 1) * se
         low, high = max(-1.0, mean - half), min(1.0, mean + half)
         p = (_sign_test_p(positive, negative) if binary
-             else max(_t_two_sided_p(mean / se, n - 1), _TINY))
+             else max(t_two_sided_p(mean / se, n - 1), _TINY))
     return PairedDifference(mean, low, high, p, n, _verdict(low, high, p, n, level))
 
 
-def _sum(values: np.ndarray) -> float:
+def exact_sum(values: np.ndarray) -> float:
     """The correctly rounded sum (``math.fsum``); a plain one when a value is not finite."""
     listed = values.tolist()
     if np.isfinite(values).all():

@@ -1,0 +1,67 @@
+"""hr's statistics: honest intervals and the one paired comparison.
+
+Two modules, both pure functions of numbers (no pandas; ``docs/statistics.md``
+describes every method and its source):
+
+- :mod:`hr_core.stats.intervals`: exact and item-clustered intervals for a share,
+  kappa, the paired difference's interval and the quantiles behind them;
+- :mod:`hr_core.stats.comparison`: the one answer to "is B different from A?"
+  (:func:`compare_paired`, :func:`compare_estimate`): estimate, interval, p-value and
+  decision from one method, with the family correction applied there and only there.
+
+Every name ``hr_core.stats`` exported before it became a package is re-exported here.
+"""
+
+from __future__ import annotations
+
+from hr_core.stats.comparison import (
+    DECISIONS,
+    LEGACY_VERDICTS,
+    Comparison,
+    Decision,
+    compare_estimate,
+    compare_paired,
+    decision_from_legacy,
+)
+from hr_core.stats.intervals import (
+    MIN_ITEMS,
+    TOO_FEW_ITEMS,
+    Interval,
+    PairedDifference,
+    accuracy_interval,
+    clopper_pearson,
+    clustered_mean_ci,
+    cohen_kappa,
+    normal_p_value,
+    paired_difference,
+    pooled_share_ci,
+    t_for,
+    wilson_interval,
+    win_rate,
+    z_for,
+)
+
+__all__ = [
+    "DECISIONS",
+    "LEGACY_VERDICTS",
+    "MIN_ITEMS",
+    "TOO_FEW_ITEMS",
+    "Comparison",
+    "Decision",
+    "Interval",
+    "PairedDifference",
+    "accuracy_interval",
+    "clopper_pearson",
+    "clustered_mean_ci",
+    "cohen_kappa",
+    "compare_estimate",
+    "compare_paired",
+    "decision_from_legacy",
+    "normal_p_value",
+    "paired_difference",
+    "pooled_share_ci",
+    "t_for",
+    "wilson_interval",
+    "win_rate",
+    "z_for",
+]
