@@ -350,9 +350,6 @@ def stop_server(home: Path | None = None) -> ServerStatus:
     (its process gone) is only removed.
     """
     current = server_status(home, check_health=False)
-    from hr_cli.runner import stop_runner
-
-    stop_runner(home or prefect_home())  # first: its runs use the server
     state = current.state
     if state is not None:
         if current.status != "stale" or group_alive(state.pid):

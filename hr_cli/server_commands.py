@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 from rich.console import Console
 
-from hr_cli.runner import RunnerState
 from hr_cli.server import ServerState, server_status, start_server, stop_server
 
 __all__ = ["start", "status", "stop"]
@@ -15,43 +11,19 @@ __all__ = ["start", "status", "stop"]
 
 def start(console: Console, *, port: int | None, timeout: float) -> ServerState:
     """Start the server (or find it running) and print its dashboard URL."""
-    from hr_cli.runner import start_runner
-
-    warm: list[tuple[RunnerState, Any]] = []
 
     def waiting(state: ServerState) -> None:
         console.print(f"Starting the hr server on port {state.port} (pid {state.pid}) ... "
                       f"[dim](about 10-30 s the first time; log: {state.log})[/]")
-        warm.append(start_runner(Path(state.home), state.api_url, state.pid))  # meanwhile
 
     state, started = start_server(port=port, timeout=timeout, on_wait=waiting)
     verb = "started" if started else "already running"
     console.print(f"[green]hr server {verb}[/]: dashboard [bold]{state.url}[/] "
                   f"(API {state.api_url}, pid {state.pid})")
-    _runner_ready(console, warm[-1] if warm else start_runner(
-        Path(state.home), state.api_url, state.pid), timeout)
     if started:
         console.print("hr commands and hr_benchmark use it from now on; "
                       "`hr server stop` stops it.")
     return state
-
-
-def _runner_ready(console: Console, started: tuple[RunnerState, Any], timeout: float) -> None:
-    """Wait for the warm runner; a runner that fails is a warning (the server works)."""
-    from hr_cli.runner import wait_ready
-
-    runner, proc = started
-    if wait_ready(runner, proc, timeout):
-        console.print(f"warm runner ready (pid {runner.pid}): hr run starts in a fraction "
-                      "of a second")
-        return
-    from hr_cli.runner import stop_runner
-    from hr_cli.server import log_tail
-
-    stop_runner(Path(runner.log).parent)  # the log is in PREFECT_HOME
-    console.print(f"hr: warning: the warm runner did not start (log: {runner.log}); hr "
-                  f"commands run without it:\n{log_tail(Path(runner.log))}",
-                  style="yellow", markup=False)
 
 
 def stop(console: Console) -> None:

@@ -46,20 +46,44 @@ def home(tmp_path: Path) -> Iterator[Path]:
             os.killpg(pid, signal.SIGKILL)
 
 
+PID_ARM = """
+import os
+
+def whoami(payload):
+    with open(os.environ["HR_PIDS"], "a") as log:
+        log.write(f"{os.getpid()}\\n")
+    return "NOT_IN_DOCUMENT"
+"""
+
+
 def _spec(folder: Path) -> Path:
     lines = (EXAMPLES / "docqa_reference.jsonl").read_text().splitlines()[:6]
     (folder / "ref.jsonl").write_text("\n".join(lines) + "\n")
+    (folder / "pid_arm.py").write_text(PID_ARM)
     spec = folder / "spec.yaml"
     spec.write_text("name: server-check\nreference: ref.jsonl\narms:\n"
-                    "  keyword: hr_core.examples.demo_arms:keyword_overlap\n")
+                    "  keyword: hr_core.examples.demo_arms:keyword_overlap\n"
+                    "  whoami: pid_arm:whoami\n")
     return spec
 
 
-def _hr_run(home: Path, folder: Path, marker: str) -> subprocess.CompletedProcess[str]:
-    env = hr_env(home, HR_TEST_MARKER=marker)
-    return subprocess.run([HR, "run", str(_spec(folder)), "--store", str(folder / "results")],
-                          env=env, cwd=folder, capture_output=True, text=True, timeout=300,
-                          check=False)
+def _hr_run(home: Path, folder: Path,
+            marker: str) -> tuple[subprocess.CompletedProcess[str], set[int], int]:
+    """``hr run`` of :func:`_spec`; its output, the PIDs its arm calls ran in, its PID."""
+    pids = folder / f"pids-{time.monotonic_ns()}.txt"
+    env = hr_env(home, HR_TEST_MARKER=marker, HR_PIDS=str(pids), PYTHONPATH=os.pathsep.join(
+        [str(folder), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    args = [HR, "run", str(_spec(folder)), "--store", str(folder / "results"), "--fresh"]
+    with subprocess.Popen(args, env=env, cwd=folder, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    done = subprocess.CompletedProcess(args, proc.returncode, out, err)
+    ran_in = {int(line) for line in pids.read_text().split()} if pids.exists() else set()
+    return done, ran_in, proc.pid
 
 
 def test_runs_without_then_with_the_server_are_in_its_dashboard_and_stop_leaves_nothing(
@@ -69,8 +93,9 @@ def test_runs_without_then_with_the_server_are_in_its_dashboard_and_stop_leaves_
     try:
         # a first run with a new PREFECT_HOME and no server: the hint, no traceback, and
         # its temporary server gone when it ends (issue 13: an orphan and a uvicorn race)
-        first = _hr_run(home, tmp_path, marker)
+        first, first_pids, first_pid = _hr_run(home, tmp_path, marker)
         assert first.returncode == 0, first.stdout + first.stderr
+        assert first_pids == {first_pid}
         assert "starting a temporary Prefect server" in first.stdout
         assert "`hr server start` makes runs faster" in first.stdout
         output = (first.stdout + first.stderr).lower()
@@ -88,8 +113,15 @@ def test_runs_without_then_with_the_server_are_in_its_dashboard_and_stop_leaves_
         assert again.returncode == 0 and "already running" in again.stdout
         assert json.loads(state_path(home).read_text())["pid"] == pid
 
-        second = _hr_run(home, tmp_path, marker)
+        # no command daemon beside the server (issue 31 item 6): hr run, with the server up,
+        # runs its arms in its own process; no runner record or socket exists, and every
+        # process of this PREFECT_HOME is the server's (its process group)
+        assert sorted(p.name for p in home.iterdir() if "runner" in p.name) == []
+        ours = _processes_with(f"PREFECT_HOME={home}\0")
+        assert pid in ours and {os.getpgid(p) for p in ours} == {pid}
+        second, second_pids, second_pid = _hr_run(home, tmp_path, marker)
         assert second.returncode == 0, second.stdout + second.stderr
+        assert second_pids == {second_pid}
         # Prefect's offline telemetry noise is off in the server hr started (issue 10)
         server_env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         assert b"PREFECT_SERVER_ANALYTICS_ENABLED=false" in server_env
