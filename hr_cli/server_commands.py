@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 
-from hr_cli.server import ServerState, server_status, start_server, stop_server
+from hr_cli.server import ServerState, ServerStatus, server_status, start_server, stop_server
+from hr_cli.server_private import AUTH_FILE, PROFILE, PROFILES_FILE
 
 __all__ = ["start", "status", "stop"]
 
@@ -23,6 +26,10 @@ def start(console: Console, *, port: int | None, timeout: float) -> ServerState:
     if started:
         console.print("hr commands and hr_benchmark use it from now on; "
                       "`hr server stop` stops it.")
+    if state.auth() is not None:  # the secret itself only in `status`, not in start's logs
+        console.print(f"Its API asks for a secret: `hr server status` shows it (the dashboard "
+                      f"asks for it); the prefect CLI gets it with PREFECT_PROFILE={PROFILE}.",
+                      markup=False)
     return state
 
 
@@ -46,3 +53,18 @@ def status(console: Console) -> None:
     console.print(current.describe(), style=style, markup=False, soft_wrap=True)
     if current.status != "running":
         raise SystemExit(1)
+    _login(console, current)
+
+
+def _login(console: Console, current: ServerStatus) -> None:
+    """How to log in to the dashboard: the API secret (its owner is the one asking)."""
+    state = current.state
+    secret = None if state is None else state.auth()
+    if state is None or secret is None:
+        console.print("its API asks for no secret (started by an earlier hr): `hr server stop` "
+                      "then `hr server start` makes it private", style="yellow", markup=False)
+        return
+    console.print(f"dashboard login (the auth string Prefect asks for): {secret}\n"
+                  f"kept in {Path(state.home) / AUTH_FILE}; prefect CLI and Python client: "
+                  f"PREFECT_PROFILE={PROFILE} (profile in {Path(state.home) / PROFILES_FILE})",
+                  markup=False, soft_wrap=True)

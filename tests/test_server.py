@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -132,7 +133,11 @@ def test_runs_without_then_with_the_server_are_in_its_dashboard_and_stop_leaves_
         assert "the hr server" in second.stdout
         assert "temporary" not in second.stdout + second.stderr
         # both runs are in the server's database: the dashboard shows the earlier one too
-        runs = httpx.post(f"{api}/flow_runs/filter", json={
+        # the API asks for the secret, found as a user finds it: the profile `hr`
+        profile = tomllib.loads((home / "profiles.toml").read_text())["profiles"]["hr"]
+        assert profile["PREFECT_API_URL"] == api
+        login = tuple(profile["PREFECT_API_AUTH_STRING"].split(":", 1))
+        runs = httpx.post(f"{api}/flow_runs/filter", auth=login, json={
             "flow_runs": {"name": {"like_": "server-check"}}}, timeout=30).json()
         assert [r["state_type"] for r in runs] == ["COMPLETED", "COMPLETED"]
         ui = httpx.get(f"http://127.0.0.1:{state['port']}/ui-settings", timeout=30).json()
