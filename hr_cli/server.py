@@ -259,6 +259,16 @@ def log_tail(log: Path, lines: int = 12) -> str:
     return "\n".join(text[-lines:])
 
 
+def _log_since(log: Path, offset: int) -> str:
+    """What the log holds from byte ``offset`` on (this start's part)."""
+    try:
+        with log.open("rb") as handle:
+            handle.seek(offset)
+            return handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
 def _spawn(home: Path, port: int, log: Path, auth: str) -> subprocess.Popen[bytes]:
     """``prefect server start`` on 127.0.0.1:``port``: its own session, umask 077, the
     API secret ``auth`` required (Prefect's basic authentication)."""
@@ -306,12 +316,15 @@ def _kill_group(pid: int, grace: float = 10.0) -> None:
             proc.wait(timeout=1)
 
 
-def start_server(home: Path | None = None, port: int | None = None, *,
-                 timeout: float = 120.0, on_wait: Any = None) -> tuple[ServerState, bool]:
+def start_server(home: Path | None = None, port: int | None = None, *, timeout: float = 120.0,
+                 on_wait: Any = None, on_port_taken: Any = None) -> tuple[ServerState, bool]:
     """Start the hr server in the background (or find it running); ``(state, started)``.
 
     ``port`` ``None`` takes 4200 when free, else any free port; a port that is
-    taken raises ``ServerError``. Waits until ``/api/health`` answers, at most
+    taken raises ``ServerError``. A port another process takes between that check
+    and the server's bind (two starts at once) is told to ``on_port_taken(port)``
+    and another free port is tried; the port given as ``port`` is not replaced:
+    ``ServerError`` says it is in use. Waits until ``/api/health`` answers, at most
     ``timeout`` seconds; a server that exits or never answers is stopped (its
     whole process group) and reported with the end of its log. A record whose
     process is gone is replaced.
@@ -350,6 +363,7 @@ def start_server(home: Path | None = None, port: int | None = None, *,
     for attempt in range(attempts):
         chosen = port or (DEFAULT_PORT if attempt == 0 and port_free(DEFAULT_PORT)
                           else free_port())
+        offset = log.stat().st_size if log.exists() else 0
         proc = _spawn(home, chosen, log, secret)
         _STARTED[proc.pid] = proc
         state = ServerState(pid=proc.pid, port=chosen, home=str(home), log=str(log),
@@ -363,13 +377,26 @@ def start_server(home: Path | None = None, port: int | None = None, *,
         exited = proc.poll() is not None
         _kill_group(proc.pid)
         path.unlink(missing_ok=True)
-        tail = log_tail(log)
-        if exited and "already in use" in tail.lower() and port is None:  # uvicorn or Prefect
-            continue  # another process took the port between our check and its bind
+        if exited and _port_taken(chosen, _log_since(log, offset)):
+            if port is not None:
+                raise ServerError(f"port {port} is in use: another process took it as the "
+                                  "server started; choose another with `hr server start "
+                                  "--port N`, or leave --port out")
+            if on_port_taken is not None:
+                on_port_taken(chosen)
+            continue
         why = "exited" if exited else f"did not answer in {timeout:.0f} s"
-        raise ServerError(f"the Prefect server on port {chosen} {why} (log: {log}):\n{tail}")
-    raise ServerError(f"the Prefect server could not bind a port in {attempts} attempts "
-                      f"(log: {log})")
+        raise ServerError(f"the Prefect server on port {chosen} {why} (log: {log}):\n"
+                          f"{log_tail(log)}")
+    raise ServerError(f"the Prefect server could not bind a port in {attempts} attempts: "
+                      f"other processes took each as it started (log: {log})")
+
+
+def _port_taken(port: int, log: str) -> bool:
+    """Whether a server that exited failed because another process holds ``port``: its
+    log says so (Prefect's own check or uvicorn's bind, anywhere in this start's part,
+    however long the traceback after it), or the port is taken now (its group is gone)."""
+    return "already in use" in log.lower() or not port_free(port)
 
 
 def _wait_healthy(state: ServerState, proc: subprocess.Popen[bytes] | None,

@@ -19,7 +19,12 @@ def start(console: Console, *, port: int | None, timeout: float) -> ServerState:
         console.print(f"Starting the hr server on port {state.port} (pid {state.pid}) ... "
                       f"[dim](about 10-30 s the first time; log: {state.log})[/]")
 
-    state, started = start_server(port=port, timeout=timeout, on_wait=waiting)
+    def taken(port: int) -> None:
+        console.print(f"hr: port {port} is in use (another process took it as the server "
+                      "started); trying another free port", style="yellow", markup=False)
+
+    state, started = start_server(port=port, timeout=timeout, on_wait=waiting,
+                                  on_port_taken=taken)
     verb = "started" if started else "already running"
     console.print(f"[green]hr server {verb}[/]: dashboard [bold]{state.url}[/] "
                   f"(API {state.api_url}, pid {state.pid})")

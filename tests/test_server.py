@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -23,6 +24,7 @@ import pytest
 from server_support import gone, health_server, hr_env
 
 from flows.clients import TEMPORARY_STARTUP_TIMEOUT_S
+from hr_cli._ports import free_port
 from hr_cli.server import ServerError, server_status, start_server, state_path, stop_server
 
 HR = str(Path(sys.executable).with_name("hr"))
@@ -263,3 +265,59 @@ def test_a_health_check_answered_by_another_server_is_not_taken_for_ours(
             assert f"http://127.0.0.1:{state.port}" in server_status(home).describe()
         finally:
             stop_server(home)
+
+
+def _first_port(log: Path, proc: subprocess.Popen[str], after: str,
+                timeout: float = 180) -> int:
+    """The port of the first server ``hr server start`` spawned (its log's start line),
+    once the log's text after that line holds ``after``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        text = log.read_text() if log.exists() else ""
+        found = re.search(r"--- hr server start \S+ port (\d+)\n", text)
+        if found and after in text[found.end():]:
+            return int(found.group(1))
+        time.sleep(0.01)
+    raise AssertionError(f"hr server start spawned no server, or its log lacks {after!r}")
+
+
+@pytest.mark.parametrize(("explicit", "after"), [
+    (False, "Check out the dashboard"),  # after Prefect's own check: uvicorn's bind fails
+    (True, ""),  # before it: Prefect's check fails
+])
+def test_a_port_taken_under_the_start_is_named_and_another_is_tried(
+        home: Path, explicit: bool, after: str) -> None:
+    """Another process binds the port after hr's check, before the server's bind (two
+    starts at once). Before: the retry looked for "already in use" in the log's last 12
+    lines, which uvicorn's and Prefect's shutdown traceback pushed out: exit 2 and a cut
+    traceback; and no line said what happened. Now: "port N is in use", then another
+    free port (exit 0), or, for the port given with --port, that line alone (exit 2)."""
+    args = [HR, "server", "start", "--timeout", "240"]
+    if explicit:
+        args += ["--port", str(free_port())]
+    with subprocess.Popen(args, env=hr_env(home), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            port = _first_port(home / "hr-server.log", proc, after)
+            with socket.socket() as taker:
+                taker.bind(("127.0.0.1", port))
+                taker.listen()
+                out, err = proc.communicate(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    try:
+        said = " ".join((out + err).split())
+        assert f"port {port} is in use" in said, out + err
+        assert "Traceback" not in out + err and "File " not in out + err
+        if explicit:
+            assert proc.returncode == 2 and len(err.strip().splitlines()) == 1, out + err
+            assert not state_path(home).exists()
+            return
+        assert proc.returncode == 0, out + err
+        state = json.loads(state_path(home).read_text())
+        assert state["port"] != port and f"dashboard http://127.0.0.1:{state['port']}" in said
+        assert server_status(home).status == "running"
+    finally:
+        stop_server(home)
