@@ -309,7 +309,8 @@ def test_a_port_taken_under_the_start_is_named_and_another_is_tried(
                 proc.kill()
     try:
         said = " ".join((out + err).split())
-        assert f"port {port} is in use" in said, out + err
+        log = (home / "hr-server.log").read_text()
+        assert f"port {port} is in use" in said, out + err + log[-6000:]
         assert "Traceback" not in out + err and "File " not in out + err
         if explicit:
             assert proc.returncode == 2 and len(err.strip().splitlines()) == 1, out + err
