@@ -4,9 +4,9 @@ Four contenders run the same two functions (``bench/startup_arms.py``) on the
 same 10 document-QA items (the first 10 of ``hr_core/examples/docqa_reference.jsonl``)
 and print a result table:
 
-- (a) ``hr run spec.yaml --fresh``, with the hr server and its warm runner up (``hr
-  server start``): ``hr`` is a thin client, the run a child forked by the runner;
-- (a0) the same without the runner (``HR_RUNNER=0``): the run in the ``hr`` process;
+- (a) ``hr run spec.yaml --fresh``, with the hr server up (``hr server start``): the
+  run in the ``hr`` process (the warm runner that once ran it in a forked child was
+  removed, issue 31; see bench/README.md);
 - (b) the same through the Python API: ``hr_benchmark("spec.yaml", fresh=True)``;
 - (c) pydantic-evals: a ``Dataset`` of the 10 cases, an exact-match evaluator,
   ``evaluate_sync`` per function, the report printed;
@@ -17,20 +17,19 @@ and print a result table:
 
 Each is a new process (interpreter start, imports, work, exit), timed from spawn
 to exit (hr's own modules byte-compiled first, as an installed package is), with
-its peak RSS and CPU from ``wait4`` (for (a): the thin client's own; the run is
-the runner's child); the contenders are interleaved (rotated each repetition)
+its peak RSS and CPU from ``wait4``; the contenders are interleaved (rotated each repetition)
 and the medians and 90th percentiles of ``--reps`` (default 10) repetitions are
-reported, with ratios to (c) and (d). Also timed: ``hr --help``, and the thin
-client's round trip alone (``hr run missing.yaml`` through the runner: connect,
-fork, the command line refused, exit 2), ``hr run --help``, the full app's
-help (``HR_FULL_HELP=1``, through the runner and without it), and their floors in
+reported, with ratios to (c) and (d). Also timed: ``hr --help``, a refused
+command (``hr run missing.yaml``: the full app imported, the command line
+refused, exit 2), ``hr run --help``, the full app's help (``HR_FULL_HELP=1``),
+and their floors in
 the same rounds: ``python -c pass``, ``python -S -c pass``, ``python -I -c pass``
 (``--startup-only``: these alone, no ``hr demo``). Then ``hr demo`` with the server up against ``hr
 demo`` with Prefect's temporary server (its own ``PREFECT_HOME``, database
 created beforehand), interleaved, ``--demo-reps`` times (default 3; 0 skips it).
 
 Targets: (a) <= 0.8x (c) (issue 25; (b) <= 1.5x, issue 11); ``hr --help`` and
-the thin client < 0.15 s; ``hr demo`` with the server <= 1/3 of its time with the
+a refused command as fast as it can be; ``hr demo`` with the server <= 1/3 of its time with the
 temporary server.
 
 Run: ``.venv/bin/python bench/bench_startup.py [--reps N] [--demo-reps N]``
@@ -189,7 +188,7 @@ def interleaved(contenders: dict[str, Callable[[], tuple[float, float, float]]],
 
 
 def _startup_table(results: dict[str, Figures], reps: int) -> None:
-    """hr --help, hr run --help and the thin client against the interpreter's floors."""
+    """hr --help, hr run --help and a refused command against the interpreter's floors."""
     floor = results["floor: python -c pass"]
     bare = results["floor: python -S -c pass"]
     print(f"\nstartup, whole process, medians and p90 of {reps} (load average "
@@ -198,7 +197,7 @@ def _startup_table(results: dict[str, Figures], reps: int) -> None:
           "median / python -S | CPU (s) | peak RSS (MB) |")
     print("|---|---|---|---|---|---|---|")
     for name, (wall, peak, seconds, walls) in results.items():
-        if name.startswith(("hr --help", "hr run --help", "thin", "floor")):
+        if name.startswith(("hr --help", "hr run --help", "refused", "floor")):
             print(f"| {name} | {wall:.3f} | {p90(walls):.3f} | {wall / floor[0]:.2f} | "
                   f"{wall / bare[0]:.2f} | {seconds:.3f} | {peak:.0f} |")
 
@@ -206,7 +205,6 @@ def _startup_table(results: dict[str, Figures], reps: int) -> None:
 def _whole_table(results: dict[str, Figures], reps: int) -> None:
     """The 10-item run's contenders against pydantic-evals (c) and plain Python (d)."""
     c, d = results["(c) pydantic-evals"], results["(d) plain Python"]
-    names = list(results)
     print(f"\n10 items x 2 arms, whole process, medians and p90 of {reps} "
           f"(load average {os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} cores)")
     print("| contender | wall median (s) | wall p90 (s) | median / (c) | p90 / (c) p90 | "
@@ -218,12 +216,11 @@ def _whole_table(results: dict[str, Figures], reps: int) -> None:
               f"{p90(walls) / c90:.2f} | {wall / d[0]:.2f} | {seconds:.2f} | "
               f"{seconds / c[2]:.2f} | {peak:.0f} |")
     e = results["(e) bare Prefect flow"]
-    a, a0 = results[names[0]], results[names[1]]
-    print(f"\n(a) warm runner / (c) pydantic-evals: median {a[0] / c[0]:.2f}x, p90 "
-          f"{p90(a[3]) / c90:.2f}x (target <= 0.8); (a) / (a0) without the runner "
-          f"{a[0] / a0[0]:.2f}x; (a0) / bare Prefect (e) {a0[0] / e[0]:.2f}x; hr --help "
-          f"{results['hr --help'][0]:.3f} s, thin client round trip "
-          f"{results['thin client round trip'][0]:.3f} s (targets < 0.15 s)")
+    a = results["(a) hr run"]
+    print(f"\n(a) hr run / (c) pydantic-evals: median {a[0] / c[0]:.2f}x, p90 "
+          f"{p90(a[3]) / c90:.2f}x (target <= 0.8); (a) / bare Prefect (e) "
+          f"{a[0] / e[0]:.2f}x; hr --help {results['hr --help'][0]:.3f} s (target < 0.15 s), "
+          f"refused command {results['refused command'][0]:.3f} s")
 
 
 def main() -> None:
@@ -232,7 +229,7 @@ def main() -> None:
     parser.add_argument("--demo-reps", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument("--startup-only", action="store_true",
-                        help="only hr --help, the thin client and their floors (no hr demo)")
+                        help="only hr --help, a refused command and their floors (no hr demo)")
     args = parser.parse_args()
 
     # bytecode caches for hr's own modules, as a regular install (a wheel) has them and a
@@ -278,10 +275,7 @@ def main() -> None:
           f"(PREFECT_HOME {home})", flush=True)
     try:
         contenders = {
-            "(a) hr run (warm runner)": run([HR, "run", "spec.yaml", "--store", "results-cli",
-                                             "--fresh"]),
-            "(a0) hr run (no runner)": run([HR, "run", "spec.yaml", "--store", "results-cli0",
-                                            "--fresh"], dict(env, HR_RUNNER="0")),
+            "(a) hr run": run([HR, "run", "spec.yaml", "--store", "results-cli", "--fresh"]),
             "(b) hr_benchmark (API)": run([PYTHON, "api.py"]),
             "(c) pydantic-evals": run([PYTHON, "pydantic_evals_run.py"]),
             "(d) plain Python": run([PYTHON, "plain.py"]),
@@ -290,11 +284,9 @@ def main() -> None:
                 env, PREFECT_API_URL=f"{url}/api", DO_NOT_TRACK=env.get("DO_NOT_TRACK", "1"))),
             "hr --help": run([HR, "--help"]),
             "hr run --help": run([HR, "run", "--help"]),
-            # what `hr --help` was before its stored pages: the runner's, and the full app's
-            "hr --help, full app via the runner": run([HR, "--help"], dict(env, HR_FULL_HELP="1")),
-            "hr --help, full app, no runner": run([HR, "--help"], dict(
-                env, HR_FULL_HELP="1", HR_RUNNER="0")),
-            "thin client round trip": run([HR, "run", "missing.yaml"], expect=2),
+            # what `hr --help` was before its stored pages: the full app's
+            "hr --help, full app": run([HR, "--help"], dict(env, HR_FULL_HELP="1")),
+            "refused command": run([HR, "run", "missing.yaml"], expect=2),
             # hr's own part above the bare interpreter: no site step (no .pth finder)
             "hr --help (python -S)": run([PYTHON, "-S", HR, "--help"], dict(
                 env, PYTHONPATH=str(ROOT))),
@@ -306,7 +298,8 @@ def main() -> None:
         }
         if args.startup_only:
             contenders = {name: contender for name, contender in contenders.items()
-                          if name.startswith(("hr --help", "hr run --help", "thin", "floor"))}
+                          if name.startswith(("hr --help", "hr run --help", "refused",
+                                              "floor"))}
         print("warm-up (one untimed run each; creates the temporary server's database)")
         for contender in contenders.values():
             contender()

@@ -54,7 +54,7 @@ def main() -> None:
     trees = {"this checkout": ROOT, f"{args.against}": _tree(args.against, work / "against")}
     base = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     base.update(PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_LOGGING_LEVEL="WARNING",
-                COLUMNS="120", HR_RUNNER="0")
+                COLUMNS="120")
     log = work / "bench.log"
     contenders = {}
     for n, (name, tree) in enumerate(trees.items()):

@@ -24,14 +24,13 @@ from hr_cli.quiet import quiet_defaults as _quiet_defaults
 def _import_prefect() -> None:
     """Import ``flows.benchmark`` (Prefect) with the collector paused, and with hr's
     defaults in the environment Prefect reads as it is imported: no analytics unless the
-    user chose them, the hr server's API when it runs and nothing else is configured.
+    user chose them, the hr server's API and its secret when it runs and nothing else is
+    configured.
     The environment is then as it was: importing ``flows`` changes no global state (an
     ``hr`` command sets these for good where it starts, ``hr_cli.commands.prepare_prefect``).
     """
     env = _quiet_defaults({})
-    preset = _import_paused("hr_cli.server", freeze=False).api_url_to_preset()
-    if preset is not None:
-        env["PREFECT_API_URL"] = preset
+    env.update(_import_paused("hr_cli.server", freeze=False).api_env_to_preset())
     saved = {name: _os.environ.get(name) for name in env}
     _os.environ.update(env)
     try:

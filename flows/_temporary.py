@@ -14,6 +14,11 @@ One server per process, started under a lock (two threads never start two; a
 forked child starts its own), guarded (``flows._guard``: it dies with hr, even on
 ``kill -9``) and stopped at exit (an ``atexit`` handler: ``hr_cli._exit`` runs them).
 Like Prefect's, it is in hr's process group, so a terminal's Ctrl-C reaches it.
+
+It is private as the hr server is (``hr_cli.server_private``): it runs under umask
+077 (the database and whatever else it writes are its owner's only; a
+``PREFECT_HOME`` it creates is 0700), and its API asks for a secret of its own,
+new in each process (:attr:`TemporaryServer.auth`, given to this process's clients).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from dataclasses import dataclass
 
 from hr_cli._ports import free_port, healthy, listens
 from hr_cli.server import ServerError
+from hr_cli.server_private import UMASK, new_auth_string
 
 __all__ = ["TemporaryServer", "start_temporary", "temporary_api_url"]
 
@@ -44,6 +50,7 @@ class TemporaryServer:
     process: subprocess.Popen[bytes]
     port: int
     owner: int  # the PID that started it: a forked child does not own its parent's
+    auth: str = ""  # its API secret (PREFECT_API_AUTH_STRING), this process's alone
 
     @property
     def api_url(self) -> str:
@@ -109,11 +116,13 @@ def start_temporary(timeout: float) -> TemporaryServer:
             return _server[0]
         _server.clear()
         deadline = time.monotonic() + timeout
+        auth = new_auth_string()
         for _attempt in range(_ATTEMPTS):
             port = free_port()
             args, env = _command(port)
-            process = subprocess.Popen(args, env=env)
-            server = TemporaryServer(process, port, os.getpid())
+            env = {**env, "PREFECT_SERVER_API_AUTH_STRING": auth}
+            process = subprocess.Popen(args, env=env, umask=UMASK)
+            server = TemporaryServer(process, port, os.getpid(), auth)
             if _wait(process, port, deadline):
                 _server.append(server)
                 from flows._guard import guard

@@ -51,6 +51,9 @@ class PrefectApi:
     kind: Literal["explicit", "hr-server", "temporary"]
     url: str | None
     note: str
+    auth: str | None = None
+    """The hr server's API secret, when this process has to give it (``hr_cli.server_private``:
+    not when ``PREFECT_API_AUTH_STRING`` is set already)."""
 
 
 def prefect_api() -> PrefectApi:
@@ -59,7 +62,7 @@ def prefect_api() -> PrefectApi:
     Reads the hr server's record and asks its ``/api/health`` (at most 2 s): it
     never waits on a crashed or hung server.
     """
-    from prefect.settings import PREFECT_API_URL, PREFECT_HOME
+    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, PREFECT_HOME
 
     from flows._temporary import temporary_api_url
     from hr_cli.server import ServerError, server_status
@@ -74,12 +77,15 @@ def prefect_api() -> PrefectApi:
         if explicit:
             return PrefectApi("explicit", str(explicit), f"Prefect API: {explicit}")
         return PrefectApi("temporary", None, f"{exc}; {_TEMPORARY}")
+    given = PREFECT_API_AUTH_STRING.value() is not None
     if explicit:
-        if status.state is not None and explicit == status.state.api_url:  # set by flows
-            return PrefectApi("explicit", explicit, _server_note(status.state.url))
+        if status.state is not None and explicit.rstrip("/") == status.state.api_url:
+            auth = None if given else status.state.auth()  # a profile's URL without it
+            return PrefectApi("explicit", explicit, _server_note(status.state.url), auth)
         return PrefectApi("explicit", str(explicit), f"Prefect API: {explicit}")
     if status.status == "running" and status.state is not None:
-        return PrefectApi("hr-server", status.state.api_url, _server_note(status.state.url))
+        return PrefectApi("hr-server", status.state.api_url, _server_note(status.state.url),
+                          None if given else status.state.auth())
     hint = _TEMPORARY
     if status.status in ("stale", "not-responding"):
         hint = f"{status.describe()}; {hint}"
@@ -114,6 +120,7 @@ def announce_api(show: Callable[[str, str], object]) -> PrefectApi:
 def use_prefect_api(api: PrefectApi | None = None) -> Iterator[PrefectApi]:
     """Within the block, Prefect talks to the chosen API (see :func:`prefect_api`)."""
     from prefect.settings import (
+        PREFECT_API_AUTH_STRING,
         PREFECT_API_URL,
         PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
         temporary_settings,
@@ -121,8 +128,9 @@ def use_prefect_api(api: PrefectApi | None = None) -> Iterator[PrefectApi]:
 
     api = api or prefect_api()
     announce(api)
+    secret = {PREFECT_API_AUTH_STRING: api.auth} if api.auth is not None else {}
     if api.kind == "hr-server":
-        with temporary_settings(updates={PREFECT_API_URL: api.url}):
+        with temporary_settings(updates={PREFECT_API_URL: api.url, **secret}):
             yield api
         return
     if api.kind == "temporary":
@@ -139,7 +147,12 @@ def use_prefect_api(api: PrefectApi | None = None) -> Iterator[PrefectApi]:
         timeout = max(int(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()),
                       TEMPORARY_STARTUP_TIMEOUT_S)
         server = start_temporary(timeout)
-        with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
+        with temporary_settings(updates={PREFECT_API_URL: server.api_url,
+                                         PREFECT_API_AUTH_STRING: server.auth}):
+            yield api
+        return
+    if secret:
+        with temporary_settings(updates=secret):
             yield api
         return
     yield api

@@ -65,7 +65,7 @@ _BUILT: list[Any] = []
 
 def click_command(app: Any) -> Any:
     """The click command of the typer ``app``, built once per process (typer builds it anew
-    on each call, ~0.1-0.8 s of a warm runner's child; the runner builds it before forking)."""
+    on each call)."""
     if not _BUILT:
         from typer.main import get_command
 
@@ -97,18 +97,12 @@ def _command(argv: Sequence[str] | None) -> None:
     # Arrow allocates through malloc in an hr command (hr_core.engine.memory), chosen here
     # before pyarrow is imported: one pool for the whole process, never switched
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-    if argv is None:  # the hr command: help pages, the warm runner, before any import
+    if argv is None:  # the hr command: help pages before any import
         from hr_cli._fast_help import answer
 
         status = answer(sys.argv[1:])
         if status is not None:
             raise SystemExit(status)
-        from hr_cli._thin import run_in_runner, wants_runner
-
-        if wants_runner(sys.argv[1:]):
-            status = run_in_runner(sys.argv[1:])
-            if status is not None:
-                raise SystemExit(status)
     from hr_cli.app import app, console
 
     _show_warnings_as_lines(console)

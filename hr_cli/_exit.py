@@ -24,9 +24,7 @@ pointer`` abort at exit (a refused ``hr run`` too, that thread in its first prob
 no core was kept) fits the same race. Any daemon thread in TLS or Arrow code at
 that moment (Prefect's clients, an arm's SDK) can do the same. :func:`end`
 therefore runs steps 1-3 and ends the process with ``os._exit``: nothing left to
-do is skipped, and no C library is torn down under a running thread. The warm
-runner's children (``hr_cli._warm_child``) end the same way (their own code, which
-tells the client the status first).
+do is skipped, and no C library is torn down under a running thread.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ _flags_as_flags()
 
 
 def make_console() -> Console:
-    """hr's console on this process's stdout (the warm runner's child makes its own)."""
+    """hr's console on this process's stdout."""
     # piped output (CI logs, `make demo | tee`) gets a readable width instead of 80 columns
     return Console(highlight=False, emoji=False,  # data such as ":smile:" stays as written
                    width=None if sys.stdout.isatty() else 140)

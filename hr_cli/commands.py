@@ -50,12 +50,10 @@ def prepare_prefect(verbose: bool = False) -> None:
     (the dashboard still receives every log). ``PREFECT_*`` variables set by the user win.
     """
     from hr_cli.quiet import quiet_defaults
-    from hr_cli.server import api_url_to_preset
+    from hr_cli.server import api_env_to_preset
 
     quiet_defaults()
-    preset = api_url_to_preset()  # the hr server, when it runs and nothing else is set
-    if preset is not None:
-        os.environ["PREFECT_API_URL"] = preset
+    os.environ.update(api_env_to_preset())  # the hr server, when it runs, and its secret
     if not verbose:
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
 

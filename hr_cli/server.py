@@ -33,6 +33,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hr_cli._ports import free_port, healthy, listens, port_free
+from hr_cli.server_private import (
+    AUTH_FILE,
+    PROFILES_FILE,
+    UMASK,
+    auth_string,
+    ensure_auth_string,
+    make_home,
+    open_private,
+    tighten,
+    write_private,
+    write_profile,
+)
 from hr_core._process import group_alive, pid_alive
 from hr_core.errors import HrError
 
@@ -42,7 +54,7 @@ __all__ = [
     "ServerError",
     "ServerState",
     "ServerStatus",
-    "api_url_to_preset",
+    "api_env_to_preset",
     "prefect_home",
     "server_status",
     "start_server",
@@ -80,6 +92,11 @@ class ServerState:
     def api_url(self) -> str:
         """The Prefect API (``PREFECT_API_URL``)."""
         return f"{self.url}/api"
+
+    def auth(self) -> str | None:
+        """The API secret (``PREFECT_API_AUTH_STRING``; ``hr_cli.server_private``), ``None``
+        when this ``PREFECT_HOME`` has none (a server started by an hr before it)."""
+        return auth_string(Path(self.home))
 
 
 @dataclass(frozen=True)
@@ -189,22 +206,38 @@ def configured_elsewhere() -> bool:
     return not isinstance(profile, dict) or "PREFECT_API_URL" in profile
 
 
-def api_url_to_preset() -> str | None:
-    """The hr server's API URL, to set as ``PREFECT_API_URL`` before Prefect is imported.
+def api_env_to_preset() -> dict[str, str]:
+    """The hr server's API URL and secret, to set as ``PREFECT_API_URL`` and
+    ``PREFECT_API_AUTH_STRING`` before Prefect is imported.
 
-    ``None`` when Prefect is imported already, when the URL is set (environment,
-    profile or a settings file in this folder) or when no hr server answers.
-    Setting it up front spares each flow call a settings copy (~0.1 s).
+    Empty when Prefect is imported already, when the URL is set (environment,
+    profile or a settings file in this folder) or when no hr server answers; only
+    the secret when ``PREFECT_API_URL`` names the hr server and no secret is set.
+    Setting them up front spares each flow call a settings copy (~0.1 s).
     """
-    if "prefect" in sys.modules or os.environ.get("PREFECT_API_URL"):
-        return None
+    if "prefect" in sys.modules:
+        return {}
+    explicit = os.environ.get("PREFECT_API_URL")
     try:
-        status = server_status()
-        if status.status != "running" or status.state is None or configured_elsewhere():
-            return None
+        status = server_status(check_health=not explicit)
+        state = status.state
+        if state is None or status.status not in ("running", "not-responding"):
+            return {}
+        if explicit:
+            secret = state.auth()
+            if explicit.rstrip("/") != state.api_url or secret is None or os.environ.get(
+                    "PREFECT_API_AUTH_STRING"):
+                return {}
+            return {"PREFECT_API_AUTH_STRING": secret}
+        if status.status != "running" or configured_elsewhere():
+            return {}
+        secret = state.auth()
     except Exception:  # a bad record is reported where the API is chosen (flows.clients)
-        return None
-    return status.state.api_url
+        return {}
+    env = {"PREFECT_API_URL": state.api_url}
+    if secret is not None:
+        env["PREFECT_API_AUTH_STRING"] = secret
+    return env
 
 
 def _prefect_command() -> list[str]:
@@ -226,33 +259,44 @@ def log_tail(log: Path, lines: int = 12) -> str:
     return "\n".join(text[-lines:])
 
 
-def _spawn(home: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+def _log_since(log: Path, offset: int) -> str:
+    """What the log holds from byte ``offset`` on (this start's part)."""
+    try:
+        with log.open("rb") as handle:
+            handle.seek(offset)
+            return handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _spawn(home: Path, port: int, log: Path, auth: str) -> subprocess.Popen[bytes]:
+    """``prefect server start`` on 127.0.0.1:``port``: its own session, umask 077, the
+    API secret ``auth`` required (Prefect's basic authentication)."""
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env.update(
         PREFECT_HOME=str(home),
         PREFECT_SERVER_API_HOST="127.0.0.1",
         PREFECT_SERVER_API_PORT=str(port),
+        PREFECT_SERVER_API_AUTH_STRING=auth,
         PREFECT_UI_API_URL=f"http://127.0.0.1:{port}/api",
         PREFECT_UI_URL=f"http://127.0.0.1:{port}",
     )
     from hr_cli.quiet import quiet_defaults
 
     quiet_defaults(env)  # analytics off unless the user chose them
-    with log.open("ab") as handle:
+    with open_private(log) as handle:
         handle.write(f"\n--- hr server start {datetime.now(UTC).isoformat()} port {port}\n"
                      .encode())
         handle.flush()
         return subprocess.Popen(
             [*_prefect_command(), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
             stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT, env=env,
-            cwd=str(home), start_new_session=True,
+            cwd=str(home), start_new_session=True, umask=UMASK,
         )
 
 
 def _write_state(path: Path, state: ServerState) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(asdict(state), indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_private(path, json.dumps(asdict(state), indent=2) + "\n")
 
 
 def _kill_group(pid: int, grace: float = 10.0) -> None:
@@ -272,33 +316,46 @@ def _kill_group(pid: int, grace: float = 10.0) -> None:
             proc.wait(timeout=1)
 
 
-def start_server(home: Path | None = None, port: int | None = None, *,
-                 timeout: float = 120.0, on_wait: Any = None) -> tuple[ServerState, bool]:
+def start_server(home: Path | None = None, port: int | None = None, *, timeout: float = 120.0,
+                 on_wait: Any = None, on_port_taken: Any = None) -> tuple[ServerState, bool]:
     """Start the hr server in the background (or find it running); ``(state, started)``.
 
     ``port`` ``None`` takes 4200 when free, else any free port; a port that is
-    taken raises ``ServerError``. Waits until ``/api/health`` answers, at most
+    taken raises ``ServerError``. A port another process takes between that check
+    and the server's bind (two starts at once) is told to ``on_port_taken(port)``
+    and another free port is tried; the port given as ``port`` is not replaced:
+    ``ServerError`` says it is in use. Waits until ``/api/health`` answers, at most
     ``timeout`` seconds; a server that exits or never answers is stopped (its
     whole process group) and reported with the end of its log. A record whose
     process is gone is replaced.
+
+    The server is private (``hr_cli.server_private``): ``home`` created 0700 when
+    it is created here, every file of it that hr or the server writes 0600, the
+    API behind this ``home``'s secret, and the profile ``hr`` of its
+    ``profiles.toml`` rewritten with the API URL and secret (also when the server
+    runs already).
 
     Example:
         >>> state, started = start_server()  # doctest: +SKIP
         >>> state.url  # doctest: +SKIP
         'http://127.0.0.1:4200'
     """
-    home = (home or prefect_home()).expanduser()
-    home.mkdir(parents=True, exist_ok=True)
+    home = make_home((home or prefect_home()).expanduser())
+    tighten(home, (STATE_FILE, LOG_FILE, AUTH_FILE, PROFILES_FILE))
     current = server_status(home, check_health=False)
     if current.state is not None and current.status != "stale":
         state = current.state
         if _wait_healthy(state, None, min(timeout, 30.0)):
+            secret = state.auth()
+            if secret is not None:
+                write_profile(home, state.api_url, secret)
             return state, False
         raise ServerError(ServerStatus("not-responding", state, current.path).describe())
     from hr_cli._database import check_database
 
     path, log = current.path, home / LOG_FILE
     check_database(home)
+    secret = ensure_auth_string(home)
     if port is not None and not port_free(port):
         raise ServerError(f"port {port} on 127.0.0.1 is taken by another process; choose "
                           "another with `hr server start --port N`, or leave --port out")
@@ -306,7 +363,8 @@ def start_server(home: Path | None = None, port: int | None = None, *,
     for attempt in range(attempts):
         chosen = port or (DEFAULT_PORT if attempt == 0 and port_free(DEFAULT_PORT)
                           else free_port())
-        proc = _spawn(home, chosen, log)
+        offset = log.stat().st_size if log.exists() else 0
+        proc = _spawn(home, chosen, log, secret)
         _STARTED[proc.pid] = proc
         state = ServerState(pid=proc.pid, port=chosen, home=str(home), log=str(log),
                             started_at=datetime.now(UTC).isoformat(timespec="seconds"))
@@ -314,17 +372,31 @@ def start_server(home: Path | None = None, port: int | None = None, *,
         if on_wait is not None:
             on_wait(state)
         if _wait_healthy(state, proc, timeout):
+            write_profile(home, state.api_url, secret)
             return state, True
         exited = proc.poll() is not None
         _kill_group(proc.pid)
         path.unlink(missing_ok=True)
-        tail = log_tail(log)
-        if exited and "already in use" in tail.lower() and port is None:  # uvicorn or Prefect
-            continue  # another process took the port between our check and its bind
+        if exited and _port_taken(chosen, _log_since(log, offset)):
+            if port is not None:
+                raise ServerError(f"port {port} is in use: another process took it as the "
+                                  "server started; choose another with `hr server start "
+                                  "--port N`, or leave --port out")
+            if on_port_taken is not None:
+                on_port_taken(chosen)
+            continue
         why = "exited" if exited else f"did not answer in {timeout:.0f} s"
-        raise ServerError(f"the Prefect server on port {chosen} {why} (log: {log}):\n{tail}")
-    raise ServerError(f"the Prefect server could not bind a port in {attempts} attempts "
-                      f"(log: {log})")
+        raise ServerError(f"the Prefect server on port {chosen} {why} (log: {log}):\n"
+                          f"{log_tail(log)}")
+    raise ServerError(f"the Prefect server could not bind a port in {attempts} attempts: "
+                      f"other processes took each as it started (log: {log})")
+
+
+def _port_taken(port: int, log: str) -> bool:
+    """Whether a server that exited failed because another process holds ``port``: its
+    log says so (Prefect's own check or uvicorn's bind, anywhere in this start's part,
+    however long the traceback after it), or the port is taken now (its group is gone)."""
+    return "already in use" in log.lower() or not port_free(port)
 
 
 def _wait_healthy(state: ServerState, proc: subprocess.Popen[bytes] | None,
@@ -350,9 +422,6 @@ def stop_server(home: Path | None = None) -> ServerStatus:
     (its process gone) is only removed.
     """
     current = server_status(home, check_health=False)
-    from hr_cli.runner import stop_runner
-
-    stop_runner(home or prefect_home())  # first: its runs use the server
     state = current.state
     if state is not None:
         if current.status != "stale" or group_alive(state.pid):

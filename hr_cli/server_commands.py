@@ -3,55 +3,39 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
-from hr_cli.runner import RunnerState
-from hr_cli.server import ServerState, server_status, start_server, stop_server
+from hr_cli.server import ServerState, ServerStatus, server_status, start_server, stop_server
+from hr_cli.server_private import AUTH_FILE, PROFILE, PROFILES_FILE
 
 __all__ = ["start", "status", "stop"]
 
 
 def start(console: Console, *, port: int | None, timeout: float) -> ServerState:
     """Start the server (or find it running) and print its dashboard URL."""
-    from hr_cli.runner import start_runner
-
-    warm: list[tuple[RunnerState, Any]] = []
 
     def waiting(state: ServerState) -> None:
         console.print(f"Starting the hr server on port {state.port} (pid {state.pid}) ... "
                       f"[dim](about 10-30 s the first time; log: {state.log})[/]")
-        warm.append(start_runner(Path(state.home), state.api_url, state.pid))  # meanwhile
 
-    state, started = start_server(port=port, timeout=timeout, on_wait=waiting)
+    def taken(port: int) -> None:
+        console.print(f"hr: port {port} is in use (another process took it as the server "
+                      "started); trying another free port", style="yellow", markup=False)
+
+    state, started = start_server(port=port, timeout=timeout, on_wait=waiting,
+                                  on_port_taken=taken)
     verb = "started" if started else "already running"
     console.print(f"[green]hr server {verb}[/]: dashboard [bold]{state.url}[/] "
                   f"(API {state.api_url}, pid {state.pid})")
-    _runner_ready(console, warm[-1] if warm else start_runner(
-        Path(state.home), state.api_url, state.pid), timeout)
     if started:
         console.print("hr commands and hr_benchmark use it from now on; "
                       "`hr server stop` stops it.")
+    if state.auth() is not None:  # the secret itself only in `status`, not in start's logs
+        console.print(f"Its API asks for a secret: `hr server status` shows it (the dashboard "
+                      f"asks for it); the prefect CLI gets it with PREFECT_PROFILE={PROFILE}.",
+                      markup=False)
     return state
-
-
-def _runner_ready(console: Console, started: tuple[RunnerState, Any], timeout: float) -> None:
-    """Wait for the warm runner; a runner that fails is a warning (the server works)."""
-    from hr_cli.runner import wait_ready
-
-    runner, proc = started
-    if wait_ready(runner, proc, timeout):
-        console.print(f"warm runner ready (pid {runner.pid}): hr run starts in a fraction "
-                      "of a second")
-        return
-    from hr_cli.runner import stop_runner
-    from hr_cli.server import log_tail
-
-    stop_runner(Path(runner.log).parent)  # the log is in PREFECT_HOME
-    console.print(f"hr: warning: the warm runner did not start (log: {runner.log}); hr "
-                  f"commands run without it:\n{log_tail(Path(runner.log))}",
-                  style="yellow", markup=False)
 
 
 def stop(console: Console) -> None:
@@ -75,11 +59,27 @@ def status(console: Console) -> None:
     console.print(current.describe(), style=style, markup=False, soft_wrap=True)
     if current.status != "running":
         raise SystemExit(1)
+    _login(console, current)
     from hr_cli.server_health import server_problem
 
     state = current.state
     problem = None if state is None else server_problem(
-        log=state.log, api_url=state.api_url, started_at=state.started_at, pid=state.pid)
+        log=state.log, api_url=state.api_url, started_at=state.started_at, pid=state.pid,
+        auth=state.auth())
     if problem is not None:  # it answers, but does not work
         console.print(f"hr server: {problem}", style="red", markup=False, soft_wrap=True)
         raise SystemExit(1)
+
+
+def _login(console: Console, current: ServerStatus) -> None:
+    """How to log in to the dashboard: the API secret (its owner is the one asking)."""
+    state = current.state
+    secret = None if state is None else state.auth()
+    if state is None or secret is None:
+        console.print("its API asks for no secret (started by an earlier hr): `hr server stop` "
+                      "then `hr server start` makes it private", style="yellow", markup=False)
+        return
+    console.print(f"dashboard login (the auth string Prefect asks for): {secret}\n"
+                  f"kept in {Path(state.home) / AUTH_FILE}; prefect CLI and Python client: "
+                  f"PREFECT_PROFILE={PROFILE} (profile in {Path(state.home) / PROFILES_FILE})",
+                  markup=False, soft_wrap=True)

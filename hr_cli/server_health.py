@@ -173,10 +173,11 @@ def scheduler_loop_seconds(pid: int | None = None,
     return 60.0
 
 
-def _post(api_url: str, path: str, body: dict[str, Any], timeout: float) -> Any:
+def _post(api_url: str, path: str, body: dict[str, Any], timeout: float,
+          auth: str | None = None) -> Any:
     request = urllib.request.Request(f"{api_url}{path}", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
-    auth = os.environ.get("PREFECT_API_AUTH_STRING")
+    auth = auth or os.environ.get("PREFECT_API_AUTH_STRING")
     if auth:  # Prefect's basic auth, as its client sends it
         request.add_header("Authorization",
                            "Basic " + base64.b64encode(auth.encode()).decode())
@@ -194,7 +195,8 @@ def _time(text: str | None) -> datetime | None:
 
 
 def schedule_problem(api_url: str, *, started: datetime, loop_seconds: float,
-                     now: datetime | None = None, timeout: float = 5.0) -> str | None:
+                     now: datetime | None = None, timeout: float = 5.0,
+                     auth: str | None = None) -> str | None:
     """One line naming a deployment with an active schedule and no upcoming run, or ``None``.
 
     A deployment counts once the scheduler has had a loop (``loop_seconds`` +
@@ -208,7 +210,8 @@ def schedule_problem(api_url: str, *, started: datetime, loop_seconds: float,
         return None
     try:
         deployments = _post(api_url, "/deployments/filter",
-                            {"deployments": {"paused": {"eq_": False}}, "limit": 200}, timeout)
+                            {"deployments": {"paused": {"eq_": False}}, "limit": 200}, timeout,
+                            auth)
     except (OSError, ValueError):
         return None
     for deployment in deployments:
@@ -222,7 +225,7 @@ def schedule_problem(api_url: str, *, started: datetime, loop_seconds: float,
                 "deployments": {"id": {"any_": [deployment["id"]]}},
                 "flow_runs": {"state": {"type": {"any_": ["SCHEDULED"]}},
                               "next_scheduled_start_time": {"after_": now.isoformat()}}},
-                timeout)
+                timeout, auth)
         except (OSError, ValueError):
             return None
         if not upcoming:
@@ -232,7 +235,8 @@ def schedule_problem(api_url: str, *, started: datetime, loop_seconds: float,
     return None
 
 
-def server_problem(*, log: str, api_url: str, started_at: str, pid: int) -> str | None:
+def server_problem(*, log: str, api_url: str, started_at: str, pid: int,
+                   auth: str | None = None) -> str | None:
     """What ``hr server status`` reports about a server that answers: one line, or ``None``.
 
     Args:
@@ -240,6 +244,8 @@ def server_problem(*, log: str, api_url: str, started_at: str, pid: int) -> str 
         api_url: its API.
         started_at: when ``hr server start`` started it (ISO 8601).
         pid: its process (for its scheduler's loop setting).
+        auth: the API's auth string (hr's private server asks for it; else
+            ``PREFECT_API_AUTH_STRING``).
     """
     found = log_problem(Path(log))
     if found is not None:
@@ -248,6 +254,6 @@ def server_problem(*, log: str, api_url: str, started_at: str, pid: int) -> str 
     if started.tzinfo is None:
         started = started.replace(tzinfo=UTC)
     problem = schedule_problem(api_url, started=started,
-                               loop_seconds=scheduler_loop_seconds(pid))
+                               loop_seconds=scheduler_loop_seconds(pid), auth=auth)
     return None if problem is None else f"{problem} (log: {log})"
 

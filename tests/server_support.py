@@ -1,4 +1,4 @@
-"""What the tests of ``hr server`` and the warm runner share: an ``hr`` process's
+"""What the tests of ``hr server`` share: an ``hr`` process's
 environment with its own ``PREFECT_HOME``, a real ``/api/health`` server, and whether
 a server's process (group) is gone.
 """
@@ -20,10 +20,9 @@ __all__ = ["gone", "health_server", "hr_env"]
 def hr_env(home: Path, **extra: str) -> dict[str, str]:
     """This process's environment for an ``hr`` command run with ``PREFECT_HOME=home``:
     no other ``PREFECT_*`` setting, no ``DO_NOT_TRACK`` (turning analytics off is hr's
-    job) and no ``HR_RUNNER`` (the runner is used when there is one); ``COLUMNS=200``
-    unless ``extra`` says otherwise; then ``extra``."""
+    job); ``COLUMNS=200`` unless ``extra`` says otherwise; then ``extra``."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PREFECT_") and k not in ("DO_NOT_TRACK", "HR_RUNNER")}
+           if not k.startswith("PREFECT_") and k != "DO_NOT_TRACK"}
     env.update(PREFECT_HOME=str(home), COLUMNS="200")
     env.update(extra)
     return env

@@ -48,8 +48,8 @@ IN_OPENSSL_AT_EXIT = textwrap.dedent("""
 
 def _env(folder: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    env.update(PYTHONPATH=f"{folder}{os.pathsep}{ROOT}", HR_RUNNER="0",
-               PREFECT_LOGGING_LEVEL="WARNING", **extra)
+    env.update(PYTHONPATH=f"{folder}{os.pathsep}{ROOT}", PREFECT_LOGGING_LEVEL="WARNING",
+               **extra)
     return env
 
 

@@ -128,7 +128,7 @@ def test_pages_only_where_they_are_what_the_full_app_would_show(
 
 def _imports(args: list[str], **extra: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
     done = subprocess.run([HR, *args], capture_output=True, text=True, timeout=180, check=False,
-                          env=_clean_env(PYTHONPROFILEIMPORTTIME="1", HR_RUNNER="0", **extra))
+                          env=_clean_env(PYTHONPROFILEIMPORTTIME="1", **extra))
     modules = {line.rsplit("|", 1)[-1].strip().split(".")[0]
                for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert "hr_cli" in modules, done.stderr[-2000:]

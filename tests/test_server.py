@@ -9,11 +9,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +24,7 @@ import pytest
 from server_support import gone, health_server, hr_env
 
 from flows.clients import TEMPORARY_STARTUP_TIMEOUT_S
+from hr_cli._ports import free_port
 from hr_cli.server import ServerError, server_status, start_server, state_path, stop_server
 
 HR = str(Path(sys.executable).with_name("hr"))
@@ -46,20 +49,44 @@ def home(tmp_path: Path) -> Iterator[Path]:
             os.killpg(pid, signal.SIGKILL)
 
 
+PID_ARM = """
+import os
+
+def whoami(payload):
+    with open(os.environ["HR_PIDS"], "a") as log:
+        log.write(f"{os.getpid()}\\n")
+    return "NOT_IN_DOCUMENT"
+"""
+
+
 def _spec(folder: Path) -> Path:
     lines = (EXAMPLES / "docqa_reference.jsonl").read_text().splitlines()[:6]
     (folder / "ref.jsonl").write_text("\n".join(lines) + "\n")
+    (folder / "pid_arm.py").write_text(PID_ARM)
     spec = folder / "spec.yaml"
     spec.write_text("name: server-check\nreference: ref.jsonl\narms:\n"
-                    "  keyword: hr_core.examples.demo_arms:keyword_overlap\n")
+                    "  keyword: hr_core.examples.demo_arms:keyword_overlap\n"
+                    "  whoami: pid_arm:whoami\n")
     return spec
 
 
-def _hr_run(home: Path, folder: Path, marker: str) -> subprocess.CompletedProcess[str]:
-    env = hr_env(home, HR_TEST_MARKER=marker)
-    return subprocess.run([HR, "run", str(_spec(folder)), "--store", str(folder / "results")],
-                          env=env, cwd=folder, capture_output=True, text=True, timeout=300,
-                          check=False)
+def _hr_run(home: Path, folder: Path,
+            marker: str) -> tuple[subprocess.CompletedProcess[str], set[int], int]:
+    """``hr run`` of :func:`_spec`; its output, the PIDs its arm calls ran in, its PID."""
+    pids = folder / f"pids-{time.monotonic_ns()}.txt"
+    env = hr_env(home, HR_TEST_MARKER=marker, HR_PIDS=str(pids), PYTHONPATH=os.pathsep.join(
+        [str(folder), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    args = [HR, "run", str(_spec(folder)), "--store", str(folder / "results"), "--fresh"]
+    with subprocess.Popen(args, env=env, cwd=folder, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    done = subprocess.CompletedProcess(args, proc.returncode, out, err)
+    ran_in = {int(line) for line in pids.read_text().split()} if pids.exists() else set()
+    return done, ran_in, proc.pid
 
 
 def test_runs_without_then_with_the_server_are_in_its_dashboard_and_stop_leaves_nothing(
@@ -69,8 +96,9 @@ def test_runs_without_then_with_the_server_are_in_its_dashboard_and_stop_leaves_
     try:
         # a first run with a new PREFECT_HOME and no server: the hint, no traceback, and
         # its temporary server gone when it ends (issue 13: an orphan and a uvicorn race)
-        first = _hr_run(home, tmp_path, marker)
+        first, first_pids, first_pid = _hr_run(home, tmp_path, marker)
         assert first.returncode == 0, first.stdout + first.stderr
+        assert first_pids == {first_pid}
         assert "starting a temporary Prefect server" in first.stdout
         assert "`hr server start` makes runs faster" in first.stdout
         output = (first.stdout + first.stderr).lower()
@@ -88,8 +116,15 @@ def test_runs_without_then_with_the_server_are_in_its_dashboard_and_stop_leaves_
         assert again.returncode == 0 and "already running" in again.stdout
         assert json.loads(state_path(home).read_text())["pid"] == pid
 
-        second = _hr_run(home, tmp_path, marker)
+        # no command daemon beside the server (issue 31 item 6): hr run, with the server up,
+        # runs its arms in its own process; no runner record or socket exists, and every
+        # process of this PREFECT_HOME is the server's (its process group)
+        assert sorted(p.name for p in home.iterdir() if "runner" in p.name) == []
+        ours = _processes_with(f"PREFECT_HOME={home}\0")
+        assert pid in ours and {os.getpgid(p) for p in ours} == {pid}
+        second, second_pids, second_pid = _hr_run(home, tmp_path, marker)
         assert second.returncode == 0, second.stdout + second.stderr
+        assert second_pids == {second_pid}
         # Prefect's offline telemetry noise is off in the server hr started (issue 10)
         server_env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         assert b"PREFECT_SERVER_ANALYTICS_ENABLED=false" in server_env
@@ -100,7 +135,11 @@ def test_runs_without_then_with_the_server_are_in_its_dashboard_and_stop_leaves_
         assert "the hr server" in second.stdout
         assert "temporary" not in second.stdout + second.stderr
         # both runs are in the server's database: the dashboard shows the earlier one too
-        runs = httpx.post(f"{api}/flow_runs/filter", json={
+        # the API asks for the secret, found as a user finds it: the profile `hr`
+        profile = tomllib.loads((home / "profiles.toml").read_text())["profiles"]["hr"]
+        assert profile["PREFECT_API_URL"] == api
+        login = tuple(profile["PREFECT_API_AUTH_STRING"].split(":", 1))
+        runs = httpx.post(f"{api}/flow_runs/filter", auth=login, json={
             "flow_runs": {"name": {"like_": "server-check"}}}, timeout=30).json()
         assert [r["state_type"] for r in runs] == ["COMPLETED", "COMPLETED"]
         ui = httpx.get(f"http://127.0.0.1:{state['port']}/ui-settings", timeout=30).json()
@@ -226,3 +265,60 @@ def test_a_health_check_answered_by_another_server_is_not_taken_for_ours(
             assert f"http://127.0.0.1:{state.port}" in server_status(home).describe()
         finally:
             stop_server(home)
+
+
+def _first_port(log: Path, proc: subprocess.Popen[str], after: str,
+                timeout: float = 180) -> int:
+    """The port of the first server ``hr server start`` spawned (its log's start line),
+    once the log's text after that line holds ``after``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        text = log.read_text() if log.exists() else ""
+        found = re.search(r"--- hr server start \S+ port (\d+)\n", text)
+        if found and after in text[found.end():]:
+            return int(found.group(1))
+        time.sleep(0.01)
+    raise AssertionError(f"hr server start spawned no server, or its log lacks {after!r}")
+
+
+@pytest.mark.parametrize(("explicit", "after"), [
+    (False, "Check out the dashboard"),  # after Prefect's own check: uvicorn's bind fails
+    (True, ""),  # before it: Prefect's check fails
+])
+def test_a_port_taken_under_the_start_is_named_and_another_is_tried(
+        home: Path, explicit: bool, after: str) -> None:
+    """Another process binds the port after hr's check, before the server's bind (two
+    starts at once). Before: the retry looked for "already in use" in the log's last 12
+    lines, which uvicorn's and Prefect's shutdown traceback pushed out: exit 2 and a cut
+    traceback; and no line said what happened. Now: "port N is in use", then another
+    free port (exit 0), or, for the port given with --port, that line alone (exit 2)."""
+    args = [HR, "server", "start", "--timeout", "240"]
+    if explicit:
+        args += ["--port", str(free_port())]
+    with subprocess.Popen(args, env=hr_env(home), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            port = _first_port(home / "hr-server.log", proc, after)
+            with socket.socket() as taker:
+                taker.bind(("127.0.0.1", port))
+                taker.listen()
+                out, err = proc.communicate(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    try:
+        said = " ".join((out + err).split())
+        log = (home / "hr-server.log").read_text()
+        assert f"port {port} is in use" in said, out + err + log[-6000:]
+        assert "Traceback" not in out + err and "File " not in out + err
+        if explicit:
+            assert proc.returncode == 2 and len(err.strip().splitlines()) == 1, out + err
+            assert not state_path(home).exists()
+            return
+        assert proc.returncode == 0, out + err
+        state = json.loads(state_path(home).read_text())
+        assert state["port"] != port and f"dashboard http://127.0.0.1:{state['port']}" in said
+        assert server_status(home).status == "running"
+    finally:
+        stop_server(home)

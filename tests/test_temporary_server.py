@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -46,6 +47,10 @@ _SCRIPT = textwrap.dedent("""
     for t in threads: t.start()
     for t in threads: t.join()
     server = temporary._server[0]
+    import httpx
+    asked = {name: httpx.post(server.api_url + "/flow_runs/filter", json={}, auth=auth,
+                              timeout=30).status_code
+             for name, auth in (("none", None), ("secret", tuple(server.auth.split(":", 1))))}
     me = os.getpid()
     children = []
     for entry in Path("/proc").iterdir():
@@ -60,7 +65,7 @@ _SCRIPT = textwrap.dedent("""
     print("STATE", json.dumps({
         "runs": int(bench.summary()["runs"].iloc[0]),
         "same": all(g is server for g in got), "url": temporary_api_url(),
-        "server": server.process.pid, "children": children}), flush=True)
+        "server": server.process.pid, "children": children, "asked": asked}), flush=True)
 """)
 
 
@@ -82,6 +87,9 @@ def test_a_run_with_a_temporary_server_imports_no_server_stack_and_leaves_nothin
         # one uvicorn below the run, hr's own (Prefect started none of its own)
         assert [c["pid"] for c in state["children"] if c["uvicorn"]] == [state["server"]]
         assert "SERVER-STACK False" in done.stdout  # before: True
+        # private as the hr server (issue 31 item 1): a secret of its own, owner-only files
+        assert state["asked"] == {"none": 401, "secret": 200}  # before: 200 without it
+        assert stat.S_IMODE((home / "prefect.db").stat().st_mode) == 0o600  # before: 0o644
         deadline = time.monotonic() + 15  # exited: nothing of the run is left
         while any(pid_alive(pid) for pid in pids) and time.monotonic() < deadline:
             time.sleep(0.1)
