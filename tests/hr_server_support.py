@@ -66,7 +66,13 @@ class HrServer(PrefectServer):
             raise RuntimeError(f"hr server start exited {started.returncode}:\n"
                                f"{started.stdout}{started.stderr}")
         self.pid = int(json.loads((self.home / "hr-server.json").read_text())["pid"])
-        self.http = httpx.Client(base_url=self.api_url, timeout=30)
+        # the server is private: its clients take the secret as a user's do, from the
+        # profile `hr` that hr server start wrote (PREFECT_PROFILE=hr, docs/operations.md)
+        self.env.pop("PREFECT_API_URL", None)
+        self.env["PREFECT_PROFILE"] = "hr"
+        secret = (self.home / "hr-server.auth").read_text().strip()
+        user, _, password = secret.partition(":")
+        self.http = httpx.Client(base_url=self.api_url, timeout=30, auth=(user, password))
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -95,3 +95,38 @@ def test_hr_run_stop_when_clear_and_hr_plan(prefect_harness: None, tmp_path: Pat
     code, out, _ = hr(capsys, "plan", run_dir, "--difference", "0.05")
     assert code == 0, out
     assert "items for 5 points" in out and "detectable now" in out
+
+
+FEW = [{"id": f"f{i}", "question": str(i), "label": "y"} for i in range(60)]
+
+
+def all_right(payload: dict[str, Any]) -> str:
+    return "y"
+
+
+def eight_wrong(payload: dict[str, Any]) -> str:
+    return "n" if int(payload["question"]) % 7 == 0 and int(payload["question"]) < 56 else "y"
+
+
+def test_a_stop_rule_run_that_used_every_item_keeps_the_sequence_s_verdict(
+        prefect_harness: None, tmp_path: Path) -> None:
+    """The report's verdict of a stop-rule run is the confidence sequence's decision, never
+    a fixed-sample test on the items it happened to use. Before: 8 of 60 items lost, the
+    sequence undecided over every item, and the report said "Significantly worse" (the
+    fixed-sample test, which is not anytime-valid)."""
+    bench = hr_benchmark({"a": all_right, "b": eight_wrong}, FEW, store=tmp_path, name="seq8",
+                         stop={"batch": 20, "min_items": 20})
+    block = bench.manifest["sequential"]
+    assert not block["stopped"] and block["items_used"] == 60
+    assert block["pairs"][0]["decision"] == "undecided"
+    found = bench.verdict()
+    row = {r.arm: r for r in found.rows}["b"]
+    assert row.paired_verdict == "undecided" and not row.significant
+    assert row.diff_low < 0 < row.diff_high  # the sequence's interval, not the t interval
+    assert "confidence sequence" in found.correction
+    assert "Significantly worse" not in found.headline()
+    assert "Undecided" in found.headline()
+    from hr_core.report import write_report
+
+    page = Path(write_report(bench.run_dir)).read_text(encoding="utf-8")
+    assert "confidence sequence" in page and "Significantly worse" not in page

@@ -277,7 +277,8 @@ class Benchmark:
         if found is None:
             from hr_core.report.verdict import verdict
 
-            found = self._memo["verdict"] = verdict(self.stat_runs(), self.summary())
+            found = self._memo["verdict"] = verdict(self.stat_runs(), self.summary(),
+                                                    self.manifest.get("sequential"))
         return found
 
     def health(self, max_error_rate: float, arms: Sequence[str] | None = None) -> RunHealth:

@@ -184,11 +184,13 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
     summary = bench.summary() if summary is None else summary
     m = bench.manifest
     result = (bench.verdict() if summary is bench.summary()  # computed once
-              else verdict(bench.stat_runs(), summary))
+              else verdict(bench.stat_runs(), summary, m.get("sequential")))
     lines = [f"# Benchmark {_cell(m.get('name'))} ({_cell(m.get('run_id'))})", "",
              f"**Verdict.** {_cell(result.headline())}", "",
              f"Significance: {_cell(result.correction)}.", "",
-             f"| arm | accuracy (95% CI) | vs best, points ({result.level:.2%} CI) | p | coverage "
+             "| arm | accuracy (95% CI) | vs best, points ("
+             + ("confidence sequence" if result.sequential else f"{result.level:.2%} CI")
+             + ") | p | coverage "
              "| errors |",
              "|---|---|---|---|---|---|"]
     for r in result.rows:

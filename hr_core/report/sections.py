@@ -175,7 +175,8 @@ def summary_section(inputs: ReportInputs) -> str:
 def _verdict(inputs: ReportInputs) -> Verdict:
     """The run's verdict (with its paired differences), computed once per report."""
     if "verdict" not in inputs.memo:
-        inputs.memo["verdict"] = verdict(inputs.runs, inputs.summary)
+        inputs.memo["verdict"] = verdict(inputs.runs, inputs.summary,
+                                         inputs.manifest.get("sequential"))
     result: Verdict = inputs.memo["verdict"]
     return result
 
@@ -205,7 +206,8 @@ def verdict_section(inputs: ReportInputs) -> str:
     stopped = "" if note is None else f'<p class="note warning">{escape(note)}</p>'
     return (f'<p class="verdict">{escape(result.headline())}</p>' + stopped
             + table(["arm", "accuracy (95% interval)", "vs best (points)",
-                     f"{result.level:.2%} interval (points)", "p-value", "items paired",
+                     ("confidence sequence (points)" if result.sequential else
+                      f"{result.level:.2%} interval (points)"), "p-value", "items paired",
                      "detectable (points)", "coverage", "errors", "budget stops"], rows,
                     table_id="table-verdict")
             + '<p class="note">Differences are paired over the items both arms scored '

@@ -24,7 +24,8 @@ Example:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -92,6 +93,9 @@ class Verdict:
     """Every other arm's paired difference against the best arm (the report's forest plot)."""
     pairs: int = 0
     """How many pairs of arms the Bonferroni correction is over."""
+    sequential: str | None = None
+    """For a run with a stop rule: its confidence sequences' correction, in words (the
+    verdict is then the sequences' decisions, anytime-valid); ``None`` otherwise."""
 
     @property
     def level(self) -> float:
@@ -101,6 +105,10 @@ class Verdict:
     @property
     def correction(self) -> str:
         """The multiple-comparison correction, in words (shown beside the verdict)."""
+        if self.sequential is not None:
+            return ("the stop rule's confidence sequences (anytime-valid: the decision holds "
+                    "whenever the run stopped, every item used or not), "
+                    f"{self.sequential}; undecided: the sequence did not decide on these items")
         method = "paired t with continuity correction"
         if self.pairs <= 1:
             return f"{method}; one comparison: no correction needed"
@@ -125,7 +133,10 @@ class Verdict:
         text = (f"{top.arm} is the best arm: {_pct(top.accuracy)} "
                 f"(95% {_pct(top.ci_low)}–{_pct(top.ci_high)}).")
         worse = [r for r in self.rows[1:] if r.significant and r.diff < 0]
-        close = [r for r in self.rows[1:] if not r.significant and not r.too_few_items]
+        same = [r for r in self.rows[1:] if r.paired_verdict == "equivalent"]
+        open_ = [r for r in self.rows[1:] if r.paired_verdict == "undecided"]
+        close = [r for r in self.rows[1:] if not r.significant and not r.too_few_items
+                 and r.paired_verdict not in ("equivalent", "undecided")]
         few = [r for r in self.rows[1:] if r.too_few_items]
         if worse:
             text += " Significantly worse: " + ", ".join(
@@ -133,6 +144,12 @@ class Verdict:
         if close:
             text += (" Not distinguishable from it on these items: "
                      + ", ".join(r.arm for r in close) + ".")
+        if same:
+            text += " Equivalent to it within the stop rule's margin: " + ", ".join(
+                r.arm for r in same) + "."
+        if open_:
+            text += (" Undecided by the stop rule's confidence sequence: "
+                     + ", ".join(r.arm for r in open_) + ".")
         if few:
             text += (" Too few items to tell against "
                      + ", ".join(f"{r.arm} ({r.n_items} paired)" for r in few) + ".")
@@ -154,8 +171,15 @@ def _num(row: dict[str, Any], key: str) -> float:
     return math.nan if value is None or pd.isna(value) else float(value)
 
 
-def verdict(runs: pd.DataFrame, summary: pd.DataFrame) -> Verdict:
-    """The verdict of a run from its runs table and summary (SPEC section 9 columns)."""
+def verdict(runs: pd.DataFrame, summary: pd.DataFrame,
+            sequential: Mapping[str, Any] | None = None) -> Verdict:
+    """The verdict of a run from its runs table and summary (SPEC section 9 columns).
+
+    ``sequential`` is the manifest's ``sequential`` block of a run with a stop rule: its
+    verdict is then each sequence's decision on the arm against the best (better, worse,
+    equivalent, undecided) with the sequence's interval, never a fixed-sample test on
+    the items the rule happened to use (which would not keep the sequence's level).
+    """
     order = arm_order(summary)
     if not order:
         return Verdict(None, ())
@@ -188,7 +212,29 @@ def verdict(runs: pd.DataFrame, summary: pd.DataFrame) -> Verdict:
             paired_verdict="" if paired is None else paired.verdict,
             detectable=_detectable(family.get((arm, top)) or family.get((top, arm))),
         ))
+    if sequential and sequential.get("pairs"):
+        rows = [_from_sequence(r, top, sequential["pairs"]) if r.arm != top else r
+                for r in rows]
+        return Verdict(best, tuple(rows), all_paired, pairs=len(family),
+                       sequential=str(sequential.get("correction") or "Bonferroni"))
     return Verdict(best, tuple(rows), all_paired, pairs=len(family))
+
+
+def _from_sequence(row: VerdictRow, best: str, pairs: list[Mapping[str, Any]]) -> VerdictRow:
+    """``row`` against ``best`` as the stop rule's confidence sequence decided it."""
+    for pair in pairs:
+        if {pair.get("arm"), pair.get("other")} != {row.arm, best}:
+            continue
+        flip = pair.get("arm") == best  # the sequence is on arm - other
+        low, high, diff = (math.nan if pair.get(k) is None else float(pair[k])
+                           for k in ("cs_low", "cs_high", "diff"))
+        decision = str(pair.get("decision") or "undecided")
+        if flip:
+            low, high, diff = -high, -low, -diff
+            decision = {"better": "worse", "worse": "better"}.get(decision, decision)
+        return replace(row, diff=diff, diff_low=low, diff_high=high, p_value=math.nan,
+                       n_items=int(pair.get("n_items") or 0), paired_verdict=decision)
+    return replace(row, paired_verdict="undecided", p_value=math.nan)
 
 
 def _detectable(pair: Any) -> float:
