@@ -110,18 +110,24 @@ def comparison_table(summary: Any, title: str = "Comparison") -> Table:
                 _num(row.get("no_verdict")),
             )
         return table
-    for name in ("a", "b", "n", "a wins", "b wins", "ties", "win rate (a)", "95% CI",
-                 "consistency", "parse failures", "no verdict"):
+    for name in ("a", "b", "a wins", "ties", "b wins", "a's win rate (decided)", "95% CI",
+                 "decision (a vs b)", "net, points", "p", "ties half", "consistency",
+                 "no verdict"):
         table.add_column(name, justify="left" if name in ("a", "b") else "right")
     for row in summary.to_dict("records"):
         table.add_row(
-            cell(row.get("a")), cell(row.get("b")), _num(row.get("n")), _num(row.get("a_wins")),
-            _num(row.get("b_wins")), _num(row.get("ties")), _pct(row.get("win_rate")),
-            f"{_pct(row.get('ci_low'))}–{_pct(row.get('ci_high'))}",
-            _pct(row.get("consistency")), _num(row.get("parse_failures")),
-            _num(row.get("no_verdict")),
+            cell(row.get("a")), cell(row.get("b")), _num(row.get("a_wins")),
+            _num(row.get("ties")), _num(row.get("b_wins")), _pct(row.get("decided_win_rate")),
+            f"{_pct(row.get('decided_ci_low'))}–{_pct(row.get('decided_ci_high'))}",
+            cell(str(row.get("decision") or "–")), _signed_points(row.get("net")),
+            _num(row.get("p_value")), _pct(row.get("win_rate")),
+            _pct(row.get("consistency")), _num(row.get("no_verdict")),
         )
     return table
+
+
+def _signed_points(value: Any) -> str:
+    return "–" if _missing(value) else f"{float(value) * 100:+.1f}"
 
 
 def position_bias_line(summary: Any) -> str | None:

@@ -100,3 +100,48 @@ def test_position_bias_counts_the_shown_position_of_disagreeing_orders() -> None
     # flips: both orders decisive, winners differ, of the 6 pairs with every order parsed
     assert (row["decisive_games"], row["first_position_win_rate"]) == (12, 9 / 12)
     assert (row["parsed_pairs"], row["strict_flip_rate"]) == (6, 4 / 6)
+
+
+def _pairs(outcomes: list[tuple[str, str]]) -> list[dict]:
+    return [{"item_id": item, "run": 1, "arms": ["x", "y"], "status": "ok", "verdict": "A",
+             "winner": winner, "order_verdicts": ["A", "A"], "consistent": True}
+            for item, winner in outcomes]
+
+
+def test_a_pairwise_win_with_many_ties_is_a_win_over_the_decided_pairs() -> None:
+    """15 wins, 101 ties, 0 losses. Before: only '55.7% [46.2-64.9]' (ties count half), an
+    interval covering 50%, though 15-0 on the decided pairs is a clear win."""
+    pairs = _pairs([(f"w{i}", "x") for i in range(15)] + [(f"t{i}", "tie") for i in range(101)])
+    row = Comparison("pairwise", ["x", "y"], pairs, {}).summary().iloc[0]
+    assert (row["a_wins"], row["ties"], row["b_wins"], row["decided"]) == (15, 101, 0, 15)
+    assert row["decided_win_rate"] == 1.0
+    assert row["decided_ci_low"] > 0.5  # clustered by item: Clopper-Pearson 15 of 15
+    assert row["decision"] == "better" and row["net_ci_low"] > 0 and row["p_value"] < 0.05
+    assert row["win_rate"] == pytest.approx((15 + 101 / 2) / 116)  # the secondary figure
+
+
+def test_the_pairwise_decision_is_made_on_each_item_s_net_outcome() -> None:
+    """Runs and orders of one item are one cluster: an item judged x, y, x, y is a wash,
+    not four independent pairs."""
+    pairs = _pairs([(f"i{i}", w) for i in range(10) for w in ("x", "y", "x", "y")]
+                   + [(f"j{i}", "x") for i in range(3)])
+    row = Comparison("pairwise", ["x", "y"], pairs, {}).summary().iloc[0]
+    assert row["decided"] == 43 and row["net"] == pytest.approx(3 / 13)
+    assert row["decision"] == "no detectable change"
+    assert row["net_ci_low"] < 0 < row["net_ci_high"]
+
+
+def test_the_terminal_and_the_report_show_wins_ties_losses_and_the_decision_first() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from hr_cli.tables import comparison_table
+
+    pairs = _pairs([(f"w{i}", "x") for i in range(15)] + [(f"t{i}", "tie") for i in range(101)])
+    summary = Comparison("pairwise", ["x", "y"], pairs, {}).summary()
+    out = StringIO()
+    Console(file=out, width=250).print(comparison_table(summary))
+    text = out.getvalue()
+    assert "decision (a vs b)" in text and "better" in text and "100.0%" in text
+    assert text.index("a's win rate (decided)") < text.index("ties half")

@@ -13,7 +13,7 @@ from hr_core.engine.benchmark import Benchmark
 from hr_core.errors import SpecError
 from hr_core.judge.position import consistency_columns, position_bias, position_bias_columns
 from hr_core.reference import Item
-from hr_core.stats import accuracy_interval
+from hr_core.stats import accuracy_interval, compare_paired
 
 __all__ = ["Comparison", "ComparisonRow", "comparison_rows", "judge_rows"]
 
@@ -100,11 +100,37 @@ async def judge_rows(config: Any, model: Any, rows: Sequence[ComparisonRow], arm
     return list(await asyncio.gather(*(one(r) for r in rows)))
 
 
+def _decided(judged: pd.DataFrame, a: str, b: str) -> dict[str, Any]:
+    """A pairwise judge's result as the field reports it: the win rate of ``a`` over the
+    decided pairs (ties left out) with its item-clustered interval, and the decision from
+    the one comparison (:func:`hr_core.stats.compare_paired`) on each item's net outcome,
+    ``(wins - losses) / judgements`` of the item: the orders and runs of one item are
+    one cluster (SPEC 12), never pairs counted as if independent."""
+    item = judged["item_id"].astype(str)
+    wins = (judged["winner"] == a).groupby(item, sort=False).sum()
+    losses = (judged["winner"] == b).groupby(item, sort=False).sum()
+    count = judged["winner"].groupby(item, sort=False).size()
+    decided = wins + losses
+    some = decided > 0
+    rate = accuracy_interval(wins[some].astype(float).tolist(), decided[some].tolist())
+    got = compare_paired((wins / count).to_numpy(dtype=float),
+                         (losses / count).to_numpy(dtype=float))
+    return {"decided": int(decided.sum()), "decided_win_rate": rate.estimate,
+            "decided_ci_low": rate.low, "decided_ci_high": rate.high,
+            "net": got.estimate, "net_ci_low": got.low, "net_ci_high": got.high,
+            "p_value": got.p_value, "decision": got.decision}
+
+
 class Comparison:
     """Judge verdicts between arms of one benchmark: ``.pairs`` and ``.summary()``.
 
-    Pairwise: ``summary()`` has ``a, b, n, a_wins, b_wins, ties, win_rate`` (ties
-    count half), ``ci_low, ci_high`` and ``consistency`` (hr's one definition,
+    Pairwise: ``summary()`` has ``a, b, n, a_wins, b_wins, ties``; the result as the
+    field reports it: ``decided`` (wins + losses), ``decided_win_rate`` with
+    ``decided_ci_low, decided_ci_high`` (ties left out, item-clustered), the net
+    preference ``net`` (mean over items of (wins - losses) / judgements) with
+    ``net_ci_low, net_ci_high``, ``p_value`` and ``decision`` (``better``: ``a`` is
+    preferred; the one comparison, on items); then, secondary, ``win_rate`` (ties
+    count half) with ``ci_low, ci_high``; and ``consistency`` (hr's one definition,
     :func:`hr_core.judge.position.consistency_columns`: the share of all judged pairs
     whose every order gave a verdict and they agreed) with ``parse_failures`` and
     ``errors`` beside it. Select: one row per arm with ``arm, n, chosen, share,
@@ -175,7 +201,8 @@ class Comparison:
             interval = self._item_interval(judged, points)
             return pd.DataFrame([{
                 "a": a, "b": b, "n": len(judged), "a_wins": a_wins, "b_wins": b_wins,
-                "ties": ties, "win_rate": interval.estimate, "ci_low": interval.low,
+                "ties": ties, **_decided(judged, a, b),
+                "win_rate": interval.estimate, "ci_low": interval.low,
                 "ci_high": interval.high, **consistency, "no_verdict": no_verdict,
                 **bias,
             }])

@@ -90,6 +90,10 @@ def _select_table(rows: list[dict[str, Any]]) -> str:
     )
 
 
+def _points(value: Any) -> str:
+    return "–" if value is None or value != value else f"{float(value) * 100:+.1f}"
+
+
 def pairwise_section(inputs: ReportInputs) -> str:
     """Attached comparisons: pairwise win rates (figure, table) and select shares."""
     from hr_core.report import figures
@@ -104,16 +108,26 @@ def pairwise_section(inputs: ReportInputs) -> str:
               for c in inputs.comparisons}
     frame = pd.DataFrame(rows)
     html_table = table(
-        ["a", "b", "n", "a wins", "b wins", "ties", "win rate of a", "95% interval",
-         "consistency", "parse failures", "no verdict"],
-        [[f"<b>{escape(r.get('a'))}</b>", f"<b>{escape(r.get('b'))}</b>", fmt(r.get("n")),
-          fmt(r.get("a_wins")), fmt(r.get("b_wins")), fmt(r.get("ties")),
-          fmt(r.get("win_rate"), "pct"),
-          f"{fmt(r.get('ci_low'), 'pct')} – {fmt(r.get('ci_high'), 'pct')}",
+        ["a", "b", "a wins", "ties", "b wins", "win rate of a (decided pairs)",
+         "95% interval", "decision (a vs b)", "net preference (points, 95%)", "p-value",
+         "win rate, ties half (secondary)", "consistency", "parse failures", "no verdict"],
+        [[f"<b>{escape(r.get('a'))}</b>", f"<b>{escape(r.get('b'))}</b>",
+          fmt(r.get("a_wins")), fmt(r.get("ties")), fmt(r.get("b_wins")),
+          fmt(r.get("decided_win_rate"), "pct"),
+          f"{fmt(r.get('decided_ci_low'), 'pct')} – {fmt(r.get('decided_ci_high'), 'pct')}",
+          escape(r.get("decision") or "–"),
+          f"{_points(r.get('net'))} ({_points(r.get('net_ci_low'))} to "
+          f"{_points(r.get('net_ci_high'))})", fmt(r.get("p_value")),
+          f"{fmt(r.get('win_rate'), 'pct')} ({fmt(r.get('ci_low'), 'pct')} – "
+          f"{fmt(r.get('ci_high'), 'pct')})",
           fmt(r.get("consistency"), "pct"), fmt(r.get("parse_failures")),
           fmt(r.get("no_verdict"))] for r in rows],
         left=2, table_id="table-pairwise",
-    ) if rows else ""
+    ) + ('<p class="note">Wins, ties and losses as judged; the win rate is over the decided '
+         "pairs (ties left out) with its item-clustered interval; the decision is the one "
+         "comparison on each item's net outcome ((wins − losses) / judgements of the item: "
+         "its orders and runs are one cluster), paired t with continuity correction; ties "
+         "counting half is a secondary figure.</p>") if rows else ""
     judge_text = "; ".join(
         f"{escape(j.get('mode', ''))} judge on {escape(j.get('model', ''))} "
         f"<code>{escape(h)}</code>, "
