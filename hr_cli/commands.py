@@ -236,12 +236,32 @@ def print_health(console: Console, bench: Any, max_error_rate: float | None = No
         console.print(f"hr: note: {note}", style="yellow", markup=False)
 
 
+def print_verdict(console: Console, bench: Any) -> None:
+    """The report's first section under the summary table: the best arm, each other arm's
+    decision against it with its interval, and the correction (or the stop rule's
+    confidence sequences) named."""
+    found = bench.verdict()
+    if len(found.rows) < 2:
+        return
+    console.print(f"[bold]Verdict.[/] {lit(found.headline())}", soft_wrap=False)
+    interval = ("confidence sequence" if found.sequential else f"{found.level:.2%} interval")
+    for row in found.rows[1:]:
+        if row.diff != row.diff:  # no paired items
+            continue
+        console.print(f"  {lit(row.arm)} vs {lit(found.best)}: "
+                      f"{row.diff * 100:+.1f} points, {interval} "
+                      f"[{row.diff_low * 100:+.1f}, {row.diff_high * 100:+.1f}] over "
+                      f"{row.n_items} items: {lit(row.paired_verdict)}")
+    console.print(f"[dim]Significance: {lit(found.correction)}.[/]")
+
+
 def print_results(console: Console, bench: Any) -> str | Path:
     """Print the summary, each arm's errors and budget stops, write the report, print the
     paths of the results and report."""
     from hr_core.report import write_report
 
     console.print(summary_table(bench.summary(), title=f"Summary: {bench.manifest.get('name')}"))
+    print_verdict(console, bench)
     print_item_tables(console, bench)
     print_health(console, bench)
     run_dir = bench.run_dir
@@ -353,6 +373,7 @@ def show_summary(console: Console, run_dir: str | Path) -> None:
                   f"({lit(manifest.get('status'))}), reference "
                   f"{lit(str(bench.reference_hash)[:12])}, scorer {lit(bench.scorer)}")
     console.print(summary_table(bench.summary()))
+    print_verdict(console, bench)
     judge = manifest.get("judge")
     if isinstance(judge, dict) and judge.get("hash"):
         from hr_core.judge import scorer_judge_standing

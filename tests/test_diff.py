@@ -304,3 +304,16 @@ def test_four_broken_of_twenty_gets_one_answer_from_interval_and_decision(
     code, out, err = hr(capsys, "diff", before.run_dir, after.run_dir)
     assert code == 0, err
     assert "-44.2" in out or "−44.2" in out
+
+
+def test_hr_summary_prints_the_verdict_under_the_table(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: a run of two arms ended with the summary table alone; the verdict was only
+    in the report."""
+    bench = _run(tmp_path / "a", {"x": all_right, "y": first_five})
+    code, out, err = hr(capsys, "summary", bench.run_dir)
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "Verdict. x is the best arm" in text
+    assert "y vs x: -83.3 points, 95.00% interval [" in text and "over 30 items: worse" in text
+    assert "Significance: paired t with continuity correction" in text
