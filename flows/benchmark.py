@@ -449,11 +449,11 @@ def hr_benchmark(
     Raises:
         ErrorRateExceeded: an arm erred above ``max_error_rate`` (see above).
 
-    Example:
-        >>> bench = hr_benchmark({"upper": str.upper},
-        ...                      [{"id": "q1", "label": "PARIS", "question": "paris"}])
-        ... # doctest: +SKIP
-        >>> bench.summary()[["arm", "accuracy"]]  # doctest: +SKIP
+    Example (not run as a doctest: it needs a server, a model or a run)::
+
+            bench = hr_benchmark({"upper": str.upper},
+                                 [{"id": "q1", "label": "PARIS", "question": "paris"}])
+            bench.summary()[["arm", "accuracy"]]
     """
     if store is not None:
         store = path_arg("hr_benchmark", "store", store)

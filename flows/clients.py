@@ -230,10 +230,11 @@ async def prefect_clients() -> AsyncIterator[None]:
 
     Does nothing inside an existing client context (a parent flow's clients serve).
 
-    Example:
-        >>> async def main():  # doctest: +SKIP
-        ...     async with prefect_clients():
-        ...         return await my_flow()
+    Example (not run as a doctest: it needs a server, a model or a run)::
+
+            async def main():
+                async with prefect_clients():
+                    return await my_flow()
     """
     from prefect.context import AsyncClientContext, SyncClientContext
 

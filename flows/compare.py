@@ -119,11 +119,12 @@ def hr_compare(
         concurrency: judgements in flight.
         chunk_size: (item, run) rows per Prefect task.
 
-    Example:
-        >>> from hr_core.judge import hr_judge_config
-        >>> judge = hr_judge_config("mock-model", "Which answer is right?", mode="pairwise")
-        >>> comparison = hr_compare("results/demo/abc", ["a", "b"], judge)  # doctest: +SKIP
-        >>> comparison.summary()[["a", "b", "win_rate", "ci_low", "ci_high"]]  # doctest: +SKIP
+    Example (not run as a doctest: it needs a server, a model or a run)::
+
+            from hr_core.judge import hr_judge_config
+            judge = hr_judge_config("mock-model", "Which answer is right?", mode="pairwise")
+            comparison = hr_compare("results/demo/abc", ["a", "b"], judge)
+            comparison.summary()[["a", "b", "win_rate", "ci_low", "ci_high"]]
     """
     if not isinstance(benchmark, Benchmark | str | os.PathLike):
         raise HrTypeError(f"hr_compare: benchmark must be a Benchmark or the folder of a stored "

@@ -165,11 +165,12 @@ def hr_judge_validate(
             judge validate --attach``): the flow run is named after it, tagged with its
             name and links its flow run.
 
-    Example:
-        >>> from hr_core import hr_judge_config
-        >>> cfg = hr_judge_config("mock-model", "Same answer?", mode="grade")
-        >>> rows = [{"item": "2+2?", "response": "4", "reference": "4", "human": "pass"}]
-        >>> hr_judge_validate(cfg, rows, store="judges").agreement  # doctest: +SKIP
+    Example (not run as a doctest: it needs a server, a model or a run)::
+
+            from hr_core import hr_judge_config
+            cfg = hr_judge_config("mock-model", "Same answer?", mode="grade")
+            rows = [{"item": "2+2?", "response": "4", "reference": "4", "human": "pass"}]
+            hr_judge_validate(cfg, rows, store="judges").agreement
         1.0
     """
     if not isinstance(config, JudgeConfig):

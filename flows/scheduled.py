@@ -91,9 +91,10 @@ async def hr_scheduled_benchmark(
         EndpointsHalted: a model endpoint was halted (unreachable, quota exhausted): the
             partial run is not checked for regressions; the flow run fails saying so.
 
-    Example:
-        >>> import asyncio
-        >>> asyncio.run(hr_scheduled_benchmark("nightly.yaml", store="s3://b/hr"))  # doctest: +SKIP
+    Example (not run as a doctest: it needs a server, a model or a run)::
+
+            import asyncio
+            asyncio.run(hr_scheduled_benchmark("nightly.yaml", store="s3://b/hr"))
         {'run_id': '20261130T020000Z-1a2b3c', ..., 'regressions': [], 'diff_page': ..., ...}
     """
     logger = get_run_logger()

@@ -82,8 +82,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     output flushed, ``os._exit``), never through the C libraries' exit handlers: a
     daemon thread still in OpenSSL when they ran crashed finished commands at exit.
 
-    Example:
-        >>> main(["--help"])  # doctest: +SKIP
+    Example (not run as a doctest: it needs a server, a model or a run)::
+
+            main(["--help"])
     """
     if argv is None:
         from hr_cli._exit import run_then_end

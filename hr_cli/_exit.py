@@ -60,8 +60,9 @@ def end(status: int) -> NoReturn:
     """Join non-daemon threads, run the ``atexit`` handlers, flush stdout and stderr, then
     ``os._exit(status)`` (see the module docstring for what is skipped and why).
 
-    Example:
-        >>> end(0)  # doctest: +SKIP
+    Example (not run as a doctest: it needs a server, a model or a run)::
+
+            end(0)
     """
     threading = sys.modules.get("threading")  # not imported: no thread to wait for
     try:
@@ -84,8 +85,9 @@ def run_then_end(command: Callable[[], object]) -> NoReturn:
     0 when it returns, a ``SystemExit``'s code, 130 for ``KeyboardInterrupt``, 1 (after
     the traceback, as the interpreter prints it) for any other exception.
 
-    Example:
-        >>> run_then_end(lambda: print("done"))  # doctest: +SKIP
+    Example (not run as a doctest: it needs a server, a model or a run)::
+
+            run_then_end(lambda: print("done"))
         done
     """
     status = 1

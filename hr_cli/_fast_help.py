@@ -82,8 +82,9 @@ def answer(argv: list[str], stream: TextIO | None = None) -> int | None:
     """Print the help page ``hr ARGV`` would print and return its exit status, or ``None``
     (nothing printed) when the full app must answer.
 
-    Example:
-        >>> answer(["--help"])  # doctest: +SKIP
+    Example (not run as a doctest: it needs a server, a model or a run)::
+
+            answer(["--help"])
         0
     """
     if argv and argv[-1] != "--help" and argv not in (["judge"], ["server"]):

@@ -335,9 +335,10 @@ def start_server(home: Path | None = None, port: int | None = None, *, timeout: 
     ``profiles.toml`` rewritten with the API URL and secret (also when the server
     runs already).
 
-    Example:
-        >>> state, started = start_server()  # doctest: +SKIP
-        >>> state.url  # doctest: +SKIP
+    Example (not run as a doctest: it needs a server, a model or a run)::
+
+            state, started = start_server()
+            state.url
         'http://127.0.0.1:4200'
     """
     home = make_home((home or prefect_home()).expanduser())

@@ -127,10 +127,11 @@ async def provider_slot(
     A limit that does not exist is skipped (Prefect's non-strict mode), so this
     is safe to use before an operator has created any.
 
-    Example:
-        >>> async def call(model, messages):  # doctest: +SKIP
-        ...     async with provider_slot("openai"):
-        ...         return await model.complete(messages)
+    Example (not run as a doctest: it needs a server, a model or a run)::
+
+            async def call(model, messages):
+                async with provider_slot("openai"):
+                    return await model.complete(messages)
     """
     names = provider_limit_names(provider)
     await rate_limit(names.rate, timeout_seconds=timeout_seconds, strict=False)
@@ -144,9 +145,10 @@ class LimitedModel:
     Wraps any :class:`hr_core.models.base.ChatModel`; the in-process semaphores
     of the model stay as they are.
 
-    Example:
-        >>> model = LimitedModel(some_model)  # doctest: +SKIP
-        >>> reply = await model.complete([{"role": "user", "content": "hi"}])  # doctest: +SKIP
+    Example (not run as a doctest: it needs a server, a model or a run)::
+
+            model = LimitedModel(some_model)
+            reply = await model.complete([{"role": "user", "content": "hi"}])
     """
 
     def __init__(self, model: Any, *, provider: str | None = None,
