@@ -176,12 +176,17 @@ def validity_problems(record: JudgeValidation,
         too few items: 12 < min_items 50
         agreement too low: lower bound 21.0% < min_agreement 70.0%
     """
-    limits = thresholds or ValidityThresholds()
-    problems = []
-    if record.n < limits.min_items:
-        problems.append(f"too few items: {record.n} < min_items {limits.min_items}")
     low = record.agreement_ci[0] if record.agreement_ci is not None else None
-    if low is None:
+    return _threshold_problems(record.n, low, thresholds or ValidityThresholds())
+
+
+def _threshold_problems(n: Any, low: Any, limits: ValidityThresholds) -> list[str]:
+    """Why ``n`` labelled items and an agreement interval's lower bound ``low`` miss
+    ``limits`` (one rule for :func:`validity_problems` and :func:`judge_standing`)."""
+    problems = []
+    if not isinstance(n, int) or n < limits.min_items:
+        problems.append(f"too few items: {n} < min_items {limits.min_items}")
+    if not isinstance(low, int | float):
         if limits.min_agreement > 0:
             problems.append(f"agreement too low: no interval < min_agreement "
                             f"{limits.min_agreement:.1%}")
@@ -212,20 +217,10 @@ def judge_standing(record: Mapping[str, Any] | JudgeValidation,
     if not isinstance(config, Mapping) or config_hash(config) != data.get("hash"):
         problems.append(f"the record was edited (its config does not hash to "
                         f"{str(data.get('hash'))[:12]})")
-    limits = thresholds or ValidityThresholds()
-    n = data.get("n")
-    if not isinstance(n, int) or n < limits.min_items:
-        problems.append(f"too few items: {n} < min_items {limits.min_items}")
     ci = data.get("agreement_ci")
     low = ci.get("low") if isinstance(ci, Mapping) else (
         ci[0] if isinstance(ci, list | tuple) and ci else None)
-    if not isinstance(low, int | float):
-        if limits.min_agreement > 0:
-            problems.append(f"agreement too low: no interval < min_agreement "
-                            f"{limits.min_agreement:.1%}")
-    elif low < limits.min_agreement:
-        problems.append(f"agreement too low: lower bound {low:.1%} < min_agreement "
-                        f"{limits.min_agreement:.1%}")
+    problems += _threshold_problems(data.get("n"), low, thresholds or ValidityThresholds())
     return "not valid: " + "; ".join(problems) if problems else "valid"
 
 
