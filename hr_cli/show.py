@@ -12,11 +12,11 @@ from rich.table import Table
 
 from hr_cli.literal import cell
 from hr_core.errors import SpecError
+from hr_core.failures import OUTCOMES
 
 __all__ = ["show_run"]
 
-KINDS = ("wrong", "error", "refusal", "parse_failure", "not_in_document", "budget_stop",
-         "unscored", "correct")
+KINDS = OUTCOMES
 
 
 def _items(run_dir: str) -> Mapping[str, Any]:

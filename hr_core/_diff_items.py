@@ -25,7 +25,7 @@ from hr_core.accuracy import (
     runs_made,
 )
 from hr_core.engine.benchmark import Benchmark
-from hr_core.failures import FAILURE_KINDS
+from hr_core.failures import FAILURE_KINDS, OUTCOMES
 from hr_core.report.items import column_at
 
 __all__: list[str] = []  # internal: hr_core.diff uses it
@@ -35,12 +35,11 @@ DIFF_COLUMNS = ("arm", "item_id", "run", "correct", "failure_kind", "latency_s",
 """The columns of ``runs.parquet`` a diff reads (a stored run reads only these: the
 scores, tokens and judge columns are not read)."""
 
-KINDS: tuple[str, ...] = ("correct", "unscored", *FAILURE_KINDS)
-"""Outcome kinds of a run: correct, unscored (no verdict), or its failure kind."""
+KINDS = OUTCOMES
+"""Outcome kinds of a run (:data:`hr_core.failures.OUTCOMES`, hr's one order)."""
 
-_CORRECT, _UNSCORED, _WRONG = 0, 1, 2 + FAILURE_KINDS.index("wrong")
-_STOP = 2 + FAILURE_KINDS.index("budget_stop")
-_ERROR = 2 + FAILURE_KINDS.index("error")
+_CORRECT, _UNSCORED, _WRONG = (OUTCOMES.index(k) for k in ("correct", "unscored", "wrong"))
+_STOP, _ERROR = OUTCOMES.index("budget_stop"), OUTCOMES.index("error")
 
 
 class RunOutcomes:
@@ -71,8 +70,8 @@ class RunOutcomes:
         self.scored = np.bincount(self.cell[scored], minlength=cells).reshape(n_arms, n_items)
         self.hits = np.bincount(self.cell[scored], weights=right[scored],
                                 minlength=cells).reshape(n_arms, n_items)
-        kind = name_codes(list(FAILURE_KINDS), runs["failure_kind"]) + 2
-        none = kind == 1  # no failure kind: correct, unscored, or a plain wrong
+        kind = name_codes(list(FAILURE_KINDS), runs["failure_kind"]) + 1  # as in OUTCOMES
+        none = kind == 0  # no failure kind: correct, unscored, or a plain wrong
         kind[none & right] = _CORRECT
         kind[none & ~known] = _UNSCORED
         kind[none & known & ~right] = _WRONG

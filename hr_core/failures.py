@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-__all__ = ["FAILURE_KINDS", "FailureKind"]
+__all__ = ["FAILURE_KINDS", "OUTCOMES", "FailureKind"]
 
 FailureKind = Literal[
     "parse_failure", "refusal", "not_in_document", "wrong", "budget_stop", "error"
@@ -27,3 +27,7 @@ FAILURE_KINDS: Final[tuple[FailureKind, ...]] = (
     "budget_stop",
     "error",
 )
+
+OUTCOMES: Final[tuple[str, ...]] = ("correct", *FAILURE_KINDS, "unscored")
+"""Every outcome of a run, in hr's one order (report tables and figures, ``hr diff``'s
+kinds, ``hr show --kind``): correct, each failure kind, then unscored (no verdict)."""

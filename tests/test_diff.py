@@ -317,3 +317,13 @@ def test_hr_summary_prints_the_verdict_under_the_table(
     assert "Verdict. x is the best arm" in text
     assert "y vs x: -83.3 points, 95.00% interval [" in text and "over 30 items: worse" in text
     assert "Significance: paired t with continuity correction" in text
+
+
+def test_the_report_and_the_diff_share_one_outcome_order() -> None:
+    """Before: report/analysis.py listed correct, the failure kinds, unscored; the diff's
+    kinds listed correct, unscored, the failure kinds."""
+    from hr_core.diff import KINDS
+    from hr_core.failures import FAILURE_KINDS, OUTCOMES
+    from hr_core.report.analysis import OUTCOMES as REPORT_OUTCOMES
+
+    assert KINDS == REPORT_OUTCOMES == OUTCOMES == ("correct", *FAILURE_KINDS, "unscored")

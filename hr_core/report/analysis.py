@@ -12,13 +12,12 @@ import numpy as np
 import pandas as pd
 
 from hr_core.accuracy import arms_in_order, item_accuracies, name_codes
-from hr_core.failures import FAILURE_KINDS
+from hr_core.failures import OUTCOMES
 from hr_core.stats import compare_paired, paired_difference
 
 __all__ = ["OUTCOMES", "PairStatistics", "PairedRow", "outcome_counts", "pair_statistics",
            "paired_differences"]
 
-OUTCOMES: tuple[str, ...] = ("correct", *FAILURE_KINDS, "unscored")
 """The categories every run falls in, in the order the report stacks them."""
 
 
