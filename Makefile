@@ -31,9 +31,10 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 types: $(STAMP)
-	$(BIN)/mypy hr_core flows tasks hr_cli
+	$(BIN)/mypy hr_core hr_server flows tasks hr_cli
 
 # The report's browser test opens it in Debian's chromium: install it when missing.
 browser:

@@ -76,9 +76,9 @@ def main() -> None:
             print(f"50 ms provider, {workers} chunk(s) of 960 on {workers} worker(s): "
                   f"{n / wall:.0f} rows/s ({n / wall / workers:.0f} per worker; floor "
                   f"320 per worker), wall {wall:.1f} s")
-    from hr_core.engine.benchmark import runs_frame
-    from hr_core.engine.journal import Journal
-    from hr_core.engine.record import RunRecord
+    from hr_core.analysis.benchmark import runs_frame
+    from hr_core.store.journal import Journal
+    from hr_core.store.record import RunRecord
 
     record = RunRecord(arm="arm", item_id="q123456", run=1, output="answer 123456",
                        correct=True, outcome="answer 123456", latency_s=0.05, tokens_in=120,

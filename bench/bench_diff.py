@@ -50,7 +50,7 @@ started = time.perf_counter()
 
 _ARROW_FLOOR = _FIGURES + """
 import pyarrow.parquet as pq
-columns = json.loads(sys.argv[3])  # hr_core._diff_items.DIFF_COLUMNS
+columns = json.loads(sys.argv[3])  # hr_core.analysis.diff_items.DIFF_COLUMNS
 for run_dir in sys.argv[1:3]:
     pq.read_table(run_dir + "/runs.parquet", columns=columns,
                   read_dictionary=["arm", "failure_kind"])  # coded, as hr reads them
@@ -60,9 +60,9 @@ print(json.dumps(figures(started)))
 """
 
 _FLOOR = _FIGURES + """
-from hr_core._diff_items import DIFF_COLUMNS
-from hr_core.engine.benchmark import Benchmark
-from hr_core.engine.store import REFERENCE, RunStore
+from hr_core.analysis.diff_items import DIFF_COLUMNS
+from hr_core.analysis.benchmark import Benchmark
+from hr_core.store.folder import REFERENCE, RunStore
 for run_dir in sys.argv[1:3]:
     bench = Benchmark.load(run_dir)
     bench.columns(DIFF_COLUMNS)
@@ -91,9 +91,9 @@ def _write_run(folder: Path, items: int, flipped: bool) -> str:
     import pyarrow.parquet as pq
 
     from hr_core import __version__
-    from hr_core.engine.rows import ROW_GROUP
-    from hr_core.engine.store import package_versions
-    from hr_core.identity import fingerprint
+    from hr_core.core.identity import fingerprint
+    from hr_core.store.folder import package_versions
+    from hr_core.store.rows import ROW_GROUP
 
     folder.mkdir(parents=True, exist_ok=True)
     n = np.arange(items)
@@ -170,7 +170,7 @@ def main(argv: list[str]) -> None:
         return
     page = str(store / "diff.html")
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from hr_core._diff_items import DIFF_COLUMNS
+    from hr_core.analysis.diff_items import DIFF_COLUMNS
 
     columns = json.dumps(list(DIFF_COLUMNS))
     arrow, floors, diffs = [], [], []

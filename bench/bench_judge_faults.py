@@ -30,7 +30,7 @@ from openai_server import FakeOpenAIServer, Fault
 from hr_core import hr_judge_config
 from hr_core.judge import judge_item
 from hr_core.models import MockModel
-from hr_core.models.openai_client import OpenAIChatModel
+from hr_core.models.providers.openai import OpenAIChatModel
 
 KINDS = ["429", "500", "503", "truncated", "malformed", "empty", "slow"]
 

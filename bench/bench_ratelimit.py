@@ -152,8 +152,8 @@ async def _sdk(url: str, items: list[dict[str, Any]], *, concurrency: int,
 
 
 def _hr(url: str, items: list[dict[str, Any]], concurrency: int) -> tuple[int, int]:
-    from hr_core.engine.session import BenchmarkSession, plan_benchmark
-    from hr_core.models._ratelimit import reset_limiters
+    from hr_core.models.ratelimit.endpoint import reset_limiters
+    from hr_core.run.session import BenchmarkSession, plan_benchmark
 
     reset_limiters()  # as a new process would
     arm = {"model": "openai-compatible:bench", "base_url": url, "prompt": "{question}"}

@@ -36,7 +36,7 @@ import openai
 from llama_server import MODEL_NAME, LlamaServer, artefacts, pid_alive
 from real_support import QUESTIONS, llm_arm
 
-from hr_core.engine.session import BenchmarkSession, plan_benchmark
+from hr_core.run.session import BenchmarkSession, plan_benchmark
 
 NO_CACHE = {"cache_prompt": False}
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _workloads import floor, make_arm, make_reference, p90
 
 from hr_core import hr_scorer_exact
-from hr_core.engine.session import BenchmarkSession, plan_benchmark
+from hr_core.run.session import BenchmarkSession, plan_benchmark
 
 
 def workload(label: str, n: int, delay: float, runs: int, concurrency: int, reps: int) -> None:

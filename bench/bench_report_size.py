@@ -15,9 +15,9 @@ from __future__ import annotations
 import random
 import time
 
-from hr_core.engine.benchmark import Benchmark, runs_frame
+from hr_core.analysis.benchmark import Benchmark, runs_frame
+from hr_core.analysis.items import item_texts
 from hr_core.report import ReportInputs, render_report
-from hr_core.report.items import item_texts
 
 LIMIT_BYTES = 5 * 1024 * 1024
 ARMS = {"keyword": 0.7, "reader": 0.6, "numbers": 0.4, "typo": 0.0}

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from hr_core import FAILURE_KINDS, ArmResult, Scorer, Usage, hr_scorer_exact
-from hr_core._text import squad_fold
+from hr_core.core.text import squad_fold
 from hr_core.scoring import hr_scorer_f1
 
 TARGET_RATIO = 4.0

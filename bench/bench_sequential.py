@@ -2,10 +2,10 @@
 
     .venv/bin/python bench/bench_sequential.py [--sims 10000] [--items 2000] [--only NAME]
 
-Every figure comes from hr_core's own code (``hr_core.sequential.log_bets`` and its
+Every figure comes from hr_core's own code (``hr_core.stats.sequential.log_bets`` and its
 predictable estimates, the same functions ``PairedSequence.update`` sums;
-``hr_core.stats.paired_difference``; ``hr_core.multiplicity.holm``;
-``hr_core.planning``), vectorised over simulated sequences. Sections:
+``hr_core.stats.paired_difference``; ``hr_core.stats.multiplicity.holm``;
+``hr_core.stats.sample_size``), vectorised over simulated sequences. Sections:
 
 - validity: two equal arms, the share of sequences that ever declare a difference,
   monitored after every batch (target <= 5% at level 0.95);
@@ -28,10 +28,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hr_core.multiplicity import holm
-from hr_core.planning import paired_power
-from hr_core.sequential import first_decisions
 from hr_core.stats import paired_difference
+from hr_core.stats.multiplicity import holm
+from hr_core.stats.sample_size import paired_power
+from hr_core.stats.sequential import first_decisions
 
 LEVEL = 0.95
 BATCH = 20

@@ -279,7 +279,7 @@ def main() -> None:
             "(b) hr_benchmark (API)": run([PYTHON, "api.py"]),
             "(c) pydantic-evals": run([PYTHON, "pydantic_evals_run.py"]),
             "(d) plain Python": run([PYTHON, "plain.py"]),
-            # hr's own defaults: the hr server's API, no SDK usage data (hr_cli.quiet)
+            # hr's own defaults: the hr server's API, no SDK usage data (hr_server.quiet)
             "(e) bare Prefect flow": run([PYTHON, "bare_prefect.py"], dict(
                 env, PREFECT_API_URL=f"{url}/api", DO_NOT_TRACK=env.get("DO_NOT_TRACK", "1"))),
             "hr --help": run([HR, "--help"]),

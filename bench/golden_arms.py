@@ -6,8 +6,8 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
-from hr_core.engine.context import current_run
 from hr_core.results import ArmResult, Usage
+from hr_core.run.context import current_run
 
 __all__ = ["abstain", "costly", "flaky", "partial", "reference_items"]
 

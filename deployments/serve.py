@@ -31,7 +31,7 @@ from prefect.deployments.runner import EntrypointType, RunnerDeployment
 from prefect.schedules import Cron
 from prefect.utilities.importtools import import_object
 
-from hr_core.errors import SpecError
+from hr_core.core.errors import SpecError
 
 __all__ = ["PREFECT_YAML", "SERVED_SUFFIX", "build_deployments", "main", "served_name",
            "serve_deployments"]

@@ -3,7 +3,7 @@
 Importing Prefect builds about a million long-lived objects. The cyclic garbage
 collector is paused while they are built (it would traverse them again and
 again: ~20% of the import's CPU). Importing changes no global state: an ``hr``
-command freezes them where it starts (``hr_cli.gcpause.command_module``: later
+command freezes them where it starts (``hr_server.gcpause.command_module``: later
 collections, e.g. during a 20,000-run benchmark, skip them, and so does the
 interpreter's last collection at exit, up to ~1 s of a short run's wall time).
 
@@ -17,8 +17,8 @@ import os as _os
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
-from hr_cli.gcpause import import_paused as _import_paused
-from hr_cli.quiet import quiet_defaults as _quiet_defaults
+from hr_server.gcpause import import_paused as _import_paused
+from hr_server.quiet import quiet_defaults as _quiet_defaults
 
 
 def _import_prefect() -> None:
@@ -27,10 +27,10 @@ def _import_prefect() -> None:
     user chose them, the hr server's API and its secret when it runs and nothing else is
     configured.
     The environment is then as it was: importing ``flows`` changes no global state (an
-    ``hr`` command sets these for good where it starts, ``hr_cli.commands.prepare_prefect``).
+    ``hr`` command sets these for good where it starts, ``hr_server.control.prepare_prefect``).
     """
     env = _quiet_defaults({})
-    env.update(_import_paused("hr_cli.server", freeze=False).api_env_to_preset())
+    env.update(_import_paused("hr_server.control", freeze=False).api_env_to_preset())
     saved = {name: _os.environ.get(name) for name in env}
     _os.environ.update(env)
     try:

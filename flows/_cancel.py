@@ -29,8 +29,8 @@ from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 from prefect.client.schemas.objects import FlowRun, StateType
 from prefect.exceptions import ObjectNotFound
 
-from hr_core._safe import visible
-from hr_core.errors import BenchmarkCancelled, FlowRunDeleted, FlowRunStopped
+from hr_core.core.errors import BenchmarkCancelled, FlowRunDeleted, FlowRunStopped
+from hr_core.core.safe import visible
 
 __all__ = ["POLL_S", "run_watched", "was_deleted"]
 

@@ -9,16 +9,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hr_core.engine.budget import Budget
-from hr_core.engine.session import (
+from hr_core.core.errors import HrTypeError
+from hr_core.run.budget import Budget
+from hr_core.run.session import (
     BenchmarkPlan,
     JudgePolicy,
     apply_judge_policy,
     plan_benchmark,
 )
-from hr_core.engine.spec import BenchmarkSpec, load_spec, spec_import_path
-from hr_core.errors import HrTypeError
-from hr_core.slices import check_slice_fields
+from hr_core.run.spec import BenchmarkSpec, load_spec, spec_import_path
+from hr_core.stats.slices import check_slice_fields
 
 __all__ = ["plan_from_spec"]
 

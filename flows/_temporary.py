@@ -7,7 +7,7 @@ server stack (FastAPI, SQLAlchemy, the API's routers: ~45 MB of RSS at the peak 
 server runs in a subprocess. hr runs the same command itself (``python -m uvicorn
 --factory prefect.server.api.server:create_app`` on 127.0.0.1, the UI off, the
 same environment Prefect gives it) on a free port, waits for its ``/api/health``
-(a raw socket: :func:`hr_cli._ports.healthy`), and the caller points
+(a raw socket: :func:`hr_server.ports.healthy`), and the caller points
 ``PREFECT_API_URL`` at it for the flow call (``flows.clients.use_prefect_api``).
 
 One server per process, started under a lock (two threads never start two; a
@@ -15,7 +15,7 @@ forked child starts its own), guarded (``flows._guard``: it dies with hr, even o
 ``kill -9``) and stopped at exit (an ``atexit`` handler: ``hr_cli._exit`` runs them).
 Like Prefect's, it is in hr's process group, so a terminal's Ctrl-C reaches it.
 
-It is private as the hr server is (``hr_cli.server_private``): it runs under umask
+It is private as the hr server is (``hr_server.private``): it runs under umask
 077 (the database and whatever else it writes are its owner's only; a
 ``PREFECT_HOME`` it creates is 0700), and its API asks for a secret of its own,
 new in each process (:attr:`TemporaryServer.auth`, given to this process's clients).
@@ -31,9 +31,9 @@ import threading
 import time
 from dataclasses import dataclass
 
-from hr_cli._ports import free_port, healthy, listens
-from hr_cli.server import ServerError
-from hr_cli.server_private import UMASK, new_auth_string
+from hr_server.control import ServerError
+from hr_server.ports import free_port, healthy, listens
+from hr_server.private import UMASK, new_auth_string
 
 __all__ = ["TemporaryServer", "start_temporary", "temporary_api_url"]
 

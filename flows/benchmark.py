@@ -22,12 +22,18 @@ from flows._invocation import InvocationVar
 from flows._spec_plan import plan_from_spec
 from flows.clients import prefect_clients, with_run_name
 from flows.labels import benchmark_tags, label_flow_run, publish_run_facts
-from hr_core._checks import callable_arg, path_arg
-from hr_core.engine.benchmark import Benchmark
-from hr_core.engine.budget import Budget
-from hr_core.engine.health import ErrorRateExceeded
-from hr_core.engine.lock import RunLock
-from hr_core.engine.session import (
+from hr_core.analysis.benchmark import Benchmark
+from hr_core.analysis.health import ErrorRateExceeded
+from hr_core.core.checks import callable_arg, path_arg
+from hr_core.core.errors import (
+    BenchmarkCancelled,
+    FlowRunStopped,
+    HrTypeError,
+    SpecError,
+    StoreWriteError,
+)
+from hr_core.run.budget import Budget
+from hr_core.run.session import (
     BenchmarkPlan,
     BenchmarkSession,
     JudgePolicy,
@@ -36,17 +42,11 @@ from hr_core.engine.session import (
     plan_benchmark,
     progress_callback,
 )
-from hr_core.engine.spec import BenchmarkSpec, spec_import_path
-from hr_core.engine.store import RunStore
-from hr_core.errors import (
-    BenchmarkCancelled,
-    FlowRunStopped,
-    HrTypeError,
-    SpecError,
-    StoreWriteError,
-)
-from hr_core.scorers import Scorer
-from hr_core.slices import check_slice_fields
+from hr_core.run.spec import BenchmarkSpec, spec_import_path
+from hr_core.scoring.scorer import Scorer
+from hr_core.stats.slices import check_slice_fields
+from hr_core.store.folder import RunStore
+from hr_core.store.lock import RunLock
 from tasks._prefetch import Prefetch
 from tasks.benchmark import (
     ProgressPublisher,
@@ -206,7 +206,7 @@ async def benchmark_flow(
     fingerprint, and it returns the ``Benchmark``. :func:`hr_benchmark` starts it with
     its inputs as parameters and hands over the rest (callables, the plan).
 
-    Ends Failed (:class:`~hr_core.engine.health.ErrorRateExceeded`), after writing
+    Ends Failed (:class:`~hr_core.analysis.health.ErrorRateExceeded`), after writing
     the results, when an arm's share of errors is above ``max_error_rate``.
     """
     invocation = _INVOCATION.get()  # set by run_plan, for this call only
@@ -433,17 +433,17 @@ def hr_benchmark(
         max_error_rate: the share of an arm's runs made (0..1) that may be errors
             (default: the spec's, else 0.5). Above it the results are still
             written, then the flow run ends Failed and
-            :class:`~hr_core.engine.health.ErrorRateExceeded` is raised, naming the
+            :class:`~hr_core.analysis.health.ErrorRateExceeded` is raised, naming the
             arms and their top error (its ``benchmark`` holds the results); ``1``
             never fails.
         stop: sequential mode (``{"when": "clear", "margin": 0.02, "level": 0.95,
             "min_items": 30, "batch": 20, "seed": 0}``, or ``True`` for these): items
             in a random order fixed by ``seed``, every arm on the same batch, and the
             run stops once an anytime-valid confidence sequence decides the leader's
-            comparison with every other arm (``hr_core.engine.stopping``). The runs
+            comparison with every other arm (``hr_core.run.stopping``). The runs
             not made are no rows (not failures); a run without ``stop`` makes them.
         slices: item fields (payload keys) to give accuracy by, per value
-            (:mod:`hr_core.slices`; default: the spec's ``slices``); not part of the run
+            (:mod:`hr_core.stats.slices`; default: the spec's ``slices``); not part of the run
             id. An item without the field is in the slice ``(missing)``.
 
     Raises:

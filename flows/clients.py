@@ -2,7 +2,7 @@
 
 :func:`prefect_api` chooses the API: ``PREFECT_API_URL`` when set (environment,
 profile or a test harness), else the hr server when it runs (``hr server
-start``; ``hr_cli.server``), else Prefect's temporary server for this process,
+start``; ``hr_server.control``), else Prefect's temporary server for this process,
 started by hr as a process of its own (``flows._temporary``: not Prefect's
 ``SubprocessASGIServer``, whose module imports the server stack into the calling
 process) before anything else can race to start a second one, with one line
@@ -52,7 +52,7 @@ class PrefectApi:
     url: str | None
     note: str
     auth: str | None = None
-    """The hr server's API secret, when this process has to give it (``hr_cli.server_private``:
+    """The hr server's API secret, when this process has to give it (``hr_server.private``:
     not when ``PREFECT_API_AUTH_STRING`` is set already)."""
 
 
@@ -65,7 +65,7 @@ def prefect_api() -> PrefectApi:
     from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, PREFECT_HOME
 
     from flows._temporary import temporary_api_url
-    from hr_cli.server import ServerError, server_status
+    from hr_server.control import ServerError, server_status
 
     explicit = PREFECT_API_URL.value()
     if explicit and explicit == temporary_api_url():  # set by use_prefect_api around a call
@@ -137,7 +137,7 @@ def use_prefect_api(api: PrefectApi | None = None) -> Iterator[PrefectApi]:
         from prefect.settings import PREFECT_HOME
 
         from flows._temporary import start_temporary
-        from hr_cli._database import check_database
+        from hr_server.database import check_database
 
         check_database(Path(PREFECT_HOME.value()).expanduser())
         # started here, once per process under a lock (flows._temporary): Prefect's lazy

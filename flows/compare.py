@@ -16,11 +16,11 @@ from flows._hrflow import hr_flow
 from flows.clients import in_prefect, with_run_name
 from flows.judge_validate import log_belongs_to
 from flows.labels import benchmark_tags
-from hr_core._checks import positive_int
-from hr_core.engine.benchmark import Benchmark
-from hr_core.engine.compare import Comparison, comparison_rows
-from hr_core.errors import HrTypeError, SpecError
-from hr_core.reference import Reference
+from hr_core.analysis.benchmark import Benchmark
+from hr_core.core.checks import positive_int
+from hr_core.core.errors import HrTypeError, SpecError
+from hr_core.data.reference import Reference
+from hr_core.judge.pairwise import Comparison, comparison_rows
 from tasks.compare import judge_comparison_chunk, publish_comparison
 
 __all__ = ["compare_flow", "hr_compare"]
@@ -107,7 +107,7 @@ def hr_compare(
     """Compare arms of a finished benchmark with a pairwise or select judge.
 
     Starts the ``hr-compare`` Prefect flow. From synchronous code it returns the
-    :class:`~hr_core.engine.compare.Comparison`; from async code an awaitable.
+    :class:`~hr_core.judge.pairwise.Comparison`; from async code an awaitable.
 
     Args:
         benchmark: a ``Benchmark`` or the folder of a stored run.

@@ -1,4 +1,5 @@
-"""The ``hr-diff`` flow: what changed between two runs (``hr_core.diff``), in the dashboard."""
+"""The ``hr-diff`` flow: what changed between two runs (``hr_core.analysis.diff``), in the
+dashboard."""
 
 from __future__ import annotations
 

@@ -15,8 +15,8 @@ from flows._hrflow import hr_flow
 from flows._invocation import InvocationVar
 from flows.clients import in_prefect, with_run_name
 from flows.labels import benchmark_tags, flow_run_link
-from hr_core._checks import path_arg, positive_int
-from hr_core.errors import HrTypeError, SpecError
+from hr_core.core.checks import path_arg, positive_int
+from hr_core.core.errors import HrTypeError, SpecError
 from hr_core.judge.config import JudgeConfig, hr_judge_config
 from hr_core.judge.judging import JudgeResult
 from hr_core.judge.labelled import LabelledRow

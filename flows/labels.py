@@ -18,10 +18,10 @@ from prefect.artifacts import MarkdownArtifact
 from prefect.context import FlowRunContext
 from prefect.utilities.urls import url_for
 
-from hr_core._safe import markdown_text, visible
-from hr_core.engine.session import BenchmarkPlan
-from hr_core.engine.store import location
-from hr_core.identity import fingerprint
+from hr_core.core.identity import fingerprint
+from hr_core.core.safe import markdown_text, visible
+from hr_core.run.session import BenchmarkPlan
+from hr_core.store.folder import location
 from tasks.benchmark import artifact_key, run_client
 
 __all__ = ["arm_fingerprints", "benchmark_tags", "flow_run_link", "label_flow_run",
@@ -75,10 +75,10 @@ async def label_flow_run(name: str | None = None, tags: Iterable[str] = ()) -> N
 
 def run_facts_markdown(plan: BenchmarkPlan, run_dir: str) -> str:
     """What a benchmark run decided, as markdown: run id, folder (where it is:
-    :func:`hr_core.engine.store.location`), reference, arms.
+    :func:`hr_core.store.folder.location`), reference, arms.
 
     Example:
-        >>> from hr_core.engine.session import plan_benchmark
+        >>> from hr_core.run.session import plan_benchmark
         >>> plan = plan_benchmark({"up": str.upper}, [{"id": "q", "label": "A"}], None, 1)
         >>> print(run_facts_markdown(plan, "results/x").splitlines()[0])
         # Run of benchmark benchmark

@@ -11,7 +11,7 @@ from typing import Any, Literal, get_args
 
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
-from hr_core.errors import HrError
+from hr_core.core.errors import HrError
 
 __all__ = ["TASK_RUNNER_KINDS", "TaskRunnerError", "TaskRunnerKind", "make_task_runner"]
 

@@ -5,7 +5,7 @@ run id, compares itself with the previous completed run of the same spec name in
 its store (whatever changed: its log and artifact say what did), publishes a
 regression artifact and emits ``hr.regression.detected`` per arm
 that got worse, so that a Prefect automation can notify. The artifact ends with the
-``hr diff`` against that run (``hr_core.diff``): the fingerprint parts that changed and
+``hr diff`` against that run (``hr_core.analysis.diff``): the fingerprint parts that changed and
 the top flipped items per arm; the whole diff page is written beside the new run
 (``diff-<previous run id>.html``) and the artifact names its path.
 """
@@ -23,12 +23,12 @@ from flows._hrflow import hr_flow
 from flows.benchmark import plan_from_spec, run_plan
 from flows.labels import benchmark_tags, label_flow_run
 from flows.runners import TaskRunnerKind, make_task_runner
-from hr_core._safe import visible
-from hr_core.engine.benchmark import Benchmark
-from hr_core.engine.health import ErrorRateExceeded
-from hr_core.engine.stopping import sequential_note
-from hr_core.errors import BenchmarkCancelled, HrError
-from hr_core.models._reach import halted_error
+from hr_core.analysis.benchmark import Benchmark
+from hr_core.analysis.health import ErrorRateExceeded
+from hr_core.analysis.verdict import sequential_note
+from hr_core.core.errors import BenchmarkCancelled, HrError
+from hr_core.core.safe import visible
+from hr_core.models.ratelimit.reach import halted_error
 from tasks.diff import diff_two_runs
 from tasks.limits import ProviderLimit
 from tasks.regression import check_regression, publish_regression
@@ -105,7 +105,7 @@ async def hr_scheduled_benchmark(
     # id); a new scheduled run has a new flow run id and starts fresh
     from prefect.runtime import flow_run
 
-    from hr_core.engine.store import flow_run_run_id
+    from hr_core.store.folder import flow_run_run_id
 
     run_id = None
     if flow_run.id:

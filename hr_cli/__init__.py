@@ -31,7 +31,7 @@ ERROR_RATE_EXCEEDED = 3
 def _one_line(exc: BaseException, limit: int = 400) -> str:
     """The message on one line, at most ``limit`` characters, control characters shown
     visibly (data in a message never drives the terminal)."""
-    from hr_core._safe import visible
+    from hr_core.core.safe import visible
 
     text = visible(" ".join(str(exc).split()), newlines=False) or type(exc).__name__
     return text if len(text) <= limit else text[:limit - 3] + "..."
@@ -41,7 +41,7 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     import yaml
     from pydantic import ValidationError
 
-    from hr_core.errors import HrError
+    from hr_core.core.errors import HrError
 
     return (HrError, OSError, yaml.YAMLError, ValidationError)
 
@@ -52,7 +52,7 @@ def _show_warnings_as_lines(console: Any) -> None:
 
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
              file: Any = None, line: str | None = None) -> None:
-        from hr_core._safe import visible
+        from hr_core.core.safe import visible
 
         console.print(f"hr: warning: {visible(message, newlines=False)}", style="yellow",
                       markup=False)
@@ -95,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def _command(argv: Sequence[str] | None) -> None:
     """Run one ``hr`` command (``None``: ``sys.argv``); ``SystemExit`` with its status."""
-    # Arrow allocates through malloc in an hr command (hr_core.engine.memory), chosen here
+    # Arrow allocates through malloc in an hr command (hr_core.store.memory), chosen here
     # before pyarrow is imported: one pool for the whole process, never switched
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     if argv is None:  # the hr command: help pages before any import

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hr_core.errors import SpecError
+from hr_core.core.errors import SpecError
 
 __all__ = ["name_pairs"]
 

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from hr_cli.gcpause import command_module
+from hr_server.gcpause import command_module
 
 __all__ = ["app", "console", "judge_app", "make_console", "server_app"]
 

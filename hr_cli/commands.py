@@ -20,18 +20,18 @@ from hr_cli.judge_commands import (
 )
 from hr_cli.literal import line, lit
 from hr_cli.progress import ArmProgress
+from hr_cli.run_dirs import load_benchmark
 from hr_cli.signals import interruptible
 from hr_cli.tables import summary_table
-from hr_core.errors import SpecError
+from hr_core.core.errors import SpecError
+from hr_server.control import prepare_prefect
 
 __all__ = [
     "check_judge",
     "compare_arms",
     "compare_with_judge",
-    "load_benchmark",
     "load_spec_with_overrides",
     "make_report",
-    "prepare_prefect",
     "print_health",
     "print_results",
     "record_dict",
@@ -41,21 +41,6 @@ __all__ = [
     "show_summary",
     "validate_judge",
 ]
-
-
-def prepare_prefect(verbose: bool = False) -> None:
-    """Before Prefect is imported: no analytics (the demo is offline), the hr server's API
-    when it runs and nothing else is configured, and, unless
-    ``verbose``, Prefect's console logs at WARNING so they do not tear the progress bars
-    (the dashboard still receives every log). ``PREFECT_*`` variables set by the user win.
-    """
-    from hr_cli.quiet import quiet_defaults
-    from hr_cli.server import api_env_to_preset
-
-    quiet_defaults()
-    os.environ.update(api_env_to_preset())  # the hr server, when it runs, and its secret
-    if not verbose:
-        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
 
 
 _SAID_BY_HR = ("ErrorRateExceeded", "StoreWriteError", "BenchmarkCancelled", "FlowRunDeleted")
@@ -93,7 +78,8 @@ def quiet_prefect_console() -> None:
 
 def load_spec_with_overrides(spec: Path, **overrides: Any) -> Any:
     """Load a YAML ``BenchmarkSpec`` and apply command-line overrides (``None`` = keep)."""
-    from hr_core.engine import Budget, load_spec
+    from hr_core.run.budget import Budget
+    from hr_core.run.spec import load_spec
 
     loaded = load_spec(spec)
     reference = loaded.reference if isinstance(loaded.reference, str) else loaded.reference.path
@@ -133,8 +119,8 @@ def run_benchmark(console: Console, spec: Any, *, fresh: bool = False,
     api = announce_api(lambda note, kind: console.print(
         line(note), style="yellow" if kind == "temporary" else "dim", markup=False))
     from hr_cli.api_watch import watching_api
-    from hr_core.engine.health import ErrorRateExceeded
-    from hr_core.errors import FlowRunStopped
+    from hr_core.analysis.health import ErrorRateExceeded
+    from hr_core.core.errors import FlowRunStopped
 
     quiet_prefect_console()
     with interruptible(), watching_api(_watched(api), _resume_command(spec, fresh)), \
@@ -176,7 +162,7 @@ def _watched(api: Any) -> Any:
     from hr_cli.api_watch import WatchedApi
 
     if api.url:
-        from hr_cli.server import ServerError, server_status
+        from hr_server.control import ServerError, server_status
 
         try:
             status = server_status(check_health=False)
@@ -206,7 +192,7 @@ def _mark_budget_stops(progress: ArmProgress, bench: Any) -> None:
 
 def print_health(console: Console, bench: Any, max_error_rate: float | None = None) -> None:
     """Each arm's errors (count, most frequent messages) and budget stops, in yellow/red."""
-    from hr_core.engine.health import DEFAULT_MAX_ERROR_RATE
+    from hr_core.analysis.health import DEFAULT_MAX_ERROR_RATE
 
     limit = max_error_rate if max_error_rate is not None else bench.manifest.get(
         "max_error_rate", DEFAULT_MAX_ERROR_RATE)
@@ -219,7 +205,7 @@ def print_health(console: Console, bench: Any, max_error_rate: float | None = No
                       markup=False)
         for message, count in arm.top:
             console.print(f"    {count:>5} x  {line(message)}", style=style, markup=False)
-    from hr_core.accuracy import coverage_warning
+    from hr_core.stats.accuracy import coverage_warning
 
     halts = bench.manifest.get("halts") or {}
     for arm in health.budget_stopped:
@@ -229,7 +215,7 @@ def print_health(console: Console, bench: Any, max_error_rate: float | None = No
                    "made: its endpoint was halted (below); the next run of the benchmark "
                    "makes them")
         console.print(f"hr: warning: {line(warning)}", style="yellow", markup=False)
-    from hr_core.engine.stopping import sequential_note
+    from hr_core.analysis.verdict import sequential_note
 
     note = sequential_note(bench.manifest)
     if note is not None:
@@ -295,7 +281,7 @@ def run_spec(console: Console, spec: Path, *, runs: int | None, store: str | Pat
     exhausted): the same, then ``EndpointsHalted`` (status 9, the runs not made wait for
     the next ``hr run``).
     """
-    from hr_core.engine.health import ErrorRateExceeded
+    from hr_core.analysis.health import ErrorRateExceeded
 
     budget = {k: v for k, v in (("max_calls", budget_calls), ("max_cost_usd", budget_cost))
               if v is not None}
@@ -303,7 +289,7 @@ def run_spec(console: Console, spec: Path, *, runs: int | None, store: str | Pat
                                       budget=budget, max_error_rate=max_error_rate,
                                       shared_cache=True if shared_cache else None)
     if stop_when_clear and loaded.stop is None:
-        from hr_core.engine.stopping import StopRule
+        from hr_core.run.stopping import StopRule
 
         loaded = loaded.model_copy(update={"stop": StopRule()})
     try:
@@ -323,8 +309,8 @@ def run_spec(console: Console, spec: Path, *, runs: int | None, store: str | Pat
 
 def halted_run(bench: Any) -> Exception | None:
     """The error of a run whose endpoints were halted (unreachable, quota exhausted):
-    :class:`~hr_core.models._reach.EndpointsHalted` (exit status 9), else ``None``."""
-    from hr_core.models._reach import halted_error
+    :class:`~hr_core.models.ratelimit.reach.EndpointsHalted` (exit status 9), else ``None``."""
+    from hr_core.models.ratelimit.reach import halted_error
 
     halts = bench.manifest.get("halts")
     if not halts:
@@ -332,22 +318,6 @@ def halted_run(bench: Any) -> Exception | None:
     kinds = bench.runs["failure_kind"]
     name = str(bench.manifest.get("name") or "benchmark")
     return halted_error(name, halts, int((kinds == "budget_stop").sum()), bench)
-
-
-def load_benchmark(run_dir: str | Path) -> Any:
-    """The ``Benchmark`` stored in a run folder or at its URL; ``SpecError`` if it is not one."""
-    from hr_core.engine import Benchmark
-    from hr_core.engine.store import MANIFEST, RunStore
-
-    text = os.fspath(run_dir)
-    store = RunStore.at(text)
-    if store.local and not Path(store.path("")).is_dir():
-        raise SpecError(f"{text}: no such run directory; give a run directory such as "
-                        "results/<name>/<run id>/ (the path `hr run` printed)")
-    if not store.exists(MANIFEST):
-        raise SpecError(f"{text}: no manifest.json here; give a run directory such as "
-                        "results/<name>/<run id>/ (the path `hr run` printed)")
-    return Benchmark.load(text)
 
 
 def print_item_tables(console: Console, bench: Any) -> None:
@@ -394,7 +364,7 @@ def parse_scorer_option(text: str) -> Any:
         return stripped
     import yaml
 
-    from hr_core._yaml import load_yaml_text
+    from hr_core.data.yaml_file import load_yaml_text
 
     try:
         value = load_yaml_text(stripped, "--scorer")
@@ -409,8 +379,8 @@ def parse_scorer_option(text: str) -> Any:
 
 def rescore_run_dir(console: Console, run_dir: str | Path, scorer: str) -> str | Path:
     """``hr rescore RUN_DIR --scorer NAME_OR_PATH``: re-score, print the summary and paths."""
-    from hr_core.engine.rescore import rescore_run
-    from hr_core.engine.spec import spec_import_path
+    from hr_core.run.rescore import rescore_run
+    from hr_core.run.spec import spec_import_path
 
     load_benchmark(run_dir)  # a clear one-line error when it is no finished run
     with spec_import_path(os.getcwd()):

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from hr_cli._options import name_pairs
 from hr_cli.literal import cell
-from hr_core.diff import ArmDiff, Flip, RunDiff
+from hr_core.analysis.diff import ArmDiff, Flip, RunDiff
 
 __all__ = ["arm_pairs", "print_diff", "run_diff"]
 
@@ -81,7 +81,7 @@ def _arm_row(arm: ArmDiff) -> list[Text]:
 
 
 def print_diff(console: Console, diff: RunDiff, *, limit: int | None = 20) -> None:
-    """Print a :class:`~hr_core.diff.RunDiff`: what changed, each arm's verdict, the flips
+    """Print a :class:`~hr_core.analysis.diff.RunDiff`: what changed, each arm's verdict, the flips
     (the first ``limit`` of each direction, with each direction's count; ``None``: all),
     failure-kind transitions, new errors, latency and cost."""
     console.print(Text.assemble(("hr diff ", "bold"), cell(diff.id_a or diff.run_a, "bold"),
@@ -182,7 +182,7 @@ def run_diff(console: Console, run_a: str, run_b: str, arms: list[str], output: 
              limit: int | None) -> int:
     """``hr diff``: compare, print (the first ``limit`` flipped items of each direction,
     ``None``: all), write the HTML page when asked; the exit status."""
-    from hr_core.diff import diff_runs
+    from hr_core.analysis.diff import diff_runs
 
     found = diff_runs(run_a, run_b, arms=arm_pairs(arms),
                       flips_per_arm=None if limit is None else max(limit, 50))

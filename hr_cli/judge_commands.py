@@ -15,7 +15,7 @@ from hr_cli.judges import judge_model, load_judge
 from hr_cli.literal import line, lit
 from hr_cli.signals import interruptible
 from hr_cli.tables import comparison_table, position_bias_line, validation_table
-from hr_core.errors import SpecError
+from hr_core.core.errors import SpecError
 
 __all__ = ["check_judge", "compare_arms", "compare_with_judge", "record_dict", "refresh_report",
            "validate_judge"]
@@ -35,7 +35,7 @@ def _split_arms(arms: Sequence[str]) -> list[str]:
 
 def compare_arms(console: Console, run_dir: Path, judge: Path, arms: Sequence[str]) -> Any:
     """``hr compare RUN_DIR --judge JUDGE.yaml --arms A B``: judge, print, attach to the run."""
-    from hr_cli.commands import load_benchmark
+    from hr_cli.run_dirs import load_benchmark
 
     bench = load_benchmark(run_dir)
     names = _split_arms(arms)
@@ -59,7 +59,7 @@ def compare_with_judge(console: Console, bench: Any, names: list[str], config: A
                        model: Any = None, refresh: bool = True) -> Any:
     """Run ``hr_compare``, print its summary and attach it to the run (report refreshed
     unless ``refresh`` is false: the caller writes it)."""
-    from hr_cli.commands import prepare_prefect
+    from hr_server.control import prepare_prefect
 
     prepare_prefect()
     from flows import hr_compare
@@ -98,7 +98,7 @@ def validate_judge(console: Console, judge: Path, labels: Path, *, store: Path,
         raise SpecError(f"--attach {attach}: not a run directory (no manifest.json)")
     console.print(f"[bold]Validating[/] the {config.mode} judge {config.hash[:12]} on "
                   f"{lit(config.model)} against {lit(labels)} ...")
-    from hr_cli.commands import prepare_prefect
+    from hr_server.control import prepare_prefect
 
     prepare_prefect()
     from flows import hr_judge_validate

@@ -6,7 +6,7 @@ Rich reads ``[bold]``, ``[/]`` and ``[link=...]`` in the strings it prints as ma
 ``ESC ] 0 ; title``. Every table cell and title is a :class:`~rich.text.Text` made by
 :func:`cell`; every message written with markup puts data through :func:`lit`; every
 line printed without markup through :func:`line`. Control characters are shown
-visibly by :func:`hr_core._safe.visible` in all three.
+visibly by :func:`hr_core.core.safe.visible` in all three.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.text import Text
 
-from hr_core._safe import visible
+from hr_core.core.safe import visible
 
 __all__ = ["cell", "line", "lit"]
 

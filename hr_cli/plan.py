@@ -23,10 +23,10 @@ def plan_run(console: Console, run_dir: str | Path, *, difference: float, power:
     """Print each arm's planning figures against the best arm of a stored run."""
     import numpy as np
 
-    from hr_cli.commands import load_benchmark
-    from hr_core.accuracy import item_accuracies
-    from hr_core.planning import plan_pair
-    from hr_core.report.items import arm_order
+    from hr_cli.run_dirs import load_benchmark
+    from hr_core.analysis.items import arm_order
+    from hr_core.stats.accuracy import item_accuracies
+    from hr_core.stats.sample_size import plan_pair
 
     bench = load_benchmark(run_dir)
     order = arm_order(bench.summary())

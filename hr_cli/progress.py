@@ -58,7 +58,7 @@ def endpoint_lines(since: float) -> Text | None:
         >>> endpoint_lines(time.monotonic() + 60) is None  # none used since
         True
     """
-    from hr_core.models._ratelimit import rate_limit_report
+    from hr_core.models.ratelimit.endpoint import rate_limit_report
 
     report = rate_limit_report(since)
     if not report:

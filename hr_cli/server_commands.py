@@ -1,4 +1,4 @@
-"""``hr server start | stop | status`` (the server itself: ``hr_cli.server``)."""
+"""``hr server start | stop | status`` (the server itself: ``hr_server.control``)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from hr_cli.server import ServerState, ServerStatus, server_status, start_server, stop_server
-from hr_cli.server_private import AUTH_FILE, PROFILE, PROFILES_FILE
+from hr_server.control import ServerState, ServerStatus, server_status, start_server, stop_server
+from hr_server.private import AUTH_FILE, PROFILE, PROFILES_FILE
 
 __all__ = ["start", "status", "stop"]
 
@@ -53,14 +53,14 @@ def stop(console: Console) -> None:
 
 def status(console: Console) -> None:
     """Print the status line; exit 1 unless the server runs, answers and works
-    (``hr_cli.server_health``: no service failing in its log, no schedule without runs)."""
+    (``hr_server.health``: no service failing in its log, no schedule without runs)."""
     current = server_status()
     style = "green" if current.status == "running" else "yellow"
     console.print(current.describe(), style=style, markup=False, soft_wrap=True)
     if current.status != "running":
         raise SystemExit(1)
     _login(console, current)
-    from hr_cli.server_health import server_problem
+    from hr_server.health import server_problem
 
     state = current.state
     problem = None if state is None else server_problem(

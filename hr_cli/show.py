@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.table import Table
 
 from hr_cli.literal import cell
-from hr_core.errors import SpecError
-from hr_core.failures import OUTCOMES
+from hr_core.core.errors import SpecError
+from hr_core.core.failures import OUTCOMES
 
 __all__ = ["show_run"]
 
@@ -20,9 +20,9 @@ KINDS = OUTCOMES
 
 
 def _items(run_dir: str) -> Mapping[str, Any]:
-    from hr_core._json_text import jsonl_lines
-    from hr_core.engine.store import REFERENCE, RunStore
-    from hr_core.report.items import item_texts
+    from hr_core.analysis.items import item_texts
+    from hr_core.core.json_text import jsonl_lines
+    from hr_core.store.folder import REFERENCE, RunStore
 
     store = RunStore.at(run_dir)
     if not store.exists(REFERENCE):
@@ -62,8 +62,8 @@ def show_run(console: Console, run_dir: str, *, arm: str | None = None,
              diff: tuple[str, str] | None = None, limit: int = 50) -> int:
     """Print the failed runs of a run (filtered by arm, kind, item) or, with ``diff``, the
     items where two arms disagree; returns how many rows matched."""
-    from hr_core.engine.benchmark import Benchmark
-    from hr_core.report.items import disagreements, failed_runs
+    from hr_core.analysis.benchmark import Benchmark
+    from hr_core.analysis.items import disagreements, failed_runs
 
     bench = Benchmark.load(run_dir)
     runs = bench.runs

@@ -5,7 +5,7 @@ temporary API server (a child of hr) stops too; waiting for the flow to report
 its end to a dead server took ~80 s of connection errors. Instead, on the
 first SIGINT or SIGTERM hr:
 
-1. starts no new arm call (``hr_core.engine.interrupt.request_stop``);
+1. starts no new arm call (``hr_core.run.interrupt.request_stop``);
 2. flushes every open benchmark's journal and marks its manifest ``interrupted``;
 3. stops the processes it started (Prefect's temporary server, local workers);
 4. prints ``hr: interrupted`` (with where the finished runs are) and exits with
@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from hr_core._process import pid_alive
+from hr_core.core.process import pid_alive
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "interruptible"]
 
@@ -75,7 +75,7 @@ def stop_children(grace: float = _CHILD_GRACE_S) -> None:
 
 def _finish(signum: int) -> None:
     """Flush, stop the children, say so, exit (runs in its own thread)."""
-    from hr_core.engine.interrupt import flush_open
+    from hr_core.run.interrupt import flush_open
 
     lines = flush_open()
     stop_children()
@@ -89,7 +89,7 @@ def _finish(signum: int) -> None:
 
 
 def _handle(signum: int, frame: Any) -> None:
-    from hr_core.engine.interrupt import request_stop
+    from hr_core.run.interrupt import request_stop
 
     request_stop()
     if not finishing.acquire(blocking=False):  # a second signal: go now
@@ -101,7 +101,7 @@ def _handle(signum: int, frame: Any) -> None:
 @contextlib.contextmanager
 def interruptible() -> Iterator[None]:
     """Handle Ctrl-C and SIGTERM as above while the block runs (main thread only)."""
-    from hr_core.engine.interrupt import handling_signals
+    from hr_core.run.interrupt import handling_signals
 
     with handling_signals(_handle):
         yield

@@ -12,7 +12,7 @@ from hr_cli._options import name_pairs
 from hr_cli.judges import load_judge
 from hr_cli.literal import line, lit
 from hr_cli.tables import comparison_table, position_bias_line, validation_table
-from hr_core.errors import SpecError
+from hr_core.core.errors import SpecError
 
 __all__ = ["import_judge_verdicts", "parse_columns"]
 
@@ -37,7 +37,8 @@ def import_judge_verdicts(console: Console, judge: Path, verdicts: Path, *,
     pairwise/select verdicts print the comparison of two (or more) candidates; with
     ``--run`` attach both to the run's report as ``hr compare`` and ``hr judge validate
     --attach`` do. Returns what was made (``validation``, ``comparison``)."""
-    from hr_cli.commands import load_benchmark, record_dict, refresh_report
+    from hr_cli.judge_commands import record_dict, refresh_report
+    from hr_cli.run_dirs import load_benchmark
     from hr_core.judge import StoredVerdictsError, import_verdicts, save_validation
 
     config = load_judge(judge)

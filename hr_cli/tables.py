@@ -195,7 +195,7 @@ def slice_table(slices: Any, title: str = "Accuracy by slice") -> Table:
         1
     """
     from hr_cli.literal import cell
-    from hr_core._slice_compare import comparison_text, correction_text
+    from hr_core.stats.slice_compare import comparison_text, correction_text
 
     compared = "verdict" in slices.columns
     caption = Text("\n").join(  # the correction, per field, under the table

@@ -4,12 +4,11 @@ Its public API is the names below (what README.md, docs/ and the spec use, and t
 catches); everything else is imported from its own module, e.g. ``hr_core.stats.wilson_interval``.
 """
 
-from hr_core.diff import diff_runs
-from hr_core.engine import Benchmark, BenchmarkSpec, Budget
-from hr_core.engine.budget import LedgerUnreachableError
-from hr_core.engine.context import current_run
-from hr_core.engine.health import ErrorRateExceeded
-from hr_core.errors import (
+from hr_core import _moved
+from hr_core.analysis.benchmark import Benchmark
+from hr_core.analysis.diff import diff_runs
+from hr_core.analysis.health import ErrorRateExceeded
+from hr_core.core.errors import (
     BenchmarkCancelled,
     CorruptRunError,
     FlowRunDeleted,
@@ -23,7 +22,9 @@ from hr_core.errors import (
     SpecError,
     StoreWriteError,
 )
-from hr_core.failures import FAILURE_KINDS, FailureKind
+from hr_core.core.failures import FAILURE_KINDS, FailureKind
+from hr_core.core.version import __version__
+from hr_core.data.reference import Item, Reference, hr_reference
 from hr_core.judge import (
     JudgeConfig,
     JudgeConfigError,
@@ -44,12 +45,15 @@ from hr_core.models import (
     StructuredOutputRejectedError,
     UnknownProviderError,
 )
-from hr_core.reference import Item, Reference, hr_reference
 from hr_core.report import ReportError
 from hr_core.results import ArmResult, ScoreResult, Usage
-from hr_core.scorers import Scorer, hr_scorer, hr_scorer_exact, settle_score
+from hr_core.run.budget import Budget, LedgerUnreachableError
+from hr_core.run.context import current_run
+from hr_core.run.spec import BenchmarkSpec
+from hr_core.scoring.scorer import Scorer, hr_scorer, hr_scorer_exact, settle_score
 
-__version__ = "0.1.0"
+_moved.install()
+
 
 __all__ = [
     "ArmResult",

@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hr_core.failures import FailureKind
+from hr_core.core.failures import FailureKind
 
 __all__ = ["ArmResult", "ScoreResult", "Usage"]
 

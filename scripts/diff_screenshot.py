@@ -37,7 +37,7 @@ NOW_PROMPT = 'prompt: "Question: {question}\\nAnswer briefly."'
 def _run(folder: Path, spec_text: str) -> str:
     """One run of ``spec_text`` (next to a copy of the reference items); its folder."""
     from flows.benchmark import plan_from_spec
-    from hr_core.engine.session import BenchmarkSession
+    from hr_core.run.session import BenchmarkSession
 
     folder.mkdir(parents=True)
     shutil.copy(EXAMPLES / "docqa_reference.jsonl", folder / "docqa_reference.jsonl")

@@ -51,12 +51,12 @@ import types
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
-from hr_core.engine.arms import Arm
-from hr_core.engine.interrupt import reassert_handlers
-from hr_core.engine.journal import FLUSH_INTERVAL_S
-from hr_core.engine.lock import RunLock
-from hr_core.engine.session import BenchmarkPlan, BenchmarkSession
-from hr_core.reference import Item
+from hr_core.data.reference import Item
+from hr_core.run.arms import Arm
+from hr_core.run.interrupt import reassert_handlers
+from hr_core.run.session import BenchmarkPlan, BenchmarkSession
+from hr_core.store.journal import FLUSH_INTERVAL_S
+from hr_core.store.lock import RunLock
 
 __all__ = ["Prefetch", "reaches_prefect"]
 
@@ -83,7 +83,7 @@ def reaches_prefect(arm: Arm) -> bool:
     hr's LLM arms never do (``hr_core`` does not import Prefect).
 
     Example:
-        >>> from hr_core.engine.arms import normalise_arms
+        >>> from hr_core.run.arms import normalise_arms
         >>> reaches_prefect(normalise_arms({"up": str.upper})["up"])
         False
     """

@@ -1,4 +1,4 @@
-"""Prefect tasks of the benchmark flow: thin wrappers over ``hr_core.engine.session``.
+"""Prefect tasks of the benchmark flow: thin wrappers over ``hr_core.run.session``.
 
 One task per chunk of (arm, item, run) runs it with plain asyncio, one writes the
 results and publishes the report (the flow itself opens the run: reads the
@@ -23,10 +23,10 @@ from prefect.cache_policies import NO_CACHE
 from prefect.client.orchestration import PrefectClient
 from prefect.context import FlowRunContext, TaskRunContext
 
-from hr_core._safe import markdown_text
-from hr_core.engine.benchmark import Benchmark
-from hr_core.engine.report import report_markdown, summary_records
-from hr_core.engine.session import BenchmarkSession, ProgressRow
+from hr_core.analysis.benchmark import Benchmark
+from hr_core.core.safe import markdown_text
+from hr_core.report.markdown import report_markdown, summary_records
+from hr_core.run.session import BenchmarkSession, ProgressRow
 from tasks._prefetch import Prefetch
 
 __all__ = [
@@ -100,7 +100,7 @@ async def publish_benchmark(bench: Benchmark, summary: pd.DataFrame | None = Non
     """Publish the summary table and the markdown report as artifacts (concurrently).
 
     The table has every column of the summary, each number rounded as the report rounds it
-    (:func:`hr_core.engine.report.summary_records`): Prefect's table artifact shows every
+    (:func:`hr_core.report.markdown.summary_records`): Prefect's table artifact shows every
     column, wider than the pane, behind a sideways scroll bar (its cells never wrap), so
     rounding is what keeps the first ten or so columns in view; the report artifact splits
     the same figures into narrow tables."""

@@ -9,9 +9,9 @@ from prefect import task
 from prefect.artifacts import MarkdownArtifact, TableArtifact
 from prefect.cache_policies import NO_CACHE
 
-from hr_core._safe import markdown_text
-from hr_core.engine.compare import Comparison, ComparisonRow, judge_rows
-from hr_core.engine.report import markdown_table, summary_records
+from hr_core.core.safe import markdown_text
+from hr_core.judge.pairwise import Comparison, ComparisonRow, judge_rows
+from hr_core.report.markdown import markdown_table, summary_records
 from tasks.benchmark import artifact_key, run_client
 
 __all__ = ["judge_comparison_chunk", "publish_comparison"]

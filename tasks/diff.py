@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from prefect import task
 from prefect.artifacts import acreate_markdown_artifact
 
-from hr_core.diff import RunDiff, diff_runs
+from hr_core.analysis.diff import RunDiff, diff_runs
 from hr_core.report.diff_html import write_diff_html
 
 __all__ = ["diff_artifact_key", "diff_two_runs", "publish_diff"]
@@ -18,7 +18,7 @@ def diff_artifact_key(diff: RunDiff) -> str:
     """The markdown artifact's key: ``hr-diff-<run a>-<run b>`` (lowercase, digits, dashes).
 
     Example:
-        >>> from hr_core.diff import ReferenceDiff
+        >>> from hr_core.analysis.diff import ReferenceDiff
         >>> ref = ReferenceDiff(hash_a=None, hash_b=None, items_a=0, items_b=0, common=0,
         ...                     added=0, removed=0, changed=0)
         >>> diff_artifact_key(RunDiff(run_a="a", run_b="b", id_a="20261201T0200Z-ab",
@@ -33,7 +33,7 @@ def diff_artifact_key(diff: RunDiff) -> str:
 @task(name="diff-runs")
 def diff_two_runs(run_a: str, run_b: str, *, arms: Mapping[str, str] | None = None,
                   output: str | None = None, level: float = 0.95) -> tuple[RunDiff, str]:
-    """:func:`hr_core.diff.diff_runs`, and its HTML page written to ``output`` (default:
+    """:func:`hr_core.analysis.diff.diff_runs`, and its HTML page written to ``output`` (default:
     ``diff-<run a's id>.html`` in run b's folder, local or fsspec). Returns both."""
     found = diff_runs(run_a, run_b, arms=arms, level=level)
     page = str(write_diff_html(found, output or found.default_page))

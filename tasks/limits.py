@@ -21,9 +21,9 @@ from prefect.concurrency.asyncio import concurrency, rate_limit
 from prefect.exceptions import ObjectNotFound
 from pydantic import BaseModel, ConfigDict, Field
 
-from hr_core.engine.arms import Arm
-from hr_core.errors import SpecError
+from hr_core.core.errors import SpecError
 from hr_core.models.base import ChatMessage, ModelReply
+from hr_core.run.arms import Arm
 
 __all__ = [
     "LimitedArm",
@@ -208,7 +208,7 @@ def limit_arms(arms: Mapping[str, Arm], providers: Iterable[str]) -> dict[str, A
     of ``providers``.
 
     Example:
-        >>> from hr_core.engine.arms import normalise_arms
+        >>> from hr_core.run.arms import normalise_arms
         >>> arms = normalise_arms({"llm": {"model": "mock:echo", "prompt": "{question}"}})
         >>> type(limit_arms(arms, ["mock"])["llm"]).__name__
         'LimitedArm'

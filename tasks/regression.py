@@ -10,11 +10,11 @@ from prefect.artifacts import acreate_markdown_artifact, acreate_table_artifact
 from prefect.context import get_run_context
 from prefect.events import emit_event
 
-from hr_core._safe import markdown_text
-from hr_core.engine.benchmark import Benchmark
-from hr_core.engine.report import table_records
-from hr_core.regression import RegressionReport, compare_runs, find_previous_run
-from hr_core.slices import slice_values
+from hr_core.analysis.benchmark import Benchmark
+from hr_core.analysis.regression import RegressionReport, compare_runs, find_previous_run
+from hr_core.core.safe import markdown_text
+from hr_core.report.markdown import table_records
+from hr_core.stats.slices import slice_values
 
 __all__ = [
     "REGRESSION_EVENT",
@@ -53,7 +53,7 @@ def regression_artifact_key(name: str) -> str:
 def check_regression(run_dir: str, *, threshold: float = 0.05,
                      level: float = 0.95) -> RegressionReport | None:
     """Compare a finished run with the previous completed run of the same spec name in its
-    store, whatever changed between them (:func:`hr_core.regression.find_previous_run`).
+    store, whatever changed between them (:func:`hr_core.analysis.regression.find_previous_run`).
 
     Returns ``None`` when the store holds no earlier completed run of the name: its first.
     """
@@ -95,13 +95,13 @@ async def publish_regression(report: RegressionReport | None, *, name: str,
     markdown of ``hr diff`` against the previous run: its top flips, fingerprint changes
     and the HTML page's path) is appended to it. The table
     artifact (one row per arm, every field, numbers rounded as the report rounds them:
-    :func:`hr_core.engine.report.table_records`) the same key with ``-arms``. Each regression
+    :func:`hr_core.report.markdown.table_records`) the same key with ``-arms``. Each regression
     emits :data:`REGRESSION_EVENT` on resource :func:`spec_resource_id` with the
     arm, diff, CI, accuracies and run ids as payload.
 
-    ``note`` (a run that stopped early, :func:`hr_core.engine.stopping.sequential_note`)
+    ``note`` (a run that stopped early, :func:`hr_core.run.stopping.sequential_note`)
     is shown under the heading, and ``changed`` (what changed since the previous run, by
-    fingerprint part: :meth:`hr_core.diff.RunDiff.what_changed`) under it.
+    fingerprint part: :meth:`hr_core.analysis.diff.RunDiff.what_changed`) under it.
 
     Returns:
         The arms that regressed.

@@ -12,7 +12,7 @@ shared file system), the chunk writes its records to a worker journal of its own
 ``journal.w-<chunk>-<uuid>.jsonl`` beside ``journal.jsonl`` (the same record
 format and line rule, fsync'ed as soon as records wait: one fsync takes in every
 record finished during the one before),
-which :meth:`~hr_core.engine.journal.Journal.read` merges on resume and the runs
+which :meth:`~hr_core.store.journal.Journal.read` merges on resume and the runs
 table reads when the results are written. A worker that dies therefore loses its
 runs in flight (and those waiting for the fsync under way) only: Dask's retry of that
 chunk, or the next run of the benchmark, skips what the dead worker journaled.
@@ -20,10 +20,10 @@ When the folder is not visible from the worker (an fsspec store such as ``s3://`
 whose journal lives on the flow's machine, run on workers elsewhere), the chunk
 only returns its records, as before: a lost worker then costs its whole chunk.
 The budget ledger is a
-:class:`~hr_core.engine.budget.SharedLedger`: a file beside the journal that every
+:class:`~hr_core.run.budget.SharedLedger`: a file beside the journal that every
 chunk locks for each call it reserves, so one budget holds across processes; and an
 arm's ``concurrency`` holds across them too, through ``concurrency`` lock files per
-arm in ``slots/`` beside the journal (``hr_core.engine._slots``; a worker that
+arm in ``slots/`` beside the journal (``hr_core.run.slots``; a worker that
 cannot see the folder takes its share of the arm's concurrency instead). One task per chunk, so
 the ~150 ms a ``DaskTaskRunner`` adds per task stays negligible (SPEC section 11).
 """
@@ -41,16 +41,16 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from hr_core.engine._slots import SharedSlots
-from hr_core.engine.arms import Arm
-from hr_core.engine.budget import BudgetLedger, SharedLedger
-from hr_core.engine.journal import Journal, RunKey
-from hr_core.engine.record import RunRecord
-from hr_core.engine.runner import ChunkContext, run_chunk
-from hr_core.engine.session import BenchmarkSession
-from hr_core.engine.threads import DaemonPool
-from hr_core.reference import Item
-from hr_core.scorers import Scorer
+from hr_core.data.reference import Item
+from hr_core.run.arms import Arm
+from hr_core.run.budget import BudgetLedger, SharedLedger
+from hr_core.run.chunk import ChunkContext, run_chunk
+from hr_core.run.session import BenchmarkSession
+from hr_core.run.slots import SharedSlots
+from hr_core.run.threads import DaemonPool
+from hr_core.scoring.scorer import Scorer
+from hr_core.store.journal import Journal, RunKey
+from hr_core.store.record import RunRecord
 
 __all__ = ["BUDGET_LEDGER", "SLOTS", "ChunkOutcome", "run_chunk_remote", "run_chunks_submitted"]
 

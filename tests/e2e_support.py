@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from hr_cli._ports import free_port  # re-exported
+from hr_server.ports import free_port  # re-exported
 
 __all__ = ["PrefectServer", "free_port", "stop_group"]
 

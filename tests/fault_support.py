@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from hr_core._process import pid_alive
+from hr_core.core.process import pid_alive
 
 __all__ = ["alive", "descendants", "mounted", "remount", "stop_pids"]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from hr_core.failures import FAILURE_KINDS
+from hr_core.analysis.items import item_texts
+from hr_core.core.failures import FAILURE_KINDS
 from hr_core.report import ReportInputs, attach_comparison, attach_validation
-from hr_core.report.items import item_texts
 from hr_core.stats import accuracy_interval
 
 __all__ = ["fake_inputs", "fake_reference", "fake_run_dir", "fake_runs", "fake_summary"]

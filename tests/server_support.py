@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from hr_core._process import group_alive, pid_alive
+from hr_core.core.process import group_alive, pid_alive
 
 __all__ = ["gone", "health_server", "hr_env"]
 

@@ -23,9 +23,9 @@ import pytest
 from fault_support import alive, descendants, stop_pids
 from server_support import health_server, hr_env
 
-from hr_cli._ports import free_port
 from hr_cli.api_watch import EXIT_API_LOST, LOST_AFTER_S, WatchedApi, _watch
-from hr_cli.server import state_path
+from hr_server.control import state_path
+from hr_server.ports import free_port
 
 HR = str(Path(sys.executable).with_name("hr"))
 N_ITEMS = 300

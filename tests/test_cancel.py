@@ -176,7 +176,7 @@ def _after_calls(calls: Path, action: Callable[[], FlowRun]) -> Callable[[], Flo
 def test_cancelling_a_benchmark_s_flow_run_stops_it_and_it_ends_cancelled(
         prefect_harness: None, tmp_path: Path, calls: Path) -> None:
     from flows import hr_benchmark
-    from hr_core.errors import BenchmarkCancelled
+    from hr_core.core.errors import BenchmarkCancelled
 
     spec = _project(tmp_path, "cancel-py")
     with _meanwhile(_after_calls(calls, lambda: _cancel("cancel-py"))) as cancel, \
@@ -203,7 +203,7 @@ def test_calls_in_flight_are_abandoned(prefect_harness: None, tmp_path: Path,
                                        calls: Path) -> None:
     """Arm calls that would take ten minutes do not hold a cancelled benchmark."""
     from flows import hr_benchmark
-    from hr_core.errors import BenchmarkCancelled
+    from hr_core.core.errors import BenchmarkCancelled
 
     spec = _project(tmp_path, "cancel-hung")
     arms = tmp_path / "cancel_hung_arms.py"
@@ -222,7 +222,7 @@ def test_calls_in_flight_are_abandoned(prefect_harness: None, tmp_path: Path,
 def test_cancelling_the_nightly_or_its_benchmark_ends_both_cancelled(
         prefect_harness: None, tmp_path: Path, calls: Path, which: str) -> None:
     from flows.scheduled import hr_scheduled_benchmark
-    from hr_core.errors import BenchmarkCancelled
+    from hr_core.core.errors import BenchmarkCancelled
 
     name = f"nightly-{which.split('-')[1]}"
     spec = _project(tmp_path, name)
@@ -278,7 +278,7 @@ def _hr_run(spec: Path, env: dict[str, str], act: Callable[[], FlowRun]
 @pytest.mark.parametrize("how", ["cancel", "delete"])
 def test_hr_run_stops_with_one_line_when_its_flow_run_is_cancelled_or_deleted(
         api_url: str, tmp_path: Path, how: str) -> None:
-    from hr_core.errors import BenchmarkCancelled, FlowRunDeleted
+    from hr_core.core.errors import BenchmarkCancelled, FlowRunDeleted
 
     name = f"cli-{how}"
     spec = _project(tmp_path, name)

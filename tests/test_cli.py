@@ -282,7 +282,7 @@ def test_a_judge_file_of_any_text_is_read_or_refused_with_a_spec_error(
     tmp_path: Path, text: str
 ) -> None:
     from hr_cli.judges import JudgeFile, read_judge_file
-    from hr_core.errors import SpecError
+    from hr_core.core.errors import SpecError
 
     path = tmp_path / "judge.yaml"
     path.write_text(text, encoding="utf-8")
@@ -307,7 +307,7 @@ def test_any_judge_mapping_gives_a_config_or_a_spec_error(
 ) -> None:
     import yaml
 
-    from hr_core.errors import SpecError
+    from hr_core.core.errors import SpecError
 
     path = tmp_path / "judge.yaml"
     path.write_text(yaml.safe_dump(fields), encoding="utf-8")
@@ -377,10 +377,10 @@ def test_hr_run_computes_summary_verdict_and_health_once(
     # before (issue 21): one hr run computed the summary twice, the health check three
     # times (markdown report, flow, terminal) and the verdict twice (markdown, HTML report);
     # after: once each, the flow, the terminal and both reports read the same objects
-    import hr_core.engine.health as health
+    import hr_core.analysis.health as health
+    import hr_core.analysis.verdict as verdict
     import hr_core.report.sections as sections
-    import hr_core.report.verdict as verdict
-    from hr_core.engine.benchmark import Benchmark
+    from hr_core.analysis.benchmark import Benchmark
 
     counts = {"summary": 0, "health": 0, "verdict": 0}
 

@@ -10,8 +10,8 @@ import pytest
 from cli_support import hr
 
 from hr_cli.demo import example_path
-from hr_core.engine.spec import BenchmarkSpec, load_spec, spec_import_path
-from hr_core.errors import SpecError
+from hr_core.core.errors import SpecError
+from hr_core.run.spec import BenchmarkSpec, load_spec, spec_import_path
 
 
 def test_run_help_describes_every_spec_field_and_shows_flags_as_flags(

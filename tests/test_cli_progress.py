@@ -35,7 +35,7 @@ def test_an_arm_its_budget_stopped_says_so() -> None:
 def test_each_endpoint_in_use_shows_its_concurrency_and_429s() -> None:
     import asyncio
 
-    from hr_core.models._ratelimit import limiter_for, reset_limiters
+    from hr_core.models.ratelimit.endpoint import limiter_for, reset_limiters
 
     reset_limiters()
     console = Console(record=True, width=140, force_terminal=False)

@@ -17,10 +17,10 @@ from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
 
 from flows.scheduled import hr_scheduled_benchmark
-from hr_core._safe import markdown_text
-from hr_core.engine.benchmark import Benchmark
-from hr_core.engine.report import decimals
-from hr_core.engine.store import location
+from hr_core.analysis.benchmark import Benchmark
+from hr_core.core.safe import markdown_text
+from hr_core.report.markdown import decimals
+from hr_core.store.folder import location
 
 SPEC = """\
 name: dash-check

@@ -27,7 +27,7 @@ COMPARED = ["arm", "item_id", "run", "output", "correct", "outcome", "failure_ki
 # Runs the demo spec in a process of its own (another hash seed), without Prefect.
 SEPARATE_PROCESS = """
 import sys
-from hr_core.engine.session import BenchmarkSession
+from hr_core.run.session import BenchmarkSession
 from flows.benchmark import plan_from_spec
 plan = plan_from_spec(sys.argv[1], store=sys.argv[2], fresh=True)
 print(BenchmarkSession(plan).run_sync().run_dir)

@@ -86,10 +86,10 @@ def test_a_retried_chunk_skips_the_runs_its_dead_attempt_journaled(tmp_path: Pat
 
     from scale_arms import Counted, reference_rows
 
-    from hr_core.engine.budget import BudgetLedger
-    from hr_core.engine.journal import Journal
-    from hr_core.engine.record import RunRecord
-    from hr_core.engine.session import plan_benchmark
+    from hr_core.run.budget import BudgetLedger
+    from hr_core.run.session import plan_benchmark
+    from hr_core.store.journal import Journal
+    from hr_core.store.record import RunRecord
     from tasks.remote import run_chunk_remote
 
     calls = tmp_path / "calls.txt"

@@ -12,7 +12,7 @@ from prefect import Flow
 from prefect.utilities.importtools import import_object
 
 from deployments.serve import PREFECT_YAML, build_deployments
-from hr_core.errors import SpecError
+from hr_core.core.errors import SpecError
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load(PREFECT_YAML.read_text())

@@ -9,8 +9,8 @@ import pytest
 from cli_support import hr
 
 from hr_core import Benchmark, CorruptRunError, diff_runs
-from hr_core.engine.session import BenchmarkSession, plan_benchmark
-from hr_core.engine.spec import scorer_from
+from hr_core.run.session import BenchmarkSession, plan_benchmark
+from hr_core.run.spec import scorer_from
 
 ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}", "kind": "even" if i % 2 == 0
           else "odd"} for i in range(30)]
@@ -322,8 +322,8 @@ def test_hr_summary_prints_the_verdict_under_the_table(
 def test_the_report_and_the_diff_share_one_outcome_order() -> None:
     """Before: report/analysis.py listed correct, the failure kinds, unscored; the diff's
     kinds listed correct, unscored, the failure kinds."""
-    from hr_core.diff import KINDS
-    from hr_core.failures import FAILURE_KINDS, OUTCOMES
-    from hr_core.report.analysis import OUTCOMES as REPORT_OUTCOMES
+    from hr_core.analysis.diff import KINDS
+    from hr_core.analysis.outcomes import OUTCOMES as REPORT_OUTCOMES
+    from hr_core.core.failures import FAILURE_KINDS, OUTCOMES
 
     assert KINDS == REPORT_OUTCOMES == OUTCOMES == ("correct", *FAILURE_KINDS, "unscored")

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from hr_core import Benchmark, SpecError
-from hr_core.engine import load_spec
-from hr_core.engine.arms import ArmEntry
-from hr_core.engine.session import BenchmarkSession, plan_benchmark
+from hr_core.run.arms import ArmEntry
+from hr_core.run.session import BenchmarkSession, plan_benchmark
+from hr_core.run.spec import load_spec
 
 ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}"} for i in range(12)]
 

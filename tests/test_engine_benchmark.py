@@ -9,9 +9,8 @@ import pandas as pd
 import pytest
 
 from hr_core import FAILURE_KINDS, Benchmark
-from hr_core.engine import RUN_COLUMNS, SUMMARY_COLUMNS
-from hr_core.engine.benchmark import runs_frame
-from hr_core.engine.session import BenchmarkSession, plan_benchmark
+from hr_core.analysis.benchmark import RUN_COLUMNS, SUMMARY_COLUMNS, runs_frame
+from hr_core.run.session import BenchmarkSession, plan_benchmark
 from hr_core.stats import clopper_pearson, clustered_mean_ci
 
 
@@ -174,7 +173,7 @@ def test_the_store_accepts_an_fsspec_url(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_the_markdown_report_is_a_well_formed_table(tmp_path: Path) -> None:
-    from hr_core.engine.report import report_markdown
+    from hr_core.report.markdown import report_markdown
 
     bench = _bench([("a", "q1", 1, True, None), ("b", "q1", 1, False, "refusal")])
     text = report_markdown(bench)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from hr_core.engine.budget import Budget, BudgetLedger
+from hr_core.run.budget import Budget, BudgetLedger
 
 
 def test_calls_are_reserved_exactly_per_arm() -> None:
@@ -55,7 +55,7 @@ def test_a_bad_budget_is_refused(bad: dict) -> None:
 def test_a_shared_ledger_is_one_account_for_every_pickled_copy(tmp_path) -> None:
     import pickle
 
-    from hr_core.engine.budget import SharedLedger
+    from hr_core.run.budget import SharedLedger
 
     ledger = BudgetLedger(Budget(max_calls=3, max_tokens=100, per="benchmark"), ["a", "b"])
     ledger.count_done("a", 1, 1, None)  # a run done by an earlier invocation
@@ -73,7 +73,7 @@ def test_a_shared_ledger_is_one_account_for_every_pickled_copy(tmp_path) -> None
 def test_a_worker_that_cannot_see_the_shared_ledger_says_so(tmp_path) -> None:
     import pickle
 
-    from hr_core.engine.budget import LedgerUnreachableError, SharedLedger
+    from hr_core.run.budget import LedgerUnreachableError, SharedLedger
 
     shared = SharedLedger.create(BudgetLedger(Budget(max_calls=3), ["a"]), tmp_path / "b.json")
     copy = pickle.loads(pickle.dumps(shared))

@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
-from hr_core.engine.benchmark import Benchmark, runs_frame
-from hr_core.engine.compare import Comparison, comparison_rows, judge_rows
+from hr_core.analysis.benchmark import Benchmark, runs_frame
+from hr_core.data.reference import Item
 from hr_core.judge import hr_judge_config
+from hr_core.judge.pairwise import Comparison, comparison_rows, judge_rows
 from hr_core.models import resolve_model
-from hr_core.reference import Item
 from hr_core.stats import accuracy_interval, clopper_pearson, wilson_interval, win_rate
 
 ITEMS = {f"q{i}": Item(f"q{i}", f"Q{i}?", f"a{i}") for i in range(4)}

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from hr_core import current_run
-from hr_core.engine.context import RunContext, run_context
-from hr_core.engine.session import BenchmarkSession, plan_benchmark
+from hr_core.run.context import RunContext, run_context
+from hr_core.run.session import BenchmarkSession, plan_benchmark
 
 ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": "x"} for i in range(6)]
 

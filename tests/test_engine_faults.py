@@ -22,9 +22,9 @@ import pytest
 from fault_support import mounted, remount
 
 from hr_core import Benchmark, CorruptRunError, StoreWriteError
-from hr_core.engine.journal import Journal
-from hr_core.engine.session import BenchmarkSession, plan_benchmark
-from hr_core.engine.store import RUNS, RunStore
+from hr_core.run.session import BenchmarkSession, plan_benchmark
+from hr_core.store.folder import RUNS, RunStore
+from hr_core.store.journal import Journal
 
 N = 1500
 
@@ -212,7 +212,7 @@ def test_a_bad_timeout_is_a_spec_error(tmp_path: Path, value: Any) -> None:
 
 
 def test_timeouts_in_a_spec_benchmark_wide_and_per_arm(tmp_path: Path) -> None:
-    from hr_core.engine.spec import load_spec
+    from hr_core.run.spec import load_spec
 
     spec = tmp_path / "spec.yaml"
     spec.write_text(textwrap.dedent("""
@@ -236,7 +236,7 @@ def test_timeouts_in_a_spec_benchmark_wide_and_per_arm(tmp_path: Path) -> None:
 
 HANGING_SCRIPT = textwrap.dedent("""
     import sys, threading, time
-    from hr_core.engine.session import BenchmarkSession, plan_benchmark
+    from hr_core.run.session import BenchmarkSession, plan_benchmark
 
     def hangs(payload):
         threading.Event().wait()
@@ -365,7 +365,7 @@ def test_an_arm_module_that_raises_at_import_is_one_line_naming_the_path(
 @pytest.mark.parametrize("field", ["runs", "concurrency", "chunk_size"])
 def test_a_bool_is_not_a_count_in_a_spec(tmp_path: Path, field: str) -> None:
     from hr_core import SpecError
-    from hr_core.engine.spec import load_spec
+    from hr_core.run.spec import load_spec
 
     spec = tmp_path / "spec.yaml"
     spec.write_text(f"reference: ref.jsonl\narms: {{a: m:f}}\n{field}: true\n")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from hr_core.engine.journal import Journal
-from hr_core.engine.record import RunRecord
+from hr_core.store.journal import Journal
+from hr_core.store.record import RunRecord
 
 
 def _record(arm: str, item: str, run: int, output: str = "x") -> RunRecord:
@@ -71,7 +71,7 @@ def test_a_finished_last_line_without_its_newline_stays_a_finished_run(tmp_path:
     # before (issue 21): Journal.read counted the last line done, _repair cut it off and
     # write_runs skipped it: the finished run became budget_stop (coverage 67%, no budget
     # set) and the warning said to raise a budget; after: one rule, it is a finished run
-    from hr_core.engine.session import BenchmarkSession, plan_benchmark
+    from hr_core.run.session import BenchmarkSession, plan_benchmark
 
     items = [{"id": f"q{i}", "label": f"a{i}"} for i in range(3)]
 
@@ -93,7 +93,7 @@ def test_a_finished_last_line_without_its_newline_stays_a_finished_run(tmp_path:
 
 
 def test_every_reader_drops_a_torn_last_line_and_keeps_a_whole_one(tmp_path: Path) -> None:
-    from hr_core.engine.rows import _journal_lines
+    from hr_core.store.rows import _journal_lines
 
     whole = b'{"arm":"a","item_id":"q1","run":1}\n{"arm":"a","item_id":"q2","run":1}'
     torn = b'{"arm":"a","item_id":"q1","run":1}\n{"arm":"a","item_id":"q2","ru'
@@ -113,7 +113,7 @@ def test_a_flush_writes_each_records_line_in_order_larger_than_the_file_buffer(
         tmp_path: Path) -> None:
     # the lines go through the file's 64 KB buffer one at a time (no join of every line):
     # the file is still exactly the records' lines, in order, across many buffer fills
-    from hr_core.engine.record import encode
+    from hr_core.store.record import encode
 
     records = [_record("a", f"q{i}", 1 + i % 3, "y" * (i % 300)) for i in range(3000)]
     records[7].outcome = records[7].output  # a long outcome equal to its output: once

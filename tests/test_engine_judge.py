@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from hr_core import SpecError
-from hr_core.engine.session import BenchmarkSession, apply_judge_policy, plan_benchmark
 from hr_core.judge import (
     ValidityThresholds,
     compute_validation,
@@ -19,6 +18,7 @@ from hr_core.judge import (
     save_validation,
 )
 from hr_core.models import resolve_model
+from hr_core.run.session import BenchmarkSession, apply_judge_policy, plan_benchmark
 
 ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}"} for i in range(6)]
 RUBRIC = "Is the response's answer the reference's?"

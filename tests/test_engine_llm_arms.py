@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hr_core.engine import LLMArm
-from hr_core.engine.session import BenchmarkSession, plan_benchmark
+from hr_core.run.arms import LLMArm
+from hr_core.run.session import BenchmarkSession, plan_benchmark
 
 DOC = "The bridge opened in 1931. The bridge was designed by Helen Marsh."
 ITEMS = [{"id": "q1", "document": DOC, "question": "Who designed the bridge?",

@@ -10,12 +10,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from hr_core import hr_reference
-from hr_core.accuracy import ITEM_INDEX
-from hr_core.engine import rows
-from hr_core.engine.benchmark import runs_frame
-from hr_core.engine.journal import Journal
-from hr_core.engine.record import RunRecord
-from hr_core.engine.rows import RunPositions, compact_journal
+from hr_core.analysis.benchmark import runs_frame
+from hr_core.stats.accuracy import ITEM_INDEX
+from hr_core.store import rows
+from hr_core.store.journal import Journal
+from hr_core.store.record import RunRecord
+from hr_core.store.rows import RunPositions, compact_journal
 
 REF = hr_reference([{"id": f"q{i}", "label": f"a{i}" if i % 3 else None} for i in range(5)])
 
@@ -201,7 +201,7 @@ def test_a_small_new_runs_table_from_the_records_kept_equals_the_journal_read_ba
 
 def test_a_new_sessions_table_built_from_its_records_equals_its_journal_read_back(
         tmp_path: Path) -> None:
-    from hr_core.engine.session import BenchmarkSession, plan_benchmark
+    from hr_core.run.session import BenchmarkSession, plan_benchmark
 
     items = [{"id": f"q{i}", "label": f"a{i}"} for i in range(40)]
     arms = {"echo": lambda p: "a1", "fails": lambda p: 1 / 0}
@@ -226,7 +226,7 @@ def test_the_arrow_table_built_from_records_equals_the_one_through_pandas(judge:
     import numpy as np
     import pyarrow as pa
 
-    from hr_core.engine._columns import runs_schema, runs_table
+    from hr_core.store.columns import runs_schema, runs_table
 
     schema = runs_schema(judge)
     assert schema == pa.Schema.from_pandas(runs_frame([], judge=judge), preserve_index=False)

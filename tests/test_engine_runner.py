@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from hr_core import ArmResult, Budget, ScorerError, Usage, hr_scorer
-from hr_core.engine.session import BenchmarkSession, plan_benchmark
+from hr_core.run.session import BenchmarkSession, plan_benchmark
 
 ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}"} for i in range(20)]
 

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from hr_core import Benchmark, Budget, hr_scorer_exact
-from hr_core.engine.benchmark import SCORE_COLUMNS, SUMMARY_COLUMNS
-from hr_core.engine.session import BenchmarkSession, plan_benchmark
+from hr_core.analysis.benchmark import SCORE_COLUMNS, SUMMARY_COLUMNS
+from hr_core.run.session import BenchmarkSession, plan_benchmark
 from hr_core.scoring import hr_scorer_f1
 from hr_core.scoring.text import token_f1
 from hr_core.stats import clustered_mean_ci
@@ -114,8 +114,8 @@ def test_the_stored_run_keeps_its_scores(tmp_path: Path) -> None:
 
 def test_the_reports_show_the_score_beside_accuracy_only_when_there_is_one(
         tmp_path: Path) -> None:
-    from hr_core.engine.report import report_markdown
     from hr_core.report import ReportInputs, render_report
+    from hr_core.report.markdown import report_markdown
 
     for scorer, shown in ((hr_scorer_f1(), True), (hr_scorer_exact(), False)):
         bench = _run(tmp_path / scorer.name, {"reader": _reader}, scorer)

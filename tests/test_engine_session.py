@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from hr_core import Budget, hr_scorer_exact
-from hr_core.engine.budget import BudgetLedger
-from hr_core.engine.journal import Journal
-from hr_core.engine.record import RunRecord
-from hr_core.engine.runner import ChunkContext, run_chunk
-from hr_core.engine.session import BenchmarkSession, plan_benchmark
+from hr_core.run.budget import BudgetLedger
+from hr_core.run.chunk import ChunkContext, run_chunk
+from hr_core.run.session import BenchmarkSession, plan_benchmark
+from hr_core.store.journal import Journal
+from hr_core.store.record import RunRecord
 
 ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}"} for i in range(10)]
 

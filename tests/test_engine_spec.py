@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from hr_core import SpecError
-from hr_core.engine import LLMArm, load_spec
-from hr_core.engine.arms import import_object, normalise_arms, prompt_fields
-from hr_core.engine.session import BenchmarkSession, plan_benchmark
+from hr_core.run.arms import LLMArm, import_object, normalise_arms, prompt_fields
+from hr_core.run.session import BenchmarkSession, plan_benchmark
+from hr_core.run.spec import load_spec
 
 GOOD = """\
 name: demo

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from flows import hr_benchmark
-from hr_core.engine.stopping import STOP_REASON, SequentialMonitor, StopRule, stop_rule
-from hr_core.errors import SpecError
+from hr_core.analysis.verdict import STOP_REASON
+from hr_core.core.errors import SpecError
+from hr_core.run.stopping import SequentialMonitor, StopRule, stop_rule
 from tests.cli_support import hr
 
 ITEMS = [{"id": f"q{i}", "question": str(i), "label": "y"} for i in range(600)]

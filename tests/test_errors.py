@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hr_core import HrError, HrTypeError, RunNotFoundError, SpecError
-from hr_core._checks import callable_arg, path_arg, positive_int
+from hr_core.core.checks import callable_arg, path_arg, positive_int
 
 
 @pytest.mark.parametrize(

@@ -14,10 +14,10 @@ import pytest
 from hr_cli.demo import example_path
 from hr_cli.judges import load_judge, read_judge_file
 from hr_core import hr_reference, hr_scorer_exact, settle_score
-from hr_core._text import accepted_texts, fold
-from hr_core.engine import load_spec
-from hr_core.engine.context import run_context
+from hr_core.core.text import accepted_texts, fold
 from hr_core.examples import demo_arms
+from hr_core.run.context import run_context
+from hr_core.run.spec import load_spec
 
 REFERENCE = example_path("docqa_reference.jsonl")
 LABELS = example_path("grade_judge_labels.jsonl")
@@ -142,7 +142,7 @@ def test_demo_spec_loads_with_runs_a_budget_and_importable_arms() -> None:
     assert spec.budget is not None and spec.budget.max_cost_usd
     assert len(spec.arms) == 4
     assert len(spec.load_reference()) >= 60
-    from hr_core.engine.arms import import_object
+    from hr_core.run.arms import import_object
 
     for path in spec.arms.values():
         assert callable(import_object(str(path)))
@@ -177,7 +177,7 @@ def test_judge_files_describe_mock_model_judges(name: str, mode: str) -> None:
 
 
 def test_quickstart_spec_loads_with_a_python_arm_and_an_llm_arm() -> None:
-    from hr_core.engine import LLMArm
+    from hr_core.run.arms import LLMArm
 
     spec = load_spec(example_path("quickstart.yaml"))
     assert isinstance(spec.arms["reader"], LLMArm)

@@ -22,7 +22,7 @@ from pathlib import Path
 import certifi
 
 from hr_cli.api_watch import WatchedApi, watching_api
-from hr_core.engine import interrupt  # imported by the watch: here, as in hr, before it
+from hr_core.run import interrupt  # imported by the watch: here, as in hr, before it
 
 HR = str(Path(sys.executable).with_name("hr"))
 ROOT = Path(__file__).resolve().parents[1]

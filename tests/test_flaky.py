@@ -9,7 +9,7 @@ import pytest
 from cli_support import hr
 from test_diff import _run, all_right, odd_runs_right
 
-from hr_core.regression import compare_runs
+from hr_core.analysis.regression import compare_runs
 
 
 def test_the_flaky_share_per_arm_is_in_the_summary_output_and_the_report(

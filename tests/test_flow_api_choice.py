@@ -13,7 +13,7 @@ from prefect.settings import PREFECT_API_URL, PREFECT_HOME, temporary_settings
 
 from flows._hrflow import HrFlow
 from flows.clients import prefect_api
-from hr_cli.server import server_status, state_path
+from hr_server.control import server_status, state_path
 
 
 @pytest.fixture()

@@ -13,8 +13,8 @@ from prefect.client.orchestration import get_client
 
 from flows import benchmark_flow, hr_benchmark
 from hr_core import Benchmark, Budget, HrError, HrTypeError
-from hr_core.engine import RUN_COLUMNS, SUMMARY_COLUMNS
-from hr_core.errors import SpecError
+from hr_core.analysis.benchmark import RUN_COLUMNS, SUMMARY_COLUMNS
+from hr_core.core.errors import SpecError
 
 ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}"} for i in range(30)]
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from flows import hr_benchmark, hr_compare
-from hr_core.errors import HrError, HrTypeError, RunNotFoundError, SpecError
+from hr_core.core.errors import HrError, HrTypeError, RunNotFoundError, SpecError
 from hr_core.judge import hr_judge_config
 
 ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}"} for i in range(10)]

@@ -12,7 +12,7 @@ import pytest
 
 from flows import hr_judge_validate
 from flows.judge_validate import judge_validate_flow
-from hr_core.errors import HrError, HrTypeError, SpecError
+from hr_core.core.errors import HrError, HrTypeError, SpecError
 from hr_core.judge.config import hr_judge_config
 from hr_core.judge.labelled import LabelledDataError
 from hr_core.judge.validation import ValidityThresholds, hr_judge_valid, load_validation

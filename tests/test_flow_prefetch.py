@@ -133,7 +133,7 @@ def test_prefetched_chunks_are_task_runs_of_the_flow_run_and_each_run_is_made_on
 
 
 def _arm(fn: Any) -> Any:
-    from hr_core.engine.arms import normalise_arms
+    from hr_core.run.arms import normalise_arms
 
     return normalise_arms({"arm": fn})["arm"]
 

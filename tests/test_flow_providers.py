@@ -65,7 +65,7 @@ def test_the_readme_example_of_native_providers_builds_both_models(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import yaml
 
-    from hr_core.engine.arms import normalise_arms
+    from hr_core.run.arms import normalise_arms
 
     text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
     start = text.index("```yaml\narms:\n  claude:")
@@ -122,8 +122,8 @@ def test_a_yaml_judge_on_anthropic_scores_an_azure_arm_with_an_entra_token(
 def test_a_missing_key_is_a_spec_error_before_any_run(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: str, variable: str) -> None:
     """Before: every run of the arm was an error saying so; now the plan refuses at once."""
-    from hr_core.engine.session import plan_benchmark
-    from hr_core.errors import SpecError
+    from hr_core.core.errors import SpecError
+    from hr_core.run.session import plan_benchmark
 
     monkeypatch.delenv(variable, raising=False)
     arm = {"model": model, "base_url": "https://example.invalid", "prompt": "{question}"}

@@ -24,7 +24,7 @@ from flows import hr_benchmark
 from flows.benchmark import benchmark_flow
 from hr_cli import ERROR_RATE_EXCEEDED, main
 from hr_cli.demo import example_path
-from hr_core.engine.health import ErrorRateExceeded
+from hr_core.analysis.health import ErrorRateExceeded
 
 ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}"} for i in range(12)]
 

@@ -1,4 +1,4 @@
-"""hr_core._frames.records: the rows pandas' ``to_dict("records")`` gives, key for key,
+"""hr_core.core.frames.records: the rows pandas' ``to_dict("records")`` gives, key for key,
 value for value and type for type."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from hr_core import hr_reference
-from hr_core._frames import records
-from hr_core.engine.session import BenchmarkSession, plan_benchmark
+from hr_core.core.frames import records
+from hr_core.run.session import BenchmarkSession, plan_benchmark
 
 
 def _same(got: list[dict], want: list[dict]) -> bool:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from openai_server import FakeOpenAIServer
 
-from hr_core.engine.session import BenchmarkSession, plan_benchmark
 from hr_core.models.cache import CachedModel, ResponseCache
-from hr_core.models.openai_client import OpenAIChatModel
+from hr_core.models.providers.openai import OpenAIChatModel
+from hr_core.run.session import BenchmarkSession, plan_benchmark
 
 MSGS = [{"role": "user", "content": "Document: Paris is the capital of France.\n"
          "Question: What is the capital of France?"}]

@@ -31,21 +31,21 @@ from rich.console import Console
 from hr_cli.progress import ArmProgress
 from hr_cli.show import _table as show_table
 from hr_cli.tables import comparison_table, summary_table, validation_table
-from hr_core._safe import inside, markdown_text, safe_segment, visible
-from hr_core._yaml import MAX_ALIAS_NODES
-from hr_core.engine.benchmark import Benchmark, runs_frame
-from hr_core.engine.health import short_message
-from hr_core.engine.report import report_markdown
-from hr_core.engine.session import (
+from hr_core.analysis.benchmark import Benchmark, runs_frame
+from hr_core.analysis.health import short_message
+from hr_core.core.errors import RunNotFoundError, SpecError
+from hr_core.core.safe import inside, markdown_text, safe_segment, visible
+from hr_core.data.reference import hr_reference
+from hr_core.data.yaml_file import MAX_ALIAS_NODES
+from hr_core.report.markdown import report_markdown
+from hr_core.run.session import (
     MAX_PLANNED_RUNS,
     BenchmarkSession,
     check_plan_size,
     plan_benchmark,
 )
-from hr_core.engine.spec import load_spec
-from hr_core.engine.store import RunStore
-from hr_core.errors import RunNotFoundError, SpecError
-from hr_core.reference import hr_reference
+from hr_core.run.spec import load_spec
+from hr_core.store.folder import RunStore
 
 # -- the fuzz: random hostile strings through every table and the markdown report ---------
 
@@ -260,8 +260,8 @@ def test_a_yaml_alias_bomb_in_a_spec_is_refused_in_one_line(tmp_path: Path) -> N
     """Before: a 9-level alias chain under params grew past the process's memory (here a
     1.5 GB cap: MemoryError); after: one line naming the file and line."""
     (tmp_path / "bomb.yaml").write_text(BOMB)
-    done = _limited("from hr_core.engine.spec import load_spec\n"
-                    "from hr_core.errors import SpecError\n"
+    done = _limited("from hr_core.run.spec import load_spec\n"
+                    "from hr_core.core.errors import SpecError\n"
                     "try:\n    load_spec('bomb.yaml')\n"
                     "except SpecError as exc:\n    print(exc)\n", tmp_path)
     assert done.returncode == 0, done.stderr[-500:]
@@ -300,8 +300,8 @@ def test_a_huge_plan_leaves_nothing_behind(tmp_path: Path) -> None:
     """Before: ``runs=1_000_000_000`` on 4 items was planned and grew past 3 GB (here the
     process's 1.5 GB cap); after: refused before the store is touched."""
     code = textwrap.dedent("""\
-        from hr_core.engine.session import BenchmarkSession, plan_benchmark
-        from hr_core.errors import RunNotFoundError, SpecError
+        from hr_core.run.session import BenchmarkSession, plan_benchmark
+        from hr_core.core.errors import RunNotFoundError, SpecError
         try:
             plan = plan_benchmark({"echo": str}, [{"id": f"q{i}", "label": "x"}
                                                   for i in range(4)],
@@ -337,7 +337,7 @@ def test_a_write_killed_midway_leaves_a_temporary_the_next_run_removes(tmp_path:
     writer = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""\
             import sys, time
-            from hr_core.engine.store import RunStore
+            from hr_core.store.folder import RunStore
             def stall(handle):
                 handle.write(b"partial")
                 handle.flush()
@@ -405,7 +405,7 @@ def test_a_rescore_of_a_run_folder_path_ending_in_dotdot_writes_nothing(tmp_path
     that leaves its store."""
     from report_data import fake_run_dir
 
-    from hr_core.engine.rescore import rescore_plan
+    from hr_core.run.rescore import rescore_plan
 
     run_dir = fake_run_dir(tmp_path / "store" / "fake" / "0123", with_judges=False)
     before = sorted(p.name for p in run_dir.iterdir())

@@ -12,10 +12,10 @@ import pytest
 
 import hr_core
 from hr_core import ArmResult, Usage, hr_scorer, hr_scorer_exact
-from hr_core.engine.session import BenchmarkSession, plan_benchmark
-from hr_core.identity import callable_spec, canonical_json, fingerprint
+from hr_core.core.identity import callable_spec, canonical_json, fingerprint
 from hr_core.judge import hr_judge_config, hr_scorer_judge
 from hr_core.models.cache import cache_key
+from hr_core.run.session import BenchmarkSession, plan_benchmark
 
 ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"A{i}"} for i in range(6)]
 
@@ -98,7 +98,7 @@ def test_a_scorer_fingerprint_covers_name_options_source_and_bound_values() -> N
 
 
 def test_built_in_scorers_are_name_and_options() -> None:
-    from hr_core.scorers import Scorer
+    from hr_core.scoring.scorer import Scorer
 
     scorer = Scorer(name="f1", fn=lambda *args: None, options={"threshold": 0.8})
     assert scorer.spec == {"name": "f1", "options": {"threshold": 0.8}}
@@ -235,7 +235,7 @@ def test_a_rescored_run_is_rescored_once(tmp_path: Path) -> None:
 
 def test_rescore_run_writes_a_new_run_beside_the_original_calling_no_arm(
         tmp_path: Path) -> None:
-    from hr_core.engine.rescore import rescore_run
+    from hr_core.run.rescore import rescore_run
 
     arm = Counter()
     items = [*ITEMS, {"id": "nolabel", "question": "Q9", "label": None}]
@@ -264,7 +264,7 @@ def _boom(payload: dict) -> str:
 
 
 def test_rescore_run_of_a_folder_that_is_no_run_says_so(tmp_path: Path) -> None:
-    from hr_core.engine.rescore import rescore_run
+    from hr_core.run.rescore import rescore_run
 
     with pytest.raises(hr_core.RunNotFoundError, match=r"no manifest\.json"):
         rescore_run(tmp_path / "results" / "x" / "y", hr_scorer_exact())
@@ -294,7 +294,7 @@ def test_concurrency_is_per_arm_for_sync_arms_too(tmp_path: Path) -> None:
 
 def test_the_models_package_does_not_import_the_judge_package() -> None:
     # before: models/mock.py imported judge.prompts while judge/judging.py imported
-    # models.base (a cycle); the judge's wire format now lives in hr_core._judge_format
+    # models.base (a cycle); the judge's wire format now lives in hr_core.models.judge_format
     import ast
 
     for path in (Path(hr_core.__file__).parent / "models").glob("*.py"):
@@ -311,7 +311,7 @@ def test_a_long_output_is_stored_once(tmp_path: Path, shape: str) -> None:
     import random
     import string
 
-    from hr_core.engine.record import OUTCOME_MAX
+    from hr_core.store.record import OUTCOME_MAX
 
     rng = random.Random(1)
     big = "".join(rng.choices(string.ascii_letters + "  ", k=2_000_000))

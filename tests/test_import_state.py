@@ -24,7 +24,7 @@ def state():
 env, frozen, pool, collecting = state()
 for name in sys.argv[1:]:
     importlib.import_module(name) if name != "START" else None
-if sys.argv[1:] == ["hr_cli.gcpause", "START"]:
+if sys.argv[1:] == ["hr_server.gcpause", "START"]:
     pass
 env2, frozen2, pool2, collecting2 = state()
 print(json.dumps({"env": sorted(k for k in set(env) | set(env2) if env.get(k) != env2.get(k)),
@@ -56,8 +56,8 @@ def test_importing_a_package_changes_no_environment_gc_or_allocator(modules: lis
 
 
 def test_a_command_makes_its_choices_where_it_starts() -> None:
-    code = _CHECK.replace("pass", "from hr_cli.gcpause import command_module\n"
+    code = _CHECK.replace("pass", "from hr_server.gcpause import command_module\n"
                                   "    command_module('hr_cli.commands')")
-    seen = _run(code, "hr_cli.gcpause", "START")
+    seen = _run(code, "hr_server.gcpause", "START")
     assert seen["pool"][1] == "system" and seen["frozen"][1] > seen["frozen"][0]
     assert seen["gc"] == [True, True]

@@ -16,7 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hr_core.accuracy import (
+from hr_core.analysis.benchmark import Benchmark, runs_frame
+from hr_core.analysis.items import disagreements, excerpt, failed_runs, failure_counts
+from hr_core.stats.accuracy import (
     ITEM_INDEX,
     item_accuracies,
     item_codes,
@@ -24,8 +26,6 @@ from hr_core.accuracy import (
     item_total,
     runs_made,
 )
-from hr_core.engine.benchmark import Benchmark, runs_frame
-from hr_core.report.items import disagreements, excerpt, failed_runs, failure_counts
 
 KINDS = [None, "wrong", "error", "budget_stop", "refusal"]
 
@@ -179,7 +179,7 @@ def test_disagreements_equal_a_plain_computation(runs: pd.DataFrame) -> None:
 
 def _stored_run(tmp_path: Path) -> Path:
     """A real finished run whose report shows items: one arm right on even items only."""
-    from hr_core.engine.session import BenchmarkSession, plan_benchmark
+    from hr_core.run.session import BenchmarkSession, plan_benchmark
 
     items = [{"id": f"q{i}", "question": f"Question {i}?", "label": f"a{i}"} for i in range(30)]
     plan = plan_benchmark({"half": lambda p: "a" + p["question"][9:-1] if
@@ -214,7 +214,7 @@ def test_the_report_finds_item_texts_by_reference_position_without_an_id_index(
 
 
 def test_a_damaged_reference_line_is_reported_with_its_file_and_line(tmp_path: Path) -> None:
-    from hr_core.errors import HrError
+    from hr_core.core.errors import HrError
     from hr_core.report import write_report
 
     run_dir = _stored_run(tmp_path)
@@ -247,7 +247,7 @@ def test_stat_tables_of_two_stored_runs_concatenated_are_checked_against_the_ids
         tmp_path: Path) -> None:
     """A table read from one runs.parquet is coded by position alone (its attrs name the
     file); two such tables concatenated lose that mark and are checked."""
-    from hr_core.engine.runs_file import STAT_COLUMNS, RunsFile
+    from hr_core.store.runs_file import STAT_COLUMNS, RunsFile
 
     tables = []
     for prefix, right in (("a", True), ("b", False)):

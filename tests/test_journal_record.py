@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 
 from hr_core import hr_reference
-from hr_core.engine import rows
-from hr_core.engine.benchmark import runs_frame
-from hr_core.engine.journal import Journal
-from hr_core.engine.outputs import JOURNAL_FORMAT, load_output
-from hr_core.engine.record import RECORD_VERSION, RunRecord, decode, encode
-from hr_core.errors import CorruptRunError
+from hr_core.analysis.benchmark import runs_frame
+from hr_core.core.errors import CorruptRunError
+from hr_core.store import rows
+from hr_core.store.journal import Journal
+from hr_core.store.outputs import JOURNAL_FORMAT, load_output
+from hr_core.store.record import RECORD_VERSION, RunRecord, decode, encode
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OLD = FIXTURES / "journal-unversioned.jsonl"

@@ -11,7 +11,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hr_core._json_text import jsonl_lines
+from hr_core.core.json_text import jsonl_lines
 
 # the characters str.splitlines ends a line at besides "\n" (JSON writers leave the last
 # five unescaped inside strings; the first six they escape, but a user's file may hold
@@ -85,10 +85,10 @@ def _questions(tag: str) -> list[dict[str, Any]]:
 def test_every_reader_of_a_stored_reference_keeps_separators_inside_strings(
         tmp_path: Path) -> None:
     from hr_core import Benchmark
-    from hr_core.diff import diff_runs
-    from hr_core.engine import rescore_run
-    from hr_core.engine.session import BenchmarkSession, plan_benchmark
+    from hr_core.analysis.diff import diff_runs
     from hr_core.report.inputs import load_report_inputs
+    from hr_core.run.rescore import rescore_run
+    from hr_core.run.session import BenchmarkSession, plan_benchmark
 
     def run(items: list[dict[str, Any]]) -> Benchmark:
         plan = plan_benchmark({"echo": lambda payload: "x"}, items, store=str(tmp_path),

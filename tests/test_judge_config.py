@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hr_core.errors import HrError
+from hr_core.core.errors import HrError
 from hr_core.judge.config import (
     CONFIG_FIELDS,
     JudgeConfigError,

@@ -11,7 +11,7 @@ from hr_core.judge.config import JudgeConfigError, hr_judge_config
 from hr_core.judge.scorer import JUDGE_FAILURE_OUTCOMES, JudgeScorer, hr_scorer_judge
 from hr_core.models.scripted import ScriptedModel
 from hr_core.results import ArmResult, ScoreResult
-from hr_core.scorers import settle_score
+from hr_core.scoring.scorer import settle_score
 
 CFG = hr_judge_config("mock-model", "Is the response's answer the reference's?", mode="grade")
 
@@ -94,7 +94,7 @@ def test_judge_status_for_the_summary(result: ScoreResult, status: str | None) -
 
 
 def test_in_a_benchmark_judge_failures_are_counted_apart_from_arm_failures(tmp_path) -> None:
-    from hr_core.engine.session import BenchmarkSession, plan_benchmark
+    from hr_core.run.session import BenchmarkSession, plan_benchmark
 
     def judge_reply(messages) -> str:
         # follows the mock's rule, except that it flips with the order on the Italy item
@@ -148,7 +148,7 @@ def test_hr_summary_states_the_judge_scorer_s_standing_beside_its_figures(
     import sys
     from pathlib import Path
 
-    from hr_core.engine.session import BenchmarkSession, apply_judge_policy, plan_benchmark
+    from hr_core.run.session import BenchmarkSession, apply_judge_policy, plan_benchmark
 
     sys.path.insert(0, str(Path(__file__).parent))
     from cli_support import hr

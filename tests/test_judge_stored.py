@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 from hr_core import Item, StoredVerdictsError, hr_judge_config, import_verdicts
-from hr_core.engine.benchmark import Benchmark, runs_frame
-from hr_core.engine.compare import Comparison, comparison_rows, judge_rows
+from hr_core.analysis.benchmark import Benchmark, runs_frame
 from hr_core.judge import compute_validation, judge_labelled
+from hr_core.judge.pairwise import Comparison, comparison_rows, judge_rows
 from hr_core.judge.position import consistency_columns
 from hr_core.models import ScriptedModel
 

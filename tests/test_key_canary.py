@@ -34,7 +34,7 @@ from anthropic_server import FakeAnthropicServer
 from azure_server import FakeAzureServer
 from openai_server import FakeOpenAIServer
 
-from hr_core.engine.arms import normalise_arms
+from hr_core.run.arms import normalise_arms
 
 CANARIES: dict[str, str] = {
     "OPENAI_API_KEY": "sk-canary-openai-0c1d2e3f4a5b",
@@ -211,7 +211,7 @@ def test_a_benchmark_sends_each_arm_and_its_judge_its_own_key_only(
     prefect_harness: None, canaries: None, tmp_path: Path,
 ) -> None:
     from flows import hr_benchmark
-    from hr_core.engine.spec import scorer_from
+    from hr_core.run.spec import scorer_from
 
     items = [{"id": f"q{i}", "document": "Paris is the capital of France.",
               "question": "What is the capital of France?", "label": "Paris"}

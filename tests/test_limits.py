@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from flows import hr_benchmark
-from hr_core.engine.arms import normalise_arms
-from hr_core.errors import SpecError
+from hr_core.core.errors import SpecError
 from hr_core.models.base import ModelReply
+from hr_core.run.arms import normalise_arms
 from tasks.limits import (
     LimitedArm,
     LimitedModel,

@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 from openai_server import FakeOpenAIServer
 
-from hr_core.engine.arms import normalise_arms
-from hr_core.engine.session import BenchmarkSession, plan_benchmark
-from hr_core.engine.spec import scorer_from
-from hr_core.errors import SpecError
-from hr_core.identity import fingerprint
+from hr_core.core.errors import SpecError
+from hr_core.core.identity import fingerprint
 from hr_core.judge.config import CONFIG_FIELDS, hr_judge_config
 from hr_core.models.base import ModelConfigError
 from hr_core.models.spec import ModelSpec
+from hr_core.run.arms import normalise_arms
+from hr_core.run.session import BenchmarkSession, plan_benchmark
+from hr_core.run.spec import scorer_from
 
 MSGS = [{"role": "user", "content": "Document: Paris is the capital of France.\n"
          "Question: What is the capital of France?"}]

@@ -12,8 +12,8 @@ from anthropic_server import FakeAnthropicServer, Fault
 
 from hr_core.judge.config import hr_judge_config
 from hr_core.judge.judging import judge_item
-from hr_core.models.anthropic_client import DEFAULT_MAX_TOKENS, AnthropicChatModel
 from hr_core.models.base import ModelCallError, ModelConfigError, StructuredOutputRejectedError
+from hr_core.models.providers.anthropic import DEFAULT_MAX_TOKENS, AnthropicChatModel
 from hr_core.models.registry import PROVIDERS, resolve_model
 
 KEY = "sk-ant-test-SECRET-77a1"
@@ -154,7 +154,7 @@ def test_429_waits_retry_after_then_succeeds(server: FakeAnthropicServer) -> Non
     model = _model(server)
     reply = _complete(model)
     assert reply.text == "Paris" and len(server.requests) == 2
-    # the endpoint's limiter (hr_core.models._ratelimit) waits it out, in real time
+    # the endpoint's limiter (hr_core.models.ratelimit.endpoint) waits it out, in real time
     assert _gaps(server)[0] >= 0.5 and model.stats["rate_limited"] == 1
     assert model.rate_limits["anthropic-ratelimit-requests-limit"] == "1000"
 
@@ -171,7 +171,7 @@ def test_anthropic_models_of_one_endpoint_share_its_limiter(
         server: FakeAnthropicServer) -> None:
     # two models (arm and judge, say) with one key at one endpoint: one limiter, whose
     # pause on a 429's retry-after holds both, and which reads anthropic-ratelimit-*
-    from hr_core.models._ratelimit import limiters
+    from hr_core.models.ratelimit.endpoint import limiters
 
     server.requests_limit = 600
     server.inject(Fault("429", retry_after="1"))
@@ -215,7 +215,7 @@ def test_server_errors_are_retried_max_retries_times(server: FakeAnthropicServer
 
 
 def test_a_spend_limit_429_halts_the_endpoint(server: FakeAnthropicServer) -> None:
-    from hr_core.models._ratelimit import EndpointStoppedError
+    from hr_core.models.ratelimit.endpoint import EndpointStoppedError
 
     server.inject("spend_limit")
     model = _model(server)

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 from azure_server import FakeAzureServer, Fault
 
-from hr_core.models.azure_client import DEFAULT_API_VERSION, AzureOpenAIChatModel
 from hr_core.models.base import ModelCallError, ModelConfigError
+from hr_core.models.providers.azure import DEFAULT_API_VERSION, AzureOpenAIChatModel
 from hr_core.models.registry import PROVIDERS, resolve_model
 
 KEY = "azure-test-SECRET-93b1"
@@ -115,7 +115,7 @@ def test_429_waits_retry_after_then_succeeds(server: FakeAzureServer) -> None:
     server.inject(Fault("429", retry_after="0.5"))
     model = _model(server)
     assert _complete(model).text == "Paris" and len(server.requests) == 2
-    # the endpoint's limiter waits Retry-After (hr_core.models._ratelimit), in real time
+    # the endpoint's limiter waits Retry-After (hr_core.models.ratelimit.endpoint), in real time
     assert server.requests[1].at - server.requests[0].at >= 0.5
 
 
@@ -219,7 +219,7 @@ def test_an_exhausted_quota_halts_the_endpoint_at_once(server: FakeAzureServer, 
     # before: the daily quota's 429 (Retry-After 86400) was waited out like a rate limit,
     # each call until its deadline (15 min without one), then an error; the monthly 403
     # was an error of every call, each one sent
-    from hr_core.models._ratelimit import EndpointStoppedError
+    from hr_core.models.ratelimit.endpoint import EndpointStoppedError
 
     server.quota_after, server.quota = 0, quota
     model = _model(server, rate_limit_wait_s=2.0)
@@ -234,8 +234,8 @@ def test_an_exhausted_quota_halts_the_endpoint_at_once(server: FakeAzureServer, 
 
 def test_an_exhausted_quota_makes_the_runs_not_made_budget_stops_and_a_resume_makes_them(
         server: FakeAzureServer, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hr_core.engine.session import BenchmarkSession, plan_benchmark
-    from hr_core.models._ratelimit import reset_limiters
+    from hr_core.models.ratelimit.endpoint import reset_limiters
+    from hr_core.run.session import BenchmarkSession, plan_benchmark
 
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
     items = [{"id": f"i{i}", "document": "Paris is the capital of France.",

@@ -25,13 +25,13 @@ from anthropic_server import FakeAnthropicServer
 from azure_server import FakeAzureServer
 from openai_server import FakeOpenAIServer, Fault
 
-from hr_core.engine.arms import normalise_arms
-from hr_core.models.anthropic_client import AnthropicChatModel
-from hr_core.models.azure_client import AzureOpenAIChatModel
 from hr_core.models.base import ModelCallError
-from hr_core.models.openai_client import OpenAIChatModel
+from hr_core.models.providers.anthropic import AnthropicChatModel
+from hr_core.models.providers.azure import AzureOpenAIChatModel
+from hr_core.models.providers.openai import OpenAIChatModel
 from hr_core.models.registry import resolve_model
 from hr_core.models.spec import ModelSpec
+from hr_core.run.arms import normalise_arms
 
 KEY = "sk-bound-SECRET-51c2"
 MSGS = [{"role": "user", "content": "Document: Paris is the capital of France.\n"
@@ -148,7 +148,7 @@ def test_the_limits_are_not_part_of_the_arms_identity() -> None:
 
 _PEAK = textwrap.dedent("""
     import json, sys
-    from hr_core.engine.session import BenchmarkSession, plan_benchmark
+    from hr_core.run.session import BenchmarkSession, plan_benchmark
 
     def peak_kb():
         # this process's own peak (VmHWM): ru_maxrss survives execve on Linux, so it

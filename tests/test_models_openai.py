@@ -10,11 +10,11 @@ import pickle
 import pytest
 from openai_server import FakeOpenAIServer, Fault
 
-from hr_core.errors import HrError
+from hr_core.core.errors import HrError
 from hr_core.judge.config import hr_judge_config
 from hr_core.judge.judging import judge_item
 from hr_core.models.base import ModelCallError, ModelConfigError, UnknownProviderError
-from hr_core.models.openai_client import OpenAIChatModel, Price, find_price
+from hr_core.models.providers.openai import OpenAIChatModel, Price, find_price
 from hr_core.models.registry import resolve_model
 
 KEY = "sk-test-SECRET-4f1c9b"

@@ -23,17 +23,17 @@ import openai  # noqa: F401
 import pytest
 from openai_server import FakeOpenAIServer
 
-from hr_core.models._rate_limiter import EndpointLimiter
-from hr_core.models._ratelimit import EndpointStoppedError, reset_limiters
-from hr_core.models._reach import (
+from hr_core.models.providers.anthropic import AnthropicChatModel
+from hr_core.models.providers.openai import OpenAIChatModel
+from hr_core.models.ratelimit.endpoint import EndpointStoppedError, reset_limiters
+from hr_core.models.ratelimit.limiter import EndpointLimiter
+from hr_core.models.ratelimit.reach import (
     EXIT_HALTED,
     UNREACHABLE_AFTER,
     UNREACHABLE_MIN_S,
     EndpointsHalted,
     Reach,
 )
-from hr_core.models.anthropic_client import AnthropicChatModel
-from hr_core.models.openai_client import OpenAIChatModel
 
 HR = str(Path(sys.executable).with_name("hr"))
 ROOT = Path(__file__).resolve().parents[1]

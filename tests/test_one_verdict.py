@@ -10,10 +10,10 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hr_core._slice_compare import slice_comparisons
-from hr_core.regression import compare_runs
-from hr_core.report.verdict import verdict
+from hr_core.analysis.regression import compare_runs
+from hr_core.analysis.verdict import verdict
 from hr_core.stats import MIN_ITEMS
+from hr_core.stats.slice_compare import slice_comparisons
 
 
 @st.composite

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from hr_core.multiplicity import holm
-from hr_core.planning import detectable_difference, paired_power, plan_sample_size
+from hr_core.stats.multiplicity import holm
+from hr_core.stats.sample_size import detectable_difference, paired_power, plan_sample_size
 
 
 def test_holm_matches_r_p_adjust() -> None:
@@ -62,7 +62,7 @@ def test_the_verdict_holds_significantly_worse_to_bonferroni_over_the_pairs() ->
     interval shown is that one (the Holm step that corrected the p-value alone is gone)."""
     import pandas as pd
 
-    from hr_core.report.verdict import verdict
+    from hr_core.analysis.verdict import verdict
 
     a = [True] * 40
     b = [False] * 6 + [True] * 34

@@ -160,23 +160,23 @@ def test_the_private_import_check_finds_a_private_name_not_a_private_module(
     (tmp_path / "hr_core" / "_text.py").write_text("", "utf-8")
     module = tmp_path / "hr_core" / "poke.py"
     module.write_text(
-        "from hr_core._safe import safe_print\n"
+        "from hr_core.core.safe import safe_print\n"
         "from hr_core import _text\n"
         "from os import _exit\n"
         "def f():\n"
         "    from hr_core.results import _hidden, ArmResult\n"
         "from .results import _other\n"
-        "import hr_core.engine.budget as budget\n"
+        "import hr_core.run.budget as budget\n"
         "import hr_core\n"
-        "budget._accounts, hr_core._text.fold, hr_core.results._note, _text._label\n"
+        "budget._accounts, hr_core.core.text.fold, hr_core.results._note, _text._label\n"
         "os._exit, safe_print._x\n",
         "utf-8",
     )
     assert _private_imports(module, tmp_path) == [
         "hr_core/poke.py:5 imports hr_core.results._hidden",
         "hr_core/poke.py:6 imports results._other",
-        "hr_core/poke.py:9 pokes hr_core._text._label",
-        "hr_core/poke.py:9 pokes hr_core.engine.budget._accounts",
+        "hr_core/poke.py:9 pokes hr_core.core.text._label",
+        "hr_core/poke.py:9 pokes hr_core.run.budget._accounts",
         "hr_core/poke.py:9 pokes hr_core.results._note",
     ]
 
@@ -235,7 +235,7 @@ def test_importing_hr_core_imports_no_prefect_and_touches_no_network() -> None:
 
 
 def _public_error_classes() -> list[tuple[str, str]]:
-    from hr_core.errors import HrError
+    from hr_core.core.errors import HrError
 
     found = []
     for name in PUBLIC_MODULES:

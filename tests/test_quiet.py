@@ -72,7 +72,7 @@ def _in_a_terminal(tmp_path: Path, code: str, **env: str) -> str:
 
 @pytest.mark.parametrize("code", [
     "import flows; print('imported')",                               # hr_benchmark from Python
-    "from hr_cli.commands import prepare_prefect\nprepare_prefect()\n"
+    "from hr_server.control import prepare_prefect\nprepare_prefect()\n"
     "import prefect; print('imported')",                             # the hr CLI
 ], ids=["flows", "hr-cli"])
 def test_no_usage_data_banner_in_hrs_processes(tmp_path: Path, code: str) -> None:

@@ -18,15 +18,15 @@ from typing import Any
 import pytest
 from ratelimit_server import RateLimitedServer
 
-from hr_core.engine.session import BenchmarkSession, plan_benchmark
-from hr_core.models._ratelimit import (
+from hr_core.models.base import ModelCallError
+from hr_core.models.providers.openai import OpenAIChatModel
+from hr_core.models.ratelimit.endpoint import (
     EndpointLimiter,
     limiter_for,
     read_rate_headers,
     reset_limiters,
 )
-from hr_core.models.base import ModelCallError
-from hr_core.models.openai_client import OpenAIChatModel
+from hr_core.run.session import BenchmarkSession, plan_benchmark
 
 
 def _items(n: int) -> list[dict[str, Any]]:

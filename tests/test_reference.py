@@ -1,4 +1,4 @@
-"""Tests of hr_core.reference: reading reference sets, the content hash, clear errors."""
+"""Tests of hr_core.data.reference: reading reference sets, the content hash, clear errors."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hr_core import Item, Reference, ReferenceDataError, hr_reference
-from hr_core._text import plain_digits
-from hr_core.identity import canonical_json
-from hr_core.reference import _NOT_JSON, _json_cell
+from hr_core.core.identity import canonical_json
+from hr_core.core.text import plain_digits
+from hr_core.data.reference import _NOT_JSON, _json_cell
 
 RECORDS: list[dict[str, Any]] = [
     {"id": "q1", "question": "Capital of France?", "label": "Paris"},

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from hr_core.accuracy import item_accuracy
-from hr_core.regression import compare_runs, find_previous_run, spec_fingerprint
+from hr_core.analysis.regression import compare_runs, find_previous_run, spec_fingerprint
+from hr_core.stats.accuracy import item_accuracy
 
 ITEMS = [f"q{i}" for i in range(20)]
 
@@ -140,7 +140,7 @@ def test_the_previous_run_is_the_latest_completed_run_of_the_same_name_whatever_
 def _write_run(root: Path, run_id: str, started: str, *, name: str = "nightly",
                status: str = "completed", code: str = "s1") -> None:
     """A finished run folder as the store holds it: manifest and runs table."""
-    from hr_core.engine.benchmark import runs_frame
+    from hr_core.analysis.benchmark import runs_frame
 
     folder = root / name / run_id
     folder.mkdir(parents=True)
@@ -210,7 +210,7 @@ def test_no_regression_is_flagged_from_two_items() -> None:
 
 def test_the_regression_accuracy_is_the_summary_accuracy() -> None:
     from hr_core import Benchmark
-    from hr_core.engine.benchmark import runs_frame
+    from hr_core.analysis.benchmark import runs_frame
 
     kinds = [None] * 12 + ["budget_stop"] * 4 + ["wrong"] * 4
     runs = runs_frame([{"arm": "a", "item_id": item, "run": 1, "correct": kind is None,
@@ -294,7 +294,7 @@ def test_a_drop_that_is_significant_alone_is_not_a_regression_across_three_arms(
     regressed (the Holm step that did this is gone: the correction is the comparison's)."""
     import pandas as pd
 
-    from hr_core.regression import compare_runs
+    from hr_core.analysis.regression import compare_runs
 
     def table(arms: list[str], drop: bool) -> pd.DataFrame:
         rows = [{"arm": arm, "item_id": f"q{i}", "failure_kind": None,

@@ -23,8 +23,8 @@ import pytest
 
 from flows import hr_benchmark
 from hr_cli import main
-from hr_cli._ports import free_port
 from hr_core import Benchmark, hr_reference
+from hr_server.ports import free_port
 
 BUCKET = "hr-results"
 
@@ -182,14 +182,14 @@ def test_hr_summary_report_and_show_read_a_run_from_its_url(
 def test_a_run_on_s3_is_locked_while_another_process_runs_it(
     prefect_harness: None, s3: str,
 ) -> None:
-    from hr_core.engine.session import plan_benchmark
-    from hr_core.engine.store import RunStore
-    from hr_core.errors import RunLockedError
+    from hr_core.core.errors import RunLockedError
+    from hr_core.run.session import plan_benchmark
+    from hr_core.store.folder import RunStore
 
     plan = plan_benchmark({"a": Counted()}, _reference(), store=s3, name="locked")
     holder = subprocess.Popen(  # another process holds the run's lock (as a run does)
         [sys.executable, "-c", "import sys, time\n"
-         "from hr_core.engine.store import RunStore\n"
+         "from hr_core.store.folder import RunStore\n"
          "store = RunStore(sys.argv[1], 'locked', sys.argv[2]); store.lock.acquire()\n"
          "print('held', flush=True); time.sleep(60)", s3, plan.run_id],
         stdout=subprocess.PIPE, text=True)
@@ -206,7 +206,7 @@ def test_a_run_on_s3_is_locked_while_another_process_runs_it(
 def test_hr_diff_reads_two_runs_from_s3_and_writes_its_page_there(
     s3: str, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from hr_core.engine.session import BenchmarkSession, plan_benchmark
+    from hr_core.run.session import BenchmarkSession, plan_benchmark
 
     def worse(question: str) -> str:
         return f"a{question}" if int(question) < 4 else "no"

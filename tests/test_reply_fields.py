@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 from openai_server import FakeOpenAIServer
 
-from hr_core.engine.session import BenchmarkSession, plan_benchmark
 from hr_core.judge.config import hr_judge_config
 from hr_core.judge.judging import judge_item
 from hr_core.models.base import StructuredOutputRejectedError
 from hr_core.models.cache import CachedModel, ResponseCache
-from hr_core.models.openai_client import OpenAIChatModel
+from hr_core.models.providers.openai import OpenAIChatModel
+from hr_core.run.session import BenchmarkSession, plan_benchmark
 
 CHOICES: dict[str, dict[str, Any]] = {
     "stop": {"finish_reason": "stop", "message": {"role": "assistant", "content": "Paris"}},
@@ -145,7 +145,7 @@ def test_the_documented_fallback_sends_the_schema_as_instructions(
 def test_anthropic_stop_reasons_reach_the_reply(anthropic_server: Any) -> None:
     # before: anthropic:'s ModelReply had no finish_reason (a max_tokens cut was not
     # truncated, a refusal stop reason was a parse failure)
-    from hr_core.models.anthropic_client import AnthropicChatModel
+    from hr_core.models.providers.anthropic import AnthropicChatModel
 
     model = AnthropicChatModel("claude-test", base_url=anthropic_server.url, api_key="k")
     anthropic_server.reply = lambda body: "one two three four five"

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from report_data import VALIDATION, fake_inputs, fake_run_dir
 
+from hr_core.analysis.outcomes import OUTCOMES, outcome_counts, paired_differences
 from hr_core.report import (
     REPORT_SECTIONS,
     ReportError,
@@ -18,7 +19,6 @@ from hr_core.report import (
     render_report,
     write_report,
 )
-from hr_core.report.analysis import OUTCOMES, outcome_counts, paired_differences
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from report_data import fake_inputs
 
+from hr_core.analysis.items import ItemText
 from hr_core.report import REPORT_SECTIONS, render_report
-from hr_core.report.items import ItemText
 
 _FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -181,8 +181,8 @@ def _markdown_page(markdown: str) -> str:
 
 
 def _hostile_markdown() -> str:
-    from hr_core.engine.benchmark import Benchmark, runs_frame
-    from hr_core.engine.report import report_markdown
+    from hr_core.analysis.benchmark import Benchmark, runs_frame
+    from hr_core.report.markdown import report_markdown
 
     arms = [_ATTACKS[1], _ATTACKS[0], "[a](javascript:window.__hr_pwned=5)"]
     rows = [{"arm": a, "item_id": f"q{i}", "run": 1, "correct": i % 2 == 0, "output": "x"}

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from report_data import VALIDATION, fake_runs, fake_summary
 
+from hr_core.analysis.outcomes import outcome_counts, paired_differences
 from hr_core.report import figures
-from hr_core.report.analysis import outcome_counts, paired_differences
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -7,8 +7,7 @@ import re
 import pandas as pd
 from report_data import fake_inputs
 
-from hr_core.report import render_report
-from hr_core.report.items import (
+from hr_core.analysis.items import (
     ROWS_PER_GROUP,
     ItemText,
     arm_order,
@@ -16,7 +15,8 @@ from hr_core.report.items import (
     excerpt,
     failed_runs,
 )
-from hr_core.report.verdict import verdict
+from hr_core.analysis.verdict import verdict
+from hr_core.report import render_report
 
 
 def _runs(n: int, arms: dict[str, str]) -> pd.DataFrame:
@@ -170,7 +170,7 @@ def test_name_codes_of_a_categorical_match_the_comparison_per_name() -> None:
     missing values, categories not named, names not among the categories, unused ones."""
     import numpy as np
 
-    from hr_core.accuracy import name_codes
+    from hr_core.stats.accuracy import name_codes
 
     values = ["b", None, "a", "c", "b", None, "d"]
     plain = pd.Series(values, dtype=object)

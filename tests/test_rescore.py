@@ -12,8 +12,8 @@ import pytest
 from cli_support import hr
 
 from hr_core import Benchmark, CorruptRunError, SpecError
-from hr_core.engine import rescore_run
-from hr_core.engine.session import BenchmarkSession, plan_benchmark
+from hr_core.run.rescore import rescore_run
+from hr_core.run.session import BenchmarkSession, plan_benchmark
 from hr_core.scoring import hr_scorer_f1
 
 ITEMS = [

@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 from fault_support import alive, descendants
 
-from hr_core.engine.journal import Journal
+from hr_core.store.journal import Journal
 
 N_ITEMS = 1200
 DELAY_S = 0.01
@@ -33,7 +33,7 @@ SCRIPT = textwrap.dedent(
     """
     import asyncio, os, sys
     from hr_core import hr_reference
-    from hr_core.engine.session import BenchmarkSession, plan_benchmark
+    from hr_core.run.session import BenchmarkSession, plan_benchmark
 
     CALLS = os.environ.get("HR_KILL_CALLS")
 

@@ -13,13 +13,13 @@ import pytest
 from report_data import fake_manifest, fake_reference, fake_runs
 
 from hr_core import Benchmark
-from hr_core.engine.benchmark import runs_frame
-from hr_core.engine.health import assess_benchmark, assess_runs
-from hr_core.engine.report import report_markdown
-from hr_core.engine.runs_file import STAT_COLUMNS, RowTexts, RunsFile
-from hr_core.errors import CorruptRunError
+from hr_core.analysis.benchmark import runs_frame
+from hr_core.analysis.health import assess_benchmark, assess_runs
+from hr_core.analysis.items import item_texts
+from hr_core.core.errors import CorruptRunError
 from hr_core.report import ReportInputs, load_report_inputs, render_report
-from hr_core.report.items import item_texts
+from hr_core.report.markdown import report_markdown
+from hr_core.store.runs_file import STAT_COLUMNS, RowTexts, RunsFile
 
 
 def _stored(tmp_path: Path, runs: pd.DataFrame, row_group: int = 7) -> Path:
@@ -121,7 +121,7 @@ def test_a_small_tables_columns_read_together_equal_those_read_one_at_a_time(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # issue 25: a table of at most TOGETHER_UP_TO rows reads its stat columns in two passes
     # (plain, coded) instead of one a column; the frame must be the same (dtypes, categories)
-    from hr_core.engine import runs_file
+    from hr_core.store import runs_file
 
     runs = _mixed_runs()
     path = str(_stored(tmp_path, runs, row_group=4) / "runs.parquet")

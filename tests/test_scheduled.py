@@ -23,7 +23,7 @@ from prefect.events import Event
 from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
 
 from flows.scheduled import RegressionDetected, _export_secrets, hr_scheduled_benchmark
-from hr_core._safe import markdown_text
+from hr_core.core.safe import markdown_text
 from tasks.regression import REGRESSION_EVENT, regression_artifact_key
 
 SPEC = """\
@@ -157,7 +157,7 @@ def test_an_edited_arm_is_compared_with_the_previous_completed_run_of_the_same_n
     completed runs of the spec were in the store (the lookup kept the same fingerprint)."""
     import shutil
 
-    from hr_core.engine.store import utc_now
+    from hr_core.store.folder import utc_now
 
     spec = _write_spec(tmp_path / "spec")
     spec.write_text(SPEC.replace("drift-check", "nightly"))

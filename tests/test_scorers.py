@@ -1,4 +1,4 @@
-"""Tests of hr_core.scorers: the seed's examples, SPEC section 5 rule by rule."""
+"""Tests of hr_core.scoring.scorer: the seed's examples, SPEC section 5 rule by rule."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from hr_core import (
     hr_scorer_exact,
     settle_score,
 )
-from hr_core._text import plain_digits
+from hr_core.core.text import plain_digits
 
 exact = hr_scorer_exact()
 exact_raw = hr_scorer_exact(normalise=False)

@@ -22,8 +22,7 @@ from hr_core import (
     hr_scorer_exact,
     settle_score,
 )
-from hr_core._answers import has_label
-from hr_core._text import plain_digits, squad_fold
+from hr_core.core.text import plain_digits, squad_fold
 from hr_core.scoring import (
     SCORERS,
     hr_scorer_choice,
@@ -33,6 +32,7 @@ from hr_core.scoring import (
     hr_scorer_numeric,
     hr_scorer_pattern,
 )
+from hr_core.scoring.answers import has_label
 from hr_core.scoring.registry import builtin_scorer_named
 from hr_core.scoring.text import DEFAULT_F1_THRESHOLD, token_f1
 
@@ -651,7 +651,7 @@ EVERY = _every_scorer()
 @pytest.mark.parametrize("empty", [[], (), [None], [float("nan")]])
 def test_an_empty_list_label_is_no_label_in_every_scorer(name: str, empty: Any) -> None:
     # before (issue 21): exact, f1 and the families said wrong, the judge left it unscored
-    # (and the reference reader reads [] as no label); decided once (hr_core._answers):
+    # (and the reference reader reads [] as no label); decided once (hr_core.scoring.answers):
     # no label, as None, in every scorer, the engine and the reader
     scorer, good, label = EVERY[name]
     assert scorer(None, good, label)[::2] == (True, None)
@@ -678,7 +678,7 @@ def test_every_scorer_follows_rule_4_and_gives_no_verdict_without_a_label(name: 
 def test_has_label_is_the_one_predicate_of_scorers_and_engine() -> None:
     import pandas as pd
 
-    from hr_core.engine import runner
+    from hr_core.run import chunk as runner
 
     assert runner.has_label is has_label
     assert [has_label(v) for v in ("x", 0, 0.0, ["x"], ("x", None), {"a": 1})] == [True] * 6

@@ -1,4 +1,4 @@
-"""The anytime-valid paired confidence sequence (hr_core.sequential)."""
+"""The anytime-valid paired confidence sequence (hr_core.stats.sequential)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from hr_core.sequential import PairedSequence, first_decisions
+from hr_core.stats.sequential import PairedSequence, first_decisions
 
 
 def _plain_log_capital(diffs: list[float], difference: float) -> tuple[float, float]:

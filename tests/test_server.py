@@ -24,8 +24,8 @@ import pytest
 from server_support import gone, health_server, hr_env
 
 from flows.clients import TEMPORARY_STARTUP_TIMEOUT_S
-from hr_cli._ports import free_port
-from hr_cli.server import ServerError, server_status, start_server, state_path, stop_server
+from hr_server.control import ServerError, server_status, start_server, state_path, stop_server
+from hr_server.ports import free_port
 
 HR = str(Path(sys.executable).with_name("hr"))
 EXAMPLES = Path(__file__).resolve().parents[1] / "hr_core" / "examples"
@@ -222,7 +222,7 @@ def test_a_database_of_another_prefect_version_is_named_before_any_server_starts
     other = tmp_path / "other-home"
     other.mkdir()
     _prefect_db(other, known)  # a revision this Prefect knows: no error
-    check = ("from pathlib import Path; from hr_cli._database import check_database as c; "
+    check = ("from pathlib import Path; from hr_server.database import check_database as c; "
              "c(Path('.'))")
     assert subprocess.run([sys.executable, "-c", check], env=hr_env(other), cwd=other,
                           capture_output=True, text=True, check=False).returncode == 0
@@ -251,7 +251,7 @@ def test_a_health_check_answered_by_another_server_is_not_taken_for_ours(
     lost the bind had its health check answered by the other's server and said it was
     started (a runner beside it then stopped with it). A real foreign HTTP server holds
     the port here; hr's check that the port is free is made to say yes, as in the race."""
-    import hr_cli.server as server_module
+    import hr_server.control as server_module
 
     with health_server() as foreign:
         taken = foreign.server_address[1]

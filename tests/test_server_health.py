@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from hr_server_support import HrServer, wait_until
 
-from hr_cli.server_health import log_problem, service_errors
+from hr_server.health import log_problem, service_errors
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = Path(__file__).with_name("fixtures") / "hr-server-scheduler-failing.log"

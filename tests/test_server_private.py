@@ -26,8 +26,8 @@ import httpx
 import pytest
 from server_support import hr_env
 
-from hr_cli._ports import free_port
-from hr_cli.server_private import PrivateError, write_profile
+from hr_server.ports import free_port
+from hr_server.private import PrivateError, write_profile
 
 HR = str(Path(sys.executable).with_name("hr"))
 PREFECT = str(Path(sys.executable).with_name("prefect"))

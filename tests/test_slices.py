@@ -12,11 +12,11 @@ from cli_support import hr
 from pydantic import ValidationError
 
 from hr_core import BenchmarkSpec, SpecError, diff_runs
-from hr_core.engine import SUMMARY_COLUMNS
-from hr_core.engine.session import BenchmarkSession, plan_benchmark
-from hr_core.regression import compare_runs
-from hr_core.slices import MISSING_SLICE, slice_values
+from hr_core.analysis.benchmark import SUMMARY_COLUMNS
+from hr_core.analysis.regression import compare_runs
+from hr_core.run.session import BenchmarkSession, plan_benchmark
 from hr_core.stats import TOO_FEW_ITEMS, accuracy_interval
+from hr_core.stats.slices import MISSING_SLICE, slice_values
 
 
 def _items() -> list[dict[str, Any]]:
@@ -126,7 +126,7 @@ def test_a_spec_file_with_slices_plans_them_under_the_run_id_of_the_spec_without
 
 
 def test_a_rescored_run_keeps_its_slices(tmp_path: Path) -> None:
-    from hr_core.engine import rescore_run
+    from hr_core.run.rescore import rescore_run
 
     bench = _run(tmp_path, right_on_even, slices=["kind"])
     again = rescore_run(bench.run_dir, "includes")

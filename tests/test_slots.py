@@ -1,4 +1,4 @@
-"""hr_core.engine._slots: one bound across processes, and a dead holder frees its slot."""
+"""hr_core.run.slots: one bound across processes, and a dead holder frees its slot."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hr_core.engine._slots import SharedSlots
+from hr_core.run.slots import SharedSlots
 
 ROOT = Path(__file__).resolve().parents[1]
 
 _HOLDER = """
 import asyncio, sys, time
-from hr_core.engine._slots import SharedSlots
+from hr_core.run.slots import SharedSlots
 async def hold():
     async with SharedSlots(sys.argv[1], "arm", 1):
         print("held", flush=True)

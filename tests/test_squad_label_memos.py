@@ -1,5 +1,5 @@
 """exact squad's and f1's hot path finds a label's golds in memos by the label itself
-(hr_core._squad): numbers that compare equal but write differently, bools, unhashable and
+(hr_core.scoring.squad): numbers that compare equal but write differently, bools, unhashable and
 mixed list labels must each score by their own text, whatever was scored before."""
 
 from __future__ import annotations

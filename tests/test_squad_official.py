@@ -24,7 +24,7 @@ from squad_official import compute_exact, compute_f1, evaluate, get_tokens, norm
 
 import hr_core.examples
 from hr_core import hr_reference, hr_scorer_exact
-from hr_core._text import squad_fold, squad_tokens
+from hr_core.core.text import squad_fold, squad_tokens
 from hr_core.scoring import hr_scorer_f1
 
 EXAMPLES = Path(hr_core.examples.__file__).parent
@@ -145,7 +145,7 @@ def test_the_reader_takes_the_official_json_as_it_comes() -> None:
 ])
 def test_a_broken_squad_file_is_one_line_naming_the_place(tmp_path: Path, content: str,
                                                          message: str) -> None:
-    from hr_core.errors import ReferenceDataError
+    from hr_core.core.errors import ReferenceDataError
     path = tmp_path / "dev.json"
     path.write_text(content)
     with pytest.raises(ReferenceDataError, match=message):

@@ -1,8 +1,8 @@
 """Differential tests: hr's own SQuAD folding (``normalise="squad_hr"``), ``exact`` and ``f1``
 with it, against a plain reference written here from what hr documents
-(hr_core._text.squad_hr_tokens, the seed's rules in hr_core._answers, SQuAD's no-answer rule
-in hr_core._squad, SPEC section 4's output text), on random outputs and labels. (The
-default ``squad`` folding is the official one: tests/test_squad_official.py.)
+(hr_core.core.text.squad_hr_tokens, the seed's rules in hr_core.scoring.answers, SQuAD's
+no-answer rule in hr_core.scoring.squad, SPEC section 4's output text), on random outputs and
+labels. (The default ``squad`` folding is the official one: tests/test_squad_official.py.)
 
 The reference is SQuAD's ``normalize_answer`` and ``compute_f1``, with ``squad_hr``'s
 documented differences: case-folded (``str.casefold``); punctuation and symbols of any
@@ -31,8 +31,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hr_core import FAILURE_KINDS, ArmResult, hr_scorer_exact
-from hr_core._text import squad_hr_fold as squad_fold
-from hr_core._text import squad_hr_tokens as squad_tokens
+from hr_core.core.text import squad_hr_fold as squad_fold
+from hr_core.core.text import squad_hr_tokens as squad_tokens
 from hr_core.scoring import hr_scorer_f1
 
 # --- the reference ---------------------------------------------------------------------------
@@ -110,7 +110,7 @@ def reference_sort_out(output: Any) -> tuple[str | None, str | None]:
         return text, kind
     if ok is False:
         return text, "error"
-    if text is None:  # SQuAD's scorers: an empty text is the empty answer (hr_core._squad)
+    if text is None:  # SQuAD's scorers: an empty text is the empty answer (hr_core.scoring.squad)
         return None, "parse_failure"
     return text, None
 

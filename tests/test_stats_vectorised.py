@@ -1,6 +1,6 @@
 """The vectorised paired differences equal the straightforward item-by-item computation.
 
-``hr_core.stats.paired_difference`` and ``hr_core.report.analysis.paired_differences``
+``hr_core.stats.paired_difference`` and ``hr_core.analysis.outcomes.paired_differences``
 work on numpy arrays and one grouping of the runs table (issue 14: a 1M-run report).
 Here they are checked against the loops they replaced, on random data.
 """
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hr_core.accuracy import item_accuracy
-from hr_core.report.analysis import OUTCOMES, outcome_counts, paired_differences
+from hr_core.analysis.outcomes import OUTCOMES, outcome_counts, paired_differences
 from hr_core.stats import MIN_ITEMS, TOO_FEW_ITEMS, compare_paired, paired_difference, t_for
+from hr_core.stats.accuracy import item_accuracy
 from hr_core.stats.intervals import _sign_test_p, no_spread_interval, t_two_sided_p
 
 

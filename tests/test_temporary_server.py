@@ -22,7 +22,7 @@ from pathlib import Path
 
 from server_support import hr_env
 
-from hr_core._process import pid_alive
+from hr_core.core.process import pid_alive
 
 ROOT = Path(__file__).resolve().parents[1]
 

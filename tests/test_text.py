@@ -1,4 +1,4 @@
-"""Tests of hr_core._text: folding, plain digits, the text of an output, labels."""
+"""Tests of hr_core.core.text: folding, plain digits, the text of an output, labels."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hr_core import ArmResult
-from hr_core._text import accepted_texts, fold, is_missing, output_text, plain_digits
+from hr_core.core.text import accepted_texts, fold, is_missing, output_text, plain_digits
 
 UNICODE_SPACES = ["\u00a0", "\u2003", "\u3000", "\u2009", "\u202f", "\u205f", "\u1680", "\x0b"]
 

@@ -25,8 +25,8 @@ from typing import Any
 
 import httpx
 
-from hr_cli._ports import free_port
-from hr_core._process import pid_alive  # re-exported: conftest and the bench check PIDs
+from hr_core.core.process import pid_alive  # re-exported: conftest and the bench check PIDs
+from hr_server.ports import free_port
 
 __all__ = ["LlamaServer", "MODEL_NAME", "artefacts", "pid_alive"]
 

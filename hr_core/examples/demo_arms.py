@@ -33,8 +33,8 @@ import re
 import zlib
 from typing import Any
 
-from hr_core.engine.context import current_run
 from hr_core.results import ArmResult, Usage
+from hr_core.run.context import current_run
 
 __all__ = [
     "NOT_IN_DOCUMENT",

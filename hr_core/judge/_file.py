@@ -25,8 +25,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from hr_core._yaml import line_of, read_yaml_mapping
-from hr_core.errors import HrError, SpecError
+from hr_core.core.errors import HrError, SpecError
+from hr_core.data.yaml_file import line_of, read_yaml_mapping
 from hr_core.models.spec import ModelSpec
 
 __all__ = ["JudgeFile", "judge_model", "judge_thresholds", "load_judge", "read_judge_file"]

@@ -8,7 +8,7 @@ the hash itself::
      "positive": "pass" | null, "prompt": "...", "rubric": "...",
      "schema": {...}}
 
-serialised by :func:`hr_core.identity.canonical_json` (the one canonical JSON
+serialised by :func:`hr_core.core.identity.canonical_json` (the one canonical JSON
 of hr: keys sorted at every level, no spaces, UTF-8 with non-ASCII characters
 written as themselves, numbers as numbers). Python's ``hash()`` is never
 involved, so the digest is equal in every process.
@@ -20,8 +20,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final, Literal, get_args
 
-from hr_core.errors import SpecError
-from hr_core.identity import canonical_json, fingerprint
+from hr_core.core.errors import SpecError
+from hr_core.core.identity import canonical_json, fingerprint
 from hr_core.judge.prompts import DEFAULT_SCHEMAS, allowed_verdicts, instructions
 
 __all__ = [
@@ -52,7 +52,7 @@ class JudgeConfigError(SpecError):
 
 
 def config_hash(fields: Mapping[str, Any]) -> str:
-    """:func:`hr_core.identity.fingerprint` of a config's fields (``hash`` excluded).
+    """:func:`hr_core.core.identity.fingerprint` of a config's fields (``hash`` excluded).
 
     ``model_spec`` (what of a :class:`~hr_core.models.spec.ModelSpec` beyond the
     model string decides answers: base URL, request parameters, structured output)

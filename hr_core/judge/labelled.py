@@ -17,10 +17,10 @@ from typing import Any, Final
 
 import pandas as pd
 
-from hr_core._csv_table import read_csv_table
-from hr_core._json_text import jsonl_lines
-from hr_core._text import is_missing, plain_digits
-from hr_core.errors import HrError
+from hr_core.core.errors import HrError
+from hr_core.core.json_text import jsonl_lines
+from hr_core.core.text import is_missing, plain_digits
+from hr_core.data.csv_table import read_csv_table
 from hr_core.judge.parse import normalise_verdict
 from hr_core.judge.prompts import LETTERS
 
@@ -52,8 +52,8 @@ def read_table(data: Any, what: str = "labelled data") -> tuple[pd.DataFrame, st
     """A table (DataFrame, list of dicts, or .csv/.jsonl/.parquet path) and how messages
     name it (the path, or ``what``); CSV cells stay text. Shared by labelled items and
     stored verdicts (:mod:`hr_core.judge.stored`). JSON lines end at ``"\\n"`` alone
-    (:func:`~hr_core._json_text.jsonl_lines`); a CSV file's header names each column
-    once and every row has its fields (:func:`~hr_core._csv_table.read_csv_table`).
+    (:func:`~hr_core.core.json_text.jsonl_lines`); a CSV file's header names each column
+    once and every row has its fields (:func:`~hr_core.data.csv_table.read_csv_table`).
 
     Raises:
         LabelledDataError: naming the file (and line) that cannot be read.

@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from hr_core._json_text import json_values
+from hr_core.core.json_text import json_values
 
 __all__ = ["ParsedReply", "normalise_verdict", "parse_reply"]
 

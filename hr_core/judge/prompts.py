@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from hr_core.judge.config import JudgeConfig, JudgeMode
 
-from hr_core._judge_format import DATA_HEADER, LETTERS
+from hr_core.models.judge_format import DATA_HEADER, LETTERS
 
 __all__ = [
     "DATA_HEADER",

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from hr_core._answers import failed, has_label, sort_out, unmatched
-from hr_core._text import accepted_texts
+from hr_core.core.text import accepted_texts
 from hr_core.judge.config import JudgeConfig, JudgeConfigError
 from hr_core.judge.judging import judge_item
 from hr_core.models.base import ChatModel
 from hr_core.results import ScoreResult, note_scoring_usage
-from hr_core.scorers import Scorer
+from hr_core.scoring.answers import failed, has_label, sort_out, unmatched
+from hr_core.scoring.scorer import Scorer
 
 __all__ = ["JUDGE_FAILURE_OUTCOMES", "JUDGE_OUTCOME_PREFIX", "JudgeScorer", "hr_scorer_judge"]
 
@@ -76,7 +76,7 @@ def hr_scorer_judge(
     - another grade -> ``correct=False``, ``failure_kind="wrong"`` (``"not_in_document"``
       for the text ``NOT_IN_DOCUMENT``, as every scorer's rule 4);
     - an item without label gets no verdict and a label accepting no answer (``[]``)
-      makes every answer wrong, both without asking the judge (:mod:`hr_core._answers`);
+      makes every answer wrong, both without asking the judge (:mod:`hr_core.scoring.answers`);
     - no consensus, a parse failure or an error of the judge -> unscored
       (``correct=None``), outcome ``"judge:no_consensus"`` etc. (see
       :data:`JUDGE_FAILURE_OUTCOMES`), never counted as the arm's failure.
@@ -117,7 +117,7 @@ def hr_scorer_judge(
         if kind is not None or text is None:
             return failed(label, text, kind or "parse_failure")
         accepted = accepted_texts(label)
-        if not accepted:  # no label, or one accepting no answer (hr_core._answers)
+        if not accepted:  # no label, or one accepting no answer (hr_core.scoring.answers)
             return unmatched(has_label(label), text, text)
         reference: str | list[str] = accepted[0] if len(accepted) == 1 else list(accepted)
         result = await judge_item(config, get_model(), item=item, candidates=[text],

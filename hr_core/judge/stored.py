@@ -4,9 +4,9 @@ A table (JSONL, CSV, Parquet, a DataFrame or records) of verdicts that a judge g
 in each presentation order — FastChat's ``model_judgment/*.jsonl``, another harness,
 people's votes kept with them — becomes the :class:`~hr_core.judge.JudgeResult` s hr's
 judge would have produced under the judge config the user declares (its SHA-256
-``hash`` from ``hr_core.identity``, as for live judges). From there the validation
+``hash`` from ``hr_core.core.identity``, as for live judges). From there the validation
 record (:func:`~hr_core.judge.compute_validation`) and the
-:class:`~hr_core.engine.compare.Comparison` are computed by the same code as for a
+:class:`~hr_core.judge.pairwise.Comparison` are computed by the same code as for a
 live judge: every figure (agreement, consistency, position and length bias) means the
 same (docs/judges.md, "Stored verdicts").
 
@@ -33,8 +33,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hr_core._text import is_missing
-from hr_core.errors import HrError
+from hr_core.core.errors import HrError
+from hr_core.core.text import is_missing
 from hr_core.judge.config import JudgeConfig
 from hr_core.judge.judging import JudgeResult, OrderVerdict, aggregate
 from hr_core.judge.labelled import LabelledDataError, cell_text, cell_texts, read_table
@@ -130,7 +130,7 @@ class StoredVerdicts:
         return list(seen.values())
 
     def comparison(self, arms: Sequence[str] | None = None, benchmark: Any = None) -> Any:
-        """The :class:`~hr_core.engine.compare.Comparison` of ``arms`` these verdicts make,
+        """The :class:`~hr_core.judge.pairwise.Comparison` of ``arms`` these verdicts make,
         as ``hr_compare`` makes it with a live judge.
 
         Args:
@@ -144,7 +144,7 @@ class StoredVerdicts:
         Raises:
             StoredVerdictsError: no arms can be told, or no stored verdict is for them.
         """
-        from hr_core.engine.compare import Comparison, comparison_rows, pair_record
+        from hr_core.judge.pairwise import Comparison, comparison_rows, pair_record
 
         config = self.config
         if config.mode == "grade":

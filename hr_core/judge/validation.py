@@ -17,8 +17,8 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hr_core._safe import safe_segment
-from hr_core.errors import HrError
+from hr_core.core.errors import HrError
+from hr_core.core.safe import safe_segment
 from hr_core.judge._agreement import NO_VERDICT, agreement_conventions, agreement_figures
 from hr_core.judge.config import CONFIG_FIELDS, JudgeConfig, config_hash
 from hr_core.judge.judging import JudgeResult, judge_item
@@ -150,7 +150,7 @@ def compute_validation(
     """
     if len(results) != len(humans):
         raise ValueError(f"{len(results)} judged rows but {len(humans)} human labels")
-    from hr_core import __version__
+    from hr_core.core.version import __version__
 
     return JudgeValidation(
         hash=config.hash,
@@ -226,7 +226,7 @@ def judge_standing(record: Mapping[str, Any] | JudgeValidation,
 
 def scorer_judge_standing(judge: Mapping[str, Any]) -> str:
     """The standing of a run's judge scorer, from what its manifest's ``judge`` recorded
-    when the run was planned (:func:`hr_core.engine.apply_judge_policy`'s status).
+    when the run was planned (:func:`hr_core.run.plan.apply_judge_policy`'s status).
 
     Example:
         >>> scorer_judge_standing({"validation": "insufficient",

@@ -1,5 +1,5 @@
 """Which environment variable holds a provider's API key, and saying when it is unset
-before any request is sent (re-exported by :mod:`hr_core.models.openai_client`).
+before any request is sent (re-exported by :mod:`hr_core.models.providers.openai`).
 """
 
 from __future__ import annotations

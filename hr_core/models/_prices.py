@@ -1,6 +1,6 @@
 """What calls cost: :class:`Price` (USD per million tokens), a model's price found in a
 table (:func:`find_price`) and several calls' usage summed (:func:`add_usage`);
-re-exported by :mod:`hr_core.models.openai_client`.
+re-exported by :mod:`hr_core.models.providers.openai`.
 """
 
 from __future__ import annotations

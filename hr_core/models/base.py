@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from hr_core.errors import HrError
-from hr_core.failures import FailureKind
+from hr_core.core.errors import HrError
+from hr_core.core.failures import FailureKind
 from hr_core.results import Usage
 
 __all__ = [

@@ -1,6 +1,6 @@
 """An on-disk response cache (SQLite) so a re-run replays instead of paying again.
 
-The key is :func:`hr_core.identity.fingerprint` (SHA-256 of the canonical
+The key is :func:`hr_core.core.identity.fingerprint` (SHA-256 of the canonical
 JSON) of ``{"provider", "model", "base_url", "messages", "params", "schema",
 "run"}`` and the model's ``request_identity()`` (the endpoint it resolved,
 ``OPENAI_BASE_URL`` included, a deployment, how a schema is asked for):
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hr_core.identity import fingerprint
+from hr_core.core.identity import fingerprint
 from hr_core.models.base import ChatMessage, ChatModel, ModelReply
 from hr_core.results import Usage
 

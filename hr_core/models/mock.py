@@ -40,9 +40,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hr_core._judge_format import DATA_HEADER, LETTERS
-from hr_core._text import accepted_texts, fold
+from hr_core.core.text import accepted_texts, fold
 from hr_core.models.base import ChatMessage, ModelReply
+from hr_core.models.judge_format import DATA_HEADER, LETTERS
 from hr_core.results import Usage
 
 __all__ = ["MockModel", "mock_answer", "mock_verdict"]

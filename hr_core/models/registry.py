@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
 from hr_core.models.base import ChatModel, ModelConfigError, UnknownProviderError
 from hr_core.models.cache import CachedModel, ResponseCache
 from hr_core.models.mock import MockModel
-from hr_core.models.spec import ModelSpec
+from hr_core.models.spec import PROVIDERS, ModelSpec
 
 __all__ = ["PROVIDERS", "resolve_model"]
 
-PROVIDERS: Final[tuple[str, ...]] = ("mock", "openai", "openai-compatible", "anthropic",
-                                      "azure-openai")
 
 
 def resolve_model(
@@ -107,7 +105,7 @@ def resolve_model(
         if provider == "mock":
             resolved = MockModel(name)
         elif provider in ("openai", "openai-compatible"):
-            from hr_core.models.openai_client import OpenAIChatModel
+            from hr_core.models.providers.openai import OpenAIChatModel
 
             resolved = OpenAIChatModel(
                 name, provider=provider, base_url=base_url, api_key=api_key,
@@ -115,7 +113,7 @@ def resolve_model(
                 max_retries=max_retries, concurrency=concurrency, **extra,
             )
         elif provider == "anthropic":
-            from hr_core.models.anthropic_client import AnthropicChatModel
+            from hr_core.models.providers.anthropic import AnthropicChatModel
 
             if "structured_output" in extra:
                 raise ModelConfigError(f"{model}: structured_output applies to OpenAI-style "
@@ -126,7 +124,7 @@ def resolve_model(
                 concurrency=concurrency, **extra,
             )
         elif provider == "azure-openai":
-            from hr_core.models.azure_client import AzureOpenAIChatModel
+            from hr_core.models.providers.azure import AzureOpenAIChatModel
 
             resolved = AzureOpenAIChatModel(
                 name, base_url=base_url, api_key=api_key, api_key_env=api_key_env,

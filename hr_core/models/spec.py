@@ -23,7 +23,7 @@ this mapping::
 :func:`hr_core.models.registry.resolve_model` builds the chat model from it.
 :meth:`ModelSpec.decides` is what decides an answer (provider, model, endpoint,
 request parameters, structured output): the part fingerprinted
-(:func:`hr_core.identity.fingerprint`); prices, timeouts, retries, concurrency, the
+(:func:`hr_core.core.identity.fingerprint`); prices, timeouts, retries, concurrency, the
 ``rpm``/``tpm`` pacing and the reply size limit decide no answer, and the key is never
 in it.
 """
@@ -35,10 +35,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from hr_core.identity import fingerprint
+from hr_core.core.identity import fingerprint
 from hr_core.models.base import ModelConfigError, UnknownProviderError
 
-__all__ = ["DEFAULT_MAX_REPLY_BYTES", "ModelPrices", "ModelSpec", "RetryPolicy"]
+__all__ = ["DEFAULT_MAX_REPLY_BYTES", "PROVIDERS", "ModelPrices", "ModelSpec", "RetryPolicy"]
+
+PROVIDERS: tuple[str, ...] = ("mock", "openai", "openai-compatible", "anthropic", "azure-openai")
+"""The providers a model spec may name (``PROVIDER:NAME``)."""
 
 DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
 """The longest reply body read by default (``max_reply_bytes``; enforced by
@@ -182,7 +185,7 @@ class ModelSpec(BaseModel):
 
     @property
     def fingerprint(self) -> str:
-        """:func:`hr_core.identity.fingerprint` of :meth:`decides`."""
+        """:func:`hr_core.core.identity.fingerprint` of :meth:`decides`."""
         return fingerprint(self.decides())
 
     def is_plain(self) -> bool:
@@ -195,8 +198,6 @@ def _split(model: str) -> tuple[str, str]:
         return "mock", "mock-model"
     provider, sep, name = model.partition(":")
     if not sep or not provider.strip() or not name.strip():
-        from hr_core.models.registry import PROVIDERS
-
         raise UnknownProviderError(f"model {model!r} names no provider; write 'PROVIDER:NAME' with "
                                f"PROVIDER one of {', '.join(PROVIDERS)} (or 'mock-model')")
     return provider, name

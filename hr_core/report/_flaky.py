@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from hr_core.accuracy import flaky_cells, item_counts
+from hr_core.analysis.items import ROWS_PER_GROUP, ItemText
 from hr_core.report._format import escape, fmt, table
 from hr_core.report.inputs import ReportInputs
-from hr_core.report.items import ROWS_PER_GROUP, ItemText
+from hr_core.stats.accuracy import flaky_cells, item_counts
 
 __all__ = ["flaky_section"]
 

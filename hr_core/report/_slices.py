@@ -1,15 +1,15 @@
-"""The report's "Accuracy by slice" section (:mod:`hr_core.slices`): each arm's accuracy
+"""The report's "Accuracy by slice" section (:mod:`hr_core.stats.slices`): each arm's accuracy
 per slice value and, under it, its paired comparison with the best arm there
-(:mod:`hr_core._slice_compare`, Bonferroni-corrected over the field's slices)."""
+(:mod:`hr_core.stats.slice_compare`, Bonferroni-corrected over the field's slices)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from hr_core._slice_compare import comparison_text, correction_text
 from hr_core.report._format import escape, fmt, is_missing, table
 from hr_core.report.inputs import ReportInputs
+from hr_core.stats.slice_compare import comparison_text, correction_text
 
 __all__ = ["slices_section"]
 

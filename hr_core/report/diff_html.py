@@ -10,7 +10,7 @@ from __future__ import annotations
 import platform
 from pathlib import Path
 
-from hr_core.diff import ArmDiff, RunDiff
+from hr_core.analysis.diff import ArmDiff, RunDiff
 from hr_core.report._format import escape, fmt, table
 from hr_core.report.html import CSP, CSS, SEARCH_SCRIPT, write_page
 

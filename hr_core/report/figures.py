@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hr_core._frames import records
-from hr_core.accuracy import arms_in_order, name_codes
-from hr_core.report.analysis import OUTCOMES, PairedRow
+from hr_core.analysis.outcomes import OUTCOMES, PairedRow
+from hr_core.core.frames import records
+from hr_core.stats.accuracy import arms_in_order, name_codes
 
 __all__ = [
     "LATENCY_QUANTILES",

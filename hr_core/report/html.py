@@ -18,14 +18,14 @@ from pathlib import Path
 
 import numpy as np
 
-from hr_core.accuracy import item_total, name_codes
-from hr_core.engine.memory import give_back
+from hr_core.analysis.items import arm_order
 from hr_core.report import sections
 from hr_core.report._flaky import flaky_section
 from hr_core.report._format import escape, pick
 from hr_core.report._slices import slices_section
 from hr_core.report.inputs import ReportInputs, load_report_inputs
-from hr_core.report.items import arm_order
+from hr_core.stats.accuracy import item_total, name_codes
+from hr_core.store.memory import give_back
 
 __all__ = ["REPORT_SECTIONS", "render_report", "write_report"]
 

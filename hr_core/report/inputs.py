@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hr_core._json_text import jsonl_lines
-from hr_core.engine.runs_file import STAT_COLUMNS, RowTexts, RunsFile
-from hr_core.engine.store import RunFolder, rerun_hint
-from hr_core.errors import HrError
-from hr_core.report.items import ItemText, ItemTexts
+from hr_core.analysis.items import ItemText, ItemTexts
+from hr_core.core.errors import HrError
+from hr_core.core.json_text import jsonl_lines
+from hr_core.store.folder import RunFolder, rerun_hint
+from hr_core.store.runs_file import STAT_COLUMNS, RowTexts, RunsFile
 
 __all__ = [
     "ReportError",

@@ -10,16 +10,16 @@ from typing import Any
 
 import pandas as pd
 
-from hr_core._frames import records
-from hr_core.accuracy import coverage_warnings, item_total
-from hr_core.engine.memory import give_back
-from hr_core.failures import FAILURE_KINDS
+from hr_core.analysis.items import ROWS_PER_GROUP, disagreements, failed_runs, failure_counts
+from hr_core.analysis.outcomes import outcome_counts
+from hr_core.analysis.verdict import Verdict, verdict
+from hr_core.core.failures import FAILURE_KINDS
+from hr_core.core.frames import records
 from hr_core.report._format import compact, escape, figure, fmt, pick, table
 from hr_core.report._judge_sections import pairwise_section, validation_section
-from hr_core.report.analysis import outcome_counts
 from hr_core.report.inputs import ReportInputs
-from hr_core.report.items import ROWS_PER_GROUP, disagreements, failed_runs, failure_counts
-from hr_core.report.verdict import Verdict, verdict
+from hr_core.stats.accuracy import coverage_warnings, item_total
+from hr_core.store.memory import give_back
 
 __all__ = [
     "accuracy_section",
@@ -200,7 +200,7 @@ def verdict_section(inputs: ReportInputs) -> str:
             f'<span class="bad">{fmt(r.errors)}</span>' if r.errors else "0",
             fmt(r.budget_stops),
         ])
-    from hr_core.engine.stopping import sequential_note
+    from hr_core.analysis.verdict import sequential_note
 
     note = sequential_note(inputs.manifest)
     stopped = "" if note is None else f'<p class="note warning">{escape(note)}</p>'

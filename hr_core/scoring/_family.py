@@ -6,12 +6,12 @@ from collections.abc import Callable, Mapping
 from numbers import Real
 from typing import Any
 
-from hr_core._answers import failed, has_label, is_not_in_document, sort_out, unmatched
-from hr_core._text import accepted_texts
-from hr_core.errors import SpecError
-from hr_core.failures import FailureKind
+from hr_core.core.errors import SpecError
+from hr_core.core.failures import FailureKind
+from hr_core.core.text import accepted_texts
 from hr_core.results import ScoreResult
-from hr_core.scorers import Scorer, builtin_scorer
+from hr_core.scoring.answers import failed, has_label, is_not_in_document, sort_out, unmatched
+from hr_core.scoring.scorer import Scorer, builtin_scorer
 
 __all__ = ["Compare", "Verdict", "family_scorer", "option_number"]
 
@@ -28,7 +28,7 @@ _new = tuple.__new__
 
 def family_scorer(name: str, compare: Compare, options: Mapping[str, Any], *,
                   scores: bool = False) -> Scorer:
-    """A scorer applying rules 1-4 (:mod:`hr_core._answers`) around ``compare``.
+    """A scorer applying rules 1-4 (:mod:`hr_core.scoring.answers`) around ``compare``.
 
     ``scores``: the family gives partial credit; a failed run on a labelled item
     then scores 0.

@@ -7,10 +7,10 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hr_core._text import fold
-from hr_core.errors import SpecError
-from hr_core.scorers import Scorer
+from hr_core.core.errors import SpecError
+from hr_core.core.text import fold
 from hr_core.scoring._family import Verdict, family_scorer
+from hr_core.scoring.scorer import Scorer
 
 __all__ = ["hr_scorer_choice", "read_choice"]
 

@@ -6,11 +6,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from hr_core._json_text import json_values
-from hr_core._text import is_missing, plain_digits
-from hr_core.errors import SpecError
-from hr_core.scorers import Normalise, Scorer, folder, normalise_choice
+from hr_core.core.errors import SpecError
+from hr_core.core.json_text import json_values
+from hr_core.core.text import is_missing, plain_digits
 from hr_core.scoring._family import Verdict, family_scorer
+from hr_core.scoring.scorer import Normalise, Scorer, folder, normalise_choice
 
 __all__ = ["field_value", "hr_scorer_json_field"]
 

@@ -6,10 +6,10 @@ import math
 import re
 from typing import Any, Literal
 
-from hr_core._text import plain_digits, remember
-from hr_core.errors import ScorerError, SpecError
-from hr_core.scorers import Scorer
+from hr_core.core.errors import ScorerError, SpecError
+from hr_core.core.text import plain_digits, remember
 from hr_core.scoring._family import Verdict, family_scorer, option_number
+from hr_core.scoring.scorer import Scorer
 
 __all__ = ["find_numbers", "hr_scorer_numeric"]
 

@@ -6,11 +6,11 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from hr_core.errors import SpecError
-from hr_core.scorers import Scorer, hr_scorer_exact
+from hr_core.core.errors import SpecError
 from hr_core.scoring.choice import hr_scorer_choice
 from hr_core.scoring.json_field import hr_scorer_json_field
 from hr_core.scoring.numeric import hr_scorer_numeric
+from hr_core.scoring.scorer import Scorer, hr_scorer_exact
 from hr_core.scoring.text import hr_scorer_f1, hr_scorer_includes, hr_scorer_pattern
 
 __all__ = ["SCORERS", "builtin_scorer_named"]

@@ -5,18 +5,18 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from hr_core._answers import plain_answer
-from hr_core._squad import (
+from hr_core.core.errors import SpecError
+from hr_core.core.text import remember
+from hr_core.results import ScoreResult
+from hr_core.scoring._family import Verdict, family_scorer, option_number
+from hr_core.scoring.answers import plain_answer
+from hr_core.scoring.scorer import Normalise, Scorer, builtin_scorer, folder, normalise_choice
+from hr_core.scoring.squad import (
     squad_golds,
     squad_golds_lookup,
     squad_prediction,
     squad_result,
 )
-from hr_core._text import remember
-from hr_core.errors import SpecError
-from hr_core.results import ScoreResult
-from hr_core.scorers import Normalise, Scorer, builtin_scorer, folder, normalise_choice
-from hr_core.scoring._family import Verdict, family_scorer, option_number
 
 __all__ = ["DEFAULT_F1_THRESHOLD", "hr_scorer_f1", "hr_scorer_includes", "hr_scorer_pattern",
            "token_f1"]
@@ -70,7 +70,7 @@ def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD,
     ``"squad_hr"``: with hr's extras, see :func:`~hr_core.hr_scorer_exact`) and split
     into tokens; an unanswerable label's gold answer is empty, and an empty answer
     (or ``NOT_IN_DOCUMENT``) scores 1 against it, 0 against an answerable one
-    (:mod:`hr_core._squad`). The F1 of the best label is the run's ``score``; the
+    (:mod:`hr_core.scoring.squad`). The F1 of the best label is the run's ``score``; the
     run is ``correct`` when it reaches ``threshold`` (default
     :data:`DEFAULT_F1_THRESHOLD`; 1.0 asks for every token). An output that is not
     an answer (a failure kind, ``ok`` false, no text) scores 0.
@@ -88,7 +88,7 @@ def hr_scorer_f1(threshold: float = DEFAULT_F1_THRESHOLD,
     golds_of = squad_golds_lookup(folding)
     plans: dict[tuple[str, ...], tuple[tuple[str | None, list[str]], ...]] = {}
 
-    # Hot path (one call per run), as exact squad's (hr_core.scorers._exact_squad): a
+    # Hot path (one call per run), as exact squad's (hr_core.scoring.scorer._exact_squad): a
     # plain answer folding to something, without "_" (never NOT_IN_DOCUMENT), is its own
     # prediction; a str, str list, int or float label's golds from squad_golds' memos,
     # their tokens remembered (a plan: each gold's one token, or None, and its tokens).

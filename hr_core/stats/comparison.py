@@ -22,7 +22,7 @@ The method (``docs/statistics.md``, "One comparison"):
   interval excludes 0 exactly when ``p < α``, and the decision is that exclusion;
 - a family of ``m`` comparisons is corrected by Bonferroni, here and nowhere else:
   the interval is made at level ``1 - α/m`` and ``p`` is compared with ``α/m``
-  (consistent by construction). The stop rule (:mod:`hr_core.sequential`) already
+  (consistent by construction). The stop rule (:mod:`hr_core.stats.sequential`) already
   spends ``α`` by Bonferroni over its arms; a stop-rule run's verdict is the
   sequence's decision (``undecided`` when it did not stop), not corrected twice here.
 

@@ -314,7 +314,7 @@ def win_rate(a_wins: int, b_wins: int, ties: int, level: float = 0.95) -> Interv
     """Share of A's wins with ties counted as half, each judgement its own item.
 
     For several judgements per item use :func:`accuracy_interval` with per-item
-    sums (``hr_core.engine.compare`` does).
+    sums (``hr_core.judge.pairwise`` does).
 
     Example:
         >>> win_rate(6, 2, 2).estimate

@@ -1,0 +1,156 @@
+"""Re-scoring a finished run with another scorer: no arm is called, a new run is written.
+
+``rescore_run(run_dir, scorer)`` reads the run's manifest, reference and
+journal, scores every stored output with ``scorer`` and writes the result as a
+run of its own beside the original: ``<store>/<name>/<new run id>/``. The new
+run id is the one a benchmark of the same arms and reference with this scorer
+gets, so running that benchmark afterwards resumes it (and calls no arm); its
+manifest names the original in ``rescored_from``. Runs the original never made
+(budget stops) stay ``budget_stop``; runs whose arm raised stay ``error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from hr_core.analysis.benchmark import Benchmark
+from hr_core.core.errors import CorruptRunError, HrTypeError, RunNotFoundError
+from hr_core.core.json_text import jsonl_lines
+from hr_core.data.reference import Item, Reference
+from hr_core.run.arms import Arm
+from hr_core.run.session import DEFAULT_CHUNK_SIZE, BenchmarkPlan, BenchmarkSession
+from hr_core.run.spec import scorer_from
+from hr_core.scoring.scorer import Scorer
+from hr_core.store.folder import (
+    MANIFEST,
+    REFERENCE,
+    RUNS,
+    RunStore,
+    run_id_for,
+    unfinished_hint,
+)
+
+__all__ = ["rescore_plan", "rescore_run"]
+
+
+def _reference(store: RunStore, manifest: dict[str, Any]) -> Reference:
+    """The run's stored reference, checked against the manifest's hash of it: the file's
+    SHA-256 (``reference_sha256``), else, for runs written before it was kept, the
+    fingerprint of its items (``reference_hash``).
+
+    Raises:
+        CorruptRunError: the file is missing lines, or differs from what the run was made on.
+    """
+    try:
+        data = store.read_bytes(REFERENCE)
+    except FileNotFoundError:
+        raise RunNotFoundError(
+            f"{store.run_dir}: no {REFERENCE} (written when a run finishes); finish the run "
+            f"first: {unfinished_hint(store)}") from None
+    items = []
+    for number, _, line in jsonl_lines(data):
+        try:
+            row = orjson.loads(line)
+            items.append(Item(str(row["id"]), row.get("payload"), row.get("label")))
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            raise CorruptRunError(
+                f"{store.path(REFERENCE)}, line {number}: not a reference item; run the "
+                "benchmark again to rewrite it") from None
+    reference = Reference(items, source=store.path(REFERENCE))
+    file_hash = manifest.get("reference_sha256")
+    if isinstance(file_hash, str) and file_hash:
+        same = hashlib.sha256(data).hexdigest() == file_hash
+    else:
+        same = reference.hash == manifest.get("reference_hash")
+    if not same:
+        raise CorruptRunError(
+            f"{store.path(REFERENCE)} differs from the reference the run was made on (its "
+            f"hash in {MANIFEST}): restore it, or run the benchmark on the edited reference "
+            "(a new run) to score against it")
+    return reference
+
+
+def _arm_order(store: RunStore, specs: dict[str, Any]) -> list[str]:
+    """The arms in the order the run gave them (its runs table; the manifest's JSON
+    keys are sorted), so the re-scored run shows them in the same order."""
+    try:
+        order = [str(a) for a in store.read_frame(RUNS)["arm"].unique()]
+    except (FileNotFoundError, KeyError):
+        order = []
+    return [a for a in order if a in specs] + [a for a in specs if a not in order]
+
+
+def rescore_plan(run_dir: str | os.PathLike[str],
+                 scorer: Scorer | str | Mapping[str, Any]) -> BenchmarkPlan:
+    """The plan that re-scores ``run_dir`` with ``scorer`` (no arm is ever called).
+
+    ``scorer`` is a :class:`Scorer` or what a spec's ``scorer:`` takes: a built-in
+    name (``"f1"``), ``{"f1": {"threshold": 0.8}}`` or an import path.
+    """
+    if not isinstance(scorer, Scorer | str | Mapping):
+        raise HrTypeError(f"rescore_run needs a Scorer (hr_scorer(...)), a scorer's name or "
+                          f"an import path, not {scorer!r}")
+    scorer = scorer_from(scorer)
+    original = RunStore.at(run_dir)
+    if not original.exists(MANIFEST):
+        raise RunNotFoundError(f"{original.run_dir}: no {MANIFEST}; is it a run folder "
+                               "(<store>/<name>/<run id>)?")
+    manifest = original.read_manifest()
+    arm_runs = manifest.get("arm_runs") or {}
+    specs = manifest.get("arms") or {}
+    arms = {name: Arm(name, None, dict(specs[name]), runs=arm_runs.get(name))
+            for name in _arm_order(original, specs)}
+    if not arms:
+        raise CorruptRunError(f"{original.path(MANIFEST)}: names no arms; run the benchmark "
+                              "again to rewrite it")
+    reference = _reference(original, manifest)
+    runs = int(manifest.get("runs") or 1)
+    spec: dict[str, Any] = {"reference_hash": reference.hash,
+                            "arms": {n: a.spec for n, a in arms.items()},
+                            "scorer": scorer.spec, "runs": runs}
+    own_runs = {n: a.runs for n, a in arms.items() if a.runs is not None}
+    if own_runs:
+        spec["arm_runs"] = own_runs
+    judge = None if scorer.judge is None else {"hash": str(scorer.judge.hash),
+                                               "validation": None}
+    return BenchmarkPlan(
+        arms=arms, reference=reference, scorer=scorer, runs=runs, budget=None,
+        concurrency=int(manifest.get("concurrency") or 16), store=original.store,
+        name=original.name, run_id=run_id_for(spec), resume=True,
+        chunk_size=DEFAULT_CHUNK_SIZE, judge=judge, spec=spec,
+        outputs_from=original.run_id,
+        slices=list(manifest.get("slices") or []),  # an analysis setting: kept as it was
+    )
+
+
+def rescore_run(run_dir: str | os.PathLike[str],
+                scorer: Scorer | str | Mapping[str, Any]) -> Benchmark:
+    """Score a finished run's stored outputs with ``scorer``; write the result beside it.
+
+    No arm is called (arms given as callables need not even be importable). The
+    new run's folder is ``Benchmark.run_dir``; its manifest has ``rescored_from``
+    (the original's run id) and the new scorer's fingerprint. Calling it again
+    with the same scorer re-scores nothing: the new run resumes from its journal.
+
+    Raises:
+        RunNotFoundError: ``run_dir`` is no finished run folder.
+        ScorerError: the scorer broke (the new run can be re-scored again).
+
+    Example (a stored run; not run as a doctest)::
+
+        bench = rescore_run("results/demo/0123abcd", hr_scorer_f1())
+        bench = rescore_run("results/demo/0123abcd", {"f1": {"threshold": 0.8}})
+    """
+    session = BenchmarkSession(rescore_plan(run_dir, scorer))
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return session.run_sync()
+    raise RuntimeError("rescore_run is synchronous; from async code use "
+                       "`await BenchmarkSession(rescore_plan(run_dir, scorer)).run()`")
