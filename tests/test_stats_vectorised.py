@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from hr_core.analysis.outcomes import OUTCOMES, outcome_counts, paired_differences
 from hr_core.stats import MIN_ITEMS, TOO_FEW_ITEMS, compare_paired, paired_difference, t_for
 from hr_core.stats.accuracy import item_accuracy
-from hr_core.stats.intervals import _sign_test_p, no_spread_interval, t_two_sided_p
+from hr_core.stats.distributions import t_two_sided_p
+from hr_core.stats.intervals import _sign_test_p, no_spread_interval
 
 
 def _loop_paired_difference(a: list[float], b: list[float], level: float = 0.95) -> tuple:

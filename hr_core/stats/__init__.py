@@ -1,10 +1,12 @@
 """hr's statistics: honest intervals and the one paired comparison.
 
-Two modules, both pure functions of numbers (no pandas; ``docs/statistics.md``
-describes every method and its source):
+Pure functions of numbers (no pandas; ``docs/statistics.md`` describes every method and its
+source), and the statistics of runs over them: accuracy over the runs made, slices and their
+comparison, confidence sequences, sample size:
 
+- :mod:`hr_core.stats.distributions`: the normal, t and beta quantiles and CDFs;
 - :mod:`hr_core.stats.intervals`: exact and item-clustered intervals for a share,
-  kappa, the paired difference's interval and the quantiles behind them;
+  kappa and the paired difference's interval;
 - :mod:`hr_core.stats.comparison`: the one answer to "is B different from A?"
   (:func:`compare_paired`, :func:`compare_estimate`): estimate, interval, p-value and
   decision from one method, with the family correction applied there and only there.
@@ -23,6 +25,7 @@ from hr_core.stats.comparison import (
     compare_paired,
     decision_from_legacy,
 )
+from hr_core.stats.distributions import normal_p_value, t_for, z_for
 from hr_core.stats.intervals import (
     MIN_ITEMS,
     TOO_FEW_ITEMS,
@@ -32,13 +35,10 @@ from hr_core.stats.intervals import (
     clopper_pearson,
     clustered_mean_ci,
     cohen_kappa,
-    normal_p_value,
     paired_difference,
     pooled_share_ci,
-    t_for,
     wilson_interval,
     win_rate,
-    z_for,
 )
 
 __all__ = [

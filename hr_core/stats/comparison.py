@@ -40,14 +40,8 @@ from typing import Final, Literal, NamedTuple
 
 import numpy as np
 
-from hr_core.stats.intervals import (
-    MIN_ITEMS,
-    betainc,
-    check_level,
-    exact_sum,
-    no_spread_interval,
-    t_for,
-)
+from hr_core.stats.distributions import betainc, check_level, t_for
+from hr_core.stats.intervals import MIN_ITEMS, exact_sum, no_spread_interval
 
 __all__ = [
     "DECISIONS",
