@@ -4,7 +4,7 @@
 
 Every figure comes from hr_core's own code (``hr_core.stats.sequential.log_bets`` and its
 predictable estimates, the same functions ``PairedSequence.update`` sums;
-``hr_core.stats.paired_difference``; ``hr_core.stats.multiplicity.holm``;
+``hr_core.stats.paired_difference``; ``bench/_holm.py``;
 ``hr_core.stats.sample_size``), vectorised over simulated sequences. Sections:
 
 - validity: two equal arms, the share of sequences that ever declare a difference,
@@ -28,8 +28,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _holm import holm
+
 from hr_core.stats import paired_difference
-from hr_core.stats.multiplicity import holm
 from hr_core.stats.sample_size import paired_power
 from hr_core.stats.sequential import first_decisions
 

@@ -36,7 +36,6 @@ MOVED: dict[str, str] = {
     "hr_core.scorers": "hr_core.scoring.scorer",
     "hr_core._answers": "hr_core.scoring.answers",
     "hr_core._squad": "hr_core.scoring.squad",
-    "hr_core.multiplicity": "hr_core.stats.multiplicity",
     "hr_core.sequential": "hr_core.stats.sequential",
     "hr_core.planning": "hr_core.stats.sample_size",
     "hr_core.accuracy": "hr_core.stats.accuracy",

@@ -1,25 +1,10 @@
-"""Holm's correction and the sample-size planner."""
+"""The sample-size planner."""
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
-from hr_core.stats.multiplicity import holm
 from hr_core.stats.sample_size import detectable_difference, paired_power, plan_sample_size
-
-
-def test_holm_matches_r_p_adjust() -> None:
-    # R: p.adjust(c(0.01, 0.02, 0.03, 0.04, 0.05), "holm")
-    assert holm([0.01, 0.02, 0.03, 0.04, 0.05]) == pytest.approx([0.05, 0.08, 0.09, 0.09, 0.09])
-    # R: p.adjust(c(0.04, 0.001, 0.5), "holm") -> 0.080 0.003 0.500
-    assert holm([0.04, 0.001, 0.5]) == pytest.approx([0.08, 0.003, 0.5])
-
-
-def test_holm_leaves_nan_out_of_the_family() -> None:
-    got = holm([0.02, math.nan, 0.03])
-    assert got[0] == pytest.approx(0.04) and math.isnan(got[1]) and got[2] == pytest.approx(0.04)
 
 
 def test_planner_steps_from_the_normal_formula_to_the_exact_tests_power() -> None:

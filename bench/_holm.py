@@ -1,5 +1,6 @@
-"""Holm's step-down correction, kept for ``bench/bench_sequential.py``'s comparison of
-corrections: hr's decisions no longer use it. Every verdict is the one comparison
+"""Holm's step-down correction, for ``bench/bench_sequential.py``'s comparison of
+corrections only: hr's decisions do not use it (it left hr_core in
+issue 33). Every verdict is the one comparison
 (:func:`hr_core.stats.compare_paired`), Bonferroni-corrected there, so that an interval
 and its decision are made at the same level (Holm corrects p-values only).
 
@@ -18,6 +19,8 @@ in ``bench/bench_sequential.py``; see docs/statistics.md).
 Example:
     >>> [round(p, 3) for p in holm([0.01, 0.04, 0.03])]
     [0.03, 0.06, 0.06]
+    >>> [round(p, 3) for p in holm([0.04, 0.001, 0.5])]  # R: p.adjust(..., "holm")
+    [0.08, 0.003, 0.5]
 """
 
 from __future__ import annotations
