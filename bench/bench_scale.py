@@ -21,7 +21,7 @@ its children, Prefect's temporary server among them, sampled every 20 ms).
 By default the Prefect API is the hr server (``hr server start`` in a temporary
 ``PREFECT_HOME``, stopped at the end), external to the run's process, as a user
 with ``hr server start`` runs; ``--temporary`` uses Prefect's temporary server
-instead, a process of its own that the run's process starts (``flows/_temporary.py``;
+instead, a process of its own that the run's process starts (``hr_server/temporary.py``;
 before issue 25 the run's process imported the server's code, ~45 MB of its RSS). The
 output says which. Times are wall clock; ``cpu s`` is the child's user + system
 time (``wait4`` rusage), less sensitive to the other jobs on the machine.

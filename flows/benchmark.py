@@ -17,10 +17,10 @@ from prefect.states import Cancelled, Failed
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from flows._cancel import run_watched
-from flows._hrflow import hr_flow
 from flows._invocation import InvocationVar
 from flows._spec_plan import plan_from_spec
 from flows.clients import prefect_clients, with_run_name
+from flows.hrflow import hr_flow
 from flows.labels import benchmark_tags, label_flow_run, publish_run_facts
 from hr_core.analysis.benchmark import Benchmark
 from hr_core.analysis.health import ErrorRateExceeded

@@ -3,7 +3,7 @@
 :func:`prefect_api` chooses the API: ``PREFECT_API_URL`` when set (environment,
 profile or a test harness), else the hr server when it runs (``hr server
 start``; ``hr_server.control``), else Prefect's temporary server for this process,
-started by hr as a process of its own (``flows._temporary``: not Prefect's
+started by hr as a process of its own (``hr_server.temporary``: not Prefect's
 ``SubprocessASGIServer``, whose module imports the server stack into the calling
 process) before anything else can race to start a second one, with one line
 saying that ``hr server start`` makes runs faster and keeps them in the
@@ -64,8 +64,8 @@ def prefect_api() -> PrefectApi:
     """
     from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, PREFECT_HOME
 
-    from flows._temporary import temporary_api_url
     from hr_server.control import ServerError, server_status
+    from hr_server.temporary import temporary_api_url
 
     explicit = PREFECT_API_URL.value()
     if explicit and explicit == temporary_api_url():  # set by use_prefect_api around a call
@@ -136,11 +136,11 @@ def use_prefect_api(api: PrefectApi | None = None) -> Iterator[PrefectApi]:
     if api.kind == "temporary":
         from prefect.settings import PREFECT_HOME
 
-        from flows._temporary import start_temporary
         from hr_server.database import check_database
+        from hr_server.temporary import start_temporary
 
         check_database(Path(PREFECT_HOME.value()).expanduser())
-        # started here, once per process under a lock (flows._temporary): Prefect's lazy
+        # started here, once per process under a lock (hr_server.temporary): Prefect's lazy
         # start from several threads at once could start two servers on one port and lose
         # track of one (an orphan); not Prefect's SubprocessASGIServer, whose module
         # imports the whole server stack into this process

@@ -12,8 +12,8 @@ from typing import Any
 from prefect import tags
 from prefect.runtime import flow_run
 
-from flows._hrflow import hr_flow
 from flows.clients import in_prefect, with_run_name
+from flows.hrflow import hr_flow
 from flows.judge_validate import log_belongs_to
 from flows.labels import benchmark_tags
 from hr_core.analysis.benchmark import Benchmark

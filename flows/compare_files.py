@@ -14,8 +14,8 @@ from typing import Any
 
 from prefect import get_run_logger
 
-from flows._hrflow import hr_flow
 from flows.compare import hr_compare
+from flows.hrflow import hr_flow
 from hr_core.judge._file import judge_model, load_judge
 from hr_core.report import attach_comparison, write_report
 

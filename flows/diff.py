@@ -7,7 +7,7 @@ from typing import Any
 
 from prefect import get_run_logger
 
-from flows._hrflow import hr_flow
+from flows.hrflow import hr_flow
 from tasks.diff import diff_two_runs, publish_diff
 
 __all__ = ["hr_diff"]

@@ -11,9 +11,9 @@ from typing import Any, cast
 
 from prefect import get_run_logger, tags
 
-from flows._hrflow import hr_flow
 from flows._invocation import InvocationVar
 from flows.clients import in_prefect, with_run_name
+from flows.hrflow import hr_flow
 from flows.labels import benchmark_tags, flow_run_link
 from hr_core.core.checks import path_arg, positive_int
 from hr_core.core.errors import HrTypeError, SpecError

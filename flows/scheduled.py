@@ -19,8 +19,8 @@ from typing import Any
 from prefect import get_run_logger
 from prefect.states import Cancelled
 
-from flows._hrflow import hr_flow
 from flows.benchmark import plan_from_spec, run_plan
+from flows.hrflow import hr_flow
 from flows.labels import benchmark_tags, label_flow_run
 from flows.runners import TaskRunnerKind, make_task_runner
 from hr_core.analysis.benchmark import Benchmark

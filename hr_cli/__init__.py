@@ -78,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     return (``SystemExit`` with its status unless 0).
 
     Without ``argv`` this process is ``hr``: the command line's command runs, then the
-    process ends through ``hr_cli._exit`` (threads joined, ``atexit`` handlers run,
+    process ends through ``hr_cli.process_exit`` (threads joined, ``atexit`` handlers run,
     output flushed, ``os._exit``), never through the C libraries' exit handlers: a
     daemon thread still in OpenSSL when they ran crashed finished commands at exit.
 
@@ -87,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             main(["--help"])
     """
     if argv is None:
-        from hr_cli._exit import run_then_end
+        from hr_cli.process_exit import run_then_end
 
         run_then_end(lambda: _command(None))
     _command(argv)

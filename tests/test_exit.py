@@ -1,4 +1,4 @@
-"""hr_cli/_exit.py: how a real ``hr`` process ends, after its work is done.
+"""hr_cli/process_exit.py: how a real ``hr`` process ends, after its work is done.
 
 A refused ``hr run`` printed its one-line error and then died at exit, once with
 ``free(): invalid pointer`` (SIGABRT), once with SIGSEGV: its core showed the main
@@ -109,7 +109,7 @@ def test_the_status_of_system_exit_and_an_uncaught_exception(tmp_path: Path) -> 
     exception's traceback and 1."""
     script = textwrap.dedent("""
         import sys
-        from hr_cli._exit import run_then_end
+        from hr_cli.process_exit import run_then_end
 
         def command():
             kind = sys.argv[1]

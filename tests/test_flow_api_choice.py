@@ -1,5 +1,5 @@
 """Which Prefect API a flow call uses (flows.clients), and parameters stored without FastAPI
-(flows._hrflow)."""
+(flows.hrflow)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from prefect.settings import PREFECT_API_URL, PREFECT_HOME, temporary_settings
 
-from flows._hrflow import HrFlow
 from flows.clients import prefect_api
+from flows.hrflow import HrFlow
 from hr_server.control import server_status, state_path
 
 

@@ -1,4 +1,4 @@
-"""flows/_guard.py: the watchdog beside a server hr starts is gone when hr is.
+"""hr_server/guard.py: the watchdog beside a server hr starts is gone when hr is.
 
 A CI run found a process of hr's left a moment after ``hr run`` had exited: the
 watchdog only learns that hr ended when the pipe closes, and on a loaded
@@ -34,7 +34,7 @@ def _with_marker(marker: str) -> list[int]:
 def _script(body: str) -> str:
     return textwrap.dedent("""
         import subprocess, sys
-        from flows._guard import guard
+        from hr_server.guard import guard
         served = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     """) + textwrap.dedent(body)
 

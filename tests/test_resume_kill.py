@@ -180,7 +180,7 @@ def test_kill_nine_of_the_prefect_flow_then_resume(script: Path, tmp_path: Path)
     try:
         _, orphans = _kill_when(proc, store, 400, timeout=180, after_s=0.3)
         assert orphans, "the flow process had no ephemeral API server below it"
-        deadline = time.monotonic() + 10  # the watchdog stops it (flows/_guard.py)
+        deadline = time.monotonic() + 10  # the watchdog stops it (hr_server/guard.py)
         while any(alive(p) for p in orphans) and time.monotonic() < deadline:
             time.sleep(0.05)
         survivors = [p for p in orphans if alive(p)]

@@ -1,4 +1,4 @@
-"""Prefect's temporary server as hr starts it (flows._temporary): its own process, once.
+"""Prefect's temporary server as hr starts it (hr_server.temporary): its own process, once.
 
 Before, ``flows.clients.use_prefect_api`` started it through Prefect's
 ``SubprocessASGIServer``, whose module imports the server stack (FastAPI,
@@ -35,8 +35,8 @@ _SCRIPT = textwrap.dedent("""
     atexit.register(last)
 
     from flows import hr_benchmark
-    from flows._temporary import start_temporary, temporary_api_url
-    import flows._temporary as temporary
+    from hr_server.temporary import start_temporary, temporary_api_url
+    import hr_server.temporary as temporary
 
     assert temporary_api_url() is None
     bench = hr_benchmark({"echo": lambda p: p}, [{"id": f"i{k}", "input": f"x{k}",
@@ -106,7 +106,7 @@ def test_a_server_that_cannot_start_is_named_in_one_line_at_once(
     the start-up timeout."""
     home = tmp_path / "home"
     home.mkdir()
-    code = ("import flows._temporary as t, sys\n"
+    code = ("import hr_server.temporary as t, sys\n"
             "t._command = lambda port: ([sys.executable, '-c', 'raise SystemExit(1)'], {})\n"
             "try:\n    t.start_temporary(120)\nexcept Exception as exc:\n"
             "    print(type(exc).__name__, exc)\n")

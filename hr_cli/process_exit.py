@@ -9,7 +9,7 @@ Python's:
 1. non-daemon threads are joined (``threading._shutdown``, which also runs
    ``threading._register_atexit`` hooks: Prefect's log and event services drain);
 2. ``atexit`` handlers run: Prefect's temporary server is stopped and so is its
-   watchdog (``flows._guard``), Prefect's loop threads and analytics shut down,
+   watchdog (``hr_server.guard``), Prefect's loop threads and analytics shut down,
    ``logging`` is flushed, ``multiprocessing`` children are stopped;
 3. ``sys.stdout`` and ``sys.stderr`` are flushed.
 

@@ -11,8 +11,8 @@ same environment Prefect gives it) on a free port, waits for its ``/api/health``
 ``PREFECT_API_URL`` at it for the flow call (``flows.clients.use_prefect_api``).
 
 One server per process, started under a lock (two threads never start two; a
-forked child starts its own), guarded (``flows._guard``: it dies with hr, even on
-``kill -9``) and stopped at exit (an ``atexit`` handler: ``hr_cli._exit`` runs them).
+forked child starts its own), guarded (``hr_server.guard``: it dies with hr, even on
+``kill -9``) and stopped at exit (an ``atexit`` handler: ``hr_cli.process_exit`` runs them).
 Like Prefect's, it is in hr's process group, so a terminal's Ctrl-C reaches it.
 
 It is private as the hr server is (``hr_server.private``): it runs under umask
@@ -125,7 +125,7 @@ def start_temporary(timeout: float) -> TemporaryServer:
             server = TemporaryServer(process, port, os.getpid(), auth)
             if _wait(process, port, deadline):
                 _server.append(server)
-                from flows._guard import guard
+                from hr_server.guard import guard
 
                 if guard(process.pid, stop=server.stop) is None:  # no /proc: no watchdog
                     atexit.register(server.stop)
