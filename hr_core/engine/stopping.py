@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hr_core._checks import model_arg
 from hr_core.errors import SpecError
 from hr_core.sequential import PairedSequence
+from hr_core.store.manifest import RunManifest
 
 __all__ = ["STOP_REASON", "SequentialMonitor", "StopRule", "sequential_note", "stop_rule"]
 
@@ -76,7 +77,7 @@ def stop_rule(value: Any) -> StopRule | None:
     return model_arg(StopRule, "stop", value)
 
 
-def sequential_note(manifest: Mapping[str, Any]) -> str | None:
+def sequential_note(manifest: RunManifest | Mapping[str, Any]) -> str | None:
     """What a run that stopped when its verdict was clear says about it (``None`` for
     any other run): the terminal, the summary's warnings and both reports show it.
 
@@ -85,12 +86,12 @@ def sequential_note(manifest: Mapping[str, Any]) -> str | None:
         ...     "items_used": 40, "items_total": 500, "rule": {"seed": 0}}})[:43]
         'stopped: verdict clear after 40 of 500 item'
     """
-    block = manifest.get("sequential") or {}
-    if not block.get("stopped"):
+    block = RunManifest.of(manifest).sequential
+    if block is None or not block.stopped:
         return None
-    return (f"{block.get('reason')} after {block.get('items_used')} of "
-            f"{block.get('items_total')} items (drawn in a random order, seed "
-            f"{(block.get('rule') or {}).get('seed')}; {block.get('correction', '')}): the "
+    return (f"{block.reason} after {block.items_used} of "
+            f"{block.items_total} items (drawn in a random order, seed "
+            f"{(block.rule or {}).get('seed')}; {block.correction or ''}): the "
             "other items' runs were not made and are left out of every figure. To make "
             "them, run the benchmark again without stop (hr run SPEC without "
             "--stop-when-clear); the runs made are kept.")

@@ -24,7 +24,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -35,6 +35,7 @@ from hr_core.planning import detectable_difference
 from hr_core.report.analysis import PairedRow, pair_statistics, paired_differences
 from hr_core.report.items import arm_order
 from hr_core.stats import MIN_ITEMS
+from hr_core.store.manifest import SequentialRecord
 
 __all__ = ["Verdict", "VerdictRow", "verdict"]
 
@@ -172,7 +173,7 @@ def _num(row: dict[str, Any], key: str) -> float:
 
 
 def verdict(runs: pd.DataFrame, summary: pd.DataFrame,
-            sequential: Mapping[str, Any] | None = None) -> Verdict:
+            sequential: SequentialRecord | Mapping[str, Any] | None = None) -> Verdict:
     """The verdict of a run from its runs table and summary (SPEC section 9 columns).
 
     ``sequential`` is the manifest's ``sequential`` block of a run with a stop rule: its
@@ -212,15 +213,17 @@ def verdict(runs: pd.DataFrame, summary: pd.DataFrame,
             paired_verdict="" if paired is None else paired.verdict,
             detectable=_detectable(family.get((arm, top)) or family.get((top, arm))),
         ))
-    if sequential and sequential.get("pairs"):
-        rows = [_from_sequence(r, top, sequential["pairs"]) if r.arm != top else r
-                for r in rows]
+    block = (SequentialRecord.model_validate(sequential) if isinstance(sequential, Mapping)
+             else sequential)
+    if block is not None and block.pairs:
+        rows = [_from_sequence(r, top, block.pairs) if r.arm != top else r for r in rows]
         return Verdict(best, tuple(rows), all_paired, pairs=len(family),
-                       sequential=str(sequential.get("correction") or "Bonferroni"))
+                       sequential=str(block.correction or "Bonferroni"))
     return Verdict(best, tuple(rows), all_paired, pairs=len(family))
 
 
-def _from_sequence(row: VerdictRow, best: str, pairs: list[Mapping[str, Any]]) -> VerdictRow:
+def _from_sequence(row: VerdictRow, best: str, pairs: Sequence[Mapping[str, Any]]
+                   ) -> VerdictRow:
     """``row`` against ``best`` as the stop rule's confidence sequence decided it."""
     for pair in pairs:
         if {pair.get("arm"), pair.get("other")} != {row.arm, best}:

@@ -1,0 +1,1 @@
+"""The run record: a run folder's typed files (its manifest, its stored reference)."""
