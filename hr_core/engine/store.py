@@ -164,7 +164,7 @@ def corrupt_file_error(shown: str, exc: Exception, *, line: int | None = None
     given, the cause and the fix.
 
     Example:
-        >>> str(corrupt_file_error("r/reference.jsonl", ValueError("not JSON"), line=3))[:55]
+        >>> str(corrupt_file_error("r/reference.jsonl", ValueError("not JSON"), line=3))[:61]
         'r/reference.jsonl is corrupt or truncated (line 3, ValueError'
     """
     detail = " ".join(str(exc).split())[:200] or type(exc).__name__

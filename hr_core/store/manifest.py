@@ -229,10 +229,19 @@ def manifest_text(manifest: RunManifest) -> str:
 
 
 def write_manifest(path: RunStore | str | os.PathLike[str], manifest: RunManifest) -> None:
-    """Write ``manifest.json`` atomically into a run folder (a path, an fsspec URL, or the
-    :class:`~hr_core.engine.store.RunStore` of a run being written)."""
-    store = path if isinstance(path, RunStore) else RunStore.at(_folder_of(path))
-    store.write_text(MANIFEST, manifest_text(manifest))
+    """Write ``manifest.json`` into a run folder (a path, an fsspec URL, or the
+    :class:`~hr_core.engine.store.RunStore` of a run being written), atomically: under a
+    temporary name, then renamed (a kill never leaves half a manifest)."""
+    if isinstance(path, RunStore):
+        path.write_text(MANIFEST, manifest_text(manifest))
+        return
+    folder = RunFolder(_folder_of(path))
+    target = folder.path(MANIFEST)
+    folder.fs.makedirs(target.rsplit("/", 1)[0] or "/", exist_ok=True)
+    temporary = f"{target}.{os.getpid()}.tmp"
+    with folder.fs.open(temporary, "wb") as handle:
+        handle.write(manifest_text(manifest).encode("utf-8"))
+    folder.fs.mv(temporary, target)
 
 
 def _folder_of(path: str | os.PathLike[str]) -> str:
