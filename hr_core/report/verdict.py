@@ -35,7 +35,7 @@ from hr_core.planning import detectable_difference
 from hr_core.report.analysis import PairedRow, pair_statistics, paired_differences
 from hr_core.report.items import arm_order
 from hr_core.stats import MIN_ITEMS
-from hr_core.store.manifest import SequentialRecord
+from hr_core.store.manifest import SequencePair, SequentialRecord
 
 __all__ = ["Verdict", "VerdictRow", "verdict"]
 
@@ -222,21 +222,20 @@ def verdict(runs: pd.DataFrame, summary: pd.DataFrame,
     return Verdict(best, tuple(rows), all_paired, pairs=len(family))
 
 
-def _from_sequence(row: VerdictRow, best: str, pairs: Sequence[Mapping[str, Any]]
-                   ) -> VerdictRow:
+def _from_sequence(row: VerdictRow, best: str, pairs: Sequence[SequencePair]) -> VerdictRow:
     """``row`` against ``best`` as the stop rule's confidence sequence decided it."""
     for pair in pairs:
-        if {pair.get("arm"), pair.get("other")} != {row.arm, best}:
+        if {pair.arm, pair.other} != {row.arm, best}:
             continue
-        flip = pair.get("arm") == best  # the sequence is on arm - other
-        low, high, diff = (math.nan if pair.get(k) is None else float(pair[k])
-                           for k in ("cs_low", "cs_high", "diff"))
-        decision = str(pair.get("decision") or "undecided")
+        flip = pair.arm == best  # the sequence is on arm - other
+        low, high, diff = (math.nan if value is None else float(value)
+                           for value in (pair.cs_low, pair.cs_high, pair.diff))
+        decision = str(pair.decision or "undecided")
         if flip:
             low, high, diff = -high, -low, -diff
             decision = {"better": "worse", "worse": "better"}.get(decision, decision)
         return replace(row, diff=diff, diff_low=low, diff_high=high, p_value=math.nan,
-                       n_items=int(pair.get("n_items") or 0), paired_verdict=decision)
+                       n_items=int(pair.n_items or 0), paired_verdict=decision)
     return replace(row, paired_verdict="undecided", p_value=math.nan)
 
 

@@ -35,8 +35,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from hr_core.engine.store import MANIFEST, RunFolder, RunStore, corrupt_file_error
 from hr_core.errors import CorruptRunError
 
-__all__ = ["FORMAT_VERSION", "Fingerprints", "JudgeRecord", "RunManifest", "SequentialRecord",
-           "manifest_text", "read_manifest", "write_manifest"]
+__all__ = ["FORMAT_VERSION", "Fingerprints", "JudgeRecord", "RunManifest", "SequencePair",
+           "SequentialRecord", "manifest_text", "parse_manifest", "read_manifest",
+           "write_manifest"]
 
 FORMAT_VERSION = 1
 """The manifest format this hr writes (and the newest it reads). Manifests written before
@@ -67,6 +68,19 @@ class JudgeRecord(_Block):
     store: str | None = None
 
 
+class SequencePair(_Block):
+    """One pair's confidence sequence in the manifest's ``sequential`` block (on
+    ``arm`` minus ``other``)."""
+
+    arm: str | None = None
+    other: str | None = None
+    decision: str | None = None
+    n_items: int | None = None
+    diff: float | int | None = None
+    cs_low: float | int | None = None
+    cs_high: float | int | None = None
+
+
 class SequentialRecord(_Block):
     """The manifest's ``sequential``: a run with a stop rule, and why it stopped."""
 
@@ -77,7 +91,7 @@ class SequentialRecord(_Block):
     reason: str | None = None
     leader: str | None = None
     correction: str | None = None
-    pairs: list[dict[str, Any]] | None = None
+    pairs: list[SequencePair] | None = None
     planned: dict[str, int] | None = None
     """Each arm's planned runs (items times its runs per item)."""
 
