@@ -90,7 +90,7 @@ async def compare_flow(
     comparison = Comparison(job.config.mode, job.arms, [r for chunk in results for r in chunk],
                             manifest, skipped)
     comparison.manifest["saved_to"] = _save(comparison, bench)
-    await publish_comparison(comparison, str(bench.manifest.get("name") or "benchmark"))
+    await publish_comparison(comparison, str(bench.manifest.name or "benchmark"))
     return comparison
 
 
@@ -151,9 +151,9 @@ def hr_compare(
             cache = str(Path(bench.run_dir) / "judge_responses.sqlite")
         model = judge.chat_model(cache=cache, concurrency=concurrency)
     job = _Comparing(bench, arms, judge, model, reference, concurrency, chunk_size)
-    name = str(bench.manifest.get("name") or "benchmark")
+    name = str(bench.manifest.name or "benchmark")
     facts = {"name": name, "run_id": bench.run_id,
-             "flow_run_id": bench.manifest.get("flow_run_id"), "run_dir": bench.run_dir}
+             "flow_run_id": bench.manifest.flow_run_id, "run_dir": bench.run_dir}
     named = with_run_name(compare_flow,
                           f"compare-{'-vs-'.join(arms)}-for-{name}-{bench.run_id}")
     coro = _call(named, job, {"benchmark": facts, "arms": arms, "judge_hash": judge.hash,

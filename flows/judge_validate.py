@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, cast
 
 from prefect import get_run_logger, tags
@@ -16,12 +14,13 @@ from flows.clients import in_prefect, with_run_name
 from flows.hrflow import hr_flow
 from flows.labels import benchmark_tags, flow_run_link
 from hr_core.core.checks import path_arg, positive_int
-from hr_core.core.errors import HrTypeError, SpecError
+from hr_core.core.errors import CorruptRunError, HrTypeError, SpecError
 from hr_core.judge.config import JudgeConfig, hr_judge_config
 from hr_core.judge.judging import JudgeResult
 from hr_core.judge.labelled import LabelledRow
 from hr_core.judge.validation import JudgeValidation, labelled_rows
 from hr_core.models.base import ChatModel
+from hr_core.store.manifest import read_manifest
 from tasks.judge import judge_chunk, save_judge_validation
 
 __all__ = ["hr_judge_validate", "judge_validate_flow"]
@@ -54,10 +53,10 @@ def benchmark_run_facts(run_dir: str | os.PathLike[str] | None) -> dict[str, Any
         return {}
     facts: dict[str, Any] = {"run_dir": os.fspath(run_dir)}
     try:
-        manifest = json.loads((Path(run_dir) / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        manifest = read_manifest(run_dir)
+    except (OSError, CorruptRunError):
         return facts
-    facts.update({k: manifest.get(k) for k in ("name", "run_id", "flow_run_id")})
+    facts.update(name=manifest.name, run_id=manifest.run_id, flow_run_id=manifest.flow_run_id)
     return facts
 
 

@@ -127,8 +127,8 @@ async def hr_scheduled_benchmark(
     except BenchmarkCancelled as exc:  # this flow run or its benchmark's: ends Cancelled
         return Cancelled(message=f"BenchmarkCancelled: {exc}",  # type: ignore[return-value]
                          data=exc)
-    name = str(bench.manifest.get("name") or "benchmark")
-    halted = halted_error(name, bench.manifest.get("halts"), benchmark=bench)
+    name = str(bench.manifest.name or "benchmark")
+    halted = halted_error(name, bench.manifest.halts, benchmark=bench)
     if halted is not None:  # a partial run (an endpoint down or out of quota): no check
         raise halted
     run_dir = str(bench.run_dir)

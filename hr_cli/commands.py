@@ -194,8 +194,9 @@ def print_health(console: Console, bench: Any, max_error_rate: float | None = No
     """Each arm's errors (count, most frequent messages) and budget stops, in yellow/red."""
     from hr_core.analysis.health import DEFAULT_MAX_ERROR_RATE
 
-    limit = max_error_rate if max_error_rate is not None else bench.manifest.get(
-        "max_error_rate", DEFAULT_MAX_ERROR_RATE)
+    recorded = bench.manifest.max_error_rate
+    limit = (max_error_rate if max_error_rate is not None else recorded if recorded is not None
+             else DEFAULT_MAX_ERROR_RATE)
     health = bench.health(float(limit), arms=list(bench.arms))  # the flow's, not again
     for arm in health.with_errors:
         rate = "" if arm.runs_made == 0 else f" ({arm.rate:.0%})"
@@ -207,7 +208,7 @@ def print_health(console: Console, bench: Any, max_error_rate: float | None = No
             console.print(f"    {count:>5} x  {line(message)}", style=style, markup=False)
     from hr_core.stats.accuracy import coverage_warning
 
-    halts = bench.manifest.get("halts") or {}
+    halts = bench.manifest.halts or {}
     for arm in health.budget_stopped:
         made, planned = arm.runs_made, arm.runs_made + arm.budget_stops
         warning = (coverage_warning(arm.arm, made, planned) if arm.arm not in halts else
@@ -246,7 +247,7 @@ def print_results(console: Console, bench: Any) -> str | Path:
     paths of the results and report."""
     from hr_core.report import write_report
 
-    console.print(summary_table(bench.summary(), title=f"Summary: {bench.manifest.get('name')}"))
+    console.print(summary_table(bench.summary(), title=f"Summary: {bench.manifest.name}"))
     print_verdict(console, bench)
     print_item_tables(console, bench)
     print_health(console, bench)
@@ -312,11 +313,11 @@ def halted_run(bench: Any) -> Exception | None:
     :class:`~hr_core.models.ratelimit.reach.EndpointsHalted` (exit status 9), else ``None``."""
     from hr_core.models.ratelimit.reach import halted_error
 
-    halts = bench.manifest.get("halts")
+    halts = bench.manifest.halts
     if not halts:
         return None
     kinds = bench.runs["failure_kind"]
-    name = str(bench.manifest.get("name") or "benchmark")
+    name = str(bench.manifest.name or "benchmark")
     return halted_error(name, halts, int((kinds == "budget_stop").sum()), bench)
 
 
@@ -327,11 +328,11 @@ def print_item_tables(console: Console, bench: Any) -> None:
     from hr_cli.tables import slice_table
 
     flaky = bench.flaky_summary()
-    if int(bench.manifest.get("runs") or 1) > 1 or bench.manifest.get("arm_runs"):
+    if int(bench.manifest.runs or 1) > 1 or bench.manifest.arm_runs:
         shares = ", ".join(f"{r.arm} {r.flaky_share:.0%} ({r.flaky} of {r.items})"
                            for r in flaky.itertuples() if r.items)
         console.print(cell(f"Flaky items (their runs disagree): {shares}"))
-    if bench.manifest.get("slices"):
+    if bench.manifest.slices:
         console.print(slice_table(bench.slice_summary()))
 
 
@@ -339,17 +340,17 @@ def show_summary(console: Console, run_dir: str | Path) -> None:
     """``hr summary RUN_DIR``."""
     bench = load_benchmark(run_dir)
     manifest = bench.manifest
-    console.print(f"[bold]{lit(manifest.get('name'))}[/] run {lit(manifest.get('run_id'))} "
-                  f"({lit(manifest.get('status'))}), reference "
+    console.print(f"[bold]{lit(manifest.name)}[/] run {lit(manifest.run_id)} "
+                  f"({lit(manifest.status)}), reference "
                   f"{lit(str(bench.reference_hash)[:12])}, scorer {lit(bench.scorer)}")
     console.print(summary_table(bench.summary()))
     print_verdict(console, bench)
-    judge = manifest.get("judge")
-    if isinstance(judge, dict) and judge.get("hash"):
+    judge = manifest.judge
+    if judge is not None and judge.hash:
         from hr_core.judge import scorer_judge_standing
 
-        standing = scorer_judge_standing(judge)
-        console.print(f"Judge {lit(str(judge['hash'])[:12])}: "
+        standing = scorer_judge_standing(judge.to_dict())
+        console.print(f"Judge {lit(judge.hash[:12])}: "
                       f"[{'green' if standing == 'valid' else 'bold red'}]{lit(standing)}[/]"
                       " (the accuracies above are the judge's verdicts)")
     print_item_tables(console, bench)
@@ -386,8 +387,8 @@ def rescore_run_dir(console: Console, run_dir: str | Path, scorer: str) -> str |
     with spec_import_path(os.getcwd()):
         bench = rescore_run(os.fspath(run_dir), parse_scorer_option(scorer))
     manifest = bench.manifest
-    console.print(f"Re-scored run {lit(manifest.get('rescored_from'))} with scorer "
-                  f"{lit(bench.scorer)}: no arm called, new run {lit(manifest.get('run_id'))}.")
+    console.print(f"Re-scored run {lit(manifest.rescored_from)} with scorer "
+                  f"{lit(bench.scorer)}: no arm called, new run {lit(manifest.run_id)}.")
     return print_results(console, bench)
 
 

@@ -31,7 +31,7 @@ def plan_run(console: Console, run_dir: str | Path, *, difference: float, power:
     bench = load_benchmark(run_dir)
     order = arm_order(bench.summary())
     table_of = item_accuracies(bench.stat_runs())
-    title = (f"Planning: {bench.manifest.get('name')} run {bench.manifest.get('run_id')}, "
+    title = (f"Planning: {bench.manifest.name} run {bench.manifest.run_id}, "
              f"power {power:.0%}, level {level:.0%}")
     if len(order) < 2:
         console.print(cell(f"{title}: one arm only, nothing to compare"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,17 +20,11 @@ KINDS = OUTCOMES
 
 def _items(run_dir: str) -> Mapping[str, Any]:
     from hr_core.analysis.items import item_texts
-    from hr_core.core.json_text import jsonl_lines
-    from hr_core.store.folder import REFERENCE, RunStore
+    from hr_core.store.folder import RunStore
+    from hr_core.store.stored_reference import read_stored_reference
 
-    store = RunStore.at(run_dir)
-    if not store.exists(REFERENCE):
-        return {}
-    try:
-        return item_texts(json.loads(line) for _, _, line in
-                          jsonl_lines(store.read_bytes(REFERENCE)))
-    except (ValueError, TypeError, AttributeError) as exc:  # a line that is no record
-        raise store.corrupt_error(REFERENCE, exc) from None
+    stored = read_stored_reference(RunStore.at(run_dir))
+    return {} if stored is None else item_texts(stored.records())
 
 
 def _head(frame: Any, shown: int | None) -> Any:
@@ -97,7 +90,7 @@ def show_run(console: Console, run_dir: str, *, arm: str | None = None,
     filters = ", ".join(f"{k} {v}" for k, v in (("arm", arm), ("kind", kind), ("item", item))
                         if v is not None)
     console.print(_table(
-        f"{len(frame)} {what} in {bench.manifest.get('name')} {bench.run_id}"
+        f"{len(frame)} {what} in {bench.manifest.name} {bench.run_id}"
         + (f" ({filters})" if filters else "")
         + (f"; showing {len(rows)} (--limit 0 for all)" if len(rows) < len(frame) else ""),
         ["arm", "kind", "item", "run", "question", "label", "output", "error"], rows))

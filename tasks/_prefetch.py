@@ -57,6 +57,7 @@ from hr_core.run.interrupt import reassert_handlers
 from hr_core.run.session import BenchmarkPlan, BenchmarkSession
 from hr_core.store.journal import FLUSH_INTERVAL_S
 from hr_core.store.lock import RunLock
+from hr_core.store.manifest import write_manifest
 
 __all__ = ["Prefetch", "reaches_prefect"]
 
@@ -222,7 +223,7 @@ class Prefetch:
         for watcher in self._watchers:  # the flow body runs its own
             watcher.cancel()
         session = self.session
-        session.store.write_manifest(session.manifest("running"))
+        write_manifest(session.store, session.manifest("running"))
         reassert_handlers()
         self.adopted = True
 

@@ -104,7 +104,7 @@ async def publish_benchmark(bench: Benchmark, summary: pd.DataFrame | None = Non
     column, wider than the pane, behind a sideways scroll bar (its cells never wrap), so
     rounding is what keeps the first ten or so columns in view; the report artifact splits
     the same figures into narrow tables."""
-    name = str(bench.manifest.get("name") or "benchmark")
+    name = str(bench.manifest.name or "benchmark")
     summary = bench.summary() if summary is None else summary
     report = report_markdown(bench, summary) if report is None else report
     client = run_client()

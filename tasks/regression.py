@@ -63,7 +63,7 @@ def check_regression(run_dir: str, *, threshold: float = 0.05,
     if previous is None:
         return None
     before = Benchmark.load(previous.run_dir)
-    fields = list(current.manifest.get("slices") or [])
+    fields = list(current.manifest.slices or [])
     slices = slice_values(current.reference or [], fields) if fields else None
     report = compare_runs(
         current.runs, before.runs, threshold=threshold, level=level,

@@ -119,7 +119,7 @@ def fake_run_dir(folder: Path, with_judges: bool = True) -> Path:
     """Write a fake finished run (manifest, runs, summary, attachments) into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     inputs = fake_inputs(with_judges=False)
-    (folder / "manifest.json").write_text(json.dumps(inputs.manifest), encoding="utf-8")
+    (folder / "manifest.json").write_text(json.dumps(inputs.manifest.to_dict()), encoding="utf-8")
     inputs.runs.to_parquet(folder / "runs.parquet")
     inputs.summary.to_parquet(folder / "summary.parquet")
     (folder / "reference.jsonl").write_text(

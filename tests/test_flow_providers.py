@@ -113,8 +113,8 @@ def test_a_yaml_judge_on_anthropic_scores_an_azure_arm_with_an_entra_token(
     judged = [r for r in anthropic_server.requests if r.body.get("model") == "claude-judge"]
     assert judged and all("output_config" in r.body for r in judged)
     assert {r.headers["x-api-key"] for r in judged} == {CLAUDE_KEY}
-    assert "2025-01-01-preview" in json.dumps(bench.manifest)  # the api-version decides
-    assert token not in json.dumps(bench.manifest)
+    assert "2025-01-01-preview" in json.dumps(bench.manifest.to_dict())  # the api-version decides
+    assert token not in json.dumps(bench.manifest.to_dict())
 
 
 @pytest.mark.parametrize("model, variable", [("anthropic:claude-x", "ANTHROPIC_API_KEY"),

@@ -12,8 +12,7 @@ import pandas as pd
 
 from hr_core.core.errors import RunNotFoundError
 from hr_core.core.failures import FAILURE_KINDS
-from hr_core.core.json_text import jsonl_lines
-from hr_core.data.reference import Item, Reference
+from hr_core.data.reference import Reference
 from hr_core.stats import (
     Interval,
     PairedDifference,
@@ -38,8 +37,10 @@ from hr_core.store.columns import (
     SUMMARY_COLUMNS,
     runs_frame,
 )
-from hr_core.store.folder import REFERENCE, RUNS, RunStore, unfinished_hint
+from hr_core.store.folder import RUNS, RunStore, unfinished_hint
+from hr_core.store.manifest import RunManifest, read_manifest
 from hr_core.store.runs_file import STAT_COLUMNS, RowTexts, RunsFile
+from hr_core.store.stored_reference import read_stored_reference
 
 if TYPE_CHECKING:
     from hr_core.analysis.health import RunHealth
@@ -90,18 +91,19 @@ class Benchmark:
         ('a', 0.5, 1)
     """
 
-    def __init__(self, runs: pd.DataFrame | None, manifest: Mapping[str, Any],
+    def __init__(self, runs: pd.DataFrame | None, manifest: RunManifest | Mapping[str, Any],
                  run_dir: str | None = None) -> None:
         self._runs = runs
         self._file: RunsFile | None = None
         self._columns: dict[str, pd.Series] = {}
-        self.manifest: dict[str, Any] = dict(manifest)
+        self.manifest: RunManifest = RunManifest.of(manifest)
+        """The run's manifest (:class:`~hr_core.store.manifest.RunManifest`)."""
         self.run_dir = run_dir
         self._reference: Reference | None = None
         self._memo: dict[Any, Any] = {}  # summary, verdict, health: computed once
 
     @classmethod
-    def stored(cls, manifest: Mapping[str, Any], run_dir: str | os.PathLike[str], *,
+    def stored(cls, manifest: RunManifest | Mapping[str, Any], run_dir: str | os.PathLike[str], *,
                reference: Reference | None = None) -> Benchmark:
         """A run whose ``runs.parquet`` is in ``run_dir``, read when needed (its footer now:
         :class:`~hr_core.core.errors.CorruptRunError` for a truncated file); ``reference``, when
@@ -172,33 +174,24 @@ class Benchmark:
     def reference(self) -> Reference | None:
         """The reference set the arms ran on (read from ``reference.jsonl`` of a stored run)."""
         if self._reference is None and self.run_dir is not None:
-            store = RunStore.at(self.run_dir)
-            if store.exists(REFERENCE):
-                import orjson
-
-                data = store.read_bytes(REFERENCE)
-                try:
-                    items = [Item(r["id"], r["payload"], r["label"]) for r in
-                             (orjson.loads(line) for _, _, line in jsonl_lines(data)) if r]
-                except (ValueError, TypeError, KeyError) as exc:
-                    raise store.corrupt_error(REFERENCE, exc) from None
-                self._reference = Reference(items, source=store.path(REFERENCE))
+            stored = read_stored_reference(RunStore.at(self.run_dir))
+            if stored is not None:
+                self._reference = stored.reference()
         return self._reference
 
     @property
     def scorer(self) -> str:
         """The scorer's name."""
-        return str(self.manifest.get("scorer"))
+        return str(self.manifest.scorer)
 
     @property
     def reference_hash(self) -> str:
         """The SHA-256 of the reference set the arms ran on."""
-        return str(self.manifest.get("reference_hash"))
+        return str(self.manifest.reference_hash)
 
     @property
     def run_id(self) -> str | None:
-        value = self.manifest.get("run_id")
-        return None if value is None else str(value)
+        return self.manifest.run_id
 
     @property
     def arms(self) -> list[str]:
@@ -206,9 +199,9 @@ class Benchmark:
         return [str(a) for a in pd.unique(self.columns(["arm"])["arm"])]
 
     def __repr__(self) -> str:
-        return (f"<Benchmark {self.manifest.get('name')}/{self.run_id} "
+        return (f"<Benchmark {self.manifest.name}/{self.run_id} "
                 f"{len(self.arms)} arm(s), {len(self.columns(['arm']))} run(s), "
-                f"{self.manifest.get('status')}>")
+                f"{self.manifest.status}>")
 
     @classmethod
     def load(cls, run_dir: str | os.PathLike[str]) -> Benchmark:
@@ -219,7 +212,7 @@ class Benchmark:
         """
         store = RunStore.at(run_dir)
         try:
-            manifest = store.read_manifest()
+            manifest = read_manifest(store)
         except FileNotFoundError:
             raise RunNotFoundError(
                 f"{os.fspath(run_dir)}: no benchmark run here (no manifest.json); give a run "
@@ -229,7 +222,7 @@ class Benchmark:
         except FileNotFoundError:
             raise RunNotFoundError(
                 f"{os.fspath(run_dir)}: the run has not finished (no {RUNS}; status "
-                f"{manifest.get('status')!r}); {unfinished_hint(store)}") from None
+                f"{manifest.status!r}); {unfinished_hint(store)}") from None
 
     def item_accuracy(self, arm: str) -> pd.Series:
         """Each item's share of correct runs among its scored runs made, for one arm
@@ -278,7 +271,7 @@ class Benchmark:
             from hr_core.analysis.verdict import verdict
 
             found = self._memo["verdict"] = verdict(self.stat_runs(), self.summary(),
-                                                    self.manifest.get("sequential"))
+                                                    self.manifest.sequential)
         return found
 
     def health(self, max_error_rate: float, arms: Sequence[str] | None = None) -> RunHealth:
@@ -297,7 +290,8 @@ class Benchmark:
         runs = self.stat_runs()
         rows = []
         # sequential mode: the runs of undrawn items are no rows; "runs" stays the runs planned
-        planned = (self.manifest.get("sequential") or {}).get("planned") or {}
+        sequential = self.manifest.sequential
+        planned = (None if sequential is None else sequential.planned) or {}
         for arm in self.arms:
             part = _rows_of(runs, arm)
             correct = part["correct"]
@@ -410,7 +404,7 @@ class Benchmark:
         """
         from hr_core.stats.slices import check_slices, slice_accuracy, slice_values
 
-        names = check_slices(list(self.manifest.get("slices") or []) if fields is None
+        names = check_slices(list(self.manifest.slices or []) if fields is None
                              else list(fields))
         key = ("slices", tuple(names))
         found: pd.DataFrame | None = self._memo.get(key)

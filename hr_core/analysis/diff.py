@@ -31,8 +31,8 @@ from hr_core.analysis.diff_items import (
     KINDS,
     RunOutcomes,
     parse_reference,
-    reference_bytes,
     reference_changes,
+    stored_reference,
 )
 from hr_core.analysis.diff_manifest import ManifestChange, manifest_changes
 from hr_core.analysis.diff_result import (
@@ -84,21 +84,21 @@ def _reference_diff(a: Benchmark, b: Benchmark, ids_a: pd.Index, ids_b: pd.Index
                     ) -> tuple[ReferenceDiff, dict[str, dict[str, Any]]]:
     """The reference change, and run b's records (a's when b has no ``reference.jsonl``):
     the texts and slice values of the items both runs scored are b's."""
-    raw_a, raw_b = reference_bytes(a), reference_bytes(b)
+    stored_a, stored_b = stored_reference(a), stored_reference(b)
     changed: list[str] = []
     texts: tuple[pd.Index, list[dict[str, Any]]] | None = None
-    if raw_b is not None:
-        lines_b, ids_b, records_b = parse_reference(b, raw_b)
+    if stored_b is not None:
+        lines_b, ids_b, records_b = parse_reference(stored_b)
         texts = ids_b, records_b
-        if raw_a == raw_b:  # the same file: the same items, nothing changed
+        if stored_a is not None and stored_a.data == stored_b.data:  # the same items
             ids_a = ids_b
-        elif raw_a is not None:
-            ids_a, changed = reference_changes(a, raw_a, lines_b, ids_b, records_b)
+        elif stored_a is not None:
+            ids_a, changed = reference_changes(stored_a, lines_b, ids_b, records_b)
         del lines_b
-    elif raw_a is not None:  # b has no reference.jsonl: a's texts
-        _, ids_a, records_a = parse_reference(a, raw_a)
+    elif stored_a is not None:  # b has no reference.jsonl: a's texts
+        _, ids_a, records_a = parse_reference(stored_a)
         texts = ids_a, records_a
-    del raw_a, raw_b
+    del stored_a, stored_b
     where = ids_b.get_indexer(ids_a)
     common = where >= 0
     removed = ids_a[~common]
@@ -106,7 +106,7 @@ def _reference_diff(a: Benchmark, b: Benchmark, ids_a: pd.Index, ids_b: pd.Index
     records: dict[str, dict[str, Any]] = {} if texts is None else dict(
         zip(texts[0].tolist(), texts[1], strict=True))  # a list: iterating an Index is slow
     return ReferenceDiff(
-        hash_a=a.manifest.get("reference_hash"), hash_b=b.manifest.get("reference_hash"),
+        hash_a=a.manifest.reference_hash, hash_b=b.manifest.reference_hash,
         items_a=len(ids_a), items_b=len(ids_b), common=int(common.sum()),
         added=len(added), removed=len(removed), changed=len(changed),
         added_ids=[str(i) for i in added[:_SAMPLE_IDS]],
@@ -161,7 +161,7 @@ def diff_runs(
     cb = where[ca]
     changes = manifest_changes(bench_a.manifest, bench_b.manifest, pairs)
     fields = check_slices(slices if slices is not None else (
-        bench_b.manifest.get("slices") or bench_a.manifest.get("slices") or []))
+        bench_b.manifest.slices or bench_a.manifest.slices or []))
     values = slice_values(((i, r.get("payload")) for i, r in lines.items()), fields) \
         if fields else {}
     arm_diffs: list[ArmDiff] = []

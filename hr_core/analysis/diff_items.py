@@ -18,7 +18,6 @@ import pandas as pd
 from hr_core.analysis.benchmark import Benchmark
 from hr_core.analysis.items import column_at
 from hr_core.core.failures import FAILURE_KINDS, OUTCOMES
-from hr_core.core.json_text import jsonl_lines
 from hr_core.stats.accuracy import (
     ITEM_INDEX,
     arms_in_order,
@@ -27,6 +26,7 @@ from hr_core.stats.accuracy import (
     name_codes,
     runs_made,
 )
+from hr_core.store.stored_reference import StoredReference, read_stored_reference
 
 __all__: list[str] = []  # internal: hr_core.analysis.diff uses it
 
@@ -141,41 +141,23 @@ def content_digest(record: Mapping[str, Any]) -> bytes:
     return hashlib.blake2b(text, digest_size=16).digest()
 
 
-def reference_bytes(bench: Benchmark) -> bytes | None:
-    """The bytes of a stored run's ``reference.jsonl`` (``None`` without the file)."""
-    from hr_core.store.folder import REFERENCE, RunStore
-
-    if bench.run_dir is None:
-        return None
-    store = RunStore.at(bench.run_dir)
-    if not store.exists(REFERENCE):
-        return None
-    return store.read_bytes(REFERENCE)
+def stored_reference(bench: Benchmark) -> StoredReference | None:
+    """A stored run's ``reference.jsonl`` (``None`` without the file, or in memory)."""
+    return None if bench.run_dir is None else read_stored_reference(bench.run_dir)
 
 
-def _corrupt(bench: Benchmark, exc: Exception) -> Exception:
-    from hr_core.store.folder import REFERENCE, RunStore
-
-    return RunStore.at(str(bench.run_dir)).corrupt_error(REFERENCE, exc)
-
-
-def parse_reference(bench: Benchmark, raw: bytes
+def parse_reference(stored: StoredReference
                     ) -> tuple[list[bytes], pd.Index, list[dict[str, Any]]]:
     """``reference.jsonl``'s lines (blank ones left out), their ids and records (``id,
     payload, label``), each line parsed once; a line that is not a record is the file's
     :class:`~hr_core.core.errors.CorruptRunError`."""
-    import orjson
-
-    lines = [line.rstrip(b"\n") for _, _, line in jsonl_lines(raw)]
-    try:
-        records = [orjson.loads(line) for line in lines]
-        ids = [str(record["id"]) for record in records]
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise _corrupt(bench, exc) from None
-    return lines, pd.Index(ids, name="item_id"), records
+    numbered = stored.lines()
+    records = [stored.record(number, line) for number, line in numbered]
+    ids = [str(record["id"]) for record in records]
+    return [line for _, line in numbered], pd.Index(ids, name="item_id"), records
 
 
-def reference_changes(bench_a: Benchmark, raw_a: bytes, lines_b: list[bytes], ids_b: pd.Index,
+def reference_changes(stored_a: StoredReference, lines_b: list[bytes], ids_b: pd.Index,
                       records_b: list[dict[str, Any]]) -> tuple[pd.Index, list[str]]:
     """Run a's item ids, and those of the items both runs have whose contents differ
     (:func:`content_digest`: key order aside), in a's order.
@@ -183,28 +165,22 @@ def reference_changes(bench_a: Benchmark, raw_a: bytes, lines_b: list[bytes], id
     A line of a that is byte for byte a line of b is that item, unchanged: only the
     other lines are parsed and digested (a nightly run on the same reference parses
     one file, not two, and digests nothing)."""
-    import orjson
-
     same = dict(zip(lines_b, range(len(lines_b)), strict=True))
     at_b: dict[str, int] | None = None
     listed_b = ids_b.tolist()
     ids: list[str] = []
     changed: list[str] = []
-    try:
-        for _, _, ended in jsonl_lines(raw_a):
-            line = ended.rstrip(b"\n")
-            found = same.get(line)
-            if found is not None:
-                ids.append(listed_b[found])
-                continue
-            record = orjson.loads(line)
-            item = str(record["id"])
-            ids.append(item)
-            if at_b is None:
-                at_b = {item_id: i for i, item_id in enumerate(listed_b)}
-            j = at_b.get(item)
-            if j is not None and content_digest(record) != content_digest(records_b[j]):
-                changed.append(item)
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise _corrupt(bench_a, exc) from None
+    for number, line in stored_a.lines():
+        found = same.get(line)
+        if found is not None:
+            ids.append(listed_b[found])
+            continue
+        record = stored_a.record(number, line)
+        item = str(record["id"])
+        ids.append(item)
+        if at_b is None:
+            at_b = {item_id: i for i, item_id in enumerate(listed_b)}
+        j = at_b.get(item)
+        if j is not None and content_digest(record) != content_digest(records_b[j]):
+            changed.append(item)
     return pd.Index(ids, name="item_id"), changed

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from hr_core.core.identity import canonical_json
+from hr_core.store.manifest import RunManifest
 
 __all__: list[str] = []  # internal: hr_core.analysis.diff re-exports what users see
 
@@ -64,11 +65,13 @@ def shown(value: Any) -> str:
     return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 1] + "…"
 
 
-def _at(data: Mapping[str, Any], path: str) -> Any:
-    node: Any = data
+def _at(manifest: RunManifest, path: str) -> Any:
+    """The value at a dotted path of the manifest (``judge.hash``): JSON, ``None`` when
+    the manifest has none."""
+    node: Any = manifest
     for part in path.split("."):
-        node = node.get(part) if isinstance(node, Mapping) else None
-    return node
+        node = getattr(node, part, None)
+    return node.model_dump(exclude_unset=True) if isinstance(node, BaseModel) else node
 
 
 def arm_changes(arm_a: str, arm_b: str, spec_a: Any, spec_b: Any) -> list[ManifestChange]:
@@ -123,7 +126,7 @@ def changed_parts(changes: list[ManifestChange]) -> str:
     return ", ".join(shown)
 
 
-def manifest_changes(a: Mapping[str, Any], b: Mapping[str, Any],
+def manifest_changes(a: RunManifest, b: RunManifest,
                      pairs: list[tuple[str, str]]) -> list[ManifestChange]:
     """Every difference between manifests ``a`` (then) and ``b`` (now) that can move a
     result: the settings, each paired arm's spec, arms in one run only, and the versions
@@ -134,12 +137,10 @@ def manifest_changes(a: Mapping[str, Any], b: Mapping[str, Any],
         if canonical_json(before) != canonical_json(after):
             changes.append(ManifestChange(part=part, key=path, before=shown(before),
                                   after=shown(after)))
-    if canonical_json(a.get("scorer_spec")) != canonical_json(b.get("scorer_spec")):
-        changes.append(ManifestChange(part="scorer", key="scorer_spec", before=shown(a.get(
-            "scorer_spec")), after=shown(b.get("scorer_spec"))))
-    arms_a = a.get("arms") if isinstance(a.get("arms"), Mapping) else {}
-    arms_b = b.get("arms") if isinstance(b.get("arms"), Mapping) else {}
-    assert isinstance(arms_a, Mapping) and isinstance(arms_b, Mapping)
+    if canonical_json(a.scorer_spec) != canonical_json(b.scorer_spec):
+        changes.append(ManifestChange(part="scorer", key="scorer_spec",
+                                      before=shown(a.scorer_spec), after=shown(b.scorer_spec)))
+    arms_a, arms_b = a.arms or {}, b.arms or {}
     for name_a, name_b in pairs:
         changes.extend(arm_changes(name_a, name_b, arms_a.get(name_a), arms_b.get(name_b)))
     paired_a, paired_b = {p[0] for p in pairs}, {p[1] for p in pairs}
@@ -151,9 +152,7 @@ def manifest_changes(a: Mapping[str, Any], b: Mapping[str, Any],
         if name not in paired_b:
             changes.append(ManifestChange(part="arm", key="arm added", arm=str(name), before="–",
                                   after=shown(arms_b[name])))
-    versions_a = a.get("versions") if isinstance(a.get("versions"), Mapping) else {}
-    versions_b = b.get("versions") if isinstance(b.get("versions"), Mapping) else {}
-    assert isinstance(versions_a, Mapping) and isinstance(versions_b, Mapping)
+    versions_a, versions_b = a.versions or {}, b.versions or {}
     for package in sorted(set(versions_a) | set(versions_b)):
         before, after = versions_a.get(package), versions_b.get(package)
         if before != after:

@@ -8,7 +8,6 @@ paired difference, and calls a significant drop a regression.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -18,11 +17,13 @@ import fsspec
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from hr_core.core.errors import CorruptRunError
 from hr_core.core.identity import fingerprint
 from hr_core.core.safe import markdown_text
 from hr_core.stats import MIN_ITEMS, TOO_FEW_ITEMS, compare_paired
 from hr_core.stats.accuracy import flaky_cells, item_counts
 from hr_core.stats.slices import slice_differences
+from hr_core.store.manifest import RunManifest, read_manifest
 
 __all__ = [
     "ArmChange",
@@ -161,7 +162,7 @@ class PreviousRun(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     run_dir: str
-    manifest: dict[str, Any]
+    manifest: RunManifest
 
 
 _STATUS_TEXT = {"too_few_items": TOO_FEW_ITEMS, "no_change": "no clear change",
@@ -289,7 +290,7 @@ def compare_runs(
     )
 
 
-def spec_fingerprint(manifest: Mapping[str, Any]) -> str:
+def spec_fingerprint(manifest: RunManifest | Mapping[str, Any]) -> str:
     """SHA-256 of what decides a run's results: reference hash, arm specs, scorer name and
     fingerprint (:func:`hr_core.core.identity.fingerprint`). Two runs with equal fingerprints
     ran the same settings; :func:`find_previous_run` does not filter on it (the previous
@@ -300,7 +301,8 @@ def spec_fingerprint(manifest: Mapping[str, Any]) -> str:
         >>> spec_fingerprint(m) == spec_fingerprint(dict(m, run_id="other"))
         True
     """
-    return fingerprint({k: manifest.get(k) for k in _FINGERPRINT_KEYS})
+    found = RunManifest.of(manifest)
+    return fingerprint({k: getattr(found, k) for k in _FINGERPRINT_KEYS})
 
 
 def _written_at(info: Mapping[str, Any]) -> float:
@@ -335,27 +337,25 @@ def _instant(value: Any) -> datetime:
 
 
 
-def _read_manifests(name_dir: str) -> tuple[Any, list[tuple[str, str, dict[str, Any]]]]:
+def _read_manifests(name_dir: str) -> tuple[Any, list[tuple[str, str, RunManifest]]]:
     """The store's file system and each ``(manifest path, run dir, manifest)`` it holds."""
     fs, root = fsspec.core.url_to_fs(name_dir)
-    found: list[tuple[str, str, dict[str, Any]]] = []
+    found: list[tuple[str, str, RunManifest]] = []
     for path in sorted(fs.glob(f"{root.rstrip('/')}/*/manifest.json")):
         try:
-            with fs.open(path, "r", encoding="utf-8") as fh:
-                manifest = json.load(fh)
-        except (OSError, ValueError):
-            continue  # a run still being written or a stray file: not a candidate
-        if isinstance(manifest, dict):
-            parent = path.rsplit("/", 1)[0]
-            run_dir = fs.unstrip_protocol(parent) if "://" in name_dir else parent
-            found.append((path, run_dir, manifest))
+            manifest = read_manifest(path, fs=fs)
+        except (OSError, CorruptRunError):
+            continue  # a run still being written, a stray file or a newer hr's: not a candidate
+        parent = path.rsplit("/", 1)[0]
+        run_dir = fs.unstrip_protocol(parent) if "://" in name_dir else parent
+        found.append((path, run_dir, manifest))
     return fs, found
 
 
-def _latest_written(fs: Any, tied: list[tuple[str, str, dict[str, Any]]]
-                    ) -> tuple[str, str, dict[str, Any]]:
+def _latest_written(fs: Any, tied: list[tuple[str, str, RunManifest]]
+                    ) -> tuple[str, str, RunManifest]:
     """Of runs with equal times (old manifests had second resolution), the last written."""
-    def written(candidate: tuple[str, str, dict[str, Any]]) -> float:
+    def written(candidate: tuple[str, str, RunManifest]) -> float:
         try:
             return _written_at(fs.info(candidate[0]))
         except OSError:
@@ -366,7 +366,7 @@ def _latest_written(fs: Any, tied: list[tuple[str, str, dict[str, Any]]]
 
 def find_previous_run(
     name_dir: str,
-    manifest: Mapping[str, Any],
+    manifest: RunManifest | Mapping[str, Any],
     *,
     exclude: Sequence[str] = (),
 ) -> PreviousRun | None:
@@ -388,21 +388,19 @@ def find_previous_run(
         >>> find_previous_run("/nonexistent/demo", {"run_id": "r1"}) is None
         True
     """
-    own_name = manifest.get("name")
-    own_id = manifest.get("run_id")
-    own_start = manifest.get("started_at")
+    own = RunManifest.of(manifest)
+    own_name, own_id, own_start = own.name, own.run_id, own.started_at
     started = None if not own_start else _instant(own_start)
     fs, found = _read_manifests(name_dir)
-    candidates: list[tuple[tuple[datetime, datetime], tuple[str, str, dict[str, Any]]]] = []
+    candidates: list[tuple[tuple[datetime, datetime], tuple[str, str, RunManifest]]] = []
     for path, run_dir, other in found:
-        other_id = other.get("run_id")
-        if other_id == own_id or other_id in exclude:
+        if other.run_id == own_id or other.run_id in exclude:
             continue
-        if str(other.get("status", "")).lower() != _COMPLETED:
+        if str(other.status or "").lower() != _COMPLETED:
             continue
-        if own_name and other.get("name") and other.get("name") != own_name:
+        if own_name and other.name and other.name != own_name:
             continue
-        when = (_instant(other.get("started_at")), _instant(other.get("ended_at")))
+        when = (_instant(other.started_at), _instant(other.ended_at))
         if started is not None and when[0] > started:
             continue
         candidates.append((when, (path, run_dir, other)))

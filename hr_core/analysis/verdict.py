@@ -24,7 +24,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -35,6 +35,7 @@ from hr_core.analysis.outcomes import PairedRow, pair_statistics, paired_differe
 from hr_core.core.frames import records
 from hr_core.stats import MIN_ITEMS
 from hr_core.stats.sample_size import detectable_difference
+from hr_core.store.manifest import RunManifest, SequencePair, SequentialRecord
 
 __all__ = ["STOP_REASON", "Verdict", "VerdictRow", "sequential_note", "verdict"]
 
@@ -175,7 +176,7 @@ def _num(row: dict[str, Any], key: str) -> float:
 
 
 def verdict(runs: pd.DataFrame, summary: pd.DataFrame,
-            sequential: Mapping[str, Any] | None = None) -> Verdict:
+            sequential: SequentialRecord | Mapping[str, Any] | None = None) -> Verdict:
     """The verdict of a run from its runs table and summary (SPEC section 9 columns).
 
     ``sequential`` is the manifest's ``sequential`` block of a run with a stop rule: its
@@ -215,28 +216,29 @@ def verdict(runs: pd.DataFrame, summary: pd.DataFrame,
             paired_verdict="" if paired is None else paired.verdict,
             detectable=_detectable(family.get((arm, top)) or family.get((top, arm))),
         ))
-    if sequential and sequential.get("pairs"):
-        rows = [_from_sequence(r, top, sequential["pairs"]) if r.arm != top else r
-                for r in rows]
+    block = (SequentialRecord.model_validate(sequential) if isinstance(sequential, Mapping)
+             else sequential)
+    if block is not None and block.pairs:
+        rows = [_from_sequence(r, top, block.pairs) if r.arm != top else r for r in rows]
         return Verdict(best, tuple(rows), all_paired, pairs=len(family),
-                       sequential=str(sequential.get("correction") or "Bonferroni"))
+                       sequential=str(block.correction or "Bonferroni"))
     return Verdict(best, tuple(rows), all_paired, pairs=len(family))
 
 
-def _from_sequence(row: VerdictRow, best: str, pairs: list[Mapping[str, Any]]) -> VerdictRow:
+def _from_sequence(row: VerdictRow, best: str, pairs: Sequence[SequencePair]) -> VerdictRow:
     """``row`` against ``best`` as the stop rule's confidence sequence decided it."""
     for pair in pairs:
-        if {pair.get("arm"), pair.get("other")} != {row.arm, best}:
+        if {pair.arm, pair.other} != {row.arm, best}:
             continue
-        flip = pair.get("arm") == best  # the sequence is on arm - other
-        low, high, diff = (math.nan if pair.get(k) is None else float(pair[k])
-                           for k in ("cs_low", "cs_high", "diff"))
-        decision = str(pair.get("decision") or "undecided")
+        flip = pair.arm == best  # the sequence is on arm - other
+        low, high, diff = (math.nan if value is None else float(value)
+                           for value in (pair.cs_low, pair.cs_high, pair.diff))
+        decision = str(pair.decision or "undecided")
         if flip:
             low, high, diff = -high, -low, -diff
             decision = {"better": "worse", "worse": "better"}.get(decision, decision)
         return replace(row, diff=diff, diff_low=low, diff_high=high, p_value=math.nan,
-                       n_items=int(pair.get("n_items") or 0), paired_verdict=decision)
+                       n_items=int(pair.n_items or 0), paired_verdict=decision)
     return replace(row, paired_verdict="undecided", p_value=math.nan)
 
 
@@ -247,7 +249,7 @@ def _detectable(pair: Any) -> float:
     return detectable_difference(pair.n_items, max(pair.discordance, 1.0 / pair.n_items))
 
 
-def sequential_note(manifest: Mapping[str, Any]) -> str | None:
+def sequential_note(manifest: RunManifest | Mapping[str, Any]) -> str | None:
     """What a run that stopped when its verdict was clear says about it (``None`` for
     any other run): the terminal, the summary's warnings and both reports show it.
 
@@ -256,12 +258,12 @@ def sequential_note(manifest: Mapping[str, Any]) -> str | None:
         ...     "items_used": 40, "items_total": 500, "rule": {"seed": 0}}})[:43]
         'stopped: verdict clear after 40 of 500 item'
     """
-    block = manifest.get("sequential") or {}
-    if not block.get("stopped"):
+    block = RunManifest.of(manifest).sequential
+    if block is None or not block.stopped:
         return None
-    return (f"{block.get('reason')} after {block.get('items_used')} of "
-            f"{block.get('items_total')} items (drawn in a random order, seed "
-            f"{(block.get('rule') or {}).get('seed')}; {block.get('correction', '')}): the "
+    return (f"{block.reason} after {block.items_used} of "
+            f"{block.items_total} items (drawn in a random order, seed "
+            f"{(block.rule or {}).get('seed')}; {block.correction or ''}): the "
             "other items' runs were not made and are left out of every figure. To make "
             "them, run the benchmark again without stop (hr run SPEC without "
             "--stop-when-clear); the runs made are kept.")

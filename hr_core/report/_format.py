@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pandas as pd
 
-__all__ = ["compact", "escape", "figure", "fmt", "is_missing", "pick", "table"]
+__all__ = ["compact", "escape", "figure", "fmt", "is_missing", "table"]
 
 
 def escape(value: Any) -> str:
@@ -52,17 +52,6 @@ def compact(value: Any) -> str:
         return "0"
     number = float(value)
     return f"{number / 1000:.1f}k" if number >= 1000 else f"{number:.0f}"
-
-
-def pick(data: Mapping[str, Any], *paths: str) -> Any:
-    """The first present value among dotted ``paths`` of a manifest (``"judge.hash"``)."""
-    for path in paths:
-        node: Any = data
-        for part in path.split("."):
-            node = node.get(part) if isinstance(node, Mapping) else None
-        if not is_missing(node) and node != "":
-            return node
-    return None
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[str]], left: int = 1,

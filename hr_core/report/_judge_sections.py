@@ -68,12 +68,13 @@ def validation_section(inputs: ReportInputs) -> str:
         return ('<p class="note">No judge validation is attached to this run. Validate a '
                 "judge against people's labels with <code>hr judge validate JUDGE.yaml "
                 "LABELS</code>.</p>")
-    judge = inputs.manifest.get("judge") or {}
+    judge = inputs.manifest.judge
     thresholds = None
-    if isinstance(judge, Mapping) and judge.get("min_items") is not None:
-        thresholds = ValidityThresholds(min_items=int(judge["min_items"]),
-                                        min_agreement=float(judge["min_agreement"]))
-    return "".join(_validation(v, i, thresholds if v.get("hash") == judge.get("hash") else None)
+    if judge is not None and judge.min_items is not None:
+        thresholds = ValidityThresholds(min_items=judge.min_items,
+                                        min_agreement=float(judge.min_agreement or 0))
+    own = None if judge is None else judge.hash
+    return "".join(_validation(v, i, thresholds if v.get("hash") == own else None)
                    for i, v in enumerate(inputs.validations, start=1))
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from hr_core.analysis.items import arm_order
 from hr_core.report import sections
 from hr_core.report._flaky import flaky_section
-from hr_core.report._format import escape, pick
+from hr_core.report._format import escape
 from hr_core.report._slices import slices_section
 from hr_core.report.inputs import ReportInputs, load_report_inputs
 from hr_core.stats.accuracy import item_total, name_codes
@@ -133,7 +133,7 @@ def render_report(inputs: ReportInputs) -> str:
     """
     inputs = in_arm_order(inputs)
     m = inputs.manifest
-    name = pick(m, "name") or "benchmark"
+    name = m.name or "benchmark"
     parts = {}
     for key, render in _RENDERERS.items():
         parts[key] = render(inputs)
@@ -142,7 +142,7 @@ def render_report(inputs: ReportInputs) -> str:
     body = "".join(
         f'<section id="{k}"><h2>{escape(t)}</h2>{parts[k]}</section>' for k, t in REPORT_SECTIONS
     )
-    subtitle = (f"{escape(pick(m, 'status') or 'finished')} · {len(inputs.summary)} arms · "
+    subtitle = (f"{escape(m.status or 'finished')} · {len(inputs.summary)} arms · "
                 f"{item_total(inputs.runs)} items · {len(inputs.runs)} runs")
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -21,9 +21,10 @@ import numpy as np
 import pandas as pd
 
 from hr_core.analysis.items import ItemText, ItemTexts
-from hr_core.core.errors import HrError
+from hr_core.core.errors import CorruptRunError, HrError
 from hr_core.core.json_text import jsonl_lines
 from hr_core.store.folder import RunFolder, rerun_hint
+from hr_core.store.manifest import RunManifest, read_manifest
 from hr_core.store.runs_file import STAT_COLUMNS, RowTexts, RunsFile
 
 __all__ = [
@@ -59,7 +60,7 @@ class ReportInputs:
         slices: accuracy by slice (``Benchmark.slice_summary()``), when the run has slices.
     """
 
-    manifest: Mapping[str, Any]
+    manifest: RunManifest
     runs: pd.DataFrame
     summary: pd.DataFrame
     validations: list[dict[str, Any]] = field(default_factory=list)
@@ -70,6 +71,10 @@ class ReportInputs:
     slices: pd.DataFrame | None = None
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """Results the sections share while one report renders (e.g. the paired differences)."""
+
+    def __post_init__(self) -> None:
+        """A manifest given as a dict is read as a :class:`RunManifest`."""
+        object.__setattr__(self, "manifest", RunManifest.of(self.manifest))
 
 
 def _json_safe(value: Any) -> Any:
@@ -253,12 +258,12 @@ def _read_items(folder: RunFolder) -> Mapping[str, ItemText]:
     return ItemTexts(_LazyItems(folder, filename))
 
 
-def _judge_scorer_record(manifest: Mapping[str, Any]) -> dict[str, Any] | None:
+def _judge_scorer_record(manifest: RunManifest) -> dict[str, Any] | None:
     """The validation record of a judge scorer, from the store the run named, when it is there."""
-    judge = manifest.get("judge")
-    if not isinstance(judge, Mapping) or not judge.get("hash"):
+    judge = manifest.judge
+    if judge is None or not judge.hash:
         return None
-    path = Path(str(judge.get("store") or "judges")) / f"{_SAFE.sub('-', str(judge['hash']))}.json"
+    path = Path(str(judge.store or "judges")) / f"{_SAFE.sub('-', judge.hash)}.json"
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -280,11 +285,11 @@ def load_report_inputs(run_dir: str | Path) -> ReportInputs:
             "results/<name>/<run id>/ (the path `hr run` printed)"
         )
     try:
-        with folder.open("manifest.json") as handle:
-            manifest = json.loads(handle.read())
-    except (OSError, ValueError) as exc:
-        raise ReportError(f"{folder.shown('manifest.json')} is corrupt or truncated (not valid "
-                          f"JSON: {exc}); {rerun_hint()}") from exc
+        manifest = read_manifest(folder)
+    except OSError as exc:
+        raise ReportError(f"{folder.shown('manifest.json')} cannot be read ({exc})") from exc
+    except CorruptRunError as exc:  # damaged, or of a newer format
+        raise ReportError(str(exc)) from None
     texts = None
     runs: pd.DataFrame | None
     if folder.is_file("runs.parquet"):  # the columns the report computes from; texts by row

@@ -184,8 +184,8 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
     summary = bench.summary() if summary is None else summary
     m = bench.manifest
     result = (bench.verdict() if summary is bench.summary()  # computed once
-              else verdict(bench.stat_runs(), summary, m.get("sequential")))
-    lines = [f"# Benchmark {_cell(m.get('name'))} ({_cell(m.get('run_id'))})", "",
+              else verdict(bench.stat_runs(), summary, m.sequential))
+    lines = [f"# Benchmark {_cell(m.name)} ({_cell(m.run_id)})", "",
              f"**Verdict.** {_cell(result.headline())}", "",
              f"Significance: {_cell(result.correction)}.", "",
              "| arm | accuracy (95% CI) | vs best, points ("
@@ -228,7 +228,7 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
         lines.append(f"| {_cell(row['arm'])} | {_fmt(row.get('latency_mean_s'))} | "
                      f"{_count(row.get('tokens_in'))} | {_count(row.get('tokens_out'))} | "
                      f"{_fmt(row.get('cost_usd'), decimals('cost_usd'))} |")
-    if m.get("slices"):
+    if m.slices:
         lines += _slice_lines(bench.slice_summary())
     from hr_core.analysis.verdict import sequential_note
 
@@ -240,7 +240,7 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
         lines += ["", *(f"> **Warning:** {_cell(w)}" for w in warnings)]
     lines += ["", "Accuracy is over the runs made (runs a budget stopped are left out; "
               "coverage = runs made / runs planned); intervals as in docs/statistics.md."]
-    limit = float(m.get("max_error_rate") or DEFAULT_MAX_ERROR_RATE)
+    limit = float(m.max_error_rate or DEFAULT_MAX_ERROR_RATE)
     health = bench.health(limit, arms=result.order or None)
     lines += ["", "## Errors", ""]
     if not health.with_errors and not health.budget_stopped:
@@ -259,13 +259,12 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
               f"`{where}/report.html`", "",
               f"In a terminal: `hr show {where}` (`--arm A`, `--kind error`, `--item ID`, "
               "`--diff A B`).", "", "## Run", "",
-              f"- reference `{_code(str(m.get('reference_hash'))[:12])}` "
-              f"({_cell(m.get('n_items'))} items), runs per item: {_cell(m.get('runs'))}, "
-              f"scorer: `{_code(m.get('scorer'))}`",
-              f"- status: {_cell(m.get('status'))}, started {_cell(m.get('started_at'))}, "
-              f"ended {_cell(m.get('ended_at'))}"]
-    judge = m.get("judge")
-    if judge:
-        standing = scorer_judge_standing(judge)
-        lines.append(f"- judge `{_code(str(judge.get('hash'))[:12])}`: {_cell(standing)}")
+              f"- reference `{_code(str(m.reference_hash)[:12])}` "
+              f"({_cell(m.n_items)} items), runs per item: {_cell(m.runs)}, "
+              f"scorer: `{_code(m.scorer)}`",
+              f"- status: {_cell(m.status)}, started {_cell(m.started_at)}, "
+              f"ended {_cell(m.ended_at)}"]
+    if m.judge is not None and m.judge.to_dict():
+        standing = scorer_judge_standing(m.judge.to_dict())
+        lines.append(f"- judge `{_code(str(m.judge.hash)[:12])}`: {_cell(standing)}")
     return "\n".join(lines) + "\n"

@@ -15,7 +15,7 @@ from hr_core.analysis.outcomes import outcome_counts
 from hr_core.analysis.verdict import Verdict, verdict
 from hr_core.core.failures import FAILURE_KINDS
 from hr_core.core.frames import records
-from hr_core.report._format import compact, escape, figure, fmt, pick, table
+from hr_core.report._format import compact, escape, figure, fmt, table
 from hr_core.report._judge_sections import pairwise_section, validation_section
 from hr_core.report.inputs import ReportInputs
 from hr_core.stats.accuracy import coverage_warnings, item_total
@@ -58,20 +58,14 @@ def _arm_text(spec: Any) -> str:
 def facts_section(inputs: ReportInputs) -> str:
     """Run facts: reference hash, arms, scorer, judge and its validation, times, versions."""
     m, runs = inputs.manifest, inputs.runs
-    arms = pick(m, "arms") or {}
-    arm_rows = (
-        "<br>".join(f"<b>{escape(k)}</b>: <code>{escape(_arm_text(v))}</code>"
-                    for k, v in arms.items())
-        if isinstance(arms, Mapping)
-        else escape(", ".join(map(str, arms)))
-    )
-    judge_hash = pick(m, "judge_hash", "judge.hash", "scorer_judge.hash")
-    judge_status = pick(m, "judge_validation", "judge_validation.status", "judge.validation",
-                         "judge.status")
-    if isinstance(judge_status, Mapping):
-        judge_status = judge_status.get("status") or json.dumps(judge_status)
-    changed = pick(m, "judge.differences")
-    reasons = pick(m, "judge.reasons")
+    arms = m.arms or {}
+    arm_rows = "<br>".join(f"<b>{escape(k)}</b>: <code>{escape(_arm_text(v))}</code>"
+                           for k, v in arms.items())
+    judge = m.judge
+    judge_hash = None if judge is None else judge.hash
+    judge_status = None if judge is None else judge.validation
+    changed = None if judge is None else judge.differences
+    reasons = None if judge is None else judge.reasons
     if judge_status and reasons:  # too few items, agreement too low, changed config
         judge_status = f"{judge_status} ({'; '.join(map(str, reasons))})"
     elif judge_status and changed:
@@ -86,42 +80,33 @@ def facts_section(inputs: ReportInputs) -> str:
         judge_cell += "<br>attached validations: " + ", ".join(
             f"<code>{escape(str(v['hash'])[:12])}</code>" for v in validated
         )
-    versions = pick(m, "versions") or {}
-    version_text = (
-        ", ".join(f"{k} {v}" for k, v in versions.items())
-        if isinstance(versions, Mapping)
-        else str(versions)
-    )
-    hr_version = pick(m, "version", "hr_version", "package_version")
-    if hr_version and "hr " not in version_text:
-        version_text = f"hr {hr_version}" + (f", {version_text}" if version_text else "")
+    version_text = ", ".join(f"{k} {v}" for k, v in (m.versions or {}).items())
+    if m.version and "hr " not in version_text:
+        version_text = f"hr {m.version}" + (f", {version_text}" if version_text else "")
     version_text = (f"run: {version_text or 'not recorded'}; this report: "
                     f"{_rendering_versions()}")
-    budget = pick(m, "budget")
-    if isinstance(budget, Mapping):
-        budget = {k: v for k, v in budget.items() if v is not None}
+    budget = None if not m.budget else {k: v for k, v in m.budget.items() if v is not None}
     rows = [
-        ("Benchmark", escape(pick(m, "name") or "–")),
-        ("Status", escape(pick(m, "status") or "–")),
-        ("Run id", f"<code>{escape(pick(m, 'run_id') or '–')}</code>"),
-        ("Reference hash",
-         f"<code>{escape(pick(m, 'reference_hash', 'reference.hash') or '–')}</code>"),
-        ("Items", fmt(pick(m, "n_items", "items") or item_total(runs))),
-        ("Runs per item", escape(pick(m, "runs") or (runs["run"].max() if len(runs) else "–"))),
+        ("Benchmark", escape(m.name or "–")),
+        ("Status", escape(m.status or "–")),
+        ("Run id", f"<code>{escape(m.run_id or '–')}</code>"),
+        ("Reference hash", f"<code>{escape(m.reference_hash or '–')}</code>"),
+        ("Items", fmt(m.n_items or item_total(runs))),
+        ("Runs per item", escape(m.runs or (runs["run"].max() if len(runs) else "–"))),
         ("Arms", arm_rows or "–"),
-        ("Scorer", escape(pick(m, "scorer", "scorer.name") or "–")),
+        ("Scorer", escape(m.scorer or "–")),
         ("Judge", judge_cell),
         ("Budget", f"<code>{escape(json.dumps(budget))}</code>" if budget else "none"),
-        ("Started", escape(pick(m, "started_at", "start_time", "started") or "–")),
-        ("Finished", escape(pick(m, "finished_at", "end_time", "ended_at", "finished") or "–")),
-        ("Engine time", escape(f"{float(seconds):.1f} s running arms and scoring"
-                           if (seconds := pick(m, "engine_seconds")) is not None else "–")),
+        ("Started", escape(m.started_at or "–")),
+        ("Finished", escape(m.ended_at or "–")),
+        ("Engine time", escape(f"{float(m.engine_seconds):.1f} s running arms and scoring"
+                               if m.engine_seconds is not None else "–")),
         ("Versions", escape(version_text or "–")),
-        ("Git commit", f"<code>{escape(pick(m, 'git_commit', 'commit') or '–')}</code>"),
-        ("Prefect flow run", f"<code>{escape(pick(m, 'flow_run_id') or '–')}</code>"),
+        ("Git commit", f"<code>{escape(m.git_commit or '–')}</code>"),
+        ("Prefect flow run", f"<code>{escape(m.flow_run_id or '–')}</code>"),
     ]
     body = "".join(f"<tr><th>{escape(k)}</th><td>{v}</td></tr>" for k, v in rows)
-    dump = html.escape(json.dumps(m, indent=2, default=str, sort_keys=True))
+    dump = html.escape(json.dumps(m.to_dict(), indent=2, default=str, sort_keys=True))
     return (
         f'<table class="facts" id="table-facts">{body}</table>'
         f"<details><summary>The whole manifest</summary><pre>{dump}</pre></details>"
@@ -175,8 +160,7 @@ def summary_section(inputs: ReportInputs) -> str:
 def _verdict(inputs: ReportInputs) -> Verdict:
     """The run's verdict (with its paired differences), computed once per report."""
     if "verdict" not in inputs.memo:
-        inputs.memo["verdict"] = verdict(inputs.runs, inputs.summary,
-                                         inputs.manifest.get("sequential"))
+        inputs.memo["verdict"] = verdict(inputs.runs, inputs.summary, inputs.manifest.sequential)
     result: Verdict = inputs.memo["verdict"]
     return result
 

@@ -34,6 +34,7 @@ from hr_core.store.folder import (
     utc_now,
 )
 from hr_core.store.journal import Journal
+from hr_core.store.manifest import FORMAT_VERSION, RunManifest, write_manifest
 from hr_core.store.memory import give_back
 from hr_core.store.outputs import JOURNAL_FORMAT
 from hr_core.store.rows import RunPositions, compact_journal, write_runs
@@ -79,12 +80,13 @@ class SessionResults:
         left[monitor.order[:monitor.items_used]] = False
         return left
 
-    def manifest(self, status: str, **extra: Any) -> dict[str, Any]:
+    def manifest(self, status: str, **extra: Any) -> RunManifest:
         """The manifest (SPEC section 9); never holds secrets (arm specs name env vars only)."""
         from hr_core.core.version import __version__
 
         plan = self.plan
-        return {
+        return RunManifest.model_validate({
+            "format_version": FORMAT_VERSION,
             "name": plan.name, "run_id": plan.run_id, "status": status,
             "reference_hash": plan.reference.hash, "n_items": len(plan.reference),
             "arms": plan.spec["arms"], "scorer": plan.scorer.name,
@@ -110,7 +112,7 @@ class SessionResults:
             "halts": dict(self.ledger.halts) if hasattr(self, "ledger") else {},
             **({"journal_garbled": self.journal.garbled_record()} if self.journal.garbled
                else {}), **extra,
-        }
+        })
 
     def build(self) -> Benchmark:
         """The finished benchmark: writes ``runs.parquet`` (streamed from the journal,
@@ -123,7 +125,7 @@ class SessionResults:
             self._executor.shutdown(wait=False)
         errors = self._ctx.scorer_errors if self._ctx is not None else []
         if errors:
-            self.store.write_manifest(self.manifest("failed", error=errors[0]))
+            write_manifest(self.store, self.manifest("failed", error=errors[0]))
             more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
             raise ScorerError(
                 f"{errors[0]}{more}. The arms' outputs are journaled in "
@@ -165,12 +167,12 @@ class SessionResults:
         self.store.write_text(REPORT, report)
         self.store.write_text(HTML_REPORT, self._html_report(bench, summary, slices))
         give_back(self.total)
-        bench.manifest["reference_sha256"] = self.store.write_lines(REFERENCE, (  # rescore checks
+        bench.manifest.reference_sha256 = self.store.write_lines(REFERENCE, (  # rescore checks
             orjson.dumps({"id": i.id, "payload": i.payload, "label": i.label},
                          option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY,
                          default=str)
             for i in self.plan.reference))
-        self.store.write_manifest(bench.manifest)
+        write_manifest(self.store, bench.manifest)
         if (self._superseded or self.journal.fallback.exists()
                 or self.journal.worker_files() or self.journal.garbled):
             compact_journal(self.journal)  # the results are safely written

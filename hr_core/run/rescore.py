@@ -12,17 +12,13 @@ manifest names the original in ``rescored_from``. Runs the original never made
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
 from hr_core.analysis.benchmark import Benchmark
 from hr_core.core.errors import CorruptRunError, HrTypeError, RunNotFoundError
-from hr_core.core.json_text import jsonl_lines
-from hr_core.data.reference import Item, Reference
+from hr_core.data.reference import Reference
 from hr_core.run.arms import Arm
 from hr_core.run.session import DEFAULT_CHUNK_SIZE, BenchmarkPlan, BenchmarkSession
 from hr_core.run.spec import scorer_from
@@ -35,11 +31,13 @@ from hr_core.store.folder import (
     run_id_for,
     unfinished_hint,
 )
+from hr_core.store.manifest import RunManifest, read_manifest
+from hr_core.store.stored_reference import read_stored_reference
 
 __all__ = ["rescore_plan", "rescore_run"]
 
 
-def _reference(store: RunStore, manifest: dict[str, Any]) -> Reference:
+def _reference(store: RunStore, manifest: RunManifest) -> Reference:
     """The run's stored reference, checked against the manifest's hash of it: the file's
     SHA-256 (``reference_sha256``), else, for runs written before it was kept, the
     fingerprint of its items (``reference_hash``).
@@ -47,27 +45,16 @@ def _reference(store: RunStore, manifest: dict[str, Any]) -> Reference:
     Raises:
         CorruptRunError: the file is missing lines, or differs from what the run was made on.
     """
-    try:
-        data = store.read_bytes(REFERENCE)
-    except FileNotFoundError:
+    stored = read_stored_reference(store)
+    if stored is None:
         raise RunNotFoundError(
             f"{store.run_dir}: no {REFERENCE} (written when a run finishes); finish the run "
-            f"first: {unfinished_hint(store)}") from None
-    items = []
-    for number, _, line in jsonl_lines(data):
-        try:
-            row = orjson.loads(line)
-            items.append(Item(str(row["id"]), row.get("payload"), row.get("label")))
-        except (orjson.JSONDecodeError, KeyError, TypeError):
-            raise CorruptRunError(
-                f"{store.path(REFERENCE)}, line {number}: not a reference item; run the "
-                "benchmark again to rewrite it") from None
-    reference = Reference(items, source=store.path(REFERENCE))
-    file_hash = manifest.get("reference_sha256")
-    if isinstance(file_hash, str) and file_hash:
-        same = hashlib.sha256(data).hexdigest() == file_hash
+            f"first: {unfinished_hint(store)}")
+    reference = stored.reference()
+    if manifest.reference_sha256:
+        same = stored.sha256() == manifest.reference_sha256
     else:
-        same = reference.hash == manifest.get("reference_hash")
+        same = reference.hash == manifest.reference_hash
     if not same:
         raise CorruptRunError(
             f"{store.path(REFERENCE)} differs from the reference the run was made on (its "
@@ -101,16 +88,16 @@ def rescore_plan(run_dir: str | os.PathLike[str],
     if not original.exists(MANIFEST):
         raise RunNotFoundError(f"{original.run_dir}: no {MANIFEST}; is it a run folder "
                                "(<store>/<name>/<run id>)?")
-    manifest = original.read_manifest()
-    arm_runs = manifest.get("arm_runs") or {}
-    specs = manifest.get("arms") or {}
+    manifest = read_manifest(original)
+    arm_runs = manifest.arm_runs or {}
+    specs = manifest.arms or {}
     arms = {name: Arm(name, None, dict(specs[name]), runs=arm_runs.get(name))
             for name in _arm_order(original, specs)}
     if not arms:
         raise CorruptRunError(f"{original.path(MANIFEST)}: names no arms; run the benchmark "
                               "again to rewrite it")
     reference = _reference(original, manifest)
-    runs = int(manifest.get("runs") or 1)
+    runs = int(manifest.runs or 1)
     spec: dict[str, Any] = {"reference_hash": reference.hash,
                             "arms": {n: a.spec for n, a in arms.items()},
                             "scorer": scorer.spec, "runs": runs}
@@ -121,11 +108,11 @@ def rescore_plan(run_dir: str | os.PathLike[str],
                                                "validation": None}
     return BenchmarkPlan(
         arms=arms, reference=reference, scorer=scorer, runs=runs, budget=None,
-        concurrency=int(manifest.get("concurrency") or 16), store=original.store,
+        concurrency=int(manifest.concurrency or 16), store=original.store,
         name=original.name, run_id=run_id_for(spec), resume=True,
         chunk_size=DEFAULT_CHUNK_SIZE, judge=judge, spec=spec,
         outputs_from=original.run_id,
-        slices=list(manifest.get("slices") or []),  # an analysis setting: kept as it was
+        slices=list(manifest.slices or []),  # an analysis setting: kept as it was
     )
 
 

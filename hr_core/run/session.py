@@ -50,6 +50,7 @@ from hr_core.run.threads import DaemonPool
 from hr_core.store.folder import RunStore, utc_now
 from hr_core.store.journal import FLUSH_INTERVAL_S, RunKey
 from hr_core.store.lock import RunLock
+from hr_core.store.manifest import write_manifest
 from hr_core.store.memory import use_system_pool
 from hr_core.store.outputs import load_output, stored_runs
 from hr_core.store.record import RunRecord
@@ -194,7 +195,7 @@ class BenchmarkSession(SessionResults):
                                  self._record, self.halted)
         self._opened = True
         self.timings["open_s"] = time.perf_counter() - started
-        self.store.write_manifest(self.manifest("running"))
+        write_manifest(self.store, self.manifest("running"))
         register(self)
         reassert_handlers()  # Prefect swaps in its SIGTERM handler while a flow runs
 
@@ -266,7 +267,7 @@ class BenchmarkSession(SessionResults):
         was kept (the runs the journal's files hold) and how to resume."""
         self.journal.seal()
         with contextlib.suppress(OSError):
-            self.store.write_manifest(self.manifest("interrupted"))
+            write_manifest(self.store, self.manifest("interrupted"))
         failure = self.journal.failure()
         if failure is not None:
             return str(failure)
@@ -303,7 +304,7 @@ class BenchmarkSession(SessionResults):
         if self._executor is not None:
             self._executor.shutdown(wait=False)
         with contextlib.suppress(OSError):
-            self.store.write_manifest(self.manifest("failed", error=str(failure)))
+            write_manifest(self.store, self.manifest("failed", error=str(failure)))
         raise failure
 
     def _reuse_stored_outputs(self) -> None:

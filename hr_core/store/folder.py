@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import itertools
-import json
 import os
 import platform
 import secrets
@@ -28,8 +27,8 @@ from hr_core.core.safe import inside
 from hr_core.store.journal import Journal, write_error
 from hr_core.store.lock import RunLock
 
-__all__ = ["RunFolder", "RunStore", "git_commit", "local_dir", "location", "package_versions",
-           "rerun_hint", "run_id_for", "utc_now"]
+__all__ = ["RunFolder", "RunStore", "corrupt_file_error", "git_commit", "local_dir", "location",
+           "package_versions", "rerun_hint", "run_id_for", "utc_now"]
 
 MANIFEST = "manifest.json"
 RUNS = "runs.parquet"
@@ -157,6 +156,21 @@ def rerun_hint() -> str:
     """The fix for damaged or missing results: the journal rebuilds them."""
     return ("run the benchmark again (`hr run SPEC.yaml`, or the same hr_benchmark call): "
             "it resumes from the journal and rewrites the results")
+
+
+def corrupt_file_error(shown: str, exc: Exception, *, line: int | None = None
+                       ) -> CorruptRunError:
+    """A :class:`CorruptRunError` naming a run's file (as ``shown``), the line when one is
+    given, the cause and the fix.
+
+    Example:
+        >>> str(corrupt_file_error("r/reference.jsonl", ValueError("not JSON"), line=3))[:61]
+        'r/reference.jsonl is corrupt or truncated (line 3, ValueError'
+    """
+    detail = " ".join(str(exc).split())[:200] or type(exc).__name__
+    where = "" if line is None else f"line {line}, "
+    return CorruptRunError(f"{shown} is corrupt or truncated ({where}{type(exc).__name__}: "
+                           f"{detail}); {rerun_hint()}")
 
 
 def local_dir(url: str) -> Path:
@@ -350,25 +364,9 @@ class RunStore(RunFolder):
         self._write(filename, write)
         return digest.hexdigest()
 
-    def write_manifest(self, manifest: dict[str, Any]) -> None:
-        self.write_text(MANIFEST, json.dumps(manifest, indent=2, sort_keys=True, default=str))
-
-    def read_manifest(self) -> dict[str, Any]:
-        """The manifest; :class:`CorruptRunError` (naming it and the fix) when damaged."""
-        try:
-            data = json.loads(self.read_text(MANIFEST))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise self.corrupt_error(MANIFEST, exc) from None
-        if not isinstance(data, dict):
-            raise self.corrupt_error(MANIFEST, ValueError(f"a JSON {type(data).__name__}, "
-                                                     "not an object"))
-        return data
-
     def corrupt_error(self, filename: str, exc: Exception) -> CorruptRunError:
         """A :class:`CorruptRunError` naming the file of this run, the cause and the fix."""
-        detail = " ".join(str(exc).split())[:200] or type(exc).__name__
-        return CorruptRunError(f"{self.run_dir}/{filename} is corrupt or truncated "
-                               f"({type(exc).__name__}: {detail}); {rerun_hint()}")
+        return corrupt_file_error(self.shown(filename), exc)
 
     def write_frame(self, filename: str, frame: pd.DataFrame) -> None:
         """Write a table as Parquet (or CSV for ``*.csv``), atomically."""

@@ -18,7 +18,6 @@ benchmark whose scorer changed re-scores those instead of calling its arms.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 from collections.abc import Iterable, Mapping
 from types import SimpleNamespace
@@ -26,7 +25,9 @@ from typing import Any
 
 import fsspec
 
+from hr_core.core.errors import CorruptRunError
 from hr_core.store.journal import Journal
+from hr_core.store.manifest import read_manifest
 from hr_core.store.record import RECORD_VERSION, RunKey, RunRecord
 
 __all__ = ["JOURNAL_FORMAT", "load_output", "store_output", "stored_runs"]
@@ -142,22 +143,22 @@ def stored_runs(store: str, name: str, reference_hash: str, arms: Mapping[str, s
     found: list[tuple[str, str, list[str]]] = []
     for path in paths:
         try:
-            with fs.open(path, "r", encoding="utf-8") as handle:
-                manifest = json.load(handle)
-        except (OSError, ValueError):
+            manifest = read_manifest(path, fs=fs)
+        except (OSError, CorruptRunError):
             continue
-        if not isinstance(manifest, dict) or manifest.get("run_id") in skip:
+        if manifest.run_id is None or manifest.run_id in skip:
             continue
-        if only is not None and manifest.get("run_id") != only:
+        if only is not None and manifest.run_id != only:
             continue
-        if only is None and manifest.get("journal_format") != JOURNAL_FORMAT:
+        if only is None and manifest.journal_format != JOURNAL_FORMAT:
             continue
-        if manifest.get("reference_hash") != reference_hash:
+        if manifest.reference_hash != reference_hash:
             continue
-        theirs = (manifest.get("fingerprints") or {}).get("arms") or {}
+        fingerprints = manifest.fingerprints
+        theirs = (None if fingerprints is None else fingerprints.arms) or {}
         same = [arm for arm, fp in arms.items() if theirs.get(arm) == fp]
         if same:
-            found.append((str(manifest.get("started_at") or ""), str(manifest["run_id"]), same))
+            found.append((str(manifest.started_at or ""), manifest.run_id, same))
     records: dict[RunKey, RunRecord] = {}
     origin: dict[RunKey, str] = {}
     for _, run_id, same in sorted(found):
