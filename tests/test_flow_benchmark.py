@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +132,37 @@ def test_inside_a_running_event_loop_its_errors_reach_the_caller(
     with pytest.raises(ErrorRateExceeded, match="broken") as raised:
         asyncio.run(cell())
     assert raised.value.benchmark.runs["error"].eq("ValueError: down").all()
+
+
+def test_ctrl_c_in_a_running_event_loop_stops_the_benchmark_and_it_resumes(
+    prefect_harness: None, tmp_path: Path,
+) -> None:
+    calls: list[str] = []
+
+    def interrupted(payload: dict[str, Any]) -> str:
+        calls.append(payload["question"])
+        if len(calls) == 2:  # the user presses Ctrl-C while the cell waits
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(60)  # abandoned (a daemon thread) once the benchmark stops
+        return "a" + payload["question"][1:]
+
+    async def cell() -> Any:
+        return hr_benchmark({"arm": interrupted}, ITEMS, store=str(tmp_path), concurrency=1,
+                            timeout_s=120)
+
+    loop = asyncio.new_event_loop()  # as Jupyter's: no SIGINT handler of asyncio.run's
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(cell())
+    finally:
+        loop.close()
+    assert time.monotonic() - started < 50 and len(calls) == 2
+    time.sleep(0.5)
+    assert len(calls) == 2  # no call started after the interrupt
+    bench = hr_benchmark({"arm": interrupted}, ITEMS, store=str(tmp_path), concurrency=1,
+                         timeout_s=120)  # the run folder is not left locked: it resumes
+    assert len(bench.runs) == 30 and bench.runs["correct"].all()
 
 
 def test_hr_benchmark_async_returns_a_coroutine_to_await(
