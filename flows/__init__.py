@@ -1,5 +1,8 @@
 """Prefect flows of hr: ``from flows import hr_benchmark, hr_judge_validate, hr_compare``.
 
+Each returns its result, also inside a running event loop (Jupyter); async code awaits
+``hr_benchmark_async``, ``hr_compare_async`` or ``hr_judge_validate_async`` instead.
+
 Importing Prefect builds about a million long-lived objects. The cyclic garbage
 collector is paused while they are built (it would traverse them again and
 again: ~20% of the import's CPU). Importing changes no global state: an ``hr``
@@ -44,19 +47,25 @@ def _import_prefect() -> None:
 
 
 _import_prefect()
-from flows.benchmark import benchmark_flow, hr_benchmark  # noqa: E402
+from flows.benchmark import benchmark_flow, hr_benchmark, hr_benchmark_async  # noqa: E402
 
 if _TYPE_CHECKING:
-    from flows.compare import compare_flow, hr_compare
+    from flows.compare import compare_flow, hr_compare, hr_compare_async
     from flows.diff import hr_diff
-    from flows.judge_validate import hr_judge_validate, judge_validate_flow
+    from flows.judge_validate import (
+        hr_judge_validate,
+        hr_judge_validate_async,
+        judge_validate_flow,
+    )
     from flows.scheduled import hr_scheduled_benchmark
 
 _LAZY = {
     "compare_flow": "flows.compare",
     "hr_compare": "flows.compare",
+    "hr_compare_async": "flows.compare",
     "hr_diff": "flows.diff",
     "hr_judge_validate": "flows.judge_validate",
+    "hr_judge_validate_async": "flows.judge_validate",
     "judge_validate_flow": "flows.judge_validate",
     "hr_scheduled_benchmark": "flows.scheduled",
 }
@@ -79,9 +88,12 @@ __all__ = [
     "benchmark_flow",
     "compare_flow",
     "hr_benchmark",
+    "hr_benchmark_async",
     "hr_compare",
+    "hr_compare_async",
     "hr_diff",
     "hr_judge_validate",
+    "hr_judge_validate_async",
     "hr_scheduled_benchmark",
     "judge_validate_flow",
 ]

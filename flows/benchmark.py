@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
 from prefect import get_run_logger, tags
@@ -19,6 +19,7 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from flows._cancel import run_watched
 from flows._invocation import InvocationVar
 from flows._spec_plan import plan_from_spec
+from flows._sync import run_to_end
 from flows.clients import prefect_clients, with_run_name
 from flows.hrflow import hr_flow
 from flows.labels import benchmark_tags, label_flow_run, publish_run_facts
@@ -58,7 +59,8 @@ from tasks.benchmark import (
 from tasks.limits import ProviderLimit, ensure_provider_limits, limit_arms
 from tasks.remote import run_chunks_submitted
 
-__all__ = ["benchmark_flow", "flow_parameters", "hr_benchmark", "plan_from_spec", "run_plan"]
+__all__ = ["benchmark_flow", "flow_parameters", "hr_benchmark", "hr_benchmark_async",
+           "plan_from_spec", "run_plan"]
 
 PROGRESS_INTERVAL_S = 1.0
 CALLBACK_INTERVAL_S = 0.25
@@ -368,12 +370,13 @@ def hr_benchmark(
     max_error_rate: float | None = None,
     stop: Mapping[str, Any] | bool | None = None,
     slices: Sequence[str] | None = None,
-) -> Any:
+) -> Benchmark:
     """Run every arm on every item ``runs`` times, score, and store the results.
 
-    Starts the ``hr-benchmark`` Prefect flow (so the run shows in the dashboard).
-    From synchronous code it returns the finished :class:`~hr_core.Benchmark`;
-    from async code (a running event loop) it returns an awaitable of it.
+    Starts the ``hr-benchmark`` Prefect flow (so the run shows in the dashboard) and
+    returns the finished :class:`~hr_core.Benchmark`, also when called inside a running
+    event loop (a Jupyter cell): the work then runs in a worker thread while the caller
+    waits. Async code that must not block its loop awaits :func:`hr_benchmark_async`.
 
     Each arm's first chunks start while Prefect creates the flow run (~0.1 s), and
     their task runs take them over once it is Running (``tasks._prefetch``): the calls
@@ -455,6 +458,46 @@ def hr_benchmark(
                                  [{"id": "q1", "label": "PARIS", "question": "paris"}])
             bench.summary()[["arm", "accuracy"]]
     """
+    return run_to_end(hr_benchmark_async(
+        arms, reference, scorer, runs, budget=budget, concurrency=concurrency, store=store,
+        name=name, resume=resume, fresh=fresh, chunk_size=chunk_size, timeout_s=timeout_s,
+        wait=wait, shared_cache=shared_cache, require_valid_judge=require_valid_judge,
+        judge_store=judge_store, on_progress=on_progress, task_runner=task_runner,
+        provider_limits=provider_limits, max_error_rate=max_error_rate, stop=stop,
+        slices=slices))
+
+
+def hr_benchmark_async(
+    arms: Mapping[str, Any] | BenchmarkSpec | str | os.PathLike[str],
+    reference: Any = None,
+    scorer: Scorer | None = None,
+    runs: int | None = None,
+    *,
+    budget: Budget | Mapping[str, Any] | None = None,
+    concurrency: int | None = None,
+    store: str | os.PathLike[str] | None = None,
+    name: str | None = None,
+    resume: bool = True,
+    fresh: bool = False,
+    chunk_size: int | None = None,
+    timeout_s: float | None = None,
+    wait: bool = False,
+    shared_cache: bool | None = None,
+    require_valid_judge: JudgePolicy = "warn",
+    judge_store: str | os.PathLike[str] = "judges",
+    on_progress: ProgressFn | None = None,
+    task_runner: TaskRunner[Any] | None = None,
+    provider_limits: Sequence[ProviderLimit] = (),
+    max_error_rate: float | None = None,
+    stop: Mapping[str, Any] | bool | None = None,
+    slices: Sequence[str] | None = None,
+) -> Coroutine[Any, Any, Benchmark]:
+    """:func:`hr_benchmark` for async code: ``bench = await hr_benchmark_async(...)``.
+
+    The arguments are checked and the run planned at the call (bad ones raise there);
+    the coroutine returned runs the flow in the awaiting event loop and gives the
+    :class:`~hr_core.Benchmark`. Arguments and errors are :func:`hr_benchmark`'s.
+    """
     if store is not None:
         store = path_arg("hr_benchmark", "store", store)
     judge_store = path_arg("hr_benchmark", "judge_store", judge_store)
@@ -510,20 +553,13 @@ def _rate(value: Any) -> float:
 def run_plan(plan: BenchmarkPlan, *, on_progress: ProgressFn | None = None,
              task_runner: TaskRunner[Any] | None = None,
              provider_limits: Sequence[ProviderLimit] = (), spec: str | None = None,
-             fresh: bool = False, wait: bool = False) -> Any:
-    """Start the ``hr-benchmark`` flow run of a resolved plan (named ``<name>-<run id>``,
-    tagged ``hr`` and the name, with its real parameters); see :func:`hr_benchmark`."""
+             fresh: bool = False, wait: bool = False) -> Coroutine[Any, Any, Benchmark]:
+    """The ``hr-benchmark`` flow run of a resolved plan (named ``<name>-<run id>``, tagged
+    ``hr`` and the name, with its real parameters), to await; see :func:`hr_benchmark`."""
     named = with_run_name(benchmark_flow, f"{plan.name}-{plan.run_id}", task_runner)
     submit = task_runner is not None and not isinstance(task_runner, ThreadPoolTaskRunner)
     if submit and plan.stop is not None:
         raise SpecError("stop (sequential mode) runs its batches in the flow's own process; "
                         "run it without a Dask or Ray task runner")
-    coro = _call(named, _Invocation(plan, on_progress, submit, provider_limits),
+    return _call(named, _Invocation(plan, on_progress, submit, provider_limits),
                  flow_parameters(plan, spec, fresh), wait)
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass  # synchronous caller: run it here (outside the except: no chained context)
-    else:
-        return coro
-    return asyncio.run(coro)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
@@ -12,6 +12,7 @@ from typing import Any
 from prefect import tags
 from prefect.runtime import flow_run
 
+from flows._sync import run_to_end
 from flows.clients import in_prefect, with_run_name
 from flows.hrflow import hr_flow
 from flows.judge_validate import log_belongs_to
@@ -23,7 +24,7 @@ from hr_core.data.reference import Reference
 from hr_core.judge.pairwise import Comparison, comparison_rows
 from tasks.compare import judge_comparison_chunk, publish_comparison
 
-__all__ = ["compare_flow", "hr_compare"]
+__all__ = ["compare_flow", "hr_compare", "hr_compare_async"]
 
 
 class _Comparing:
@@ -103,11 +104,13 @@ def hr_compare(
     reference: Reference | None = None,
     concurrency: int = 16,
     chunk_size: int = 500,
-) -> Any:
+) -> Comparison:
     """Compare arms of a finished benchmark with a pairwise or select judge.
 
-    Starts the ``hr-compare`` Prefect flow. From synchronous code it returns the
-    :class:`~hr_core.judge.pairwise.Comparison`; from async code an awaitable.
+    Starts the ``hr-compare`` Prefect flow and returns the
+    :class:`~hr_core.judge.pairwise.Comparison`, also inside a running event loop (a
+    Jupyter cell: the work then runs in a worker thread while the caller waits). Async
+    code that must not block its loop awaits :func:`hr_compare_async`.
 
     Args:
         benchmark: a ``Benchmark`` or the folder of a stored run.
@@ -125,6 +128,27 @@ def hr_compare(
             judge = hr_judge_config("mock-model", "Which answer is right?", mode="pairwise")
             comparison = hr_compare("results/demo/abc", ["a", "b"], judge)
             comparison.summary()[["a", "b", "win_rate", "ci_low", "ci_high"]]
+    """
+    return run_to_end(hr_compare_async(benchmark, arms, judge, model=model,
+                                       reference=reference, concurrency=concurrency,
+                                       chunk_size=chunk_size))
+
+
+def hr_compare_async(
+    benchmark: Benchmark | str | os.PathLike[str],
+    arms: Sequence[str],
+    judge: Any,
+    *,
+    model: Any = None,
+    reference: Reference | None = None,
+    concurrency: int = 16,
+    chunk_size: int = 500,
+) -> Coroutine[Any, Any, Comparison]:
+    """:func:`hr_compare` for async code: ``comparison = await hr_compare_async(...)``.
+
+    The arguments are checked at the call (bad ones raise there); the coroutine returned
+    runs the flow in the awaiting event loop and gives the
+    :class:`~hr_core.judge.pairwise.Comparison`. Arguments and errors are :func:`hr_compare`'s.
     """
     if not isinstance(benchmark, Benchmark | str | os.PathLike):
         raise HrTypeError(f"hr_compare: benchmark must be a Benchmark or the folder of a stored "
@@ -156,14 +180,9 @@ def hr_compare(
              "flow_run_id": bench.manifest.flow_run_id, "run_dir": bench.run_dir}
     named = with_run_name(compare_flow,
                           f"compare-{'-vs-'.join(arms)}-for-{name}-{bench.run_id}")
-    coro = _call(named, job, {"benchmark": facts, "arms": arms, "judge_hash": judge.hash,
+    return _call(named, job, {"benchmark": facts, "arms": arms, "judge_hash": judge.hash,
                               "mode": mode, "concurrency": concurrency,
                               "chunk_size": chunk_size}, benchmark_tags(name, "compare"))
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    return coro
 
 
 async def _call(named: Any, job: _Comparing, parameters: dict[str, Any],

@@ -14,7 +14,7 @@ from typing import Any
 
 from prefect import get_run_logger
 
-from flows.compare import hr_compare
+from flows.compare import hr_compare_async
 from flows.hrflow import hr_flow
 from hr_core.judge._file import judge_model, load_judge
 from hr_core.report import attach_comparison, write_report
@@ -40,9 +40,9 @@ async def compare_files_flow(run_dir: str, arms: list[str], judge: str,
     """
     config = load_judge(judge)
     model = judge_model(judge)
-    comparison = await hr_compare(run_dir, arms, config, concurrency=concurrency,
-                                  chunk_size=chunk_size,
-                                  **({} if model is None else {"model": model}))
+    comparison = await hr_compare_async(run_dir, arms, config, concurrency=concurrency,
+                                        chunk_size=chunk_size,
+                                        **({} if model is None else {"model": model}))
     summary = comparison.summary()
     attach_comparison(run_dir, {**config.to_dict(), "hash": config.hash}, summary)
     if "://" not in run_dir and (Path(run_dir) / "report.html").exists():

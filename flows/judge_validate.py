@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any, cast
 
 from prefect import get_run_logger, tags
 
 from flows._invocation import InvocationVar
+from flows._sync import run_to_end
 from flows.clients import in_prefect, with_run_name
 from flows.hrflow import hr_flow
 from flows.labels import benchmark_tags, flow_run_link
@@ -23,7 +24,7 @@ from hr_core.models.base import ChatModel
 from hr_core.store.manifest import read_manifest
 from tasks.judge import judge_chunk, save_judge_validation
 
-__all__ = ["hr_judge_validate", "judge_validate_flow"]
+__all__ = ["hr_judge_validate", "hr_judge_validate_async", "judge_validate_flow"]
 
 CHUNK_SIZE = 500
 
@@ -145,11 +146,13 @@ def hr_judge_validate(
     concurrency: int = 16,
     chunk_size: int = CHUNK_SIZE,
     benchmark: str | os.PathLike[str] | None = None,
-) -> Any:
+) -> JudgeValidation:
     """Judge items that people labelled and save the :class:`JudgeValidation` record.
 
-    Starts the ``hr-judge-validate`` Prefect flow. From synchronous code it
-    returns the record; from async code (a running event loop) an awaitable of it.
+    Starts the ``hr-judge-validate`` Prefect flow and returns the record, also inside a
+    running event loop (a Jupyter cell: the work then runs in a worker thread while the
+    caller waits). Async code that must not block its loop awaits
+    :func:`hr_judge_validate_async`.
 
     Args:
         config: the judge configuration (:func:`hr_core.hr_judge_config`).
@@ -172,6 +175,27 @@ def hr_judge_validate(
             hr_judge_validate(cfg, rows, store="judges").agreement
         1.0
     """
+    return run_to_end(hr_judge_validate_async(
+        config, labelled, store=store, model=model, concurrency=concurrency,
+        chunk_size=chunk_size, benchmark=benchmark))
+
+
+def hr_judge_validate_async(
+    config: JudgeConfig,
+    labelled: Any,
+    *,
+    store: str | os.PathLike[str] = "judges",
+    model: ChatModel | None = None,
+    concurrency: int = 16,
+    chunk_size: int = CHUNK_SIZE,
+    benchmark: str | os.PathLike[str] | None = None,
+) -> Coroutine[Any, Any, JudgeValidation]:
+    """:func:`hr_judge_validate` for async code: ``await hr_judge_validate_async(...)``.
+
+    The arguments are checked and the labelled rows read at the call (bad ones raise
+    there); the coroutine returned runs the flow in the awaiting event loop and gives the
+    :class:`JudgeValidation`. Arguments and errors are :func:`hr_judge_validate`'s.
+    """
     if not isinstance(config, JudgeConfig):
         raise HrTypeError(f"hr_judge_validate: config must be a JudgeConfig (hr_judge_config("
                           f"model, rubric, mode=...)), not {type(config).__name__}")
@@ -186,15 +210,10 @@ def hr_judge_validate(
     facts = benchmark_run_facts(benchmark)
     suffix = f"-for-{facts['name']}-{facts['run_id']}" if facts.get("name") else ""
     named = with_run_name(judge_validate_flow, f"judge-{config.hash[:12]}{suffix}")
-    coro = _call(named, _Invocation(config, chosen, rows), {
+    return _call(named, _Invocation(config, chosen, rows), {
         "config": _config_args(config), "labelled": _labelled_text(labelled), "store": store,
         "concurrency": concurrency, "chunk_size": chunk_size,
         "benchmark": facts or None}, benchmark_tags(facts.get("name"), "judge"))
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    return coro
 
 
 def _labelled_text(labelled: Any) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from contextvars import ContextVar
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,18 +19,6 @@ class Usage(BaseModel):
     tokens_in: int | None = None
     tokens_out: int | None = None
     cost_usd: float | None = None
-
-
-SCORING_USAGE: ContextVar[list[Usage] | None] = ContextVar("hr_scoring_usage", default=None)
-"""While the engine scores one run: where a judge scorer adds the usage of its calls
-(the engine records it as the run's ``judge_*`` columns and counts it in the budget)."""
-
-
-def note_scoring_usage(usage: Usage) -> None:
-    """Add a scorer's model usage to the run being scored (no-op outside the engine)."""
-    sink = SCORING_USAGE.get()
-    if sink is not None:
-        sink.append(usage)
 
 
 class ArmResult(BaseModel):
@@ -67,7 +54,9 @@ class ScoreResult(_Verdict):
 
     A tuple of ``(correct, outcome, failure_kind)``, with a fourth element
     ``score`` only when the scorer gives partial credit, so code unpacking
-    three values keeps working for every scorer without a score.
+    three values keeps working for every scorer without a score. ``usage`` is
+    an attribute beside the tuple, not an element of it: it takes no part in
+    unpacking nor in ``==`` (two verdicts are equal whatever they cost).
 
     Attributes:
         correct: ``True``/``False``, or ``None`` when the run cannot be scored.
@@ -76,22 +65,33 @@ class ScoreResult(_Verdict):
         failure_kind: why the output was wrong, or ``None``.
         score: partial credit in [0, 1] beside ``correct`` (the ``f1`` scorer's
             F1), or ``None`` when the scorer gives none.
+        usage: the tokens and cost of the model calls the scorer made for this
+            run (a judge's), or ``None`` when it made none. The engine records
+            them as the run's ``judge_*`` columns and counts them in the budget.
 
     Example:
         >>> ScoreResult(True, "paris", None).correct
         True
         >>> ScoreResult(False, "lower river", "wrong", 0.8)
         ScoreResult(correct=False, outcome='lower river', failure_kind='wrong', score=0.8)
+        >>> ScoreResult(True, "judge:pass", None, usage=Usage(tokens_in=40)).usage.tokens_in
+        40
     """
 
     __slots__ = ()
 
+    usage: Usage | None = None  # a result with usage is a _WithUsage, which holds its own
+
     def __new__(cls, correct: bool | None, outcome: str | None = None,
                 failure_kind: FailureKind | None = None,
-                score: float | None = None) -> ScoreResult:
-        if score is None:
-            return tuple.__new__(cls, (correct, outcome, failure_kind))
-        return tuple.__new__(cls, (correct, outcome, failure_kind, score))
+                score: float | None = None, *, usage: Usage | None = None) -> ScoreResult:
+        fields = (correct, outcome, failure_kind) if score is None else (
+            correct, outcome, failure_kind, score)
+        if usage is None:
+            return tuple.__new__(cls, fields)
+        result = tuple.__new__(cls if cls.__dictoffset__ else _WithUsage, fields)
+        result.__dict__["usage"] = usage
+        return result
 
     @property
     def score(self) -> float | None:
@@ -100,7 +100,11 @@ class ScoreResult(_Verdict):
     def __repr__(self) -> str:
         text = (f"ScoreResult(correct={self[0]!r}, outcome={self[1]!r}, "
                 f"failure_kind={self[2]!r}")
-        return text + (f", score={self[3]!r})" if len(self) > 3 else ")")
+        if len(self) > 3:
+            text += f", score={self[3]!r}"
+        if self.usage is not None:
+            text += f", usage={self.usage!r}"
+        return text + ")"
 
     def _replace(self, **changes: Any) -> ScoreResult:
         fields = {**self._asdict(), **changes}
@@ -108,4 +112,9 @@ class ScoreResult(_Verdict):
 
     def _asdict(self) -> dict[str, Any]:
         return {"correct": self[0], "outcome": self[1], "failure_kind": self[2],
-                "score": self.score}
+                "score": self.score, "usage": self.usage}
+
+
+class _WithUsage(ScoreResult):
+    """A :class:`ScoreResult` with ``usage`` (in its ``__dict__``): a tuple subclass cannot
+    have slots, so a result without usage stays a plain, dict-less tuple."""

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from hr_core import ArmResult, Budget, ScorerError, Usage, hr_scorer
+from hr_core import ArmResult, Budget, ScorerError, ScoreResult, Usage, hr_scorer
 from hr_core.run.session import BenchmarkSession, plan_benchmark
 
 ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}"} for i in range(20)]
@@ -195,3 +195,43 @@ def test_partials_with_other_arguments_are_other_arms_in_the_run_id(tmp_path: Pa
     other = plan_benchmark({"a": functools.partial(arm, suffix="!")}, ITEMS, store=str(tmp_path))
     same = plan_benchmark({"a": functools.partial(arm, suffix="")}, ITEMS, store=str(tmp_path))
     assert first.run_id != other.run_id and first.run_id == same.run_id
+
+
+def test_a_scorers_usage_counts_in_the_budget_as_a_judges(tmp_path: Path) -> None:
+    def metered(item: Any, output: Any, label: Any) -> Any:
+        n = int(label[1:])
+        if n % 2:  # a mapping may carry it too
+            return {"correct": output == label, "outcome": output, "failure_kind": None,
+                    "usage": {"tokens_in": 10 + n, "tokens_out": 1}}
+        return ScoreResult(output == label, output, None,
+                           usage=Usage(tokens_in=10 + n, tokens_out=1))
+
+    scorer = hr_scorer(metered, "metered")
+    # one run at a time: q0, q1, q2 spend 11 + 12 + 13 = 36 tokens (under 45), q3 brings
+    # it to 50: the 16 runs left are never made
+    capped = run({"arm": _answer}, tmp_path / "a", scorer=scorer,
+                 budget=Budget(max_tokens=45, counts="judge"), concurrency=1)
+    assert capped.runs["failure_kind"].eq("budget_stop").sum() == 16
+    free = run({"arm": _answer}, tmp_path / "b", scorer=scorer,
+               budget=Budget(max_tokens=45, counts="arm"), concurrency=1)
+    assert free.runs["correct"].all()
+
+
+def test_a_scorer_returning_no_usage_spends_nothing(tmp_path: Path) -> None:
+    plain = hr_scorer(lambda item, output, label: ScoreResult(output == label, output, None),
+                      name="plain")
+    bench = run({"arm": _answer}, tmp_path, scorer=plain,
+                budget=Budget(max_tokens=1, counts="judge"))
+    assert bench.runs["correct"].all() and len(bench.runs) == 20
+    assert bench.summary().loc[0, "judge_tokens_in"] == 0
+
+
+def test_a_scorer_usage_that_is_no_usage_leaves_the_run_unscored_with_one_message(
+    tmp_path: Path,
+) -> None:
+    bad = hr_scorer(lambda item, output, label: {"correct": True, "outcome": output,
+                                                 "failure_kind": None,
+                                                 "usage": {"tokens": 3}}, name="bad")
+    with pytest.raises(ScorerError, match=r"scorer 'bad' returned usage=\{'tokens': 3\}: "
+                                          r"check tokens \(the fields are tokens_in"):
+        run({"arm": _answer}, tmp_path, items=ITEMS[:1], scorer=bad)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +15,10 @@ import pytest
 from deploy_support import run_artifacts, run_task_runs
 from prefect.client.orchestration import get_client
 
-from flows import benchmark_flow, hr_benchmark
+from flows import benchmark_flow, hr_benchmark, hr_benchmark_async
 from hr_core import Benchmark, Budget, HrError, HrTypeError
 from hr_core.analysis.benchmark import RUN_COLUMNS, SUMMARY_COLUMNS
+from hr_core.analysis.health import ErrorRateExceeded
 from hr_core.core.errors import SpecError
 
 ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}"} for i in range(30)]
@@ -92,16 +97,90 @@ def test_a_second_call_calls_no_arm_and_returns_equal_results(
     assert third.summary().loc[0, "coverage"] == 1.0 and third.coverage_warnings() == []
 
 
-def test_from_async_code_it_returns_an_awaitable(prefect_harness: None, tmp_path: Path) -> None:
+def test_inside_a_running_event_loop_it_still_returns_the_benchmark(
+    prefect_harness: None, tmp_path: Path,
+) -> None:
+    # before: inside a running loop (a Jupyter cell) hr_benchmark returned a coroutine
+    threads: set[str] = set()
+
+    def named(payload: dict[str, Any]) -> str:
+        threads.add(threading.current_thread().name)
+        return "a" + payload["question"][1:]
+
+    async def cell() -> Any:
+        return hr_benchmark({"good": named}, ITEMS[:3], store=str(tmp_path))
+
+    bench = asyncio.run(cell())
+    assert isinstance(bench, Benchmark) and bench.runs["correct"].all()
+    pd.testing.assert_frame_equal(Benchmark.load(bench.run_dir).runs, bench.runs)
+    again = asyncio.run(cell())  # the same run again: resumed, no arm called, same rows
+    assert isinstance(again, Benchmark) and again.run_id == bench.run_id
+    assert threads and threading.current_thread().name not in threads
+
+
+def test_inside_a_running_event_loop_its_errors_reach_the_caller(
+    prefect_harness: None, tmp_path: Path,
+) -> None:
+    def broken(payload: dict[str, Any]) -> str:
+        raise ValueError("down")
+
+    async def cell() -> Any:
+        with pytest.raises(HrTypeError, match="needs a reference set"):
+            hr_benchmark({"good": good})  # checked in the caller's thread
+        return hr_benchmark({"broken": broken}, ITEMS[:4], store=str(tmp_path))
+
+    with pytest.raises(ErrorRateExceeded, match="broken") as raised:
+        asyncio.run(cell())
+    assert raised.value.benchmark.runs["error"].eq("ValueError: down").all()
+
+
+def test_ctrl_c_in_a_running_event_loop_stops_the_benchmark_and_it_resumes(
+    prefect_harness: None, tmp_path: Path,
+) -> None:
+    calls: list[str] = []
+
+    def interrupted(payload: dict[str, Any]) -> str:
+        calls.append(payload["question"])
+        if len(calls) == 2:  # the user presses Ctrl-C while the cell waits
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(60)  # abandoned (a daemon thread) once the benchmark stops
+        return "a" + payload["question"][1:]
+
+    async def cell() -> Any:
+        return hr_benchmark({"arm": interrupted}, ITEMS, store=str(tmp_path), concurrency=1,
+                            timeout_s=120)
+
+    loop = asyncio.new_event_loop()  # as Jupyter's: no SIGINT handler of asyncio.run's
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(cell())
+    finally:
+        loop.close()
+    assert time.monotonic() - started < 50 and len(calls) == 2
+    time.sleep(0.5)
+    assert len(calls) == 2  # no call started after the interrupt
+    bench = hr_benchmark({"arm": interrupted}, ITEMS, store=str(tmp_path), concurrency=1,
+                         timeout_s=120)  # the run folder is not left locked: it resumes
+    assert len(bench.runs) == 30 and bench.runs["correct"].all()
+
+
+def test_hr_benchmark_async_returns_a_coroutine_to_await(
+    prefect_harness: None, tmp_path: Path,
+) -> None:
     async def main() -> Benchmark:
-        pending = hr_benchmark({"good": good}, ITEMS[:3], store=str(tmp_path))
+        with pytest.raises(HrTypeError, match="needs a reference set"):
+            hr_benchmark_async({"good": good})  # bad arguments raise at the call
+        pending = hr_benchmark_async({"good": good}, ITEMS[:3], store=str(tmp_path))
         assert asyncio.iscoroutine(pending)
         return await pending
 
     bench = asyncio.run(main())
-    assert bench.runs["correct"].all()
+    assert isinstance(bench, Benchmark) and bench.runs["correct"].all()
     loaded = Benchmark.load(bench.run_dir)
     pd.testing.assert_frame_equal(loaded.runs, bench.runs)
+    outside = hr_benchmark({"good": good}, ITEMS[:3], store=str(tmp_path))  # no loop here
+    assert isinstance(outside, Benchmark) and outside.run_id == bench.run_id
 
 
 def test_a_yaml_spec_path_runs_with_its_settings(prefect_harness: None, tmp_path: Path) -> None:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
-from flows import hr_benchmark, hr_compare
+from flows import hr_benchmark, hr_compare, hr_compare_async
 from hr_core.core.errors import HrError, HrTypeError, RunNotFoundError, SpecError
 from hr_core.judge import hr_judge_config
+from hr_core.judge.pairwise import Comparison
 
 ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}"} for i in range(10)]
 
@@ -43,6 +46,32 @@ def test_pairwise_and_select_comparisons_of_a_stored_run(
     # odd items: both right, the mock picks the first shown -> orders disagree
     assert shares.loc["right", "chosen"] == 5 and shares.loc["half", "chosen"] == 0
     assert shares.loc["right", "no_verdict"] == 5 and shares.loc["right", "consistency"] == 0.5
+
+
+def test_compare_inside_a_running_event_loop_and_its_async_variant(
+    prefect_harness: None, tmp_path: Path,
+) -> None:
+    # before: inside a running loop (a Jupyter cell) hr_compare returned a coroutine
+    bench = hr_benchmark({"right": right, "half": half}, ITEMS, store=str(tmp_path))
+    pairwise = hr_judge_config("mock-model", "Which answer is right?", mode="pairwise")
+
+    async def cell() -> Any:
+        return hr_compare(bench, ["right", "half"], pairwise)
+
+    in_loop = asyncio.run(cell())
+    assert isinstance(in_loop, Comparison)
+    assert in_loop.summary().iloc[0][["a_wins", "b_wins", "ties"]].tolist() == [5, 0, 5]
+
+    async def main() -> Any:
+        with pytest.raises(SpecError, match="exactly 2 arms"):
+            hr_compare_async(bench, ["right"], pairwise)  # bad arguments raise at the call
+        pending = hr_compare_async(bench, ["right", "half"], pairwise)
+        assert asyncio.iscoroutine(pending)
+        return await pending
+
+    awaited = asyncio.run(main())
+    assert isinstance(awaited, Comparison)
+    pd.testing.assert_frame_equal(awaited.summary(), in_loop.summary())
 
 
 COMPARE_MISTAKES = {

@@ -10,12 +10,17 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from flows import hr_judge_validate
+from flows import hr_judge_validate, hr_judge_validate_async
 from flows.judge_validate import judge_validate_flow
 from hr_core.core.errors import HrError, HrTypeError, SpecError
 from hr_core.judge.config import hr_judge_config
 from hr_core.judge.labelled import LabelledDataError
-from hr_core.judge.validation import ValidityThresholds, hr_judge_valid, load_validation
+from hr_core.judge.validation import (
+    JudgeValidation,
+    ValidityThresholds,
+    hr_judge_valid,
+    load_validation,
+)
 from hr_core.models.scripted import ScriptedModel
 
 GRADE = hr_judge_config("mock-model", "Is the response's answer the reference's?", mode="grade")
@@ -37,14 +42,30 @@ def test_sync_call_returns_and_saves_the_record(prefect_harness: None, tmp_path:
     assert (tmp_path / f"{GRADE.hash}.json").is_file()
 
 
-def test_async_call_is_awaitable_and_counts_no_consensus(prefect_harness: None,
+def test_inside_a_running_event_loop_the_sync_call_returns_the_record(
+    prefect_harness: None, tmp_path: Path,
+) -> None:
+    # before: inside a running loop (a Jupyter cell) it returned a coroutine
+    async def cell() -> Any:
+        with pytest.raises(HrTypeError, match="must be a JudgeConfig"):
+            hr_judge_validate("grade", ROWS, store=tmp_path)  # type: ignore[arg-type]
+        return hr_judge_validate(GRADE, ROWS, store=tmp_path)
+
+    record = asyncio.run(cell())
+    assert isinstance(record, JudgeValidation) and (record.n, record.agreement) == (4, 0.75)
+    assert load_validation(GRADE, tmp_path) == record
+
+
+def test_the_async_variant_is_awaitable_and_counts_no_consensus(prefect_harness: None,
                                                          tmp_path: Path) -> None:
     select = hr_judge_config("mock-model", "Which answer is right?")
     rows = [{"item": "Capital?", "candidates": ["Lyon", "Paris"], "human": "B"},
             {"item": "Capital?", "candidates": ["Lyon", "Nice"], "human": "A"}]
 
     async def main():
-        return await hr_judge_validate(select, rows, store=tmp_path)
+        pending = hr_judge_validate_async(select, rows, store=tmp_path)
+        assert asyncio.iscoroutine(pending)
+        return await pending
 
     record = asyncio.run(main())
     # no reference: the mock's position bias gives A then B (mapped back): no consensus

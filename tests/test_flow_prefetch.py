@@ -30,7 +30,7 @@ from prefect.client.orchestration import get_client
 from prefect.exceptions import PrefectHTTPStatusError
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
-from flows import hr_benchmark
+from flows import hr_benchmark, hr_benchmark_async
 from tasks._prefetch import reaches_prefect
 
 ITEMS = [{"id": f"q{i}", "question": str(i), "label": f"a{i}"} for i in range(120)]
@@ -247,7 +247,7 @@ def test_a_call_cancelled_while_the_api_never_answers_keeps_its_runs_and_resumes
 
     async def call_then_cancel(requests: list[str]) -> None:
         arms.hold = asyncio.Event()
-        call = asyncio.ensure_future(hr_benchmark(
+        call = asyncio.ensure_future(hr_benchmark_async(
             {"one": arms.answer}, ITEMS, store=str(tmp_path), name="silent", concurrency=3))
         deadline = time.monotonic() + 60
         while len(arms.returned) < 6 or not requests:  # runs made, the API silent

@@ -167,3 +167,35 @@ def test_hr_summary_states_the_judge_scorer_s_standing_beside_its_figures(
     code, out, err = hr(capsys, "summary", bench.run_dir)
     assert code == 0, err
     assert f"Judge {CFG.hash[:12]}: not validated (no record)" in " ".join(out.split())
+
+
+def test_a_judge_verdict_carries_its_usage_and_the_run_records_that_usage(tmp_path) -> None:
+    # before: the judge's usage went beside its ScoreResult (a context variable the
+    # engine read), so a verdict's .usage did not exist
+    from hr_core.models.base import ModelReply
+    from hr_core.results import Usage
+    from hr_core.run.session import BenchmarkSession, plan_benchmark
+
+    def judge_reply(messages) -> ModelReply:
+        material = json.loads(messages[-1]["content"].split("\n", 1)[1])
+        verdict = "pass" if material["response"] == material["reference"] else "fail"
+        size = len(material["response"])  # each run's judge spends its own amount
+        return ModelReply(json.dumps({"verdict": verdict, "reason": "x"}),
+                          Usage(tokens_in=100 + size, tokens_out=size, cost_usd=size / 1000))
+
+    items = [{"id": "fr", "question": "Capital of France?", "label": "Paris"},
+             {"id": "it", "question": "Capital of Italy?", "label": "Rome"}]
+    answers = {"Capital of France?": "Paris", "Capital of Italy?": "Milano"}
+    scorer = hr_scorer_judge(CFG, model=ScriptedModel(judge_reply))
+    verdicts = {item["id"]: asyncio.run(scorer.ascore(item, answers[item["question"]],
+                                                      item["label"])) for item in items}
+    assert all(isinstance(v.usage, Usage) for v in verdicts.values())
+    assert verdicts["fr"].usage != verdicts["it"].usage
+    assert verdicts["it"].usage.tokens_in == 2 * (100 + len("Milano"))  # both orders asked
+    plan = plan_benchmark({"arm": lambda payload: answers[payload["question"]]}, items,
+                          scorer, store=str(tmp_path))
+    runs = BenchmarkSession(plan).run_sync().runs.set_index("item_id")
+    for item_id, verdict in verdicts.items():
+        recorded = runs.loc[item_id, ["judge_tokens_in", "judge_tokens_out", "judge_cost_usd"]]
+        assert recorded.tolist() == [verdict.usage.tokens_in, verdict.usage.tokens_out,
+                                     verdict.usage.cost_usd]

@@ -108,3 +108,20 @@ def test_score_result_carries_a_score_only_when_given() -> None:
     assert scored._asdict()["score"] == 0.5
     assert repr(scored) == (
         "ScoreResult(correct=False, outcome='lower', failure_kind='wrong', score=0.5)")
+
+
+def test_a_score_result_carries_its_model_usage_beside_the_tuple() -> None:
+    spent = Usage(tokens_in=40, tokens_out=2, cost_usd=0.001)
+    judged = ScoreResult(True, "judge:pass", None, usage=spent)
+    assert judged.usage == spent and ScoreResult(True, "judge:pass", None).usage is None
+    correct, outcome, kind = judged  # three values still unpack: usage is no element
+    assert (correct, outcome, kind) == (True, "judge:pass", None)
+    assert judged == ScoreResult(True, "judge:pass", None)  # the verdict, whatever it cost
+    assert isinstance(judged, ScoreResult) and not hasattr(ScoreResult(True), "__dict__")
+    assert pickle.loads(pickle.dumps(judged)).usage == spent
+    assert judged._replace(outcome="judge:fail").usage == spent
+    assert judged._asdict()["usage"] == spent
+    assert repr(judged) == ("ScoreResult(correct=True, outcome='judge:pass', failure_kind=None, "
+                            "usage=Usage(tokens_in=40, tokens_out=2, cost_usd=0.001))")
+    scored = ScoreResult(False, "lower", "wrong", 0.5, usage=spent)
+    assert (len(scored), scored.score, scored.usage) == (4, 0.5, spent)

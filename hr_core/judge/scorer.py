@@ -9,7 +9,7 @@ from hr_core.core.text import accepted_texts
 from hr_core.judge.config import JudgeConfig, JudgeConfigError
 from hr_core.judge.judging import judge_item
 from hr_core.models.base import ChatModel
-from hr_core.results import ScoreResult, note_scoring_usage
+from hr_core.results import ScoreResult
 from hr_core.scoring.answers import failed, has_label, sort_out, unmatched
 from hr_core.scoring.scorer import Scorer
 
@@ -81,9 +81,12 @@ def hr_scorer_judge(
       (``correct=None``), outcome ``"judge:no_consensus"`` etc. (see
       :data:`JUDGE_FAILURE_OUTCOMES`), never counted as the arm's failure.
 
-    The scorer's ``judge`` attribute is the config (the benchmark looks up its
-    validation record by ``scorer.judge.hash``); ``scorer.judge_status(result)``
-    gives the judge's status of a run for the summary; ``fn`` is ``async``.
+    Each result the judge was asked for carries the tokens and cost of its calls
+    (all presentation orders) as its ``usage``: the engine records them as the run's
+    ``judge_*`` columns and counts them in the budget. The scorer's ``judge`` attribute
+    is the config (the benchmark looks up its validation record by
+    ``scorer.judge.hash``); ``scorer.judge_status(result)`` gives the judge's status of
+    a run for the summary; ``fn`` is ``async``.
 
     Args:
         config: a grade-mode :class:`JudgeConfig`.
@@ -95,8 +98,11 @@ def hr_scorer_judge(
     Example:
         >>> from hr_core.judge.config import hr_judge_config
         >>> scorer = hr_scorer_judge(hr_judge_config("mock-model", "Same answer?", mode="grade"))
-        >>> scorer("Capital of France?", " PARIS", ["Paris", "Paris, France"])
-        ScoreResult(correct=True, outcome='judge:pass', failure_kind=None)
+        >>> verdict = scorer("Capital of France?", " PARIS", ["Paris", "Paris, France"])
+        >>> verdict[:3]
+        (True, 'judge:pass', None)
+        >>> verdict.usage.tokens_in > 0  # what the judge's calls on this run spent
+        True
     """
     if not isinstance(config, JudgeConfig):
         raise JudgeConfigError(f"hr_scorer_judge needs a JudgeConfig, not {config!r}")
@@ -122,13 +128,14 @@ def hr_scorer_judge(
         reference: str | list[str] = accepted[0] if len(accepted) == 1 else list(accepted)
         result = await judge_item(config, get_model(), item=item, candidates=[text],
                                   reference=reference)
-        note_scoring_usage(result.usage)
+        usage = result.usage  # the judge's calls: the run's judge_* columns, in the budget
         if result.status != "ok" or result.verdict is None:
-            return ScoreResult(None, JUDGE_OUTCOME_PREFIX + result.status, None)
+            return ScoreResult(None, JUDGE_OUTCOME_PREFIX + result.status, None, usage=usage)
         outcome = JUDGE_OUTCOME_PREFIX + result.verdict
         if result.verdict == config.positive:
-            return ScoreResult(True, outcome, None)
-        return unmatched(True, text, outcome)  # rule 4: NOT_IN_DOCUMENT judged not right
+            return ScoreResult(True, outcome, None, usage=usage)
+        wrong = unmatched(True, text, outcome)  # rule 4: NOT_IN_DOCUMENT judged not right
+        return ScoreResult(*wrong, usage=usage)
 
     return JudgeScorer(name=name or f"judge:{config.hash[:12]}", fn=judge, judge=config,
                        options={}, models=resolved)

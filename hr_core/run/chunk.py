@@ -16,7 +16,7 @@ from hr_core.core.failures import FAILURE_KINDS
 from hr_core.core.text import is_missing, output_text
 from hr_core.data.reference import Item
 from hr_core.models.ratelimit.endpoint import CALL_DEADLINE, EndpointStoppedError
-from hr_core.results import SCORING_USAGE, ScoreResult, Usage
+from hr_core.results import ScoreResult, Usage
 from hr_core.run.arms import Arm
 from hr_core.run.budget import BudgetLedger
 from hr_core.run.context import CURRENT_RUN, RunContext
@@ -79,11 +79,6 @@ def _usage(output: Any) -> tuple[int | None, int | None, float | None]:
             _float(getattr(usage, "cost_usd", None)))
 
 
-def _sum(values: Any) -> Any:
-    known = [v for v in values if v is not None]
-    return sum(known) if known else None
-
-
 def _int(value: Any) -> int | None:
     return None if value is None or is_missing(value) else int(value)
 
@@ -105,12 +100,11 @@ async def score_record(record: RunRecord, item: Item, output: Any, scorer: Score
     """Score one run into its record; a broken scorer leaves it unscored with its output kept.
 
     Returns:
-        Whether scoring spent model calls (a judge's): their tokens and cost are in the
-        record's ``judge_*`` fields.
+        Whether scoring spent model calls (a judge's: the :class:`ScoreResult`'s
+        ``usage``): their tokens and cost are in the record's ``judge_*`` fields.
     """
     labelled = has_label(item.label)
-    spent: list[Usage] = []
-    token = SCORING_USAGE.set(spent)
+    result: ScoreResult | None = None
     try:
         if scorer.is_async if is_async is None else is_async:
             result = await scorer.ascore(item.payload, output, item.label)
@@ -123,20 +117,24 @@ async def score_record(record: RunRecord, item: Item, output: Any, scorer: Score
         if not isinstance(exc, ScorerError):
             message = f"scorer {scorer.name!r} raised {message}"
         errors.append(f"arm {record.arm!r}, item {item.id!r}, run {record.run}: {message}")
-        return bool(spent)
-    finally:
-        SCORING_USAGE.reset(token)
-        if spent:
-            record.judge_tokens_in = _sum(u.tokens_in for u in spent)
-            record.judge_tokens_out = _sum(u.tokens_out for u in spent)
-            record.judge_cost_usd = _sum(u.cost_usd for u in spent)
+        return _spent(record, None if result is None else result.usage)
     record.correct, outcome, record.failure_kind = settled[:3]
     record.outcome = short_outcome(outcome, record.output)
     record.score = settled.score
     record.judge_status = _judge_status(scorer, result)
     if not record.scored:
         del record.scored  # back to its default (scored): the line leaves it out
-    return bool(spent)
+    return _spent(record, settled.usage)
+
+
+def _spent(record: RunRecord, usage: Usage | None) -> bool:
+    """Put the scorer's model usage in the record's ``judge_*`` fields; whether it had any."""
+    if usage is None:
+        return False
+    record.judge_tokens_in = _int(usage.tokens_in)
+    record.judge_tokens_out = _int(usage.tokens_out)
+    record.judge_cost_usd = _float(usage.cost_usd)
+    return True
 
 
 class _OutOfTime(Exception):

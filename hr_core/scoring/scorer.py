@@ -10,6 +10,8 @@ from functools import cached_property
 from numbers import Real
 from typing import Any, Literal, cast, overload
 
+from pydantic import ValidationError
+
 from hr_core.core.errors import ScorerError, SpecError
 from hr_core.core.failures import FAILURE_KINDS
 from hr_core.core.identity import callable_spec, canonical, fingerprint
@@ -22,7 +24,7 @@ from hr_core.core.text import (
     squad_fold,
     squad_hr_fold,
 )
-from hr_core.results import ScoreResult
+from hr_core.results import ScoreResult, Usage
 from hr_core.scoring.answers import failed, has_label, plain_answer, sort_out, unmatched
 from hr_core.scoring.squad import (
     squad_golds,
@@ -107,14 +109,17 @@ class Scorer:
         """Check what ``fn`` returned and turn it into a :class:`ScoreResult`.
 
         ``fn`` may return a :class:`ScoreResult`, a mapping with ``correct``,
-        ``outcome`` and ``failure_kind`` (and optionally ``score``), or a tuple of
-        those three (or four) values.
+        ``outcome`` and ``failure_kind`` (and optionally ``score`` and ``usage``),
+        or a tuple of those three (or four) values. A result's ``usage`` (the model
+        calls the scorer made, e.g. a judge's) is kept.
         """
         score: Any = None
-        if type(value) is ScoreResult:
+        usage: Any = None
+        if isinstance(value, ScoreResult):
             correct, outcome, kind = value[0], value[1], value[2]
             if len(value) > 3:
                 score = value[3]
+            usage = value.usage
         elif isinstance(value, Mapping):
             missing = [k for k in ("correct", "outcome", "failure_kind") if k not in value]
             if missing:
@@ -124,6 +129,7 @@ class Scorer:
                 )
             correct, outcome, kind = value["correct"], value["outcome"], value["failure_kind"]
             score = value.get("score")
+            usage = value.get("usage")
         elif isinstance(value, tuple) and len(value) in (3, 4):
             correct, outcome, kind = value[0], value[1], value[2]
             if len(value) == 4:
@@ -145,7 +151,9 @@ class Scorer:
                 )
         if score is not None:
             score = _check_score(self.name, score)
-        return ScoreResult(correct, outcome, kind, score)
+        if usage is not None:
+            usage = _check_usage(self.name, usage)
+        return ScoreResult(correct, outcome, kind, score, usage=usage)
 
 
 def _check_correct(name: str, correct: Any) -> bool | None:
@@ -169,6 +177,22 @@ def _check_score(name: str, score: Any) -> float | None:
     if not 0.0 <= value <= 1.0:
         raise ScorerError(f"scorer {name!r} returned score={value!r}, outside [0, 1]")
     return value
+
+
+def _check_usage(name: str, usage: Any) -> Usage:
+    if isinstance(usage, Usage):
+        return usage
+    if isinstance(usage, Mapping):
+        try:
+            return Usage.model_validate(dict(usage))
+        except ValidationError as exc:
+            fields = ", ".join(sorted({str(e["loc"][0]) for e in exc.errors() if e["loc"]}))
+            raise ScorerError(
+                f"scorer {name!r} returned usage={dict(usage)!r}: check {fields} (the fields "
+                "are tokens_in and tokens_out, whole numbers, and cost_usd, a number)"
+            ) from None
+    raise ScorerError(f"scorer {name!r} returned usage={usage!r}; use a Usage (tokens_in, "
+                      "tokens_out, cost_usd) or None")
 
 
 def _check_outcome(name: str, outcome: Any) -> str | None:
@@ -384,15 +408,16 @@ def settle_score(result: ScoreResult, has_label: bool) -> ScoreResult:
     - ``correct=False`` without failure kind: recorded ``"wrong"``;
     - ``correct=None`` on a labelled item without failure kind: unscored.
 
-    A ``score`` (partial credit) is kept as the scorer gave it.
+    A ``score`` (partial credit) is kept as the scorer gave it, and so is ``usage``.
 
     Example:
         >>> settle_score(ScoreResult(False, "lyon", None), has_label=True).failure_kind
         'wrong'
     """
     correct, outcome, kind = result[0], result[1], result[2]
+    usage = result.usage
     if not has_label:
-        return ScoreResult(None, outcome, kind)
+        return ScoreResult(None, outcome, kind, usage=usage)
     if kind is not None:
         if correct is True:
             raise ScorerError(
@@ -400,8 +425,8 @@ def settle_score(result: ScoreResult, has_label: bool) -> ScoreResult:
                 "a run with a failure kind is wrong: fix the scorer and re-score"
             )
         if correct is None:
-            return ScoreResult(False, outcome, kind, result.score)
+            return ScoreResult(False, outcome, kind, result.score, usage=usage)
         return result
     if correct is False:
-        return ScoreResult(False, outcome, "wrong", result.score)
+        return ScoreResult(False, outcome, "wrong", result.score, usage=usage)
     return result
