@@ -14,7 +14,7 @@ import inspect
 import os
 import time
 import warnings
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
@@ -53,7 +53,6 @@ from hr_core.engine.stopping import SequentialMonitor
 from hr_core.engine.store import RunStore, utc_now
 from hr_core.engine.threads import DaemonPool
 from hr_core.errors import RunNotFoundError
-from hr_core.reference import Item
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "BenchmarkPlan", "BenchmarkSession", "JudgePolicy",
            "ProgressFn", "ProgressRow", "apply_judge_policy", "plan_benchmark",
@@ -409,14 +408,11 @@ class BenchmarkSession(SessionResults):
             self.journal.append(record)
         return len(pending)
 
-    async def run_chunk(self, index: int,
-                        work: Sequence[tuple[Item, int]] | None = None) -> int:
-        """Run chunk ``index`` (or ``work``, a part of its ``(item, run)`` pairs); returns
-        how many runs finished."""
+    async def run_chunk(self, index: int) -> int:
+        """Run chunk ``index``; returns how many runs finished."""
         assert self._ctx is not None
         chunk = self.chunks[index]
-        return await run_chunk(self.plan.arms[chunk.arm],
-                               chunk.work() if work is None else work, self._ctx)
+        return await run_chunk(self.plan.arms[chunk.arm], chunk.work(), self._ctx)
 
     async def watch(self, callback: Callable[[list[ProgressRow]], Any],
                     interval: float) -> None:
