@@ -104,8 +104,8 @@ def flow_parameters(plan: BenchmarkPlan, spec: str | None = None,
 CHUNKS_IN_FLIGHT = 2
 """Chunk task runs of one arm running at once in the flow. An arm's runs share one
 semaphore (``concurrency``), so two chunks keep it busy; starting every chunk at once
-(500 task runs for a million runs) held each task run's state until the end (peak RSS
-+~500 MB at 1M runs) and sent the Prefect server a burst of task runs."""
+(500 task runs for a million runs) held each task run's state until the end (a much
+higher peak RSS at 1M runs) and sent the Prefect server a burst of task runs."""
 
 
 async def _run_chunks(session: BenchmarkSession) -> None:
@@ -248,8 +248,8 @@ def _untagged_tasks() -> TagsContext:
     """The flow's task runs (chunks, write-results) carry no tags; the flow run keeps its own.
 
     Prefect acquires a tag concurrency slot for every tagged task run (an API call once its
-    5-second "no limits" cache has expired, measured at 2.2-2.6 s of idle wall time per
-    ``hr_benchmark`` call, one call in three: issue 25); hr's limits are its own
+    5-second "no limits" cache has expired, seconds of idle wall time in one
+    ``hr_benchmark`` call in three: issue 25); hr's limits are its own
     (:mod:`tasks.limits`), so an untagged task run skips that wait.
     """
     return TagsContext(current_tags=set())
