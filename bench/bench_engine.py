@@ -54,6 +54,11 @@ if SERVER:  # the hr server, external to this process (`hr server start`), stopp
     atexit.register(subprocess.run, [HR, "server", "stop"], stdout=subprocess.DEVNULL)
     _port = json.loads((Path(os.environ["PREFECT_HOME"]) / "hr-server.json").read_text())["port"]
     os.environ["PREFECT_API_URL"] = f"http://127.0.0.1:{_port}/api"
+    from hr_server.private import auth_string  # the server is private: its API secret
+
+    _secret = auth_string(Path(os.environ["PREFECT_HOME"]))
+    if _secret is not None:
+        os.environ["PREFECT_API_AUTH_STRING"] = _secret
 
 import statistics  # noqa: E402
 

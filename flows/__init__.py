@@ -5,15 +5,15 @@ Each returns its result, also inside a running event loop (Jupyter); async code 
 
 Importing Prefect builds about a million long-lived objects. The cyclic garbage
 collector is paused while they are built (it would traverse them again and
-again: ~20% of the import's CPU). Importing changes no global state: an ``hr``
+again: a good share of the import's CPU). Importing changes no global state: an ``hr``
 command freezes them where it starts (``hr_server.gcpause.command_module``: later
 collections, e.g. during a 20,000-run benchmark, skip them, and so does the
-interpreter's last collection at exit, up to ~1 s of a short run's wall time).
+interpreter's last collection at exit, a noticeable part of a short run's wall time).
 
 ``flows.benchmark`` is imported with the package; the other flows (``hr_compare``,
 ``hr_judge_validate``, ``hr_scheduled_benchmark``) on first use: defining a
 Prefect flow or task builds its parameter schema and reads its source, and
-``hr run`` needs none of them (~40 ms of CPU per process).
+``hr run`` needs none of them (CPU in every process for nothing).
 """
 
 import os as _os

@@ -48,7 +48,6 @@ from hr_core.scoring.scorer import Scorer
 from hr_core.stats.slices import check_slice_fields
 from hr_core.store.folder import RunStore
 from hr_core.store.lock import RunLock
-from tasks._prefetch import Prefetch
 from tasks.benchmark import (
     ProgressPublisher,
     rescore_benchmark,
@@ -75,7 +74,7 @@ class _Invocation:
     the call's inputs (:func:`flow_parameters`).
     """
 
-    __slots__ = ("limits", "lock", "on_progress", "plan", "prefetch", "stopped", "submit")
+    __slots__ = ("limits", "lock", "on_progress", "plan", "stopped", "submit")
 
     def __init__(self, plan: BenchmarkPlan, on_progress: ProgressFn | None,
                  submit: bool = False, limits: Sequence[ProviderLimit] = (),
@@ -85,7 +84,6 @@ class _Invocation:
         self.submit = submit  # chunks go to the flow's task runner (Dask, Ray)
         self.limits = list(limits)  # cross-process provider limits (tasks.limits)
         self.lock = lock  # the run folder's lock, taken before the flow starts
-        self.prefetch: Prefetch | None = None  # the first chunks, started before the flow run
         self.stopped: FlowRunStopped | None = None  # its flow run was cancelled or deleted
 
 
@@ -108,18 +106,17 @@ def flow_parameters(plan: BenchmarkPlan, spec: str | None = None,
 CHUNKS_IN_FLIGHT = 2
 """Chunk task runs of one arm running at once in the flow. An arm's runs share one
 semaphore (``concurrency``), so two chunks keep it busy; starting every chunk at once
-(500 task runs for a million runs) held each task run's state until the end (peak RSS
-+~500 MB at 1M runs) and sent the Prefect server a burst of task runs."""
+(500 task runs for a million runs) held each task run's state until the end (a much
+higher peak RSS at 1M runs) and sent the Prefect server a burst of task runs."""
 
 
-async def _run_chunks(session: BenchmarkSession, prefetch: Prefetch | None = None) -> None:
-    """Run every chunk as a task, at most :data:`CHUNKS_IN_FLIGHT` per arm at a time (the
-    first ones the prefetch started, when it did, are taken over by their task runs)."""
+async def _run_chunks(session: BenchmarkSession) -> None:
+    """Run every chunk as a task, at most :data:`CHUNKS_IN_FLIGHT` per arm at a time."""
     slots = {arm: asyncio.Semaphore(CHUNKS_IN_FLIGHT) for arm in session.plan.arms}
 
     async def bounded(index: int, arm: str) -> int:
         async with slots[arm]:
-            finished: int = await run_benchmark_chunk(session, index, arm, prefetch)
+            finished: int = await run_benchmark_chunk(session, index, arm)
             return finished
 
     for number, indexes in enumerate(session.rounds):  # one round without a stop rule
@@ -129,12 +126,9 @@ async def _run_chunks(session: BenchmarkSession, prefetch: Prefetch | None = Non
 
 
 async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,
-               submit: bool = False, prefetch: Prefetch | None = None) -> Benchmark:
+               submit: bool = False) -> Benchmark:
     loop = asyncio.get_running_loop()
-    if prefetch is None:
-        session.open()  # read the journal, plan the chunks (in the flow: one task run fewer)
-    else:  # opened by the caller, its first chunks running (tasks._prefetch)
-        prefetch.adopt()
+    session.open()  # read the journal, plan the chunks (in the flow: one task run fewer)
     progress = ProgressPublisher(session.plan.name)
     created = asyncio.ensure_future(asyncio.gather(  # while chunks run
         progress.update(session.progress()),
@@ -144,11 +138,11 @@ async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,
     if on_progress is not None:
         watchers.append(asyncio.ensure_future(session.watch(
             lambda rows: [on_progress(*row) for row in rows], CALLBACK_INTERVAL_S)))
-    started = loop.time() if prefetch is None or prefetch.started is None else prefetch.started
+    started = loop.time()
     try:
         if session.unscored():
             await rescore_benchmark(session)
-        chunks = run_chunks_submitted(session) if submit else _run_chunks(session, prefetch)
+        chunks = run_chunks_submitted(session) if submit else _run_chunks(session)
         # a flow run cancelled or deleted from the API stops the chunks (flows._cancel)
         await run_watched(chunks, session.flow_run_id, run_client(), session.halt)
     except FlowRunStopped as exc:
@@ -164,8 +158,6 @@ async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,
     finally:
         for watcher in watchers:
             watcher.cancel()
-        if prefetch is not None:
-            await prefetch.stop()  # a prefetched chunk no task run took over (a failure)
         session.journal.flush()
         await session.close_clients()  # before this loop ends (a later loop cannot)
     await session.settle()  # interrupted, or the store could not be written: stop here
@@ -230,15 +222,11 @@ async def _benchmark(invocation: _Invocation) -> Benchmark:
         providers = [limit.provider for limit in invocation.limits]
         invocation.plan.arms = limit_arms(invocation.plan.arms, providers)
     flow_run_id = flow_run.get_id()
-    prefetch = invocation.prefetch
-    if prefetch is None:
-        session = BenchmarkSession(invocation.plan, lock=invocation.lock)
-    else:
-        session = prefetch.session
+    session = BenchmarkSession(invocation.plan, lock=invocation.lock)
     session.flow_run_id = None if flow_run_id is None else str(flow_run_id)
     try:
         with spec_import_path(invocation.plan.import_dir), _untagged_tasks():
-            bench = await _run(session, invocation.on_progress, invocation.submit, prefetch)
+            bench = await _run(session, invocation.on_progress, invocation.submit)
     except StoreWriteError as exc:  # an expected stop: a failed flow run, no traceback
         return Failed(message=f"StoreWriteError: {exc}", data=exc)  # type: ignore[return-value]
     except FlowRunStopped as exc:  # cancelled: the flow run ends Cancelled, the call raises
@@ -262,8 +250,8 @@ def _untagged_tasks() -> TagsContext:
     """The flow's task runs (chunks, write-results) carry no tags; the flow run keeps its own.
 
     Prefect acquires a tag concurrency slot for every tagged task run (an API call once its
-    5-second "no limits" cache has expired, measured at 2.2-2.6 s of idle wall time per
-    ``hr_benchmark`` call, one call in three: issue 25); hr's limits are its own
+    5-second "no limits" cache has expired, seconds of idle wall time in one
+    ``hr_benchmark`` call in three: issue 25); hr's limits are its own
     (:mod:`tasks.limits`), so an untagged task run skips that wait.
     """
     return TagsContext(current_tags=set())
@@ -284,11 +272,7 @@ def _check_health(bench: Benchmark, plan: BenchmarkPlan) -> None:
 async def _call(named: Any, invocation: _Invocation, parameters: dict[str, Any],
                 wait: bool = False) -> Benchmark:
     """Lock the run folder (``wait``: until the run holding it ends), then run the flow with
-    API clients that share one TLS context (``flows.clients``).
-
-    On the default path (no provider limits, no Dask/Ray, no ``stop``) the run is opened
-    and its first chunks start while Prefect creates the flow run (``tasks._prefetch``).
-    """
+    API clients that share one TLS context (``flows.clients``)."""
     plan = invocation.plan
     lock = invocation.lock = RunStore(plan.store, plan.name, plan.run_id).lock
     await asyncio.to_thread(lock.acquire, wait, _say_waiting)
@@ -297,10 +281,7 @@ async def _call(named: Any, invocation: _Invocation, parameters: dict[str, Any],
         with spec_import_path(invocation.plan.import_dir):
             async with prefect_clients():
                 with tags(*benchmark_tags(invocation.plan.name)):
-                    if not _prefetches(invocation):
-                        bench: Benchmark = await named(**parameters)
-                    else:
-                        bench = await _overlapped(named, invocation, parameters)
+                    bench: Benchmark = await named(**parameters)
     except (Exception, Abort) as exc:
         stopped = invocation.stopped  # a deleted flow run (Abort), or a parent's
         if stopped is None or exc is stopped:
@@ -309,30 +290,6 @@ async def _call(named: Any, invocation: _Invocation, parameters: dict[str, Any],
     finally:
         _INVOCATION.reset(token)
         lock.release()
-    return bench
-
-
-def _prefetches(invocation: _Invocation) -> bool:
-    """Whether the call prefetches (``tasks._prefetch``): the one rule for what never
-    does, provider limits, Dask or Ray, ``stop`` and re-scores of stored outputs."""
-    plan = invocation.plan
-    return not (invocation.limits or invocation.submit or plan.stop is not None
-                or plan.outputs_from is not None)
-
-
-async def _overlapped(named: Any, invocation: _Invocation,
-                      parameters: dict[str, Any]) -> Benchmark:
-    """The flow call, its run opened and its first chunks started meanwhile; whatever
-    the call ends with, nothing prefetched is left running (``Prefetch.finish``)."""
-    assert invocation.lock is not None
-    prefetch = invocation.prefetch = Prefetch(invocation.plan, invocation.lock,
-                                              CHUNKS_IN_FLIGHT)
-    try:
-        prefetch.start()  # before the flow call: its first arm calls wait while Prefect works
-        bench: Benchmark = await named(**parameters)
-    finally:
-        invocation.prefetch = None
-        await prefetch.finish()
     return bench
 
 
@@ -377,12 +334,6 @@ def hr_benchmark(
     returns the finished :class:`~hr_core.Benchmark`, also when called inside a running
     event loop (a Jupyter cell): the work then runs in a worker thread while the caller
     waits. Async code that must not block its loop awaits :func:`hr_benchmark_async`.
-
-    Each arm's first chunks start while Prefect creates the flow run (~0.1 s), and
-    their task runs take them over once it is Running (``tasks._prefetch``): the calls
-    started before run outside Prefect's run context, so an arm whose module imports
-    Prefect (``get_run_logger``) is not started early. Not with ``provider_limits``, a
-    Dask/Ray ``task_runner`` or ``stop``.
 
     Args:
         arms: name -> callable (sync or async, given the payload), import path

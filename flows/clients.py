@@ -11,7 +11,7 @@ dashboard; :func:`use_prefect_api` points ``PREFECT_API_URL`` at it for the call
 
 
 Prefect builds a new ``ssl.SSLContext`` from its CA bundle for every API client
-it creates (~20 ms of CPU each), and each flow run creates two: the engine's
+it creates (CPU each time), and each flow run creates two: the engine's
 async client and a sync client that looks up the server's default result
 storage. :func:`prefect_clients` enters both client contexts around one flow
 call with clients that share one TLS context, built as Prefect builds it
@@ -38,7 +38,7 @@ __all__ = ["PrefectApi", "announce", "announce_api", "in_prefect", "prefect_api"
 
 T = TypeVar("T")
 F = TypeVar("F")
-TEMPORARY_STARTUP_TIMEOUT_S = 90  # a fresh database on a busy 2-core machine takes ~30 s
+TEMPORARY_STARTUP_TIMEOUT_S = 90  # generous: a fresh database is slow on a busy machine
 _announced: list[str] = []
 _TEMPORARY = ("starting a temporary Prefect server for this process; `hr server start` makes "
               "runs faster and keeps them in the dashboard")
@@ -164,7 +164,7 @@ def with_run_name(named: F, run_name: str, task_runner: Any = None) -> F:
 
     ``Flow.with_options(flow_run_name=...)`` builds the flow again, and with it
     the parameter schema (a pydantic model per parameter, the docstring parsed:
-    ~6 ms of CPU per call), and makes a plain ``prefect.Flow`` of an
+    CPU on every call), and makes a plain ``prefect.Flow`` of an
     ``HrFlow``. The schema depends only on the function, so a copy shares it;
     the original flow is left as it was.
     """
@@ -205,7 +205,7 @@ def tls_context(api_url: str | None = "https://") -> ssl.SSLContext:
 
     For a plain-HTTP API (``api_url`` ``http://...``, or ``None``: Prefect's
     temporary server, always ``http://127.0.0.1``) no TLS is spoken, and loading
-    the CA bundle costs ~17 ms of CPU per process: the context returned then
+    the CA bundle costs CPU in every process: the context returned then
     trusts no certificate and checks host names (Python's defaults for a
     client), so it would refuse any HTTPS server rather than trust it.
 

@@ -3,7 +3,7 @@ parameters as they are, and :func:`hr_flow`, its decorator (``@flow``'s options)
 
 Prefect serialises a flow run's parameters with FastAPI's ``jsonable_encoder``
 (``Flow.serialize_parameters``), and importing FastAPI costs the first flow run
-of a process ~0.15 s of CPU. hr's flows take strings, numbers, booleans,
+of a process noticeable CPU. hr's flows take strings, numbers, booleans,
 ``None``, lists and dicts: their own JSON form. A subclass overrides the public
 method for them; any other value still goes through Prefect's own method. No
 Prefect class, module or flow object is changed.

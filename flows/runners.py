@@ -1,6 +1,6 @@
 """Task runners for the benchmark flow: threads (default), a Dask cluster, or Ray.
 
-The benchmark submits O(arms x chunks) tasks (SPEC section 11), so the ~150 ms a
+The benchmark submits O(arms x chunks) tasks (SPEC section 11), so what a
 ``DaskTaskRunner`` adds per submitted task stays small next to a chunk's work.
 """
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # not typing's (~3-30 ms): the hr command imports the lightest modules
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
@@ -98,12 +98,6 @@ def _command(argv: Sequence[str] | None) -> None:
     # Arrow allocates through malloc in an hr command (hr_core.store.memory), chosen here
     # before pyarrow is imported: one pool for the whole process, never switched
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-    if argv is None:  # the hr command: help pages before any import
-        from hr_cli._fast_help import answer
-
-        status = answer(sys.argv[1:])
-        if status is not None:
-            raise SystemExit(status)
     from hr_cli.app import app, console
 
     _show_warnings_as_lines(console)

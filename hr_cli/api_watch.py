@@ -5,8 +5,8 @@ demo``) runs a benchmark, a thread watches the Prefect API. Once the API counts 
 lost, hr stops as on Ctrl-C: no new arm call starts, every open benchmark's journal
 is flushed and its manifest marked ``interrupted``, the processes hr started are
 stopped, one line names the unreachable server and the command that resumes, and hr
-exits with status :data:`EXIT_API_LOST`. Prefect's own retries (~60 s per API call,
-minutes in all, with event dumps) never reach the terminal.
+exits with status :data:`EXIT_API_LOST`. Prefect's own retries (long for each API
+call, longer in all, with event dumps) never reach the terminal.
 
 The API is lost when
 
@@ -149,7 +149,7 @@ def _watch(api_of: Callable[[], WatchedApi], on_lost: Callable[[str, str], objec
     import httpx
 
     # one client for the watch: a client per probe loaded the CA bundle each second
-    # (~25 ms of CPU), and a probe's client was still loading it when a refused run
+    # (CPU every second), and a probe's client was still loading it when a refused run
     # ended: a thread in OpenSSL during the C library's exit handlers (hr_cli.process_exit)
     with httpx.Client(timeout=httpx.Timeout(PROBE_TIMEOUT_S), trust_env=False) as client:
         _look(api_of, on_lost, done, client)

@@ -33,8 +33,8 @@ import atexit
 import contextlib
 import os
 import sys
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing is not imported by `hr --help` (hr_cli._fast_help)
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import NoReturn

@@ -2,7 +2,7 @@
 
 A terminal's Ctrl-C sends SIGINT to the whole process group, so Prefect's
 temporary API server (a child of hr) stops too; waiting for the flow to report
-its end to a dead server took ~80 s of connection errors. Instead, on the
+its end to a dead server took a long run of connection errors. Instead, on the
 first SIGINT or SIGTERM hr:
 
 1. starts no new arm call (``hr_core.run.interrupt.request_stop``);

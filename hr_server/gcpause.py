@@ -2,7 +2,7 @@
 
 Importing pandas, hr_core and Prefect builds about a million long-lived objects.
 With the collector running it traverses them again and again while they are
-built (~20% of Prefect's import CPU, ~5% of pandas'); paused, then frozen
+built (a good share of Prefect's import CPU, less of pandas'); paused, then frozen
 (``gc.freeze``), later collections skip them, and so does the interpreter's last
 collection at exit. ``flows`` and the ``hr`` commands that run flows or read runs
 import through :func:`import_paused`.

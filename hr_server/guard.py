@@ -1,7 +1,7 @@
 """A server hr starts dies with hr, even when hr is killed with SIGKILL.
 
 Prefect's temporary server is a ``uvicorn`` child of the hr process; when hr is
-killed it used to live on (parent PID 1, ~250 MB) until someone stopped it.
+killed it used to live on (parent PID 1, its memory held) until someone stopped it.
 :func:`guard` starts a tiny watchdog beside it: a Python process that holds the
 read end of a pipe whose write end only hr holds. Any death of hr closes the
 pipe (the kernel does it, whatever the signal), the watchdog's read returns at

@@ -2,8 +2,8 @@
 
 Prefect starts its temporary ("ephemeral") server through
 ``prefect.server.api.server.SubprocessASGIServer``, whose module imports the whole
-server stack (FastAPI, SQLAlchemy, the API's routers: ~45 MB of RSS at the peak of a
-1M-run benchmark, and its import time) into the calling process although the
+server stack (FastAPI, SQLAlchemy, the API's routers: RSS at the peak of a 1M-run
+benchmark, and its import time) into the calling process although the
 server runs in a subprocess. hr runs the same command itself (``python -m uvicorn
 --factory prefect.server.api.server:create_app`` on 127.0.0.1, the UI off, the
 same environment Prefect gives it) on a free port, waits for its ``/api/health``

@@ -27,7 +27,6 @@ from hr_core.analysis.benchmark import Benchmark
 from hr_core.core.safe import markdown_text
 from hr_core.report.markdown import report_markdown, summary_records
 from hr_core.run.session import BenchmarkSession, ProgressRow
-from tasks._prefetch import Prefetch
 
 __all__ = [
     "ProgressPublisher",
@@ -61,16 +60,9 @@ def run_client() -> PrefectClient | None:
 
 @task(name="run-chunk", cache_policy=NO_CACHE, persist_result=False,
       task_run_name="{arm}-chunk-{index}")
-async def run_benchmark_chunk(session: BenchmarkSession, index: int, arm: str,
-                              prefetch: Prefetch | None = None) -> int:
-    """Run one chunk of one arm (plain asyncio inside); returns how many runs finished.
-
-    A chunk ``prefetch`` started before the flow run was Running is taken over here
-    (:meth:`~tasks._prefetch.Prefetch.hand_over`): its other runs are made in this task
-    run, and it ends when the prefetched calls have.
-    """
-    work = (prefetch.hand_over(index) if prefetch is not None and prefetch.holds(index)
-            else session.run_chunk(index))
+async def run_benchmark_chunk(session: BenchmarkSession, index: int, arm: str) -> int:
+    """Run one chunk of one arm (plain asyncio inside); returns how many runs finished."""
+    work = session.run_chunk(index)
     return await session.abandonable(work)  # its flow run cancelled: ends at once
 
 

@@ -3,8 +3,8 @@
 In one process the benchmark already bounds calls with asyncio semaphores. When
 several deployments (processes, machines) call one provider, a server-side
 limit bounds them all: ``hr-<provider>-concurrency`` (slots held during a call)
-and ``hr-<provider>-rate`` (slots that decay, i.e. calls per second). They cost
-~65-100 ms per acquisition (SPEC section 11), so use them only across processes.
+and ``hr-<provider>-rate`` (slots that decay, i.e. calls per second). Each
+acquisition is an API round trip (SPEC section 11), so use them only across processes.
 """
 
 from __future__ import annotations

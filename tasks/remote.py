@@ -25,7 +25,7 @@ chunk locks for each call it reserves, so one budget holds across processes; and
 arm's ``concurrency`` holds across them too, through ``concurrency`` lock files per
 arm in ``slots/`` beside the journal (``hr_core.run.slots``; a worker that
 cannot see the folder takes its share of the arm's concurrency instead). One task per chunk, so
-the ~150 ms a ``DaskTaskRunner`` adds per task stays negligible (SPEC section 11).
+what a ``DaskTaskRunner`` adds per task stays negligible (SPEC section 11).
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from report_data import fake_run_dir
 
+from hr_cli import click_command
+from hr_cli.app import app
 from hr_cli.demo import example_path
 from hr_cli.judges import load_judge
 
@@ -62,6 +64,61 @@ def test_run_help_shows_every_option(capsys: pytest.CaptureFixture[str]) -> None
     for option in ("--runs", "--store", "--fresh", "--budget-calls", "--budget-cost",
                    "--concurrency"):
         assert option in out
+
+
+def _command_paths(command: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    """Every (visible) command and group of the click tree, with its path."""
+    found = [(path, command)]
+    for name, sub in sorted(getattr(command, "commands", {}).items()):
+        if not sub.hidden:
+            found.extend(_command_paths(sub, (*path, name)))
+    return found
+
+
+def test_every_commands_help_names_its_subcommands_and_options(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    paths = _command_paths(click_command(app))
+    assert {("run",), ("judge", "validate"), ("server", "start")} <= {p for p, _ in paths}
+    for path, command in paths:
+        code, out, err = hr(capsys, *path, "--help")
+        assert code == 0 and f"Usage: hr {' '.join(path)}".rstrip() in out, (path, err)
+        for name in getattr(command, "commands", {}):
+            assert name in out, (path, name)
+        for param in command.params:
+            if getattr(param, "hidden", False):
+                continue
+            names = ([param.name] if param.param_type_name == "argument"
+                     else [*param.opts, *param.secondary_opts])
+            for name in names:
+                assert name.lower() in out.lower(), (path, name)
+
+
+@pytest.mark.parametrize("group", [[], ["judge"], ["server"]])
+def test_a_bare_group_prints_its_help_and_exits_2(
+        capsys: pytest.CaptureFixture[str], group: list[str]) -> None:
+    code, out, _ = hr(capsys, *group)
+    assert code == 2 and f"Usage: hr {' '.join(group)}".rstrip() in out and "--help" in out
+
+
+HEAVY = ("prefect", "pandas", "pyarrow", "numpy", "hr_core", "flows", "tasks", "yaml",
+         "matplotlib")  # not pydantic: typer itself imports it to coerce a command's options
+
+
+@pytest.mark.parametrize("args, status", [(["--help"], 0), (["run", "--help"], 0),
+                                          (["judge", "validate", "--help"], 0), ([], 2)])
+def test_the_hr_command_prints_help_without_importing_hr_core_or_prefect(
+        args: list[str], status: int) -> None:
+    """The ``hr`` script itself (its exit path included): typer renders the help, and no
+    command's module is imported (each imports its own when it runs)."""
+    hr_script = str(Path(sys.executable).with_name("hr"))
+    done = subprocess.run([hr_script, *args], capture_output=True, text=True, timeout=120,
+                          check=False, env={"PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "utf-8",
+                                            "PYTHONPROFILEIMPORTTIME": "1"})
+    modules = {line.rsplit("|", 1)[-1].strip().split(".")[0]
+               for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "typer" in modules and "hr_cli" in modules, done.stderr[-2000:]
+    assert not modules & set(HEAVY), sorted(modules & set(HEAVY))
+    assert done.returncode == status and "Usage: hr" in done.stdout, done.stderr[-2000:]
 
 
 def test_help_imports_neither_prefect_nor_pandas() -> None:

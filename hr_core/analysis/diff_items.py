@@ -1,7 +1,7 @@
 """Per (arm, item) outcomes of one stored run, for ``hr diff`` (:mod:`hr_core.analysis.diff`).
 
 One pass over the columns of a run it needs (:data:`DIFF_COLUMNS`) with integer codes and
-``bincount`` (no groupby on item ids: 400k runs of 100k items take ~0.1 s): each cell
+``bincount`` (no groupby on item ids, fast at hundreds of thousands of runs): each cell
 ``(arm, item)`` gets its scored runs made, correct runs, error runs, its most frequent
 outcome kind and whether its runs disagree (flaky). Accuracy is the one accuracy of
 :mod:`hr_core.stats.accuracy` (runs a budget stopped are not runs).

@@ -135,7 +135,7 @@ def _item_places(runs: pd.DataFrame, rows: np.ndarray) -> list[int] | None:
 
 class _ReferenceItems(Mapping[str, tuple[Any, Any]]):
     """``{item id: (payload, label)}`` of a ``Reference``, looked up when asked (a copy of
-    a 333k-item reference's texts was ~40 MB while the report rendered)."""
+    a large reference's texts was held while the report rendered)."""
 
     def __init__(self, reference: Reference) -> None:
         self._reference = reference
@@ -273,8 +273,8 @@ def _first_per_group(groups: np.ndarray, runs: pd.DataFrame, at: np.ndarray,
     (item id, run) order, the groups in ascending ``groups`` order; as positions into
     ``at``. What a stable sort on (group, item id, run) and a head per group give, by one
     integer key per row (the item's rank among the ids, the run, the row): no item id is
-    compared per row (sorting 666,000 ids took ~200 MB at 1M runs, picking them with
-    Arrow ~30 MB)."""
+    compared per row (sorting the ids took far more memory at 1M runs than picking them
+    with Arrow)."""
     if per_group <= 0:
         return np.zeros(0, dtype=np.int64)
     codes, ids = item_codes(runs, at)
@@ -288,7 +288,7 @@ def _first_per_group(groups: np.ndarray, runs: pd.DataFrame, at: np.ndarray,
         key = np.empty(len(at), dtype=np.int64)
         key[np.lexsort((np.arange(len(at)), run, id_rank[codes]))] = np.arange(len(at))
     else:
-        key = id_rank[codes]  # in place from here: each temporary is ~6 MB at 1M runs
+        key = id_rank[codes]  # in place from here: each temporary is a row-long array
         del codes, id_rank
         key *= width // max(len(at), 1)
         key += run
@@ -331,7 +331,7 @@ def failure_counts(runs: pd.DataFrame) -> pd.DataFrame:
     """
     kinds = sorted(str(k) for k in runs["failure_kind"].unique() if isinstance(k, str))
     arms = sorted(str(a) for a in arms_in_order(runs))
-    # integer codes and one bincount: grouping by the two string columns took ~75 MB at 1M
+    # integer codes and one bincount: grouping by the two string columns took more memory
     kind = name_codes(kinds, runs["failure_kind"])
     arm = name_codes(arms, runs["arm"])
     keep = (kind >= 0) & (arm >= 0)
@@ -357,7 +357,7 @@ def disagreements(runs: pd.DataFrame, a: str, b: str,
     made = runs_made(runs)  # one accuracy: budget stops are not runs (hr_core.stats.accuracy)
     scored = (runs["correct"].notna() & made).to_numpy(dtype=bool)
     sides = name_codes([a, b], runs["arm"])  # a: 0, b: 1 (integer codes: at 1M runs the
-    at = np.flatnonzero(scored & (sides >= 0))  # groupby and join on item ids took 150 MB)
+    at = np.flatnonzero(scored & (sides >= 0))  # groupby and join on ids took much memory)
     codes, ids = item_codes(runs, at)
     side = sides[at]
     right = runs["correct"].to_numpy(dtype=bool, na_value=False)[at]

@@ -1,9 +1,9 @@
 """Small tables as Python rows: ``DataFrame.to_dict("records")`` for the summary's few rows.
 
 pandas builds its records through ``itertuples``, which selects every column by position
-and then boxes each value: ~2.5 ms for a one-row, 28-column summary, and a finished run
-turned its summary into rows nine times (issue 25's write phase). :func:`records` gives
-the same rows (keys, values and their Python types) column by column, ~3x faster.
+and then boxes each value: slow even for a one-row summary, and a finished run turned
+its summary into rows nine times (issue 25's write phase). :func:`records` gives the
+same rows (keys, values and their Python types) column by column, faster.
 """
 
 from __future__ import annotations

@@ -209,7 +209,7 @@ def _read(data: Any) -> tuple[str, list[dict[str, Any]], Any, JsonCells]:
                 raise ReferenceDataError(
                     f"<records>, row {index + 1}: expected a dict, got {type(record).__name__}"
                 )
-        # read, never changed: dicts are not copied (a copy of 333k dicts was ~70 MB at once)
+        # read, never changed: dicts are not copied (a copy doubles a large reference at once)
         return "<records>", [r if type(r) is dict else dict(r) for r in data], _row, None
     raise ReferenceDataError(
         f"cannot read a reference set from {type(data).__name__}; pass a DataFrame, a list "
@@ -352,10 +352,9 @@ def _own(value: Any) -> Any:
     The records are usually dropped after the call (a list made for it, a file's rows):
     their dicts are freed, but Python's allocator gives an arena back to the system only
     once every object in it is, and the ids, labels and payload values a reference kept
-    were in every arena: 333,333 items kept ~60 MB of freed dicts resident to the end of
-    the run (issue 25). Copied, they are allocated together, and the records' arenas are
-    given back with the records. A caller that keeps its records holds both (~150 bytes
-    an item)."""
+    were in every arena: a large reference kept its records' freed dicts resident to the
+    end of the run (issue 25). Copied, they are allocated together, and the records'
+    arenas are given back with the records. A caller that keeps its records holds both."""
     kind = type(value)
     if kind is str:
         return (value + " ")[:-1] if len(value) > 1 else value  # 1-char strings are shared

@@ -2,8 +2,8 @@
 
 Every chart of the report is a handful of bars, dots and labels per arm, so it
 is drawn here as SVG elements rather than through a plotting library: a figure
-costs well under a millisecond and needs no GUI, fonts cache or backend
-(matplotlib took ~2 s per report, mostly importing and laying out text).
+is cheap and needs no GUI, fonts cache or backend (matplotlib's import and text
+layout were most of a report's time).
 
 Each function takes plain data and returns one ``<svg>`` element as a string.
 The size of a figure depends on the number of arms (or judge labels), never on
@@ -270,7 +270,7 @@ def latency_quantiles(runs: pd.DataFrame) -> pd.DataFrame:
     """Per arm (in order of appearance): runs with a latency and its quantiles in seconds.
 
     Columns ``n`` and ``q5, q25, q50, q75, q95`` (``LATENCY_QUANTILES``); the cost
-    is a few passes over the runs (a million: ~0.1 s), whatever their number.
+    is a few vectorised passes over the runs, whatever their number.
 
     Example:
         >>> runs = pd.DataFrame({"arm": ["a"] * 3, "latency_s": [0.1, 0.2, 0.3]})

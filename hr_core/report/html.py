@@ -137,7 +137,7 @@ def render_report(inputs: ReportInputs) -> str:
     parts = {}
     for key, render in _RENDERERS.items():
         parts[key] = render(inputs)
-        give_back(len(inputs.runs))  # each section's temporaries (at 1M runs, 25-80 MB a section)
+        give_back(len(inputs.runs))  # each section's temporaries (large at 1M runs)
     nav = "".join(f'<a href="#{k}">{escape(t)}</a>' for k, t in REPORT_SECTIONS)
     body = "".join(
         f'<section id="{k}"><h2>{escape(t)}</h2>{parts[k]}</section>' for k, t in REPORT_SECTIONS

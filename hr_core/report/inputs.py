@@ -154,8 +154,8 @@ class _LazyItems(Mapping[str, tuple[Any, Any]]):
     """``{item id: (payload, label)}`` of ``reference.jsonl``, each line read and parsed
     when a table asks for its item. Tables ask by reference position (:meth:`at`: the
     line's offset, from one pass over the file's newlines), so no index of every id is
-    made; a lookup by id alone indexes the ids once (at 1M runs, indexing the 333k lines
-    was half of ``hr report``'s time, parsing them all 1.8 s)."""
+    made; a lookup by id alone indexes the ids once (at 1M runs, indexing every line
+    was half of ``hr report``'s time, and parsing them all slower still)."""
 
     def __init__(self, folder: RunFolder, filename: str) -> None:
         self._folder = folder

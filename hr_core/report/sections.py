@@ -231,7 +231,7 @@ def failures_section(inputs: ReportInputs) -> str:
     counts_all = failure_counts(inputs.runs)
     if counts_all.empty:
         return '<p class="note">No run failed.</p>'
-    # the counts' temporaries, before the failed runs' own (1M runs: ~10 MB)
+    # the counts' temporaries, before the failed runs' own (they add up at 1M runs)
     give_back(len(inputs.runs))
     failed = failed_runs(inputs.runs, inputs.items, arms=list(inputs.summary["arm"]),
                          per_group=ROWS_PER_GROUP, texts=inputs.texts)

@@ -45,8 +45,9 @@ HTML_REPORT = "report.html"
 
 COLLECT_FROM = 100_000
 """Planned runs from which the results are built after a full garbage collection: the
-run's cyclic garbage is ~25 MB at 1M runs, while a full collection walks every object
-of the process (~0.1-0.5 s with Prefect and pandas imported, issue 25)."""
+run's cyclic garbage grows with the runs, while a full collection walks every object
+of the process (slow with Prefect and pandas imported, issue 25): worth it only for a
+large run."""
 
 
 class SessionResults:
@@ -192,11 +193,11 @@ class SessionResults:
 
     def summarise(self, bench: Benchmark) -> tuple[pd.DataFrame, str]:
         """The summary and the markdown report of a built benchmark, computed once; the
-        allocators give back each one's temporaries before the next (1M runs: ~100 MB)."""
+        allocators give back each one's temporaries before the next (large at 1M runs)."""
         from hr_core.report.markdown import report_markdown
 
         if self.total >= COLLECT_FROM:
-            gc.collect()  # the run's cyclic garbage (~25 MB at 1M runs) before the peak
+            gc.collect()  # the run's cyclic garbage, before the peak
         give_back(self.total)
         summary = bench.summary()
         give_back(self.total)

@@ -42,7 +42,7 @@ JudgePolicy = Literal["warn", "refuse", "ignore"]
 class Chunk:
     """One arm's runs for one task: item positions and run numbers, 8 bytes a run. The
     ``(item, run)`` pairs are made when the chunk runs (:meth:`work`): a million pairs
-    held for the whole benchmark were ~65 MB at the end of a 1M run.
+    held for the whole benchmark were a large share of a 1M run's memory at its end.
 
     Example:
         >>> from hr_core import hr_reference
@@ -192,7 +192,7 @@ def _check_api_keys(arms: Mapping[str, Arm]) -> None:
 
 MAX_PLANNED_RUNS = 10_000_000
 """The most (arm, item, run) runs one benchmark may plan: its flow process holds every
-run's small columns (~0.45 KB a run, ~4.6 GB at this bound; docs/operations.md section 9).
+run's small columns (memory grows with the runs planned: docs/operations.md section 9).
 Split a larger benchmark into several specs."""
 
 

@@ -14,14 +14,13 @@ import inspect
 import os
 import time
 import warnings
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
 
 from hr_core.analysis.benchmark import Benchmark
 from hr_core.core.errors import RunNotFoundError
-from hr_core.data.reference import Item
 from hr_core.run.budget import BudgetLedger
 from hr_core.run.chunk import ChunkContext, run_chunk, score_record
 from hr_core.run.finish import HTML_REPORT as HTML_REPORT
@@ -410,14 +409,11 @@ class BenchmarkSession(SessionResults):
             self.journal.append(record)
         return len(pending)
 
-    async def run_chunk(self, index: int,
-                        work: Sequence[tuple[Item, int]] | None = None) -> int:
-        """Run chunk ``index`` (or ``work``, a part of its ``(item, run)`` pairs); returns
-        how many runs finished."""
+    async def run_chunk(self, index: int) -> int:
+        """Run chunk ``index``; returns how many runs finished."""
         assert self._ctx is not None
         chunk = self.chunks[index]
-        return await run_chunk(self.plan.arms[chunk.arm],
-                               chunk.work() if work is None else work, self._ctx)
+        return await run_chunk(self.plan.arms[chunk.arm], chunk.work(), self._ctx)
 
     async def watch(self, callback: Callable[[list[ProgressRow]], Any],
                     interval: float) -> None:

@@ -65,8 +65,8 @@ def item_codes(runs: pd.DataFrame, rows: np.ndarray | None = None
     (a boolean mask or positions).
 
     A table hr read from one ``runs.parquet`` is coded from its :data:`ITEM_INDEX`: no
-    item id is hashed (at 1M runs, factorizing the ids took ~65 MB and grouping by them
-    ~70 MB). Any other table's ids are factorized.
+    item id is hashed (at 1M runs, factorizing the ids and grouping by them each took
+    much memory). Any other table's ids are factorized.
 
     Example:
         >>> runs = pd.DataFrame({"item_id": ["q2", "q1", "q2"], "item_index": [1, 0, 1]})
@@ -181,7 +181,7 @@ def item_accuracies(runs: pd.DataFrame) -> pd.DataFrame:
     """
     keep = (runs["correct"].notna() & runs_made(runs)).to_numpy(dtype=bool)
     arms = arms_in_order(runs)
-    # integer codes and bincount: a groupby on two string keys took 0.6 s at 1M runs
+    # integer codes and bincount: a groupby on two string keys was slow at 1M runs
     arm_codes = name_codes(arms, runs["arm"])[keep]
     item_codes_, items = item_codes(runs, keep)
     hits = runs["correct"].fillna(False).to_numpy(dtype=bool)[keep]
@@ -201,11 +201,11 @@ def name_codes(names: Sequence[Any], values: pd.Series) -> np.ndarray:
     """Each value's position in ``names`` (unique), ``-1`` where it is none of them: what
     ``pd.Index(names).get_indexer(pd.Index(values))`` gives, by one vectorised comparison
     per name. For the few arms or failure kinds of a million-run table: no Python string
-    is made per row (``get_indexer`` made one, ~75 MB at 1M runs).
+    is made per row (``get_indexer`` made one: much memory at 1M runs).
 
     A categorical of strings (the runs table's ``arm`` and ``failure_kind``) is looked up
     by its categories, once each, and its integer codes: the same positions without one
-    comparison of every row per name (~0.2 ms a name at 2,000 runs).
+    comparison of every row per name.
 
     Example:
         >>> name_codes(["a", "b"], pd.Series(["b", None, "a", "c"])).tolist()

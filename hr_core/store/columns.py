@@ -121,7 +121,7 @@ def _kinds(column: str) -> frozenset[type]:
 @functools.cache
 def runs_schema(judge: bool = False) -> pa.Schema:
     """The Arrow schema of ``runs_frame([])`` (with its pandas metadata): the columns of
-    ``runs.parquet`` but the item index, made once per process (~5-10 ms).
+    ``runs.parquet`` but the item index, made once per process (making it is not free).
 
     Example:
         >>> runs_schema().names[:3]
@@ -136,7 +136,7 @@ def runs_table(records: list[RunRecord], schema: pa.Schema, *,
                judge: bool = False) -> pa.Table:
     """``pyarrow.Table.from_pandas(runs_frame(records), schema=schema)`` (``schema``:
     :func:`runs_schema`), its columns built straight from the records' values when
-    every value has a type :func:`_kinds` allows (2,000 rows: ~3 ms instead of ~15 ms);
+    every value has a type :func:`_kinds` allows (several times faster than pandas);
     otherwise (a record of another type, a mapping) through :func:`runs_frame`.
 
     Example:

@@ -56,8 +56,8 @@ def _append(path: Path, records: list[RunRecord] | bytes) -> None:
 
     Records go through the file's 64 KB buffer a line at a time: each line's bytes are
     freed as soon as they are copied, so a flush reuses the same few pages instead of
-    holding every line and then their join (20,000 records: ~12 MB of fresh memory, 5x
-    the CPU of encoding them, and page faults cost ~8 us each on a virtual machine).
+    holding every line and then their join (fresh memory for every flush, page faults
+    that cost more than encoding the records, dear on a virtual machine).
     """
     with path.open("ab", buffering=1 << 16) as handle:
         if isinstance(records, bytes):

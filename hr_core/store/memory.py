@@ -2,14 +2,14 @@
 
 Building ``runs.parquet``, the summary and the report of a million runs frees
 hundreds of MB of temporaries (numpy arrays, Arrow buffers). glibc's allocator
-and Arrow's keep much of it: at 1M runs the summary left +109 MB of RSS that
-``malloc_trim`` gave back (+6 MB), so the next phase's peak started that much
-higher. :func:`give_back` asks both allocators to return what they hold free.
+and Arrow's keep much of it: at 1M runs the summary left RSS behind that
+``malloc_trim`` gave back, so the next phase's peak started that much higher.
+:func:`give_back` asks both allocators to return what they hold free.
 
 Arrow allocates through the C library's ``malloc`` once an hr command or run starts
 (:func:`use_system_pool`; its default, mimalloc, keeps freed pages for reuse: at 1M runs
-the summary and report then peaked 50-100 MB higher, and ``release_unused`` did not give
-them back). Importing hr_core changes no allocator. A process that set
+the summary and report then peaked higher, and ``release_unused`` did not give them
+back). Importing hr_core changes no allocator. A process that set
 ``ARROW_DEFAULT_MEMORY_POOL`` keeps its choice.
 """
 

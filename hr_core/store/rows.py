@@ -1,8 +1,8 @@
 """The runs table of a finished benchmark, built from its journal in batches.
 
-A benchmark of a million runs cannot keep a million record dicts (~1 KB each) in
-memory. The journal already holds every finished run on disk, so the session
-keeps none of them. At the end :func:`write_runs` streams ``runs.parquet`` from
+A benchmark of a million runs cannot keep a million record dicts (each holds its
+texts and a dozen fields) in memory. The journal already holds every finished run on
+disk, so the session keeps none of them. At the end :func:`write_runs` streams ``runs.parquet`` from
 it: one pass notes where each run's latest line is (16 bytes a line), a second
 reads the lines in plan order (arms, items, runs) :data:`BATCH` at a time, with
 the runs never made as ``budget_stop`` rows, and writes each batch's table
@@ -45,8 +45,9 @@ what a table showing a few rows reads of a text column at most."""
 
 RECORDS_KEPT_UP_TO = 50_000
 """Planned runs up to which :func:`write_runs` keeps the latest record of each run its
-first pass decoded (~30 MB at most) instead of reading and decoding the chosen lines a
-second time: about a third of the table's time (issue 25). Larger tables read them again
+first pass decoded (bounded by this many records) instead of reading and decoding the
+chosen lines a second time, a large part of the table's time (issue 25). Larger tables
+read them again
 (memory: ~25 bytes per planned run, not a record)."""
 
 

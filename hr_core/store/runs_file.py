@@ -1,6 +1,6 @@
 """A stored ``runs.parquet``, read a few columns at a time, and a few rows' texts.
 
-A million-run table is ~150 MB in Arrow and more as pandas; the summary, the
+A million-run table is large in Arrow and larger as pandas; the summary, the
 comparisons, the health check and the report need only its small columns
 (:data:`STAT_COLUMNS`). The text columns (``output``, ``error``) of the few rows a
 table shows are read by :class:`RowTexts`, one row group at a time.
@@ -47,8 +47,8 @@ TEXT_COLUMNS = ("output", "outcome", "error")
 """The text columns, read whole only for ``Benchmark.runs`` (tables read their shown rows)."""
 
 TOGETHER_UP_TO = 100_000
-"""Rows up to which :meth:`RunsFile.read` reads the columns asked for in one pass (a
-20,000-run table's stat columns: 5 ms, where one at a time took 28 ms, issue 25); a larger
+"""Rows up to which :meth:`RunsFile.read` reads the columns asked for in one pass (far
+faster than one at a time for a small table, issue 25); a larger
 table reads them one at a time (memory, see :meth:`RunsFile.read`)."""
 
 
@@ -112,7 +112,7 @@ class RunsFile:
         Columns of a table over :data:`TOGETHER_UP_TO` rows are read one at a time, and
         the allocators are asked to give back the decoding buffers after each
         (:func:`~hr_core.store.memory.give_back`): a 1M-run table's small columns then
-        add ~150 MB of RSS, where reading them together added ~220 MB.
+        add less RSS than reading them together did.
         """
         if columns is None:  # Benchmark.runs: the table without the file's item index
             wanted = [c for c in self.names() if c != ITEM_INDEX]
