@@ -158,6 +158,10 @@ class RunDiff(BaseModel):
     arms: list[ArmDiff]
     flips: list[Flip]
     flips_per_arm: int | None  # per direction; None: all
+    unpaired_a: list[str] = Field(default_factory=list)
+    """Arms of run a with no arm of run b to pair with (compared with nothing)."""
+    unpaired_b: list[str] = Field(default_factory=list)
+    """Arms of run b with no arm of run a to pair with (new arms)."""
 
     @property
     def worse(self) -> list[str]:

@@ -136,7 +136,7 @@ def diff_runs(
     arms: Mapping[str, str] | None = None,
     level: float = 0.95,
     flips_per_arm: int | None = 50,
-    slices: list[str] | None = None,
+    slices: list[str] | Mapping[str, Mapping[str, str]] | None = None,
 ) -> RunDiff:
     """Compare run ``a`` (then) with run ``b`` (now): see the module's docstring.
 
@@ -146,7 +146,9 @@ def diff_runs(
         level: confidence level of the intervals.
         flips_per_arm: the flipped items kept per arm and direction (right→wrong,
             wrong→right; ``None``: all); the counts count them all.
-        slices: item fields to compare by slice (default: run b's ``slices``, else a's).
+        slices: item fields to compare by slice (default: run b's ``slices``, else a's),
+            or their values already read, ``{field: {item id: value}}``
+            (:func:`hr_core.slices.slice_values`).
 
     Raises:
         RunNotFoundError: a folder holds no finished run.
@@ -160,10 +162,13 @@ def diff_runs(
     ca = np.flatnonzero(where >= 0)
     cb = where[ca]
     changes = manifest_changes(bench_a.manifest, bench_b.manifest, pairs)
-    fields = check_slices(slices if slices is not None else (
-        bench_b.manifest.get("slices") or bench_a.manifest.get("slices") or []))
-    values = slice_values(((i, r.get("payload")) for i, r in lines.items()), fields) \
-        if fields else {}
+    if isinstance(slices, Mapping):
+        values: Mapping[str, Mapping[str, str]] = slices
+    else:
+        fields = check_slices(slices if slices is not None else (
+            bench_b.manifest.get("slices") or bench_a.manifest.get("slices") or []))
+        values = slice_values(((i, r.get("payload")) for i, r in lines.items()), fields) \
+            if fields else {}
     arm_diffs: list[ArmDiff] = []
     flips: list[Flip] = []
     for name_a, name_b in pairs:
@@ -219,7 +224,9 @@ def diff_runs(
         run_a=str(bench_a.run_dir or bench_a.run_id), run_b=str(bench_b.run_dir or
                                                                  bench_b.run_id),
         id_a=bench_a.run_id, id_b=bench_b.run_id, level=level, changes=changes,
-        reference=reference, arms=arm_diffs, flips=flips, flips_per_arm=flips_per_arm)
+        reference=reference, arms=arm_diffs, flips=flips, flips_per_arm=flips_per_arm,
+        unpaired_a=[a for a in out_a.arms if a not in {p[0] for p in pairs}],
+        unpaired_b=[b for b in out_b.arms if b not in {p[1] for p in pairs}])
 
 
 def _flips(out_a: RunOutcomes, out_b: RunOutcomes, ia: int, ib: int, label: str,
