@@ -107,12 +107,16 @@ def print_diff(console: Console, diff: RunDiff, *, limit: int | None = 20) -> No
         console.print(cell("Manifests: no difference in arms, scorer, judge, runs, budget or "
                            "versions."))
     level = f"{diff.level:.0%}"
+    interval = "CI" if diff.stop_rule is None else "confidence sequence"
     table = _table(f"Per arm: accuracy, and now - then over the items both runs scored "
-                   f"(points, {level} CI)", ["arm", "then", "now", "items", "diff", "CI", "p",
-                                             "verdict", "flips r→w/w→r (flaky)"])
+                   f"(points, {level} {interval})",
+                   ["arm", "then", "now", "items", "diff", "CI" if diff.stop_rule is None
+                    else "CS", "p", "verdict", "flips r→w/w→r (flaky)"])
     for arm in diff.arms:
         table.add_row(*_arm_row(arm))
     console.print(table)
+    if diff.arms:
+        console.print(cell(diff.verdict_text, style="dim"))
     if not diff.arms:
         console.print(cell("No arm in common: give --arm OLD=NEW to pair arms.", style="yellow"))
     for arm in diff.arms:

@@ -110,3 +110,64 @@ def test_compare_runs_is_a_deprecated_alias_of_the_diff_and_the_policy() -> None
     assert report.diff is not None and (report.run_id, report.previous_run_id) == ("r2", "r1")
     assert [a.status for a in report.arms] == ["regression"]
     _agrees(report.arms[0], report.diff.arms[0], 0.05)
+
+
+FEW = [{"id": f"f{i}", "question": f"Q{i}", "label": f"a{i}"} for i in range(60)]
+
+
+def eight_wrong(payload: dict[str, object]) -> str:
+    n = int(str(payload["question"])[1:])
+    return "n" if n % 7 == 0 and n < 56 else f"a{n}"
+
+
+def test_hr_diff_of_a_stop_rule_run_shows_the_sequence_verdict_and_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Run b had a stop rule (it used every item, its sequence undecided on a vs b); arm b
+    lost 8 of 60 items since run a. Before: hr diff applied the fixed-sample test to the
+    items the rule used, 'worse' with [-25.2, -1.5], p 0.011 (exit 1), and the regression check
+    called it a regression; neither said which kind of verdict it showed. After: the
+    sequence's verdict, undecided, named as an anytime-valid confidence sequence in the
+    terminal, the markdown and the HTML page, and the check agrees."""
+    from cli_support import hr
+
+    from hr_core.report.diff_html import write_diff_html
+
+    then = _run(tmp_path / "a", {"a": all_right, "b": all_right}, FEW)
+    now = _run(tmp_path / "b", {"a": all_right, "b": eight_wrong}, FEW,
+               stop={"batch": 20, "min_items": 20})
+    assert not now.manifest["sequential"]["stopped"]
+    found = diff_runs(then.run_dir, now.run_dir)
+    assert found.verdict_kind == "anytime-valid confidence sequence"
+    arm = {a.label: a for a in found.arms}["b"]
+    assert arm.diff == pytest.approx(-8 / 60)
+    assert arm.verdict == "undecided" and arm.p_value is None
+    assert arm.ci_low is not None and arm.ci_high is not None and arm.ci_low < 0 < arm.ci_high
+    assert arm.method.startswith("anytime-valid confidence sequence")
+    assert found.exit_status == 0
+    change = {c.arm: c for c in regression_check(found).arms}["b"]
+    assert (change.status, change.decision) == ("no_change", "undecided")
+    assert "anytime-valid confidence sequence" in found.to_markdown()
+    assert f"run b ({now.run_id}) used a stop rule (every item ran)" in found.verdict_text
+    page = Path(write_diff_html(found, str(tmp_path / "diff.html"))).read_text()
+    assert "anytime-valid confidence sequence" in page
+    code, out, err = hr(capsys, "diff", str(then.run_dir), str(now.run_dir))
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "Verdict: anytime-valid confidence sequence" in text and "undecided" in text
+    plain = diff_runs(then.run_dir, then.run_dir)
+    assert plain.verdict_kind == "fixed-sample paired test"
+    assert plain.verdict_text.startswith("Verdict: fixed-sample paired test at 95%")
+    assert "Verdict: fixed-sample paired test" in plain.to_markdown()
+
+
+def test_a_stop_rule_run_against_itself_gives_its_own_sequence(tmp_path: Path) -> None:
+    """The diff feeds the run's drawn order: arm b against arm a of one stop-rule run is the
+    sequence the run monitored (mirrored: the run's is a - b)."""
+    bench = _run(tmp_path, {"a": all_right, "b": eight_wrong}, FEW,
+                 stop={"batch": 20, "min_items": 20})
+    pair = bench.manifest["sequential"]["pairs"][0]
+    assert (pair["arm"], pair["other"]) == ("a", "b")
+    arm = diff_runs(bench.run_dir, bench.run_dir, arms={"a": "b"}).arms[0]
+    assert arm.verdict == pair["decision"]
+    assert (arm.ci_low, arm.ci_high) == pytest.approx((-pair["cs_high"], -pair["cs_low"]),
+                                                      abs=1e-5)

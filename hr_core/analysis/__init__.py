@@ -1,0 +1,1 @@
+"""Analyses of finished runs: a run against another (diff, regression), health."""
