@@ -104,8 +104,11 @@ def _command(argv: Sequence[str] | None) -> None:
         status = answer(sys.argv[1:])
         if status is not None:
             raise SystemExit(status)
-    from hr_cli.app import app, console
+    from hr_cli.app import app, console, console_width
 
+    width = console_width()  # this call's COLUMNS (a command run in-process, as in tests)
+    if width is not None:
+        console.width = width
     _show_warnings_as_lines(console)
     debug = os.environ.get("HR_DEBUG", "") not in ("", "0")
     try:
