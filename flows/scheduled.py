@@ -5,7 +5,8 @@ run id, compares itself with the previous completed run of the same spec name in
 its store (whatever changed: its log and artifact say what did), publishes a
 regression artifact and emits ``hr.regression.detected`` per arm
 that got worse, so that a Prefect automation can notify. The artifact ends with the
-``hr diff`` against that run (``hr_core.analysis.diff``): the fingerprint parts that changed and
+``hr diff`` against that run (``hr_core.analysis.diff``, computed once: the regression check is
+its decisions plus a policy): the fingerprint parts that changed and
 the top flipped items per arm; the whole diff page is written beside the new run
 (``diff-<previous run id>.html``) and the artifact names its path.
 """
@@ -29,7 +30,6 @@ from hr_core.analysis.verdict import sequential_note
 from hr_core.core.errors import BenchmarkCancelled, HrError
 from hr_core.core.safe import visible
 from hr_core.models.ratelimit.reach import halted_error
-from tasks.diff import diff_two_runs
 from tasks.limits import ProviderLimit
 from tasks.regression import check_regression, publish_regression
 
@@ -70,7 +70,8 @@ async def hr_scheduled_benchmark(
             working directory).
         store: results folder or fsspec URL (default: the spec's ``store``).
         threshold: the smallest accuracy drop (0..1) that counts as a regression,
-            in addition to the paired difference's 95% CI lying below zero.
+            in addition to ``hr diff``'s decision ``worse`` (the paired difference's
+            interval below zero; the stop rule's confidence sequence for a run with one).
         fail_on_regression: make the flow run fail when an arm regressed.
         task_runner: ``threads`` (default), ``dask`` or ``ray``.
         address: the Dask scheduler or Ray address; none starts a local cluster.
@@ -132,11 +133,11 @@ async def hr_scheduled_benchmark(
     if halted is not None:  # a partial run (an endpoint down or out of quota): no check
         raise halted
     run_dir = str(bench.run_dir)
-    report = check_regression(run_dir, threshold=threshold)
+    report = check_regression(run_dir, threshold=threshold)  # hr diff once, plus a policy
     diff_markdown = page = changed = None
-    if report is not None and report.previous_run_dir is not None:
-        found, page = diff_two_runs(report.previous_run_dir, run_dir)  # which items broke
-        diff_markdown, changed = found.to_markdown(page=page), found.what_changed()
+    if report is not None and report.diff is not None:  # which items broke, what changed
+        page = report.diff_page
+        diff_markdown, changed = report.diff.to_markdown(page=page), report.diff.what_changed()
     regressed: list[str] = await publish_regression(report, name=name, spec_path=spec,
                                                     note=sequential_note(bench.manifest),
                                                     diff=diff_markdown, changed=changed)

@@ -98,8 +98,11 @@ def _command(argv: Sequence[str] | None) -> None:
     # Arrow allocates through malloc in an hr command (hr_core.store.memory), chosen here
     # before pyarrow is imported: one pool for the whole process, never switched
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-    from hr_cli.app import app, console
+    from hr_cli.app import app, console, console_width
 
+    width = console_width()  # this call's COLUMNS (a command run in-process, as in tests)
+    if width is not None:
+        console.width = width
     _show_warnings_as_lines(console)
     debug = os.environ.get("HR_DEBUG", "") not in ("", "0")
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -11,7 +12,7 @@ from rich.console import Console
 
 from hr_server.gcpause import command_module
 
-__all__ = ["app", "console", "judge_app", "make_console", "server_app"]
+__all__ = ["app", "console", "console_width", "judge_app", "make_console", "server_app"]
 
 def _flags_as_flags() -> None:
     """Typer's rich help shows a flag as ``--fresh <bool>``, as if it took a value: show
@@ -36,11 +37,21 @@ _flags_as_flags()
 
 
 
+def console_width() -> int | None:
+    """The width hr prints at: ``COLUMNS`` when set, else the terminal's (``None``: rich
+    asks it), else 140 for piped output (CI logs, ``make demo | tee``: a readable width
+    instead of 80 columns). Tables leave out their least important columns to fit it
+    (:func:`hr_cli._fit.print_fitted`)."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return None if sys.stdout.isatty() else 140
+
+
 def make_console() -> Console:
     """hr's console on this process's stdout."""
-    # piped output (CI logs, `make demo | tee`) gets a readable width instead of 80 columns
     return Console(highlight=False, emoji=False,  # data such as ":smile:" stays as written
-                   width=None if sys.stdout.isatty() else 140)
+                   width=console_width())
 
 
 console = make_console()

@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
+from hr_cli._fit import print_fitted
 from hr_cli.judge_commands import (
     check_judge,
     compare_arms,
@@ -22,7 +23,7 @@ from hr_cli.literal import line, lit
 from hr_cli.progress import ArmProgress
 from hr_cli.run_dirs import load_benchmark
 from hr_cli.signals import interruptible
-from hr_cli.tables import summary_table
+from hr_cli.tables import SUMMARY_DROP, summary_table
 from hr_core.core.errors import SpecError
 from hr_server.control import prepare_prefect
 
@@ -247,7 +248,9 @@ def print_results(console: Console, bench: Any) -> str | Path:
     paths of the results and report."""
     from hr_core.report import write_report
 
-    console.print(summary_table(bench.summary(), title=f"Summary: {bench.manifest.name}"))
+    print_fitted(console, summary_table(bench.summary(),
+                                        title=f"Summary: {bench.manifest.name}"),
+                 SUMMARY_DROP)
     print_verdict(console, bench)
     print_item_tables(console, bench)
     print_health(console, bench)
@@ -333,7 +336,7 @@ def print_item_tables(console: Console, bench: Any) -> None:
                            for r in flaky.itertuples() if r.items)
         console.print(cell(f"Flaky items (their runs disagree): {shares}"))
     if bench.manifest.slices:
-        console.print(slice_table(bench.slice_summary()))
+        print_fitted(console, slice_table(bench.slice_summary()), ("note", "items"))
 
 
 def show_summary(console: Console, run_dir: str | Path) -> None:
@@ -343,7 +346,7 @@ def show_summary(console: Console, run_dir: str | Path) -> None:
     console.print(f"[bold]{lit(manifest.name)}[/] run {lit(manifest.run_id)} "
                   f"({lit(manifest.status)}), reference "
                   f"{lit(str(bench.reference_hash)[:12])}, scorer {lit(bench.scorer)}")
-    console.print(summary_table(bench.summary()))
+    print_fitted(console, summary_table(bench.summary()), SUMMARY_DROP)
     print_verdict(console, bench)
     judge = manifest.judge
     if judge is not None and judge.hash:

@@ -39,6 +39,7 @@ def two_best(summary: Any) -> list[str]:
 
 def run_demo(console: Console, *, store: Path, judges: Path) -> Path:
     """Run the demo; returns the path of the report."""
+    from hr_cli._fit import print_fitted
     from hr_cli.commands import (
         compare_with_judge,
         load_spec_with_overrides,
@@ -48,14 +49,15 @@ def run_demo(console: Console, *, store: Path, judges: Path) -> Path:
     )
     from hr_cli.judges import load_judge
     from hr_cli.literal import lit
-    from hr_cli.tables import summary_table, validation_table
+    from hr_cli.tables import SUMMARY_DROP, summary_table, validation_table
     from hr_core.report import attach_validation, write_report
 
     console.print(Rule("[bold]hr demo[/]: document QA, four offline arms"))
     spec = load_spec_with_overrides(example_path("demo.yaml"), store=store)
     console.print(f"Spec: {lit(example_path('demo.yaml'))}")
     bench = run_benchmark(console, spec, fresh=True)
-    console.print(summary_table(bench.summary(), title="Summary: docqa-demo"))
+    print_fitted(console, summary_table(bench.summary(), title="Summary: docqa-demo"),
+                 SUMMARY_DROP)
     print_health(console, bench)
     run_dir = Path(bench.run_dir)
 

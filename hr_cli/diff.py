@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from hr_cli._fit import print_fitted
 from hr_cli._options import name_pairs
 from hr_cli.literal import cell
 from hr_core.analysis.diff import ArmDiff, Flip, RunDiff
@@ -69,6 +70,10 @@ def _usd(value: float | None) -> str:
 
 _STYLE = {"worse": "bold red", "better": "bold green"}
 
+_ARMS_DROP = ("flips r→w/w→r (flaky)", "p", "items", "then", "now")
+"""The per-arm table's columns a narrow terminal leaves out, least important first: the
+arm, its difference, interval and verdict stay."""
+
 
 def _arm_row(arm: ArmDiff) -> list[Text]:
     p = "–" if arm.p_value is None else f"{arm.p_value:.2g}"
@@ -102,17 +107,21 @@ def print_diff(console: Console, diff: RunDiff, *, limit: int | None = 20) -> No
         table = _table("What differs (manifests)", ["part", "arm", "key", "then", "now"])
         for c in diff.changes:
             table.add_row(*(cell(v) for v in (c.part, c.arm or "", c.key, c.before, c.after)))
-        console.print(table)
+        print_fitted(console, table, ())  # every column folds: none is left out
     else:
         console.print(cell("Manifests: no difference in arms, scorer, judge, runs, budget or "
                            "versions."))
     level = f"{diff.level:.0%}"
+    interval = "CI" if diff.stop_rule is None else "confidence sequence"
     table = _table(f"Per arm: accuracy, and now - then over the items both runs scored "
-                   f"(points, {level} CI)", ["arm", "then", "now", "items", "diff", "CI", "p",
-                                             "verdict", "flips r→w/w→r (flaky)"])
+                   f"(points, {level} {interval})",
+                   ["arm", "then", "now", "items", "diff", "CI" if diff.stop_rule is None
+                    else "CS", "p", "verdict", "flips r→w/w→r (flaky)"])
     for arm in diff.arms:
         table.add_row(*_arm_row(arm))
-    console.print(table)
+    print_fitted(console, table, _ARMS_DROP)
+    if diff.arms:
+        console.print(cell(diff.verdict_text, style="dim"))
     if not diff.arms:
         console.print(cell("No arm in common: give --arm OLD=NEW to pair arms.", style="yellow"))
     for arm in diff.arms:
@@ -148,7 +157,7 @@ def _print_arm(console: Console, diff: RunDiff, arm: ArmDiff, limit: int | None)
                           cell(_points(row.diff)), cell(_ci(row.ci_low, row.ci_high, True)),
                           cell("–" if row.p_value is None else f"{row.p_value:.2g}"),
                           cell(row.verdict, style=_STYLE.get(row.verdict, "")))
-        console.print(table)
+        print_fitted(console, table, ("p", "then", "now", "items"))
     if arm.transitions:
         table = _table("Failure kinds that moved (items)", ["then", "now", "items"])
         for t in arm.transitions[:12]:
@@ -175,7 +184,7 @@ def _print_flips(console: Console, flips: list[Flip], total: int, title: str) ->
                       cell("flaky" if f.flaky else ""), cell(f.question), cell(f.label),
                       cell(f.output_a), cell(f"{f.kind_a} ({f.share_a:.0%})"),
                       cell(f.output_b), cell(f"{f.kind_b} ({f.share_b:.0%})"))
-    console.print(table)
+    print_fitted(console, table, ("flaky", "label", "then", "now", "question"))
 
 
 def run_diff(console: Console, run_a: str, run_b: str, arms: list[str], output: str | None,

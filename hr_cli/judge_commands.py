@@ -11,10 +11,16 @@ from typing import Any
 
 from rich.console import Console
 
+from hr_cli._fit import print_fitted
 from hr_cli.judges import judge_model, load_judge
 from hr_cli.literal import line, lit
 from hr_cli.signals import interruptible
-from hr_cli.tables import comparison_table, position_bias_line, validation_table
+from hr_cli.tables import (
+    COMPARISON_DROP,
+    comparison_table,
+    position_bias_line,
+    validation_table,
+)
 from hr_core.core.errors import SpecError
 
 __all__ = ["check_judge", "compare_arms", "compare_with_judge", "record_dict", "refresh_report",
@@ -71,7 +77,9 @@ def compare_with_judge(console: Console, bench: Any, names: list[str], config: A
         comparison = hr_compare(bench, names, config,
                                 **({} if model is None else {"model": model}))
     summary = comparison.summary()
-    console.print(comparison_table(summary, title=f"{config.mode.capitalize()} comparison"))
+    print_fitted(console, comparison_table(summary,
+                                           title=f"{config.mode.capitalize()} comparison"),
+                 COMPARISON_DROP)
     bias = position_bias_line(summary)
     if bias:
         console.print(line(bias), markup=False)

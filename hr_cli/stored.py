@@ -8,10 +8,16 @@ from typing import Any
 
 from rich.console import Console
 
+from hr_cli._fit import print_fitted
 from hr_cli._options import name_pairs
 from hr_cli.judges import load_judge
 from hr_cli.literal import line, lit
-from hr_cli.tables import comparison_table, position_bias_line, validation_table
+from hr_cli.tables import (
+    COMPARISON_DROP,
+    comparison_table,
+    position_bias_line,
+    validation_table,
+)
 from hr_core.core.errors import SpecError
 
 __all__ = ["import_judge_verdicts", "parse_columns"]
@@ -95,8 +101,9 @@ def import_judge_verdicts(console: Console, judge: Path, verdicts: Path, *,
 def _print_comparison(console: Console, comparison: Any, config: Any,
                       run_dir: Path | None) -> None:
     summary = comparison.summary()
-    console.print(comparison_table(summary, title=f"{config.mode.capitalize()} comparison "
-                                                  "(stored verdicts)"))
+    print_fitted(console, comparison_table(summary, title=f"{config.mode.capitalize()} "
+                                                          "comparison (stored verdicts)"),
+                 COMPARISON_DROP)
     bias = position_bias_line(summary)
     if bias:
         console.print(line(bias), markup=False)

@@ -15,7 +15,14 @@ from rich.text import Text
 
 from hr_cli.literal import cell
 
-__all__ = ["comparison_table", "position_bias_line", "summary_table", "validation_table"]
+__all__ = ["COMPARISON_DROP", "SUMMARY_DROP", "comparison_table", "position_bias_line",
+           "summary_table", "validation_table"]
+
+SUMMARY_DROP = ("judge cost", "spent now", "cost", "latency", "truncated", "budget", "parse",
+                "refused", "not in doc.", "error", "unscored", "wrong", "coverage",
+                "score (95% CI)", "runs")
+"""The summary table's columns a narrow terminal leaves out, least important first
+(:func:`hr_cli._fit.print_fitted`); the arm and its accuracy with its interval stay."""
 
 _KINDS = ("wrong", "not_in_document", "refusal", "parse_failure", "error", "budget_stop")
 _SHORT = {"not_in_document": "not in doc.", "parse_failure": "parse", "budget_stop": "budget",
@@ -92,6 +99,12 @@ def summary_table(summary: Any, title: str = "Summary") -> Table:
 
 def _usd(value: Any) -> str:
     return "–" if _missing(value) or not value else f"${float(value):.4f}"
+
+
+COMPARISON_DROP = ("no verdict", "consistency", "ties half", "parse failures", "p",
+                   "net, points", "ties", "n", "chosen", "a wins", "b wins")
+"""A judge comparison's columns a narrow terminal leaves out, least important first: the
+arms, the win rate (or share) with its interval and the decision stay."""
 
 
 def comparison_table(summary: Any, title: str = "Comparison") -> Table:

@@ -11,10 +11,14 @@ from prefect.context import get_run_context
 from prefect.events import emit_event
 
 from hr_core.analysis.benchmark import Benchmark
-from hr_core.analysis.regression import RegressionReport, compare_runs, find_previous_run
+from hr_core.analysis.regression import (
+    RegressionReport,
+    find_previous_run,
+    regression_check,
+)
 from hr_core.core.safe import markdown_text
 from hr_core.report.markdown import table_records
-from hr_core.stats.slices import slice_values
+from tasks.diff import diff_two_runs
 
 __all__ = [
     "REGRESSION_EVENT",
@@ -53,7 +57,11 @@ def regression_artifact_key(name: str) -> str:
 def check_regression(run_dir: str, *, threshold: float = 0.05,
                      level: float = 0.95) -> RegressionReport | None:
     """Compare a finished run with the previous completed run of the same spec name in its
-    store, whatever changed between them (:func:`hr_core.analysis.regression.find_previous_run`).
+    store, whatever changed between them (:func:`hr_core.analysis.regression.find_previous_run`):
+    ``hr diff`` of the pair, computed once (its HTML page written beside the run:
+    :func:`tasks.diff.diff_two_runs`), and the regression policy over its decisions
+    (:func:`hr_core.analysis.regression.regression_check`). The report holds the diff
+    (``report.diff``) and its page's path (``report.diff_page``).
 
     Returns ``None`` when the store holds no earlier completed run of the name: its first.
     """
@@ -62,14 +70,9 @@ def check_regression(run_dir: str, *, threshold: float = 0.05,
     previous = find_previous_run(name_dir, current.manifest)
     if previous is None:
         return None
-    before = Benchmark.load(previous.run_dir)
-    fields = list(current.manifest.slices or [])
-    slices = slice_values(current.reference or [], fields) if fields else None
-    report = compare_runs(
-        current.runs, before.runs, threshold=threshold, level=level,
-        run_id=current.run_id, previous_run_id=before.run_id, slices=slices,
-    )
-    return report.model_copy(update={"previous_run_dir": previous.run_dir})
+    found, page = diff_two_runs.fn(previous.run_dir, run_dir, level=level)
+    report = regression_check(found, threshold=threshold)
+    return report.model_copy(update={"previous_run_dir": previous.run_dir, "diff_page": page})
 
 
 def _flow_run_related() -> list[dict[str, str]]:

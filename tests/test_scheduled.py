@@ -75,9 +75,22 @@ def test_a_drop_is_found_against_the_previous_run_and_alerted(
     same = asyncio.run(hr_scheduled_benchmark(spec, store=store))
     assert same["run_id"] != first["run_id"]
     assert (same["previous_run_id"], same["regressions"]) == (first["run_id"], [])
+    markdown = asyncio.run(_latest_markdown(regression_artifact_key("drift-check")))
+    assert "# Regression check: no regression" in markdown
+    assert "| steady | no clear change | 30 | 1.000 | 1.000 | 0.000 |" in markdown
 
+    import hr_core.analysis.diff
+    import hr_core.analysis.regression
+
+    calls: list[int] = []  # each arm's paired comparison, wherever the nightly makes it
+    for module in (hr_core.analysis.diff, hr_core.analysis.regression):
+        made = getattr(module, "compare_paired", None)
+        if made is not None:
+            monkeypatch.setattr(module, "compare_paired", lambda *a, _f=made, **k: (
+                calls.append(1), _f(*a, **k))[1])
     monkeypatch.setenv("HR_TEST_DRIFT", "1")
     worse = asyncio.run(hr_scheduled_benchmark(spec, store=store, threshold=0.1))
+    assert len(calls) == 2  # once per arm (before: 4, compare_runs and diff_runs each)
     assert worse["previous_run_id"] == same["run_id"]
     assert worse["regressions"] == ["drifting"]
     markdown = asyncio.run(_latest_markdown(regression_artifact_key("drift-check")))

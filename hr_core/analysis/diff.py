@@ -6,7 +6,9 @@ matched by name (or ``arms={"old": "new"}``): accuracy then and now (the one
 accuracy of :mod:`hr_core.stats.accuracy`), the paired difference ``now - then`` over
 the items both runs scored and its verdict from the one comparison
 (:func:`hr_core.stats.compare_paired`, as ``Benchmark.compare``), Bonferroni-corrected
-over the arms compared; the items that flipped, worst first; how
+over the arms compared (when a run used a stop rule: its anytime-valid confidence
+sequence, :mod:`hr_core.analysis.diff_sequence`; ``RunDiff.verdict_text`` says which);
+the items that flipped, worst first; how
 failure kinds moved; new errors; latency and cost.
 
 An item is *right* in a run when more than half of its scored runs are correct; it
@@ -43,6 +45,13 @@ from hr_core.analysis.diff_result import (
     ReferenceDiff,
     RunDiff,
     SliceDiff,
+)
+from hr_core.analysis.diff_sequence import (
+    FIXED,
+    SEQUENCE,
+    StopRuleOrder,
+    sequence_verdict,
+    stop_rule_order,
 )
 from hr_core.analysis.items import excerpt, question_excerpt
 from hr_core.core.errors import SpecError
@@ -136,7 +145,7 @@ def diff_runs(
     arms: Mapping[str, str] | None = None,
     level: float = 0.95,
     flips_per_arm: int | None = 50,
-    slices: list[str] | None = None,
+    slices: list[str] | Mapping[str, Mapping[str, str]] | None = None,
 ) -> RunDiff:
     """Compare run ``a`` (then) with run ``b`` (now): see the module's docstring.
 
@@ -146,7 +155,9 @@ def diff_runs(
         level: confidence level of the intervals.
         flips_per_arm: the flipped items kept per arm and direction (right→wrong,
             wrong→right; ``None``: all); the counts count them all.
-        slices: item fields to compare by slice (default: run b's ``slices``, else a's).
+        slices: item fields to compare by slice (default: run b's ``slices``, else a's),
+            or their values already read, ``{field: {item id: value}}``
+            (:func:`hr_core.stats.slices.slice_values`).
 
     Raises:
         RunNotFoundError: a folder holds no finished run.
@@ -160,10 +171,14 @@ def diff_runs(
     ca = np.flatnonzero(where >= 0)
     cb = where[ca]
     changes = manifest_changes(bench_a.manifest, bench_b.manifest, pairs)
-    fields = check_slices(slices if slices is not None else (
-        bench_b.manifest.slices or bench_a.manifest.slices or []))
-    values = slice_values(((i, r.get("payload")) for i, r in lines.items()), fields) \
-        if fields else {}
+    if isinstance(slices, Mapping):
+        values: Mapping[str, Mapping[str, str]] = slices
+    else:
+        fields = check_slices(slices if slices is not None else (
+            bench_b.manifest.slices or bench_a.manifest.slices or []))
+        values = slice_values(((i, r.get("payload")) for i, r in lines.items()), fields) \
+            if fields else {}
+    order = _stop_rule(bench_a, bench_b)
     arm_diffs: list[ArmDiff] = []
     flips: list[Flip] = []
     for name_a, name_b in pairs:
@@ -173,6 +188,12 @@ def diff_runs(
         both = ~np.isnan(share_a) & ~np.isnan(share_b)
         paired = compare_paired(share_b[both], share_a[both], level=level,
                                 family_size=len(pairs))
+        if order is not None:  # a stop rule's run: its confidence sequence decides
+            mean, low, high, decision, method = sequence_verdict(
+                out_b.ids[cb[both]], share_b[both], share_a[both], order, level=level,
+                family_size=len(pairs))
+            paired = paired._replace(estimate=mean, low=low, high=high, p_value=float("nan"),
+                                     decision=decision, method=method)
         by_slice = [SliceDiff(**{**row,
                                  **{k: _num(row[k]) for k in _SLICE_NUMBERS}})
                     for row in slice_differences(out_b.ids[cb[both]], share_b[both],
@@ -219,7 +240,25 @@ def diff_runs(
         run_a=str(bench_a.run_dir or bench_a.run_id), run_b=str(bench_b.run_dir or
                                                                  bench_b.run_id),
         id_a=bench_a.run_id, id_b=bench_b.run_id, level=level, changes=changes,
-        reference=reference, arms=arm_diffs, flips=flips, flips_per_arm=flips_per_arm)
+        reference=reference, arms=arm_diffs, flips=flips, flips_per_arm=flips_per_arm,
+        unpaired_a=[a for a in out_a.arms if a not in {p[0] for p in pairs}],
+        unpaired_b=[b for b in out_b.arms if b not in {p[1] for p in pairs}],
+        verdict_kind=FIXED if order is None else SEQUENCE,
+        stop_rule=None if order is None else
+        f"run {order.run} ({order.run_id}) used a stop rule ({order.note})")
+
+
+def _stop_rule(a: Benchmark, b: Benchmark) -> StopRuleOrder | None:
+    """The stop rule of run b (else a), with its drawn order over its reference's items."""
+    if all(x.manifest.sequential is None for x in (a, b)):
+        return None
+
+    def ids(bench: Benchmark) -> list[str] | None:
+        stored = stored_reference(bench)
+        return None if stored is None else parse_reference(stored)[1].tolist()
+
+    return stop_rule_order({"a": (a.manifest, a.run_id, ids(a)),
+                            "b": (b.manifest, b.run_id, ids(b))})
 
 
 def _flips(out_a: RunOutcomes, out_b: RunOutcomes, ia: int, ib: int, label: str,

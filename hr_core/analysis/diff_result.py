@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from hr_core.analysis.diff_manifest import ManifestChange, changed_parts
+from hr_core.analysis.diff_sequence import FIXED, VerdictKind
 from hr_core.core.safe import markdown_text as md_cell
 from hr_core.stats.comparison import Decision
 from hr_core.store.folder import location
@@ -158,6 +159,39 @@ class RunDiff(BaseModel):
     arms: list[ArmDiff]
     flips: list[Flip]
     flips_per_arm: int | None  # per direction; None: all
+    unpaired_a: list[str] = Field(default_factory=list)
+    """Arms of run a with no arm of run b to pair with (compared with nothing)."""
+    unpaired_b: list[str] = Field(default_factory=list)
+    """Arms of run b with no arm of run a to pair with (new arms)."""
+    verdict_kind: VerdictKind = FIXED
+    """Which kind of verdict the arms show: the fixed-sample paired test, or, when a run
+    used a stop rule, its anytime-valid confidence sequence
+    (:mod:`hr_core.analysis.diff_sequence`)."""
+    stop_rule: str | None = None
+    """Which run used a stop rule and how it ended (``None``: neither did)."""
+
+    @property
+    def verdict_text(self) -> str:
+        """Which kind of verdict the arms show, in one sentence (the terminal, the
+        markdown and the HTML page all print it).
+
+        Example:
+            >>> same = ReferenceDiff(hash_a="h", hash_b="h", items_a=1, items_b=1, common=1,
+            ...                      added=0, removed=0, changed=0)
+            >>> RunDiff(run_a="a", run_b="b", id_a="a", id_b="b", level=0.95, changes=[],
+            ...         reference=same, arms=[], flips=[], flips_per_arm=0).verdict_text[:52]
+            'Verdict: fixed-sample paired test at 95%, Bonferroni'
+        """
+        methods = "; ".join(sorted({a.method for a in self.arms if a.method}))
+        if self.stop_rule is None:
+            return (f"Verdict: fixed-sample paired test at {self.level:.0%}, Bonferroni over "
+                    f"the arms compared ({methods or 'paired t with continuity correction'}):"
+                    " the interval excludes 0 exactly when the test rejects.")
+        return (f"Verdict: anytime-valid confidence sequence at {self.level:.0%} "
+                f"({methods or 'confidence sequence'}), because {self.stop_rule}: it holds "
+                "whenever the run stopped, where a fixed-sample test on the items a stop rule "
+                "chose would not keep its level; no p-value; undecided: the sequence did not "
+                "decide on these items.")
 
     @property
     def worse(self) -> list[str]:
@@ -219,14 +253,17 @@ class RunDiff(BaseModel):
                       f"| {md_cell(c.before)} | {md_cell(c.after)} |" for c in self.changes]
         else:
             lines.append("No difference in the arms, scorer, judge, runs, budget or versions.")
-        lines += ["", "| arm | then | now | items | diff | CI | verdict | flips r→w / w→r "
-                  "| of them flaky |", "|---|---|---|---|---|---|---|---|---|"]
+        interval = "CI" if self.stop_rule is None else "confidence sequence"
+        lines += ["", f"| arm | then | now | items | diff | {interval} | verdict "
+                  "| flips r→w / w→r | of them flaky |", "|---|---|---|---|---|---|---|---|---|"]
         for a in self.arms:
             ci = "" if a.ci_low is None else f"[{a.ci_low:+.3f}, {a.ci_high:+.3f}]"
             lines.append(f"| {md_cell(a.label)} | {_fmt(a.accuracy_a)} | {_fmt(a.accuracy_b)} "
                          f"| {a.n_items} | {_fmt(a.diff)} | {ci} | {a.verdict} "
                          f"| {a.right_to_wrong} / {a.wrong_to_right} "
                          f"| {a.flaky_right_to_wrong} / {a.flaky_wrong_to_right} |")
+        if self.arms:
+            lines += ["", md_cell(self.verdict_text)]
         for a in self.arms:
             flips = [f for direction in ("right→wrong", "wrong→right")
                      for f in [f for f in self.flips

@@ -1,29 +1,33 @@
 """Regression checks: did an arm get worse since the previous run of the same spec?
 
-Pure logic over run tables and manifests (no Prefect): the scheduled flow finds
-the previous completed run of the same spec name in the store (whatever changed in
-its arms, scorer or reference: SPEC 14), compares each arm's per-item accuracy with a
-paired difference, and calls a significant drop a regression.
+Pure logic over runs and manifests (no Prefect): the scheduled flow finds the previous
+completed run of the same spec name in the store (whatever changed in its arms, scorer or
+reference: SPEC 14), compares the two with ``hr diff``'s one comparison
+(:func:`hr_core.analysis.diff.diff_runs`) and applies a policy to its decisions
+(:func:`regression_check`): a drop decided ``worse`` and larger than a threshold is a
+regression. The regression check computes no figure of its own.
 """
 
 from __future__ import annotations
 
-import math
+import warnings
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import fsspec
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from hr_core.analysis.diff_result import RunDiff
 from hr_core.core.errors import CorruptRunError
 from hr_core.core.identity import fingerprint
 from hr_core.core.safe import markdown_text
-from hr_core.stats import MIN_ITEMS, TOO_FEW_ITEMS, compare_paired
-from hr_core.stats.accuracy import flaky_cells, item_counts
-from hr_core.stats.slices import slice_differences
+from hr_core.stats import MIN_ITEMS, TOO_FEW_ITEMS
 from hr_core.store.manifest import RunManifest, read_manifest
+
+if TYPE_CHECKING:
+    from hr_core.analysis.benchmark import Benchmark
 
 __all__ = [
     "ArmChange",
@@ -33,17 +37,18 @@ __all__ = [
     "SliceChange",
     "compare_runs",
     "find_previous_run",
+    "regression_check",
     "spec_fingerprint",
 ]
 
 ArmStatus = Literal["regression", "improvement", "no_change", "too_few_items",
                     "not_comparable"]
-"""``regression``: the one comparison (:func:`hr_core.stats.compare_paired`, Bonferroni over
-the arms checked) decides ``worse`` (its interval entirely below zero, so its p-value below
-the corrected alpha) and the drop is larger than the threshold; ``improvement``: the
-mirror image; ``no_change``: neither; ``too_few_items``: fewer than
-``hr_core.stats.MIN_ITEMS`` items were scored in both runs ("too few items");
-``not_comparable``: the arm is missing from one run."""
+"""``regression``: ``hr diff``'s decision on the arm is ``worse`` (the one comparison,
+:func:`hr_core.stats.compare_paired`, Bonferroni over the arms compared: its interval
+entirely below zero; or the stop rule's confidence sequence for a run with one) and the
+drop is larger than the threshold; ``improvement``: the mirror image; ``no_change``:
+neither; ``too_few_items``: fewer than ``hr_core.stats.MIN_ITEMS`` items were scored in
+both runs ("too few items"); ``not_comparable``: the arm is missing from one run."""
 
 _FINGERPRINT_KEYS = ("reference_hash", "arms", "scorer", "scorer_fingerprint")
 _COMPLETED = "completed"
@@ -67,7 +72,9 @@ class SliceChange(BaseModel):
 
 
 class ArmChange(BaseModel):
-    """One arm's accuracy now versus the previous run, over the items both scored."""
+    """One arm now versus the previous run: ``hr diff``'s figures
+    (:class:`~hr_core.analysis.diff.ArmDiff`: each run's accuracy, and the paired difference
+    over the items both scored) and this check's status."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -103,6 +110,10 @@ class RegressionReport(BaseModel):
     threshold: float
     level: float
     arms: list[ArmChange]
+    diff: RunDiff | None = Field(default=None, exclude=True, repr=False)
+    """The ``hr diff`` of the two runs the statuses were decided from (not serialized)."""
+    diff_page: str | None = None
+    """Where the diff's HTML page was written, when it was."""
 
     @property
     def regressions(self) -> list[ArmChange]:
@@ -123,14 +134,16 @@ class RegressionReport(BaseModel):
         """
         names = markdown_text(", ".join(a.arm for a in self.regressions))
         head = f"regression in {names}" if names else "no regression"
+        methods = sorted({a.method for a in self.arms if a.method})
         lines = [
             f"# Regression check: {head}",
             "",
             f"Run `{self.run_id}` against the previous completed run `{self.previous_run_id}` "
-            f"of the same spec; a regression is a drop of more than {self.threshold:g} with "
-            f"the paired difference decided worse: its {self.level:.0%} interval, "
-            "Bonferroni-corrected over the arms checked, entirely below zero (paired t with "
-            f"continuity correction); below {MIN_ITEMS} items in common there is no verdict.",
+            f"of the same spec; a regression is a drop of more than {self.threshold:g} that "
+            "`hr diff` of the two runs decides worse: the paired difference's "
+            f"{self.level:.0%} interval, corrected over the arms compared, entirely below "
+            f"zero; below {MIN_ITEMS} items in common there is no verdict."
+            + (f" Comparison: {markdown_text('; '.join(methods))}." if methods else ""),
             "",
             "| arm | status | items | previous | now | diff | CI | flips r→w / w→r "
             "| of them on flaky items |",
@@ -173,29 +186,63 @@ def _fmt(value: float | None) -> str:
     return "" if value is None else f"{value:.3f}"
 
 
-def _num(value: float) -> float | None:
-    return None if math.isnan(value) else float(value)
-
-
-_SLICE_NUMBERS = ("accuracy_then", "accuracy_now", "diff", "ci_low", "ci_high", "p_value")
-
-
-def _flaky(counts: pd.DataFrame) -> pd.Series:
-    """Items whose scored runs disagree (``hr_core.stats.accuracy.flaky_cells``)."""
-    return pd.Series(flaky_cells(counts["scored"].to_numpy(), counts["correct"].to_numpy()),
-                     index=counts.index)
-
-
-def _status(diff: float, decision: str, n_items: int, threshold: float) -> ArmStatus:
+def _status(diff: float | None, decision: str, n_items: int, threshold: float) -> ArmStatus:
     """The check's policy over the one comparison's decision: which decisions, by more
     than ``threshold``, fail the run (``worse``) or are reported as improvements."""
-    if n_items < MIN_ITEMS or decision == "too few items":
+    if n_items < MIN_ITEMS or decision == "too few items" or diff is None:
         return "too_few_items"
     if decision == "worse" and -diff > threshold:
         return "regression"
     if decision == "better" and diff > threshold:
         return "improvement"
     return "no_change"
+
+
+def regression_check(diff: RunDiff, *, threshold: float = 0.05) -> RegressionReport:
+    """The regression check of a pair of runs: ``hr diff``'s comparison plus a policy.
+
+    ``diff`` is :func:`hr_core.analysis.diff.diff_runs` of the previous run (a, *then*) and this
+    one (b, *now*); nothing is computed again. Each paired arm keeps the diff's figures
+    (accuracy then and now, the paired difference over the items both runs scored, its
+    interval, p-value, decision and method, flips) and gets a status: ``regression``
+    when the decision is ``worse`` (at the diff's level, Bonferroni over the arms
+    compared, or the stop rule's confidence sequence for a run with one) *and* the drop
+    is larger than ``threshold``; ``improvement`` the mirror image; ``too_few_items``
+    below ``MIN_ITEMS`` paired items; ``no_change`` otherwise (including ``undecided``
+    and ``equivalent``). An arm of only one run is ``not_comparable``. So ``hr diff A B``
+    and the regression check of the same pair can never disagree.
+
+    Args:
+        diff: the diff of the previous run and this run.
+        threshold: the smallest drop in accuracy (0..1) worth an alert.
+
+    Raises:
+        ValueError: ``threshold`` outside [0, 1).
+    """
+    if not 0 <= threshold < 1:
+        raise ValueError(f"threshold must be in [0, 1), not {threshold!r}")
+    changes: list[ArmChange] = []
+    for a in diff.arms:
+        changes.append(ArmChange(
+            arm=a.label, status=_status(a.diff, a.verdict, a.n_items, threshold),
+            n_items=a.n_items, accuracy=a.accuracy_b, previous_accuracy=a.accuracy_a,
+            diff=a.diff, ci_low=a.ci_low, ci_high=a.ci_high, p_value=a.p_value,
+            decision=a.verdict, method=a.method, right_to_wrong=a.right_to_wrong,
+            wrong_to_right=a.wrong_to_right,
+            flaky_flips=a.flaky_right_to_wrong + a.flaky_wrong_to_right,
+            slices=[SliceChange(**s.model_dump()) for s in a.slices]))
+    changes += [ArmChange(arm=arm, status="not_comparable", n_items=0)
+                for arm in [*diff.unpaired_b, *diff.unpaired_a]]
+    return RegressionReport(run_id=diff.id_b, previous_run_id=diff.id_a, threshold=threshold,
+                            level=diff.level, arms=changes, diff=diff)
+
+
+def _in_memory(runs: pd.DataFrame, run_id: str | None) -> Benchmark:
+    """A runs table as a benchmark held in memory (missing columns empty)."""
+    from hr_core.analysis.benchmark import Benchmark, runs_frame
+
+    rows: list[Any] = (runs if "run" in runs.columns else runs.assign(run=1)).to_dict("records")
+    return Benchmark(runs_frame(rows), {"run_id": run_id})
 
 
 def compare_runs(
@@ -208,29 +255,14 @@ def compare_runs(
     previous_run_id: str | None = None,
     slices: Mapping[str, Mapping[str, str]] | None = None,
 ) -> RegressionReport:
-    """Compare every arm of a run with the previous run of the same spec.
+    """Deprecated (kept for one release): :func:`regression_check` of
+    :func:`hr_core.analysis.diff.diff_runs`, for two runs tables held in memory.
 
-    Per arm: the paired difference ``accuracy(now) - accuracy(previous)`` over the
-    items both runs scored, with the accuracy of ``hr_core.stats.accuracy`` (runs made
-    only) and the one comparison, :func:`hr_core.stats.compare_paired`, Bonferroni-
-    corrected over the arms compared (the same figures as ``hr diff``). A regression is
-    a ``worse`` decision (interval entirely below zero) *and* a drop larger than
-    ``threshold``; with fewer than ``MIN_ITEMS`` items the status is
-    ``too_few_items``.
+    ``runs`` is the new run's table, ``previous_runs`` the previous run's (columns
+    ``arm, item_id, correct``, and ``run``, ``failure_kind`` when known); ``slices`` is
+    ``{field: {item id: value}}``. Use instead::
 
-    Args:
-        runs: the new run's table (columns ``arm, item_id, correct``).
-        previous_runs: the previous run's table, same columns.
-        threshold: the smallest drop in accuracy (0..1) worth an alert.
-        level: confidence level of the CI.
-        run_id: the new run's id, for the report.
-        previous_run_id: the previous run's id, for the report.
-        slices: ``{field: {item id: value}}`` (``hr_core.stats.slices.slice_values``): the
-            paired difference per slice too.
-
-    Each arm also counts its flips (items right in one run, more than half of their
-    scored runs correct, and not in the other) and, of them, those on items flaky in
-    either run (their runs disagreed, ``runs >= 2``); the status uses every item.
+        regression_check(diff_runs(previous_run, run, level=level), threshold=threshold)
 
     Example:
         >>> before = pd.DataFrame({"arm": ["a"] * 8, "item_id": list("stuvwxyz"),
@@ -239,55 +271,16 @@ def compare_runs(
         >>> compare_runs(after, before).arms[0].status
         'regression'
     """
+    warnings.warn("hr_core.analysis.regression.compare_runs is deprecated: use "
+                  "regression_check(diff_runs(previous, run)) (removed in the next release)",
+                  DeprecationWarning, stacklevel=2)
     if not 0 <= threshold < 1:
         raise ValueError(f"threshold must be in [0, 1), not {threshold!r}")
-    arms_now = [str(a) for a in pd.unique(runs["arm"])]
-    arms_before = {str(a) for a in pd.unique(previous_runs["arm"])}
-    changes: list[ArmChange] = []
-    family = sum(1 for arm in arms_now if arm in arms_before)
-    for arm in arms_now + sorted(arms_before.difference(arms_now)):
-        if arm not in arms_before or arm not in arms_now:
-            changes.append(ArmChange(arm=arm, status="not_comparable", n_items=0))
-            continue
-        now_counts, before_counts = item_counts(runs, arm), item_counts(previous_runs, arm)
-        now = now_counts["correct"] / now_counts["scored"]
-        before = before_counts["correct"] / before_counts["scored"]
-        common = now.index.intersection(before.index)
-        a, b = now.loc[common].tolist(), before.loc[common].tolist()
-        got = compare_paired(a, b, level=level, family_size=max(family, 1))
-        right_now, right_before = now.loc[common] > 0.5, before.loc[common] > 0.5
-        flaky = (_flaky(now_counts).loc[common] | _flaky(before_counts).loc[common])
-        flipped = right_now != right_before
-        by_slice = [SliceChange(**{**row, **{k: _num(row[k]) for k in _SLICE_NUMBERS}})
-                    for row in slice_differences(common, now.loc[common].to_numpy(),
-                                                 before.loc[common].to_numpy(),
-                                                 slices or {}, level)]
-        changes.append(
-            ArmChange(
-                arm=arm,
-                status=_status(got.estimate, got.decision, got.n_items, threshold),
-                n_items=got.n_items,
-                accuracy=_num(sum(a) / len(a)) if a else None,
-                previous_accuracy=_num(sum(b) / len(b)) if b else None,
-                diff=_num(got.estimate),
-                ci_low=_num(got.low),
-                ci_high=_num(got.high),
-                p_value=_num(got.p_value),
-                decision=got.decision,
-                method=got.method,
-                right_to_wrong=int((right_before & ~right_now).sum()),
-                wrong_to_right=int((~right_before & right_now).sum()),
-                flaky_flips=int((flipped & flaky).sum()),
-                slices=by_slice,
-            )
-        )
-    return RegressionReport(
-        run_id=run_id,
-        previous_run_id=previous_run_id,
-        threshold=threshold,
-        level=level,
-        arms=changes,
-    )
+    from hr_core.analysis.diff import diff_runs
+
+    found = diff_runs(_in_memory(previous_runs, previous_run_id), _in_memory(runs, run_id),
+                      level=level, flips_per_arm=0, slices=slices or {})
+    return regression_check(found, threshold=threshold)
 
 
 def spec_fingerprint(manifest: RunManifest | Mapping[str, Any]) -> str:

@@ -55,8 +55,8 @@ def _verdict(diff: RunDiff) -> str:
     flips = sum(a.right_to_wrong + a.wrong_to_right for a in diff.arms)
     return (f'<p class="verdict">{" · ".join(parts)} · {fmt(flips)} flipped item(s) · '
             f"{fmt(len(diff.changes))} manifest difference(s)</p>"
-            f'<p class="note">Paired difference now − then over the items both runs scored, '
-            f"{diff.level:.0%} CI; an item is right when more than half its scored runs are "
+            f'<p class="note">Paired difference now − then over the items both runs scored. '
+            f"{escape(diff.verdict_text)} An item is right when more than half its scored runs are "
             "correct, flaky when its runs disagree. <code>hr diff</code> exits with status 1 "
             "when an arm is worse.</p>")
 
