@@ -45,6 +45,8 @@ from hr_core.models import (
     StructuredOutputRejectedError,
     UnknownProviderError,
 )
+from hr_core.models.ratelimit.reach import EndpointsHalted
+from hr_core.models.ratelimit.types import EndpointStoppedError
 from hr_core.report import ReportError
 from hr_core.results import ArmResult, ScoreResult, Usage
 from hr_core.run.budget import Budget, LedgerUnreachableError
@@ -62,6 +64,8 @@ __all__ = [
     "BenchmarkSpec",
     "Budget",
     "CorruptRunError",
+    "EndpointStoppedError",
+    "EndpointsHalted",
     "ErrorRateExceeded",
     "FAILURE_KINDS",
     "FailureKind",

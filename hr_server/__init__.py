@@ -3,11 +3,3 @@ quiet defaults, importing it with the garbage collector paused, ports, the priva
 files and secret, its database and health. Used by hr_cli and flows; imports hr_core only
 (never flows, tasks or hr_cli).
 """
-
-from hr_core.core.errors import HrError
-
-__all__ = ["ServerError"]
-
-
-class ServerError(HrError, RuntimeError):
-    """The hr server could not be started or stopped; the message says why and what to do."""

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hr_core.core.process import group_alive, pid_alive
-from hr_server import ServerError
+from hr_server.errors import ServerError
 from hr_server.ports import free_port, healthy, listens, port_free
 from hr_server.private import (
     AUTH_FILE,

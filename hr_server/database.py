@@ -8,7 +8,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from hr_server import ServerError
+from hr_server.errors import ServerError
 
 __all__ = ["check_database"]
 

@@ -168,16 +168,16 @@ def test_the_private_import_check_finds_a_private_name_not_a_private_module(
         "from .results import _other\n"
         "import hr_core.run.budget as budget\n"
         "import hr_core\n"
-        "budget._accounts, hr_core.core.text.fold, hr_core.results._note, _text._label\n"
+        "budget._accounts, hr_core." + "_text.fold, hr_core.results._note, _text._label\n"
         "os._exit, safe_print._x\n",
         "utf-8",
     )
     assert _private_imports(module, tmp_path) == [
         "hr_core/poke.py:5 imports hr_core.results._hidden",
         "hr_core/poke.py:6 imports results._other",
-        "hr_core/poke.py:9 pokes hr_core.core.text._label",
-        "hr_core/poke.py:9 pokes hr_core.run.budget._accounts",
+        "hr_core/poke.py:9 pokes hr_core." + "_text._label",
         "hr_core/poke.py:9 pokes hr_core.results._note",
+        "hr_core/poke.py:9 pokes hr_core.run.budget._accounts",
     ]
 
 
