@@ -10,8 +10,17 @@ from pathlib import Path
 import pytest
 
 # Prefect keeps its database and settings under PREFECT_HOME; tests never touch ~/.prefect.
-_PREFECT_HOME = Path(tempfile.mkdtemp(prefix="hr-test-prefect-home-"))
-os.environ.setdefault("PREFECT_HOME", str(_PREFECT_HOME))
+# Under pytest-xdist each worker process has a PREFECT_HOME of its own: a worker inherits
+# the environment of the main process (which loaded this file first), and two workers must
+# not share hr-server.json, profiles.toml or a database.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if _WORKER and os.environ.get("PREFECT_HOME") != os.environ.get("HR_TEST_PREFECT_HOME"):
+    _PREFECT_HOME = Path(os.environ["PREFECT_HOME"]).expanduser() / f"xdist-{_WORKER}"
+    _PREFECT_HOME.mkdir(parents=True, exist_ok=True)
+    os.environ["PREFECT_HOME"] = str(_PREFECT_HOME)  # the user's own, one folder per worker
+elif _WORKER or "PREFECT_HOME" not in os.environ:
+    _PREFECT_HOME = Path(tempfile.mkdtemp(prefix="hr-test-prefect-home-"))
+    os.environ["PREFECT_HOME"] = os.environ["HR_TEST_PREFECT_HOME"] = str(_PREFECT_HOME)
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 

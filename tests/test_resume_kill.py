@@ -65,12 +65,16 @@ SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.fixture()
-def script(tmp_path: Path) -> Path:
-    path = tmp_path / "kill_script.py"
+def _write_script(folder: Path) -> Path:
+    path = folder / "kill_script.py"
     path.write_text(
         f"N_ITEMS = {N_ITEMS}\nDELAY = {DELAY_S}\nCONCURRENCY = {CONCURRENCY}\n" + SCRIPT)
     return path
+
+
+@pytest.fixture()
+def script(tmp_path: Path) -> Path:
+    return _write_script(tmp_path)
 
 
 def _env(tmp_path: Path, calls: Path) -> dict[str, str]:
@@ -115,10 +119,13 @@ def _stop(pids: list[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def _uninterrupted(script: Path, tmp_path: Path) -> pd.DataFrame:
-    store = tmp_path / "reference-run"
-    subprocess.run([sys.executable, str(script), "light", str(store)], check=True,
-                   env=_env(tmp_path, tmp_path / "reference-calls.log"), timeout=120)
+@pytest.fixture(scope="module")
+def expected(tmp_path_factory: pytest.TempPathFactory) -> pd.DataFrame:
+    """The runs table of one uninterrupted run of the script (both tests compare with it)."""
+    folder = tmp_path_factory.mktemp("uninterrupted")
+    store = folder / "reference-run"
+    subprocess.run([sys.executable, str(_write_script(folder)), "light", str(store)],
+                   check=True, env=_env(folder, folder / "reference-calls.log"), timeout=120)
     return pd.read_parquet(next(store.glob("kill/*/runs.parquet")))
 
 
@@ -142,9 +149,8 @@ def _check(final: pd.DataFrame, expected: pd.DataFrame, journaled: list[dict],
 
 
 def test_kill_nine_at_several_points_then_resume_equals_an_uninterrupted_run(
-    script: Path, tmp_path: Path,
+    script: Path, tmp_path: Path, expected: pd.DataFrame,
 ) -> None:
-    expected = _uninterrupted(script, tmp_path)
     store, calls = tmp_path / "store", tmp_path / "calls.log"
     snapshots: list[tuple[dict, int]] = []  # (journal after a kill, arm calls so far)
     points = [(1, 0.0), (300, 0.25), (800, 0.45)]  # (journaled runs, then seconds)
@@ -171,8 +177,8 @@ def test_kill_nine_at_several_points_then_resume_equals_an_uninterrupted_run(
     assert calls.read_text().count("\n") == len(call_lines)
 
 
-def test_kill_nine_of_the_prefect_flow_then_resume(script: Path, tmp_path: Path) -> None:
-    expected = _uninterrupted(script, tmp_path)
+def test_kill_nine_of_the_prefect_flow_then_resume(script: Path, tmp_path: Path,
+                                                   expected: pd.DataFrame) -> None:
     store, calls = tmp_path / "store", tmp_path / "calls.log"
     proc = subprocess.Popen([sys.executable, str(script), "flow", str(store)],
                             env=_env(tmp_path, calls))

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from drift_arms import reference_rows
+from e2e_support import stop_group
 from hr_server_support import FAST_SCHEDULER, HrServer, scheduled_runs, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,27 +75,32 @@ def test_the_scheduler_makes_runs_and_a_worker_completes_one_with_its_regression
     worker = server.spawn(["worker", "start", "--pool", POOL, "--install-policy", "never"],
                           log="worker", env={**server.env, "PREFECT_WORKER_QUERY_SECONDS": "1",
                                              "PREFECT_WORKER_PREFETCH_SECONDS": "5"})
-    made = wait_until(lambda: scheduled_runs(server, nightly["id"]), timeout=90)
-    assert made, ("the scheduler made no run of the nightly deployment in 90 s; "
-                  f"hr-server.log ends:\n{server.server_log()}")
-    made_after = time.monotonic() - started
+    try:
+        made = wait_until(lambda: scheduled_runs(server, nightly["id"]), timeout=90)
+        assert made, ("the scheduler made no run of the nightly deployment in 90 s; "
+                      f"hr-server.log ends:\n{server.server_log()}")
+        made_after = time.monotonic() - started
 
-    def finished() -> list[dict[str, Any]]:  # runs wait for the deployment's one slot
-        runs = scheduled_runs(server, nightly["id"])
-        return [r for r in runs if r["state_type"] in ("COMPLETED", "FAILED", "CRASHED")]
+        def finished() -> list[dict[str, Any]]:  # runs wait for the deployment's one slot
+            runs = scheduled_runs(server, nightly["id"])
+            return [r for r in runs if r["state_type"] in ("COMPLETED", "FAILED", "CRASHED")]
 
-    done = wait_until(finished, timeout=240)
-    assert done, f"no scheduled run finished in 240 s:\n{server.log_tail('worker')}"
-    first = done[0]
-    assert first["state_type"] == "COMPLETED", server.log_tail("worker")
-    assert worker.poll() is None
-    arts = server.api("POST", "/artifacts/filter",
-                      json={"artifacts": {"flow_run_id": {"any_": [first["id"]]}}})
-    regression = [a for a in arts if a.get("key") == "hr-regression-schedule-check"]
-    assert regression, [a.get("key") for a in arts]
-    assert "# Regression check: schedule-check" in str(regression[0]["data"])
-    manifests = list(Path(nightly["store"]).glob("schedule-check/*/manifest.json"))
-    assert manifests and json.loads(manifests[0].read_text())["status"] == "completed"
+        done = wait_until(finished, timeout=240)
+        assert done, f"no scheduled run finished in 240 s:\n{server.log_tail('worker')}"
+        first = done[0]
+        assert first["state_type"] == "COMPLETED", server.log_tail("worker")
+        assert worker.poll() is None
+        arts = server.api("POST", "/artifacts/filter",
+                          json={"artifacts": {"flow_run_id": {"any_": [first["id"]]}}})
+        regression = [a for a in arts if a.get("key") == "hr-regression-schedule-check"]
+        assert regression, [a.get("key") for a in arts]
+        assert "# Regression check: schedule-check" in str(regression[0]["data"])
+        manifests = list(Path(nightly["store"]).glob("schedule-check/*/manifest.json"))
+        assert manifests and json.loads(manifests[0].read_text())["status"] == "completed"
+    finally:
+        # the worker would go on running a scheduled run every 5 s (each a process)
+        # through the module's other tests: stopped once its run is checked
+        stop_group(worker)
     status = server.hr("server", "status")  # a server whose scheduler works: all is well
     assert status.returncode == 0, status.stdout + status.stderr
     print(f"\nschedule: {len(made)} runs made {made_after:.1f} s after deploy, the first "
