@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hr_cli.literal import cell
+from hr_core.report.costs import cost_by_kind, has_kinds, token_kinds
 
 __all__ = ["comparison_table", "position_bias_line", "summary_table", "validation_table"]
 
@@ -87,6 +88,12 @@ def summary_table(summary: Any, title: str = "Summary") -> Table:
             *([_usd(row.get("spent_usd"))] if spent else []),
             *([_usd(row.get("judge_cost_usd"))] if judged else []),
         )
+    if has_kinds(summary.columns):  # cache and reasoning tokens, cost by kind: below
+        lines = [f"{row['arm']}: {cost_by_kind(row) or 'no cost by kind'}"
+                 + (f" ({kinds_of})" if (kinds_of := token_kinds(row)) else "")
+                 for row in rows.to_dict("records")]
+        table.caption = cell("cost by kind: " + "; ".join(lines))
+        table.caption_justify = "left"
     return table
 
 

@@ -10,6 +10,7 @@ this mapping::
       base_url: http://127.0.0.1:11434/v1
       api_key_env: MY_SERVER_KEY       # the variable's name; the key is never here
       prices: {input: 0.15, output: 0.6, cached_input: 0.075}   # USD per million tokens
+                                       # (also cache_write, batch_input, batch_output)
       timeout_s: 60                    # each attempt's deadline, headers and body
       max_reply_bytes: 4194304         # a longer reply is the run's error (default 4 MiB)
       retry: {max_retries: 4, backoff_base_s: 0.5, backoff_max_s: 30}
@@ -33,7 +34,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from hr_core.core.identity import fingerprint
 from hr_core.models.base import ModelConfigError, UnknownProviderError
@@ -53,13 +62,34 @@ MAX_PER_MINUTE = 1e9
 
 class ModelPrices(BaseModel):
     """USD per million tokens: input, output and (when the provider bills them apart)
-    cached input tokens."""
+    cached input read (``cached_input``) and written (``cache_write``), and the batch
+    API's rates; a rate left out is priced as :mod:`hr_core.models._prices` says
+    (Anthropic's cache at 0.1x/1.25x input, batch at half). A model without prices is
+    costed at hr's defaults when it has them (``DEFAULT_PRICES``, dated).
+
+    Example:
+        >>> ModelPrices(input=3, output=15).model_dump()
+        {'input': 3.0, 'output': 15.0, 'cached_input': None}
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     input: float = Field(ge=0)
     output: float = Field(ge=0)
     cached_input: float | None = Field(default=None, ge=0)
+    cache_write: float | None = Field(default=None, ge=0)
+    batch_input: float | None = Field(default=None, ge=0)
+    batch_output: float | None = Field(default=None, ge=0)
+
+    @model_serializer(mode="wrap")
+    def _without_unset_rates(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The rates added after ``cached_input`` only when given, so an arm's recorded
+        spec (and its fingerprint) is what it was before they existed."""
+        data: dict[str, Any] = handler(self)
+        for name in ("cache_write", "batch_input", "batch_output"):
+            if data.get(name) is None:
+                data.pop(name, None)
+        return data
 
 
 class RetryPolicy(BaseModel):

@@ -18,8 +18,8 @@ truncated), ``refusal`` is ``"refusal"`` with the reply's ``refusal`` set (a
 ``parse_failure`` saying so). Tokens in are ``input_tokens`` plus
 ``cache_creation_input_tokens`` plus ``cache_read_input_tokens`` (Anthropic's
 ``input_tokens`` counts only the uncached part); cache reads are priced at
-``cached_input`` when the prices give it, cache writes at ``input`` (Anthropic
-bills them 1.25x: a cost that uses them is a lower bound).
+``cached_input`` and cache writes at ``cache_write`` when the prices give them, else
+at Anthropic's 0.1x and 1.25x of the input rate (:mod:`hr_core.models._prices`).
 
 Rate limits go through the endpoint's shared limiter
 (:mod:`hr_core.models.ratelimit.endpoint`, which reads ``retry-after`` and the
@@ -47,6 +47,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal, cast
 
 from hr_core.models._bounded import DEFAULT_MAX_REPLY_BYTES, bounded_client
+from hr_core.models._prices import price_for
 from hr_core.models.base import (
     ChatMessage,
     ModelCallError,
@@ -73,7 +74,6 @@ from hr_core.models.providers.http import (
     retry_after,
     with_schema,
 )
-from hr_core.models.providers.openai import find_price
 from hr_core.models.ratelimit.endpoint import (
     CALL_DEADLINE,
     EndpointHalted,
@@ -103,8 +103,9 @@ class AnthropicChatModel:
         api_key: the key itself (kept private), else ...
         api_key_env: ... the environment variable holding it (default
             ``ANTHROPIC_API_KEY``; no other variable is read).
-        prices: USD per million tokens (see :func:`find_price`); cache reads are
-            priced at ``cached_input`` when given, else as input tokens.
+        prices: USD per million tokens (see :func:`price_for`: else hr's default for
+            the model); cache reads at ``cached_input``, writes at ``cache_write``, else
+            Anthropic's 0.1x and 1.25x of ``input``.
         timeout, max_retries, concurrency: each attempt's deadline (s), retries of a
             transient failure (rate limits are waited out instead), this model's share
             of its endpoint's concurrency ceiling.
@@ -167,7 +168,7 @@ class AnthropicChatModel:
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
         self.retry_after_max_s = retry_after_max_s
-        self.price = find_price(prices, self.provider, name)
+        self.price = price_for(prices, self.provider, name)
         self.params = dict(params or {})
         check_params(name, self.params)
         self.rpm, self.tpm = rpm, tpm
