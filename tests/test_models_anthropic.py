@@ -68,7 +68,8 @@ def test_message_text_usage_cache_tokens_and_cost(server: FakeAnthropicServer) -
     assert request.path == "/v1/messages"
     assert request.headers["x-api-key"] == KEY and "authorization" not in request.headers
     assert request.headers["anthropic-version"]
-    assert request.body["system"] == "Answer from the document."
+    assert request.body["system"] == [{"type": "text", "text": "Answer from the document.",
+                                       "cache_control": {"type": "ephemeral"}}]
     assert [m["role"] for m in request.body["messages"]] == ["user"]
     assert request.body["max_tokens"] == DEFAULT_MAX_TOKENS
 
@@ -152,7 +153,7 @@ def test_structured_output_as_instructions_puts_the_schema_in_the_system_prompt(
                                     reference="Paris"))
     assert (result.status, result.verdict) == ("ok", "pass")
     body = server.requests[0].body
-    assert "output_config" not in body and "JSON schema" in body["system"]
+    assert "output_config" not in body and "JSON schema" in body["system"][0]["text"]
     assert [m["role"] for m in body["messages"]] == ["user"]
 
 

@@ -1,4 +1,4 @@
-"""Cost that counts every kind of token: real servers on 127.0.0.1
+"""Cost that counts every kind of token, and prompt caching: real servers on 127.0.0.1
 speaking OpenAI's and Anthropic's wire formats report cached, cache-written and
 reasoning tokens; hr prices each kind, keeps them as columns and shows cost by kind."""
 
@@ -16,19 +16,25 @@ from openai_server import FakeOpenAIServer
 
 from hr_core.analysis.benchmark import RUN_COLUMNS, Benchmark
 from hr_core.analysis.diff import diff_runs
+from hr_core.judge.config import hr_judge_config
+from hr_core.judge.judging import judge_item
+from hr_core.models.providers.anthropic import AnthropicChatModel
 from hr_core.models.providers.openai import (
     DEFAULT_PRICES,
     PRICES_AS_OF,
     OpenAIChatModel,
     price_for,
 )
+from hr_core.models.spec import ModelSpec
 from hr_core.report.markdown import report_markdown
+from hr_core.run.arms import normalise_arms
 from hr_core.run.session import BenchmarkSession, plan_benchmark
 from hr_core.store.record import RunRecord, decode, encode
 
 MSGS = [{"role": "user", "content": "What is the capital of France?"}]
 ITEMS = [{"id": f"q{i}", "document": "Paris is the capital of France.",
           "question": "What is the capital of France?", "label": "Paris"} for i in range(3)]
+CACHE_CONTROL = {"type": "ephemeral"}
 
 
 def _completion(body: dict[str, Any]) -> dict[str, Any]:
@@ -85,6 +91,80 @@ def test_the_default_prices_are_dated_and_batch_is_half() -> None:
     batch = haiku.batch()
     assert (batch.input_per_million, batch.output_per_million) == (0.5, 2.5)
     assert price_for(None, "azure-openai", "gpt-4o") is None  # a deployment: its own bill
+
+
+def test_anthropic_cache_control_on_the_system_prompt_and_the_marked_document(
+        anthropic_server: FakeAnthropicServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    arm = {"model": {"provider": "anthropic", "model": "claude-x",
+                     "base_url": anthropic_server.url},
+           "system": "Answer from the document.", "cached_prefix": "Document: {document}",
+           "prompt": "Question: {question}"}
+    llm = normalise_arms({"qa": arm})["qa"]
+    assert _ask(llm.model(), llm.llm.messages(ITEMS[0])).text  # the server accepts it
+    body = anthropic_server.requests[0].body
+    assert body["system"] == [{"type": "text", "text": "Answer from the document.",
+                               "cache_control": CACHE_CONTROL}]
+    assert body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "cache_control": CACHE_CONTROL,
+                                      "text": "Document: Paris is the capital of France."}]},
+        {"role": "user", "content": "Question: What is the capital of France?"}]
+    off = normalise_arms({"qa": {**arm, "cache": "off"}})["qa"]
+    _ask(off.model(), off.llm.messages(ITEMS[0]))
+    plain = anthropic_server.requests[1].body
+    assert plain["system"] == "Answer from the document."
+    assert "cache_control" not in json.dumps(plain)
+    assert [m["content"] for m in plain["messages"]] == [
+        "Document: Paris is the capital of France.", "Question: What is the capital of France?"]
+
+
+def test_openai_gets_the_prompt_as_written_without_hr_s_prefix_mark(
+        openai_server: FakeOpenAIServer) -> None:
+    arm = {"model": "openai-compatible:m", "base_url": openai_server.url,
+           "cached_prefix": "Document: {document}", "prompt": "Question: {question}"}
+    llm = normalise_arms({"qa": arm})["qa"]
+    _ask(llm.model(), llm.llm.messages(ITEMS[0]))
+    assert openai_server.requests[0].body["messages"] == [
+        {"role": "user", "content": "Document: Paris is the capital of France."},
+        {"role": "user", "content": "Question: What is the capital of France?"}]
+
+
+def test_a_judge_s_instructions_and_rubric_are_cached(
+        anthropic_server: FakeAnthropicServer) -> None:
+    config = hr_judge_config(ModelSpec.of("anthropic:claude-x"), "Same answer?", mode="grade",
+                             orders=1)
+    model = AnthropicChatModel("claude-x", base_url=anthropic_server.url, api_key="k")
+
+    async def judge() -> Any:
+        try:
+            return await judge_item(config, model, item="Capital?", candidates=["Paris"],
+                                    reference="Paris")
+        finally:
+            await model.aclose()
+
+    asyncio.run(judge())
+    system = anthropic_server.requests[0].body["system"]
+    assert system[0]["cache_control"] == CACHE_CONTROL and "Same answer?" in system[0]["text"]
+
+
+# fingerprints made by hr before `cache` existed (commit b9d3cb8): still the same
+ARM_SPEC_BEFORE = "646cfc0419a184e457fe70951601d0ec94225faeca664c6457beb2caf0e82e4a"
+JUDGE_HASH_BEFORE = "c987d168a64cc2c4f452d9622f66145e1eb70549e065058ab164f65e5038762f"
+
+
+def test_cache_changes_neither_an_arm_s_fingerprint_nor_a_judge_s_hash() -> None:
+    from hr_core.core.identity import fingerprint
+
+    model = {"provider": "anthropic", "model": "claude-x",
+             "prices": {"input": 3.0, "output": 15.0, "cached_input": 0.3}}
+    arm = {"model": model, "system": "S", "prompt": "{question}"}
+    specs = [normalise_arms({"a": a})["a"].spec for a in (
+        arm, {**arm, "cache": "off"}, {**arm, "model": {**model, "cache": "off"}})]
+    assert specs[0] == specs[1] == specs[2]
+    assert fingerprint(specs[0]) == ARM_SPEC_BEFORE
+    hashes = {hr_judge_config(m, "Same answer?", mode="grade").hash for m in (
+        "anthropic:claude-x", ModelSpec.of({"model": "anthropic:claude-x", "cache": "off"}))}
+    assert hashes == {JUDGE_HASH_BEFORE}
 
 
 def test_a_benchmark_keeps_tokens_and_cost_by_kind(

@@ -19,14 +19,15 @@ this mapping::
       tpm: 200000                      # ... and tokens per minute: calls are paced below them
       params: {temperature: 0, max_tokens: 64}
       structured_output: json_schema   # or instructions (the schema in the system message)
+      cache: auto                      # or off: Anthropic's prompt cache on the stable prefix
       api_version: 2024-10-21          # azure-openai only (also token_command: an Entra token)
 
 :func:`hr_core.models.registry.resolve_model` builds the chat model from it.
 :meth:`ModelSpec.decides` is what decides an answer (provider, model, endpoint,
 request parameters, structured output): the part fingerprinted
 (:func:`hr_core.core.identity.fingerprint`); prices, timeouts, retries, concurrency, the
-``rpm``/``tpm`` pacing and the reply size limit decide no answer, and the key is never
-in it.
+``rpm``/``tpm`` pacing, the reply size limit and prompt caching (``cache``) decide no
+answer, and the key is never in it.
 """
 
 from __future__ import annotations
@@ -145,6 +146,12 @@ class ModelSpec(BaseModel):
     api_version: str | None = Field(default=None, min_length=1, max_length=64)
     """``azure-openai`` only: the ``api-version`` (else ``OPENAI_API_VERSION``, else
     hr's default); it decides answers."""
+    cache: Literal["auto", "off"] = "auto"
+    """Prompt caching where the provider offers it: ``auto`` marks the stable prefix
+    (the system prompt: a judge's instructions and rubric; an LLM arm's
+    ``cached_prefix``) for Anthropic's cache (``cache_control``); OpenAI caches by
+    itself (hr never reorders a prompt). It changes what a call costs, not what it
+    answers: not in the fingerprint, the run id or a judge's hash."""
     token_command: str | list[str] | None = Field(default=None, min_length=1)
     """``azure-openai`` only: a command printing an Entra ID token, sent instead of a
     key (the command is not the key; it decides no answer)."""

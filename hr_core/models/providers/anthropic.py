@@ -49,6 +49,7 @@ from typing import Any, Final, Literal, cast
 from hr_core.models._bounded import DEFAULT_MAX_REPLY_BYTES, bounded_client
 from hr_core.models._prices import price_for
 from hr_core.models.base import (
+    PREFIX_MARK,
     ChatMessage,
     ModelCallError,
     ModelConfigError,
@@ -93,6 +94,10 @@ model accepts (Claude 3 Haiku's output limit)."""
 
 DEFAULT_BASE_URL: Final[str] = "https://api.anthropic.com"
 
+CACHE_CONTROL: Final[dict[str, str]] = {"type": "ephemeral"}
+"""Anthropic's prompt-cache breakpoint (the default 5-minute cache), put on the last block
+of the stable prefix with ``cache: auto``."""
+
 class AnthropicChatModel:
     """A Claude model through the Messages API.
 
@@ -116,6 +121,10 @@ class AnthropicChatModel:
         params: default request parameters.
         structured_output: ``"json_schema"`` (``output_config.format``) or
             ``"instructions"`` (the schema in the system prompt).
+        prompt_cache: ``"auto"``: the system prompt and the message marked with
+            :data:`~hr_core.models.base.PREFIX_MARK` end in a ``cache_control``
+            breakpoint (Anthropic caches the prefix up to it; a prefix under the model's
+            minimum is simply not cached); ``"off"``: none.
 
     Example:
         >>> AnthropicChatModel("claude-haiku-4-5", base_url="http://127.0.0.1:9/",
@@ -147,6 +156,7 @@ class AnthropicChatModel:
         rate_limit_wait_s: float = 900.0,
         structured_output: Literal["json_schema", "instructions"] = "json_schema",
         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+        prompt_cache: Literal["auto", "off"] = "auto",
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ModelConfigError("anthropic: the model name must be a non-empty string")
@@ -154,6 +164,10 @@ class AnthropicChatModel:
             raise ModelConfigError(f"anthropic:{name}: structured_output must be 'json_schema' "
                                    f"or 'instructions', not {structured_output!r}")
         self.structured_output = structured_output
+        if prompt_cache not in ("auto", "off"):
+            raise ModelConfigError(f"anthropic:{name}: cache must be 'auto' or 'off', not "
+                                   f"{prompt_cache!r}")
+        self.prompt_cache = prompt_cache
         if concurrency < 1 or max_retries < 0 or timeout <= 0 or max_tokens < 1:
             raise ModelConfigError(f"anthropic:{name}: need concurrency >= 1, max_retries >= 0,"
                                    " timeout > 0 and max_tokens >= 1")
@@ -262,14 +276,23 @@ class AnthropicChatModel:
             stop = merged.pop("stop")
             merged["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
         use_format = schema is not None and self.structured_output == "json_schema"
+        cache = self.prompt_cache == "auto"
+        marked = [m.get(PREFIX_MARK) == "cache" for m in messages if m.get("role") != "system"]
         messages = with_schema(messages, schema, not use_format)
         system = [str(m.get("content", "")) for m in messages if m.get("role") == "system"]
-        turns = [{"role": str(m.get("role")), "content": str(m.get("content", ""))}
-                 for m in messages if m.get("role") != "system"]
+        turns: list[dict[str, Any]] = [
+            {"role": str(m.get("role")), "content": str(m.get("content", ""))}
+            for m in messages if m.get("role") != "system"]
+        if cache and any(marked):  # the last marked message ends the cached prefix
+            last = max(i for i, mark in enumerate(marked) if mark)
+            turns[last]["content"] = [{"type": "text", "text": turns[last]["content"],
+                                       "cache_control": CACHE_CONTROL}]
         body: dict[str, Any] = {"model": self.name, "max_tokens": self.max_tokens,
                                 **merged, "messages": turns}
         if system:
-            body["system"] = "\n\n".join(system)
+            text = "\n\n".join(system)
+            body["system"] = ([{"type": "text", "text": text, "cache_control": CACHE_CONTROL}]
+                              if cache else text)
         if use_format and schema is not None:
             config = dict(body.get("output_config") or {})
             config["format"] = {"type": "json_schema", "schema": dict(schema)}
@@ -309,7 +332,8 @@ class AnthropicChatModel:
         run_deadline = CALL_DEADLINE.get()
         give_up = (run_deadline + 1.0 if run_deadline is not None
                    else time.monotonic() + self.rate_limit_wait_s)
-        prompt = [{"content": body.get("system") or ""}, *body["messages"]]
+        prompt = [{"content": _plain(body.get("system"))},
+                  *({"content": _plain(m.get("content"))} for m in body["messages"])]
         # the tokens it will count: max_tokens when the params set it, else (hr's default
         # cap, far above most replies) the mean reply so far
         completion = (body["max_tokens"] if body["max_tokens"] != self.max_tokens
@@ -403,3 +427,10 @@ class AnthropicChatModel:
     def _keep_limits(self, headers: Any) -> None:
         self.rate_limits = {k.lower(): v for k, v in headers.items()
                             if k.lower().startswith("anthropic-ratelimit-")}
+
+
+def _plain(content: Any) -> str:
+    """A system prompt or message content as its text (blocks joined)."""
+    if isinstance(content, list):
+        return "".join(str(b.get("text", "")) for b in content if isinstance(b, Mapping))
+    return "" if content is None else str(content)
