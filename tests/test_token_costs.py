@@ -158,9 +158,11 @@ def test_cache_changes_neither_an_arm_s_fingerprint_nor_a_judge_s_hash() -> None
     model = {"provider": "anthropic", "model": "claude-x",
              "prices": {"input": 3.0, "output": 15.0, "cached_input": 0.3}}
     arm = {"model": model, "system": "S", "prompt": "{question}"}
-    specs = [normalise_arms({"a": a})["a"].spec for a in (
-        arm, {**arm, "cache": "off"}, {**arm, "model": {**model, "cache": "off"}})]
-    assert specs[0] == specs[1] == specs[2]
+    arms = (arm, {**arm, "cache": "off"}, {**arm, "model": {**model, "cache": "off"}},
+            {**arm, "cache": False})  # YAML reads a bare `off` as false
+    specs = [normalise_arms({"a": a})["a"].spec for a in arms]
+    assert specs[0] == specs[1] == specs[2] == specs[3]
+    assert normalise_arms({"a": arms[3]})["a"].llm.model_spec().cache == "off"
     assert fingerprint(specs[0]) == ARM_SPEC_BEFORE
     hashes = {hr_judge_config(m, "Same answer?", mode="grade").hash for m in (
         "anthropic:claude-x", ModelSpec.of({"model": "anthropic:claude-x", "cache": "off"}))}
@@ -209,3 +211,50 @@ def test_a_benchmark_of_plain_arms_has_no_column_of_kinds(tmp_path: Path) -> Non
                              ).run_sync()
     assert list(Benchmark.load(bench.run_dir).runs.columns) == list(RUN_COLUMNS)
     assert "cost_output_usd" not in bench.summary().columns
+
+
+def test_hr_plan_shows_the_expected_cost_live_and_in_batch(
+        anthropic_server: FakeAnthropicServer, monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    import re
+
+    from rich.console import Console
+
+    from hr_cli.plan import plan_run
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    arm = {"model": "anthropic:claude-x", "base_url": anthropic_server.url,
+           "price_in": 1.0, "price_out": 2.0, "prompt": "Context: {document}\nQ: {question}"}
+
+    def two_right(payload: dict[str, Any]) -> str:
+        return "Paris" if payload["id"] != "q2" else "Lyon"
+
+    bench = BenchmarkSession(plan_benchmark({"claude": arm, "rule": two_right}, ITEMS,
+                                            store=str(tmp_path))).run_sync()
+    console = Console(record=True, width=250)
+    plan_run(console, bench.run_dir, difference=0.05, power=0.8, level=0.95)
+    out = console.export_text()
+    assert "expected cost (live / batch)" in out
+    figures = re.search(r"│\s*([\d,]+)\s*│\s*\$([\d,.]+) / \$([\d,.]+)", out)
+    assert figures is not None, out
+    needed, live, batch = (float(v.replace(",", "")) for v in figures.groups())
+    per_item = bench.summary().set_index("arm").loc["claude", "cost_usd"] / 3
+    assert live == pytest.approx(needed * per_item, abs=1e-4)
+    assert batch == pytest.approx(live / 2, abs=1e-4)
+
+
+def test_a_judge_scorer_s_or_judge_file_s_cache_keeps_its_hash(tmp_path: Path) -> None:
+    from hr_cli.judges import load_judge
+    from hr_core.run.spec import JudgeScorerSpec
+
+    plain = JudgeScorerSpec(model="anthropic:claude-x", rubric="Same answer?")
+    off = JudgeScorerSpec(model="anthropic:claude-x", rubric="Same answer?", cache="off")
+    spec = off.model_spec()
+    assert isinstance(spec, ModelSpec) and spec.cache == "off"
+    assert (hr_judge_config(spec, "Same answer?", mode="grade").hash
+            == hr_judge_config(plain.model_spec(), "Same answer?", mode="grade").hash
+            == JUDGE_HASH_BEFORE)
+    path = tmp_path / "judge.yaml"
+    path.write_text("model: anthropic:claude-x\nmode: grade\nrubric: Same answer?\ncache: off\n")
+    config = load_judge(path)
+    assert config.model_spec.cache == "off" and config.hash == JUDGE_HASH_BEFORE

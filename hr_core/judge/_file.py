@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hr_core.core.errors import HrError, SpecError
 from hr_core.data.yaml_file import line_of, read_yaml_mapping
-from hr_core.models.spec import ModelSpec
+from hr_core.models.spec import CacheMode, ModelSpec
 
 __all__ = ["JudgeFile", "judge_model", "judge_thresholds", "load_judge", "read_judge_file"]
 
@@ -49,7 +49,7 @@ class JudgeFile(BaseModel):
     """When the judge is valid (``hr judge check``): trust, not answers, so never
     part of the config hash (``hr_core.judge.ValidityThresholds``)."""
     min_agreement: float = Field(default=0.7, ge=0, le=1)
-    cache: Literal["auto", "off"] | None = None
+    cache: CacheMode | None = None
     """Prompt caching of the judge's instructions and rubric (the model spec's ``cache``,
     default ``auto``): a cost, not an answer, so never part of the config hash."""
 

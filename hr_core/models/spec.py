@@ -33,10 +33,11 @@ answer, and the key is never in it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
@@ -48,7 +49,8 @@ from pydantic import (
 from hr_core.core.identity import fingerprint
 from hr_core.models.base import ModelConfigError, UnknownProviderError
 
-__all__ = ["DEFAULT_MAX_REPLY_BYTES", "PROVIDERS", "ModelPrices", "ModelSpec", "RetryPolicy"]
+__all__ = ["DEFAULT_MAX_REPLY_BYTES", "PROVIDERS", "CacheMode", "ModelPrices", "ModelSpec",
+           "RetryPolicy"]
 
 PROVIDERS: tuple[str, ...] = ("mock", "openai", "openai-compatible", "anthropic", "azure-openai")
 """The providers a model spec may name (``PROVIDER:NAME``)."""
@@ -59,6 +61,20 @@ DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
 
 MAX_PER_MINUTE = 1e9
 """The largest ``rpm`` / ``tpm`` a spec may give (a bound, far above any API's)."""
+
+
+def _cache_word(value: Any) -> Any:
+    """YAML reads a bare ``off`` as ``false`` (and ``on`` as ``true``): the words meant."""
+    if value is False:
+        return "off"
+    if value is True:
+        return "auto"
+    return value
+
+
+CacheMode = Annotated[Literal["auto", "off"], BeforeValidator(_cache_word)]
+"""Prompt caching: ``auto`` (the stable prefix marked for the provider's cache) or ``off``
+(YAML's ``off``/``false`` and ``on``/``true`` read as ``off`` and ``auto``)."""
 
 
 class ModelPrices(BaseModel):
@@ -146,7 +162,7 @@ class ModelSpec(BaseModel):
     api_version: str | None = Field(default=None, min_length=1, max_length=64)
     """``azure-openai`` only: the ``api-version`` (else ``OPENAI_API_VERSION``, else
     hr's default); it decides answers."""
-    cache: Literal["auto", "off"] = "auto"
+    cache: CacheMode = "auto"
     """Prompt caching where the provider offers it: ``auto`` marks the stable prefix
     (the system prompt: a judge's instructions and rubric; an LLM arm's
     ``cached_prefix``) for Anthropic's cache (``cache_control``); OpenAI caches by

@@ -8,14 +8,14 @@ import inspect
 import re
 import string
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hr_core.core.errors import HrError, SpecError
 from hr_core.core.identity import callable_spec
 from hr_core.models.base import PREFIX_MARK
-from hr_core.models.spec import ModelSpec
+from hr_core.models.spec import CacheMode, ModelSpec
 
 __all__ = ["Arm", "ArmEntry", "LLMArm", "check_prompt_fields", "import_object", "normalise_arms",
            "prompt_fields"]
@@ -63,7 +63,7 @@ class LLMArm(BaseModel):
     ``"Document: {document}"``: sent as a user message of its own before the prompt's,
     marked as the end of the prefix a provider's prompt cache keeps (Anthropic's
     ``cache_control`` with ``cache: auto``). It is what the model reads: in the run id."""
-    cache: Literal["auto", "off"] | None = None
+    cache: CacheMode | None = None
     """Prompt caching (the model spec's ``cache``, default ``auto``): the system prompt
     and ``cached_prefix`` marked for Anthropic's cache; OpenAI caches by itself. It
     decides no answer: not in the arm's fingerprint or the run id."""

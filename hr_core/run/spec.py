@@ -24,7 +24,7 @@ from hr_core.core.errors import HrError, SpecError
 from hr_core.core.safe import safe_segment
 from hr_core.data.reference import Reference, hr_reference
 from hr_core.data.yaml_file import line_of, read_yaml_mapping
-from hr_core.models.spec import ModelSpec
+from hr_core.models.spec import CacheMode, ModelSpec
 from hr_core.run.arms import ArmEntry, LLMArm, import_object
 from hr_core.run.budget import Budget
 from hr_core.run.stopping import StopRule
@@ -60,7 +60,7 @@ class JudgeScorerSpec(BaseModel):
     positive: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
-    cache: Literal["auto", "off"] | None = None
+    cache: CacheMode | None = None
     """Prompt caching of the judge's instructions and rubric (the model spec's ``cache``,
     default ``auto``): a cost, not an answer, so not in the judge's hash."""
 

@@ -45,6 +45,7 @@ from typing import Any, Literal, NoReturn
 from hr_core.models._api_keys import check_api_key, key_variable
 from hr_core.models._bounded import DEFAULT_MAX_REPLY_BYTES, bounded_client
 from hr_core.models._prices import (
+    BATCH_SHARE,
     DEFAULT_PRICES,
     PRICES_AS_OF,
     Price,
@@ -93,7 +94,7 @@ from hr_core.models.ratelimit.endpoint import (
 from hr_core.models.ratelimit.reach import cannot_connect
 from hr_core.results import Usage
 
-__all__ = ["DEFAULT_PRICES", "PRICES_AS_OF", "OpenAIChatModel", "Price", "add_usage",
+__all__ = ["BATCH_SHARE", "DEFAULT_PRICES", "PRICES_AS_OF", "OpenAIChatModel", "Price", "add_usage",
            "check_api_key", "find_price", "price_for",
            "key_variable"]
 
