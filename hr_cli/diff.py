@@ -15,7 +15,6 @@ from rich.text import Text
 from hr_cli._options import name_pairs
 from hr_cli.literal import cell
 from hr_core.analysis.diff import ArmDiff, Flip, RunDiff
-from hr_core.report.costs import cost_by_kind
 
 __all__ = ["arm_pairs", "print_diff", "run_diff"]
 
@@ -135,6 +134,8 @@ def _print_arm(console: Console, diff: RunDiff, arm: ArmDiff, limit: int | None)
         f"{_ms(arm.latency_b)}; cost {_usd(arm.cost_a)} → {_usd(arm.cost_b)}"
         + (f"; flaky items {', '.join(shown)}" if shown else "")))
     if arm.cost_kinds_a or arm.cost_kinds_b:  # cache reads and writes, output: then, now
+        from hr_core.report.costs import cost_by_kind
+
         console.print(cell(f"cost by kind: {cost_by_kind(arm.cost_kinds_a or {}) or '–'} → "
                            f"{cost_by_kind(arm.cost_kinds_b or {}) or '–'}"))
     for direction, total, what in (("right→wrong", arm.right_to_wrong, "broke"),

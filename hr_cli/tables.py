@@ -14,7 +14,6 @@ from rich.table import Table
 from rich.text import Text
 
 from hr_cli.literal import cell
-from hr_core.report.costs import cost_by_kind, has_kinds, token_kinds
 
 __all__ = ["comparison_table", "position_bias_line", "summary_table", "validation_table"]
 
@@ -88,7 +87,9 @@ def summary_table(summary: Any, title: str = "Summary") -> Table:
             *([_usd(row.get("spent_usd"))] if spent else []),
             *([_usd(row.get("judge_cost_usd"))] if judged else []),
         )
-    if has_kinds(summary.columns):  # cache and reasoning tokens, cost by kind: below
+    if "cost_output_usd" in summary.columns:  # cache and reasoning tokens, cost by kind
+        from hr_core.report.costs import cost_by_kind, token_kinds
+
         lines = [f"{row['arm']}: {cost_by_kind(row) or 'no cost by kind'}"
                  + (f" ({kinds_of})" if (kinds_of := token_kinds(row)) else "")
                  for row in rows.to_dict("records")]
