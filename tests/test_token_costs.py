@@ -201,6 +201,20 @@ def test_a_benchmark_keeps_tokens_and_cost_by_kind(
     kinds = diff.arms[0].cost_kinds_b
     assert kinds is not None
     assert kinds["cost_cache_write_usd"] == pytest.approx(3 * 1000 * 1.25 / 1e6)
+    # what a user sees: hr diff's line, the terminal summary's caption, report.html's table
+    from rich.console import Console
+
+    from hr_cli.diff import print_diff
+    from hr_cli.tables import summary_table
+
+    console = Console(record=True, width=300)
+    print_diff(console, diff)
+    console.print(summary_table(Benchmark.load(bench.run_dir).summary()))
+    shown = console.export_text()
+    assert "cost by kind: input $" in shown
+    assert "cache write $0.0037 · output $0.0000 → input $" in shown
+    assert "claude: input $" in shown and "3,000 cache write" in shown
+    assert 'id="table-cost-kinds"' in (Path(bench.run_dir) / "report.html").read_text("utf-8")
 
 
 def test_a_benchmark_of_plain_arms_has_no_column_of_kinds(tmp_path: Path) -> None:
