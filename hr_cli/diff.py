@@ -142,6 +142,11 @@ def _print_arm(console: Console, diff: RunDiff, arm: ArmDiff, limit: int | None)
         f"runs per item {arm.runs_a} → {arm.runs_b}; latency {_ms(arm.latency_a)} → "
         f"{_ms(arm.latency_b)}; cost {_usd(arm.cost_a)} → {_usd(arm.cost_b)}"
         + (f"; flaky items {', '.join(shown)}" if shown else "")))
+    if arm.cost_kinds_a or arm.cost_kinds_b:  # cache reads and writes, output: then, now
+        from hr_core.report.costs import cost_by_kind
+
+        console.print(cell(f"cost by kind: {cost_by_kind(arm.cost_kinds_a or {}) or '–'} → "
+                           f"{cost_by_kind(arm.cost_kinds_b or {}) or '–'}"))
     for direction, total, what in (("right→wrong", arm.right_to_wrong, "broke"),
                                    ("wrong→right", arm.wrong_to_right, "fixed")):
         _print_flips(console, [f for f in diff.flips if f.arm == arm.label

@@ -94,6 +94,14 @@ def summary_table(summary: Any, title: str = "Summary") -> Table:
             *([_usd(row.get("spent_usd"))] if spent else []),
             *([_usd(row.get("judge_cost_usd"))] if judged else []),
         )
+    if "cost_output_usd" in summary.columns:  # cache and reasoning tokens, cost by kind
+        from hr_core.report.costs import cost_by_kind, token_kinds
+
+        lines = [f"{row['arm']}: {cost_by_kind(row) or 'no cost by kind'}"
+                 + (f" ({kinds_of})" if (kinds_of := token_kinds(row)) else "")
+                 for row in rows.to_dict("records")]
+        table.caption = cell("cost by kind: " + "; ".join(lines))
+        table.caption_justify = "left"
     return table
 
 

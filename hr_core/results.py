@@ -8,17 +8,50 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hr_core.core.failures import FailureKind
 
-__all__ = ["ArmResult", "ScoreResult", "Usage"]
+__all__ = ["USAGE_KINDS", "ArmResult", "ScoreResult", "Usage"]
 
 
 class Usage(BaseModel):
-    """Tokens and cost one call used; ``None`` where the arm did not say."""
+    """Tokens and cost one call used; ``None`` where the arm did not say.
+
+    ``tokens_in`` counts every input token: ``tokens_cache_read`` of them were read from
+    the provider's prompt cache and ``tokens_cache_write`` written to it.
+    ``tokens_out`` counts every output token: ``tokens_reasoning`` of them were the
+    model's reasoning (a part of the output, never an extra charge). ``cost_usd`` is
+    the sum of the cost by kind (``cost_input_usd``: input neither read from nor
+    written to the cache; ``cost_output_usd``: reasoning included), when the model's
+    price is known.
+
+    Example:
+        >>> Usage(tokens_in=100, tokens_cache_read=80, tokens_out=9).tokens_cache_read
+        80
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     tokens_in: int | None = None
     tokens_out: int | None = None
     cost_usd: float | None = None
+    tokens_cache_read: int | None = None
+    tokens_cache_write: int | None = None
+    tokens_reasoning: int | None = None
+    cost_input_usd: float | None = None
+    cost_cache_read_usd: float | None = None
+    cost_cache_write_usd: float | None = None
+    cost_output_usd: float | None = None
+
+    def __repr_args__(self) -> Any:
+        """The fields by kind only when given (a usage without them reads as before)."""
+        return [(k, v) for k, v in super().__repr_args__() if v is not None or k not in _KINDS]
+
+
+USAGE_KINDS = ("tokens_cache_read", "tokens_cache_write", "tokens_reasoning", "cost_input_usd",
+               "cost_cache_read_usd", "cost_cache_write_usd", "cost_output_usd")
+"""The fields of :class:`Usage` by kind of token (the runs table's columns of them, when
+any run has one)."""
+
+
+_KINDS = frozenset(USAGE_KINDS)
 
 
 class ArmResult(BaseModel):

@@ -53,7 +53,9 @@ def test_yaml_llm_arms_run_on_anthropic_and_azure(prefect_harness: None, tmp_pat
     assert (runs[runs["arm"] == "claude"]["cost_usd"] > 0).all()
     bodies = [r.body for r in anthropic_server.requests]
     assert len(bodies) == 2 and all(b["max_tokens"] == 64 for b in bodies)
-    assert all(b["system"] == "Answer from the document only." for b in bodies)
+    # cache: auto (the default) marks the system prompt for Anthropic's prompt cache
+    assert all(b["system"] == [{"type": "text", "text": "Answer from the document only.",
+                                "cache_control": {"type": "ephemeral"}}] for b in bodies)
     assert {r.headers["x-api-key"] for r in anthropic_server.requests} == {CLAUDE_KEY}
     for path in Path(bench.run_dir).rglob("*"):
         if path.is_file():
@@ -78,7 +80,8 @@ def test_the_readme_example_of_native_providers_builds_both_models(
     assert azure.base_url.startswith("https://my-resource.openai.azure.com/openai/deployments/")
     body = claude.request(arms["claude"].llm.messages({"document": "d", "question": "q"}),
                           None, arms["claude"].llm.params)
-    assert body["system"] == "Answer from the document only." and body["max_tokens"] == 256
+    assert body["system"][0]["text"] == "Answer from the document only."
+    assert body["max_tokens"] == 256
 
 
 def test_a_yaml_judge_on_anthropic_scores_an_azure_arm_with_an_entra_token(

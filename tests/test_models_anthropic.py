@@ -61,23 +61,39 @@ def test_message_text_usage_cache_tokens_and_cost(server: FakeAnthropicServer) -
     assert reply.text == "Paris" and not reply.cached and reply.latency_s > 0
     fresh = len(" ".join(m["content"] for m in MSGS).split())  # the server counts words
     assert reply.usage.tokens_in == fresh + 5 + 20 and reply.usage.tokens_out == 1
-    # cache reads at the cached price, cache writes at the input price
-    assert reply.usage.cost_usd == pytest.approx(((fresh + 5) * 3.0 + 20 * 0.3 + 15.0) / 1e6)
+    # cache reads at the cached price, cache writes at 1.25x the input price
+    assert reply.usage.cost_usd == pytest.approx((fresh * 3.0 + 5 * 3.75 + 20 * 0.3 + 15.0)
+                                                 / 1e6)
     request = server.requests[0]
     assert request.path == "/v1/messages"
     assert request.headers["x-api-key"] == KEY and "authorization" not in request.headers
     assert request.headers["anthropic-version"]
-    assert request.body["system"] == "Answer from the document."
+    assert request.body["system"] == [{"type": "text", "text": "Answer from the document.",
+                                       "cache_control": {"type": "ephemeral"}}]
     assert [m["role"] for m in request.body["messages"]] == ["user"]
     assert request.body["max_tokens"] == DEFAULT_MAX_TOKENS
 
 
-def test_cache_tokens_priced_as_input_without_a_cached_price(
+def test_cache_writes_are_billed_at_1_25x_input_and_reads_at_0_1x(
         server: FakeAnthropicServer) -> None:
-    server.cache_tokens = (0, 10)
+    # before: cache_creation_input_tokens were priced as plain input (and, without a
+    # cached_input price, cache reads too): Anthropic bills writes 1.25x, reads 0.1x
+    server.cache_tokens = (1000, 3000)  # written to / read from the prompt cache
     reply = _complete(_model(server, prices={"input": 1.0, "output": 2.0}))
-    assert reply.usage.cost_usd == pytest.approx(
-        (reply.usage.tokens_in * 1.0 + reply.usage.tokens_out * 2.0) / 1e6)
+    usage = reply.usage
+    fresh = usage.tokens_in - 1000 - 3000
+    assert usage.tokens_cache_write == 1000 and usage.tokens_cache_read == 3000
+    assert usage.cost_cache_write_usd == pytest.approx(1000 * 1.25 / 1e6)
+    assert usage.cost_cache_read_usd == pytest.approx(3000 * 0.1 / 1e6)
+    assert usage.cost_input_usd == pytest.approx(fresh * 1.0 / 1e6)
+    assert usage.cost_output_usd == pytest.approx(usage.tokens_out * 2.0 / 1e6)
+    assert usage.cost_usd == pytest.approx(
+        (fresh * 1.0 + 1000 * 1.25 + 3000 * 0.1 + usage.tokens_out * 2.0) / 1e6)
+    # a table's own cache rates win over Anthropic's multipliers
+    own = _complete(_model(server, prices={"input": 1.0, "output": 2.0, "cached_input": 0.5,
+                                           "cache_write": 3.0}))
+    assert own.usage.cost_usd == pytest.approx(
+        (fresh * 1.0 + 1000 * 3.0 + 3000 * 0.5 + own.usage.tokens_out * 2.0) / 1e6)
 
 
 def test_openai_params_are_translated_or_refused(server: FakeAnthropicServer) -> None:
@@ -137,7 +153,7 @@ def test_structured_output_as_instructions_puts_the_schema_in_the_system_prompt(
                                     reference="Paris"))
     assert (result.status, result.verdict) == ("ok", "pass")
     body = server.requests[0].body
-    assert "output_config" not in body and "JSON schema" in body["system"]
+    assert "output_config" not in body and "JSON schema" in body["system"][0]["text"]
     assert [m["role"] for m in body["messages"]] == ["user"]
 
 

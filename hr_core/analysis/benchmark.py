@@ -32,6 +32,7 @@ from hr_core.stats.accuracy import (
 )
 from hr_core.store.columns import (
     JUDGE_FAILURES,
+    KIND_SUMMARY_COLUMNS,
     RUN_COLUMNS,
     SCORE_COLUMNS,
     SUMMARY_COLUMNS,
@@ -339,6 +340,12 @@ class Benchmark:
         frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
         for column in ("accuracy", "ci_low", "ci_high", "coverage", "latency_mean_s"):
             frame[column] = frame[column].astype("float64")
+        present = [c for c in KIND_SUMMARY_COLUMNS if c in runs.columns]
+        for column in present:  # tokens and cost by kind, when the runs table has them
+            sums = [_rows_of(runs, arm)[column].sum() for arm in self.arms]
+            frame[column] = pd.Series(
+                [int(v) if column.startswith("tokens_") else float(v) for v in sums],
+                dtype="int64" if column.startswith("tokens_") else "float64")
         if self.has_scores:
             at = list(frame.columns).index("ci_high") + 1
             intervals = [self.score_interval(arm) for arm in self.arms]

@@ -232,7 +232,9 @@ def diff_runs(
             transitions=transitions, new_errors=int(new_error.sum()),
             new_error_messages=messages.most_common(5),
             latency_a=out_a.latency[name_a], latency_b=out_b.latency[name_b],
-            cost_a=out_a.cost[name_a], cost_b=out_b.cost[name_b], slices=by_slice,
+            cost_a=out_a.cost[name_a], cost_b=out_b.cost[name_b],
+            cost_kinds_a=out_a.cost_kinds[name_a], cost_kinds_b=out_b.cost_kinds[name_b],
+            slices=by_slice,
         ))
         flips.extend(_flips(out_a, out_b, ia, ib, label, ca, cb, down, up, flaky, lines,
                             flips_per_arm))

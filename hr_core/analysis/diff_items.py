@@ -30,8 +30,12 @@ from hr_core.store.stored_reference import StoredReference, read_stored_referenc
 
 __all__: list[str] = []  # internal: hr_core.analysis.diff uses it
 
+COST_KIND_COLUMNS = ("cost_input_usd", "cost_cache_read_usd", "cost_cache_write_usd",
+                     "cost_output_usd")
+"""The cost by kind a diff sums per arm, when the runs table has it."""
+
 DIFF_COLUMNS = ("arm", "item_id", "run", "correct", "failure_kind", "latency_s", "cost_usd",
-                ITEM_INDEX)
+                *COST_KIND_COLUMNS, ITEM_INDEX)
 """The columns of ``runs.parquet`` a diff reads (a stored run reads only these: the
 scores, tokens and judge columns are not read)."""
 
@@ -99,6 +103,13 @@ class RunOutcomes:
             lat, usd = lat[~np.isnan(lat)], usd[~np.isnan(usd)]
             self.latency[arm] = float(lat.mean()) if len(lat) else None
             self.cost[arm] = float(usd.sum()) if len(usd) else None
+        self.cost_kinds: dict[str, dict[str, float] | None] = dict.fromkeys(self.arms)
+        if all(c in runs.columns for c in COST_KIND_COLUMNS):  # cost by kind: per arm
+            by_kind = {c: runs[c].to_numpy(dtype=np.float64, na_value=np.nan)
+                       for c in COST_KIND_COLUMNS}
+            for i, arm in enumerate(self.arms):
+                mine = (arm_codes == i) & made
+                self.cost_kinds[arm] = {c: float(np.nansum(v[mine])) for c, v in by_kind.items()}
 
     def share(self, arm: int) -> np.ndarray:
         """Each item's share of correct scored runs for arm index ``arm`` (NaN: none)."""

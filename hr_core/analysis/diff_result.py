@@ -117,6 +117,9 @@ class ArmDiff(BaseModel):
     latency_b: float | None = None
     cost_a: float | None = None
     cost_b: float | None = None
+    cost_kinds_a: dict[str, float] | None = Field(
+        None, description="cost by kind then (cost_input_usd, cost_cache_read_usd, ...)")
+    cost_kinds_b: dict[str, float] | None = None
     slices: list[SliceDiff] = Field(default_factory=list)
 
     @property

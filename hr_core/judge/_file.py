@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hr_core.core.errors import HrError, SpecError
 from hr_core.data.yaml_file import line_of, read_yaml_mapping
-from hr_core.models.spec import ModelSpec
+from hr_core.models.spec import CacheMode, ModelSpec
 
 __all__ = ["JudgeFile", "judge_model", "judge_thresholds", "load_judge", "read_judge_file"]
 
@@ -49,6 +49,9 @@ class JudgeFile(BaseModel):
     """When the judge is valid (``hr judge check``): trust, not answers, so never
     part of the config hash (``hr_core.judge.ValidityThresholds``)."""
     min_agreement: float = Field(default=0.7, ge=0, le=1)
+    cache: CacheMode | None = None
+    """Prompt caching of the judge's instructions and rubric (the model spec's ``cache``,
+    default ``auto``): a cost, not an answer, so never part of the config hash."""
 
 
 def read_judge_file(path: str | Path) -> JudgeFile:
@@ -85,8 +88,9 @@ def load_judge(path: str | Path) -> Any:
     spec = read_judge_file(path)
     model: str | ModelSpec = spec.model
     try:
-        if not isinstance(model, str) or spec.base_url or spec.api_key_env:
-            model = ModelSpec.of(model, base_url=spec.base_url, api_key_env=spec.api_key_env)
+        if not isinstance(model, str) or spec.base_url or spec.api_key_env or spec.cache:
+            model = ModelSpec.of(model, base_url=spec.base_url, api_key_env=spec.api_key_env,
+                                 cache=spec.cache)
         return hr_judge_config(model, spec.rubric, mode=spec.mode, orders=spec.orders,
                                schema=spec.schema_, positive=spec.positive)
     except (ValueError, HrError) as exc:

@@ -11,6 +11,7 @@ from hr_core.core.failures import FailureKind
 from hr_core.results import Usage
 
 __all__ = [
+    "PREFIX_MARK",
     "ChatMessage",
     "ChatModel",
     "ModelCallError",
@@ -23,6 +24,11 @@ __all__ = [
 
 ChatMessage = Mapping[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
+
+PREFIX_MARK = "hr_prefix"
+"""A chat message with this key (value ``"cache"``) ends the stable prefix of a prompt
+(an LLM arm's ``cached_prefix``): a provider with a prompt cache to ask for marks it
+(Anthropic's ``cache_control``); the key itself is never sent."""
 
 
 class ModelError(HrError, RuntimeError):

@@ -26,7 +26,7 @@ from typing import Any
 
 from hr_core.core.identity import fingerprint
 from hr_core.models.base import ChatMessage, ChatModel, ModelReply
-from hr_core.results import Usage
+from hr_core.results import USAGE_KINDS, Usage
 
 __all__ = ["CachedModel", "ResponseCache", "cache_key"]
 
@@ -45,7 +45,8 @@ CREATE TABLE IF NOT EXISTS responses (
 
 _REPLY_FIELDS = ("finish_reason", "refusal", "content_null")
 """The reply's fields beside text and usage, kept as JSON in the ``reply`` column
-(a cache written before it had the column gets it added, its rows ``NULL``)."""
+(a cache written before it had the column gets it added, its rows ``NULL``), with
+``usage``: the usage by kind of token, when the reply had any."""
 
 
 def _add_reply_column(conn: sqlite3.Connection) -> None:
@@ -137,15 +138,21 @@ class ResponseCache:
             (key,)).fetchone()
         if row is None:
             return None
-        usage = Usage(tokens_in=row[1], tokens_out=row[2], cost_usd=row[3])
         extra = json.loads(row[4]) if row[4] else {}
+        kinds = extra.get("usage") or {}
+        usage = Usage(tokens_in=row[1], tokens_out=row[2], cost_usd=row[3],
+                      **{k: kinds[k] for k in USAGE_KINDS if k in kinds})
         fields = {k: extra[k] for k in _REPLY_FIELDS if k in extra}
         return ModelReply(row[0], usage, cached=True, latency_s=0.0, **fields)
 
     def put(self, key: str, reply: ModelReply) -> None:
         """Store a reply (replacing an equal key)."""
         u = reply.usage
-        extra = json.dumps({k: getattr(reply, k, None) for k in _REPLY_FIELDS}, sort_keys=True)
+        fields: dict[str, Any] = {k: getattr(reply, k, None) for k in _REPLY_FIELDS}
+        kinds = {k: getattr(u, k, None) for k in USAGE_KINDS}
+        if any(v is not None for v in kinds.values()):
+            fields["usage"] = {k: v for k, v in kinds.items() if v is not None}
+        extra = json.dumps(fields, sort_keys=True)
         self._connect().execute(
             "INSERT OR REPLACE INTO responses (key, text, tokens_in, tokens_out, cost_usd, "
             "latency_s, created_at, reply) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

@@ -86,6 +86,8 @@ def resolve_model(
         for field in ("api_version", "token_command", "rpm", "tpm"):
             if getattr(spec, field) is not None:
                 extra[field] = getattr(spec, field)
+        if spec.cache != "auto" and spec.provider == "anthropic":
+            extra["prompt_cache"] = spec.cache
         if "max_reply_bytes" in spec.model_fields_set:
             extra["max_reply_bytes"] = spec.max_reply_bytes
     if not isinstance(model, str):

@@ -10,6 +10,7 @@ this mapping::
       base_url: http://127.0.0.1:11434/v1
       api_key_env: MY_SERVER_KEY       # the variable's name; the key is never here
       prices: {input: 0.15, output: 0.6, cached_input: 0.075}   # USD per million tokens
+                                       # (also cache_write, batch_input, batch_output)
       timeout_s: 60                    # each attempt's deadline, headers and body
       max_reply_bytes: 4194304         # a longer reply is the run's error (default 4 MiB)
       retry: {max_retries: 4, backoff_base_s: 0.5, backoff_max_s: 30}
@@ -18,27 +19,38 @@ this mapping::
       tpm: 200000                      # ... and tokens per minute: calls are paced below them
       params: {temperature: 0, max_tokens: 64}
       structured_output: json_schema   # or instructions (the schema in the system message)
+      cache: auto                      # or off: Anthropic's prompt cache on the stable prefix
       api_version: 2024-10-21          # azure-openai only (also token_command: an Entra token)
 
 :func:`hr_core.models.registry.resolve_model` builds the chat model from it.
 :meth:`ModelSpec.decides` is what decides an answer (provider, model, endpoint,
 request parameters, structured output): the part fingerprinted
 (:func:`hr_core.core.identity.fingerprint`); prices, timeouts, retries, concurrency, the
-``rpm``/``tpm`` pacing and the reply size limit decide no answer, and the key is never
-in it.
+``rpm``/``tpm`` pacing, the reply size limit and prompt caching (``cache``) decide no
+answer, and the key is never in it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from hr_core.core.identity import fingerprint
 from hr_core.models.base import ModelConfigError, UnknownProviderError
 
-__all__ = ["DEFAULT_MAX_REPLY_BYTES", "PROVIDERS", "ModelPrices", "ModelSpec", "RetryPolicy"]
+__all__ = ["DEFAULT_MAX_REPLY_BYTES", "PROVIDERS", "CacheMode", "ModelPrices", "ModelSpec",
+           "RetryPolicy"]
 
 PROVIDERS: tuple[str, ...] = ("mock", "openai", "openai-compatible", "anthropic", "azure-openai")
 """The providers a model spec may name (``PROVIDER:NAME``)."""
@@ -51,15 +63,50 @@ MAX_PER_MINUTE = 1e9
 """The largest ``rpm`` / ``tpm`` a spec may give (a bound, far above any API's)."""
 
 
+def _cache_word(value: Any) -> Any:
+    """YAML reads a bare ``off`` as ``false`` (and ``on`` as ``true``): the words meant."""
+    if value is False:
+        return "off"
+    if value is True:
+        return "auto"
+    return value
+
+
+CacheMode = Annotated[Literal["auto", "off"], BeforeValidator(_cache_word)]
+"""Prompt caching: ``auto`` (the stable prefix marked for the provider's cache) or ``off``
+(YAML's ``off``/``false`` and ``on``/``true`` read as ``off`` and ``auto``)."""
+
+
 class ModelPrices(BaseModel):
     """USD per million tokens: input, output and (when the provider bills them apart)
-    cached input tokens."""
+    cached input read (``cached_input``) and written (``cache_write``), and the batch
+    API's rates; a rate left out is priced as :mod:`hr_core.models._prices` says
+    (Anthropic's cache at 0.1x/1.25x input, batch at half). A model without prices is
+    costed at hr's defaults when it has them (``DEFAULT_PRICES``, dated).
+
+    Example:
+        >>> ModelPrices(input=3, output=15).model_dump()
+        {'input': 3.0, 'output': 15.0, 'cached_input': None}
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     input: float = Field(ge=0)
     output: float = Field(ge=0)
     cached_input: float | None = Field(default=None, ge=0)
+    cache_write: float | None = Field(default=None, ge=0)
+    batch_input: float | None = Field(default=None, ge=0)
+    batch_output: float | None = Field(default=None, ge=0)
+
+    @model_serializer(mode="wrap")
+    def _without_unset_rates(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The rates added after ``cached_input`` only when given, so an arm's recorded
+        spec (and its fingerprint) is what it was before they existed."""
+        data: dict[str, Any] = handler(self)
+        for name in ("cache_write", "batch_input", "batch_output"):
+            if data.get(name) is None:
+                data.pop(name, None)
+        return data
 
 
 class RetryPolicy(BaseModel):
@@ -115,6 +162,12 @@ class ModelSpec(BaseModel):
     api_version: str | None = Field(default=None, min_length=1, max_length=64)
     """``azure-openai`` only: the ``api-version`` (else ``OPENAI_API_VERSION``, else
     hr's default); it decides answers."""
+    cache: CacheMode = "auto"
+    """Prompt caching where the provider offers it: ``auto`` marks the stable prefix
+    (the system prompt: a judge's instructions and rubric; an LLM arm's
+    ``cached_prefix``) for Anthropic's cache (``cache_control``); OpenAI caches by
+    itself (hr never reorders a prompt). It changes what a call costs, not what it
+    answers: not in the fingerprint, the run id or a judge's hash."""
     token_command: str | list[str] | None = Field(default=None, min_length=1)
     """``azure-openai`` only: a command printing an Entra ID token, sent instead of a
     key (the command is not the key; it decides no answer)."""

@@ -12,6 +12,7 @@ from hr_core.core.failures import FAILURE_KINDS
 from hr_core.core.frames import records
 from hr_core.core.safe import markdown_text, visible
 from hr_core.judge.validation import scorer_judge_standing
+from hr_core.report.costs import cost_by_kind, has_kinds, token_kinds
 from hr_core.stats.accuracy import coverage_warnings
 from hr_core.store.folder import location
 
@@ -228,6 +229,10 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
         lines.append(f"| {_cell(row['arm'])} | {_fmt(row.get('latency_mean_s'))} | "
                      f"{_count(row.get('tokens_in'))} | {_count(row.get('tokens_out'))} | "
                      f"{_fmt(row.get('cost_usd'), decimals('cost_usd'))} |")
+    if has_kinds(summary.columns):  # cache and reasoning tokens, cost by kind
+        lines += ["", "| arm | tokens by kind | cost by kind (USD) |", "|---|---|---|"]
+        lines += [f"| {_cell(row['arm'])} | {token_kinds(row) or '–'} | "
+                  f"{cost_by_kind(row) or '–'} |" for row in ordered]
     if m.slices:
         lines += _slice_lines(bench.slice_summary())
     from hr_core.analysis.verdict import sequential_note

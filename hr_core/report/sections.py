@@ -17,6 +17,7 @@ from hr_core.core.failures import FAILURE_KINDS
 from hr_core.core.frames import records
 from hr_core.report._format import compact, escape, figure, fmt, table
 from hr_core.report._judge_sections import pairwise_section, validation_section
+from hr_core.report.costs import cost_by_kind, has_kinds, token_kinds
 from hr_core.report.inputs import ReportInputs
 from hr_core.stats.accuracy import coverage_warnings, item_total
 from hr_core.store.memory import give_back
@@ -145,7 +146,13 @@ def summary_section(inputs: ReportInputs) -> str:
         ])
     warnings = "".join(f'<p class="note warning">{escape(w)}</p>'
                        for w in coverage_warnings(summary))
-    return table(headers, rows, table_id="table-summary") + warnings + (
+    by_kind = ""
+    if has_kinds(summary.columns):  # cache and reasoning tokens, cost by kind
+        by_kind = table(["arm", "tokens by kind", "cost by kind"],
+                        [[f"<b>{escape(r['arm'])}</b>", escape(token_kinds(r) or "–"),
+                          escape(cost_by_kind(r) or "–")] for r in records(summary)],
+                        table_id="table-cost-kinds")
+    return table(headers, rows, table_id="table-summary") + by_kind + warnings + (
         '<p class="note">Accuracy is over the runs made: the mean over items of each '
         "item's share of correct runs among its scored runs (runs a budget stopped are "
         "left out; coverage is the share of planned runs made). The interval is "

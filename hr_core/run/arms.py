@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hr_core.core.errors import HrError, SpecError
 from hr_core.core.identity import callable_spec
-from hr_core.models.spec import ModelSpec
+from hr_core.models.base import PREFIX_MARK
+from hr_core.models.spec import CacheMode, ModelSpec
 
 __all__ = ["Arm", "ArmEntry", "LLMArm", "check_prompt_fields", "import_object", "normalise_arms",
            "prompt_fields"]
@@ -57,6 +58,15 @@ class LLMArm(BaseModel):
     """This arm's own number of runs per item (else the benchmark's ``runs``)."""
     timeout_s: float | None = Field(default=None, gt=0)
     """Seconds each call of this arm may take (else the benchmark's ``timeout_s``)."""
+    cached_prefix: str | None = Field(default=None, min_length=1)
+    """A template (as ``prompt``) of the long stable part of the question, e.g.
+    ``"Document: {document}"``: sent as a user message of its own before the prompt's,
+    marked as the end of the prefix a provider's prompt cache keeps (Anthropic's
+    ``cache_control`` with ``cache: auto``). It is what the model reads: in the run id."""
+    cache: CacheMode | None = None
+    """Prompt caching (the model spec's ``cache``, default ``auto``): the system prompt
+    and ``cached_prefix`` marked for Anthropic's cache; OpenAI caches by itself. It
+    decides no answer: not in the arm's fingerprint or the run id."""
 
     @field_validator("model")
     @classmethod
@@ -79,16 +89,16 @@ class LLMArm(BaseModel):
             prices = {"input": self.price_in or 0.0, "output": self.price_out or 0.0}
         try:
             return ModelSpec.of(self.model, base_url=self.base_url, api_key_env=self.api_key_env,
-                                prices=prices)
+                                prices=prices, cache=self.cache)
         except HrError as exc:
             raise SpecError(f"LLM arm: {exc}") from None
 
-    def render(self, payload: Any) -> str:
-        """Fill the prompt template from the payload."""
+    def render(self, payload: Any, template: str | None = None) -> str:
+        """Fill the prompt template (or another of the arm's) from the payload."""
         fields = dict(payload) if isinstance(payload, Mapping) else {"payload": payload}
         fields.setdefault("payload", payload)
         try:
-            return self.prompt.format_map(fields)
+            return (self.prompt if template is None else template).format_map(fields)
         except KeyError as exc:
             raise SpecError(
                 f"LLM arm prompt needs field {exc.args[0]!r}, which the payload lacks "
@@ -98,6 +108,9 @@ class LLMArm(BaseModel):
     def messages(self, payload: Any) -> list[dict[str, str]]:
         """The chat messages for one payload."""
         messages = [] if self.system is None else [{"role": "system", "content": self.system}]
+        if self.cached_prefix is not None:
+            messages.append({"role": "user", "content": self.render(payload, self.cached_prefix),
+                             PREFIX_MARK: "cache"})
         messages.append({"role": "user", "content": self.render(payload)})
         return messages
 
@@ -147,7 +160,8 @@ def check_prompt_fields(arms: Mapping[str, Arm], items: Iterable[Any]) -> None:
     for name, arm in arms.items():
         if arm.llm is not None:
             fields = {re.split(r"[.\[]", f, maxsplit=1)[0]
-                      for f in prompt_fields(arm.llm.prompt)} - {"payload"}
+                      for f in [*prompt_fields(arm.llm.prompt),
+                                *prompt_fields(arm.llm.cached_prefix or "")]} - {"payload"}
             fields = {f for f in fields if not f.isdigit()}
             if fields:
                 needed[name] = fields
@@ -307,10 +321,14 @@ def _one_arm(name: str, value: Any) -> Arm:
         except ValueError as exc:
             raise SpecError(f"arm {name!r}: not a valid LLM arm: {exc}") from None
     if isinstance(value, LLMArm):
-        exclude: dict[str, Any] = {"runs": True, "timeout_s": True}
-        if isinstance(value.model, ModelSpec):  # pacing and the size limit: not in the run id
-            exclude["model"] = {"rpm": True, "tpm": True, "max_reply_bytes": True}
+        # pacing, the size limit and prompt caching decide no answer: not in the run id
+        exclude: dict[str, Any] = {"runs": True, "timeout_s": True, "cache": True}
+        if isinstance(value.model, ModelSpec):
+            exclude["model"] = {"rpm": True, "tpm": True, "max_reply_bytes": True,
+                                "cache": True}
         spec = {"kind": "llm", **value.model_dump(mode="json", exclude=exclude)}
+        if spec.get("cached_prefix") is None:  # an arm without one: the spec it had before
+            spec.pop("cached_prefix", None)
         llm_arm = Arm(name, None, spec, value, value.runs)
         llm_arm.timeout_s = value.timeout_s
         return llm_arm

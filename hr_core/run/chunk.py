@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import inspect
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -16,7 +17,7 @@ from hr_core.core.failures import FAILURE_KINDS
 from hr_core.core.text import is_missing, output_text
 from hr_core.data.reference import Item
 from hr_core.models.ratelimit.endpoint import CALL_DEADLINE, EndpointStoppedError
-from hr_core.results import ScoreResult, Usage
+from hr_core.results import USAGE_KINDS, ScoreResult, Usage
 from hr_core.run.arms import Arm
 from hr_core.run.budget import BudgetLedger
 from hr_core.run.context import CURRENT_RUN, RunContext
@@ -77,6 +78,24 @@ def _usage(output: Any) -> tuple[int | None, int | None, float | None]:
         return _int(get("tokens_in")), _int(get("tokens_out")), _float(get("cost_usd"))
     return (_int(getattr(usage, "tokens_in", None)), _int(getattr(usage, "tokens_out", None)),
             _float(getattr(usage, "cost_usd", None)))
+
+
+def _set_kinds(record: RunRecord, output: Any) -> None:
+    """The usage by kind of token an output reports, on its record (only those given: a
+    record without them is written as before they existed)."""
+    usage = output.get("usage") if isinstance(output, Mapping) else getattr(output, "usage", None)
+    if usage is None:
+        return
+    get = usage.get if isinstance(usage, Mapping) else functools.partial(getattr, usage)
+    for name in USAGE_KINDS:
+        value = get(name, None)
+        if value is not None and not is_missing(value):
+            setattr(record, name, int(value) if name.startswith("tokens_") else float(value))
+
+
+def _sum(values: Any) -> Any:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 def _int(value: Any) -> int | None:
@@ -249,6 +268,7 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> RunRecor
         if output is not None:  # a model call's failed attempts spent these
             tokens_in, tokens_out, cost = _usage({"usage": output})
             record.tokens_in, record.tokens_out, record.cost_usd = tokens_in, tokens_out, cost
+            _set_kinds(record, {"usage": output})
             ctx.ledger.settle(arm.name, tokens_in, tokens_out, cost)
         return record
     if type(output) is str:
@@ -259,6 +279,7 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> RunRecor
         if output is not None and not isinstance(output, int | float):
             tokens_in, tokens_out, cost = _usage(output)
             record.tokens_in, record.tokens_out, record.cost_usd = tokens_in, tokens_out, cost
+            _set_kinds(record, output)
             ctx.ledger.settle(arm.name, tokens_in, tokens_out, cost)
             message = (output.get("error") if isinstance(output, Mapping)
                        else getattr(output, "error", None))

@@ -142,7 +142,8 @@ class SessionResults:
         def write(handle: Any) -> None:
             _, self._superseded = write_runs(self.journal, positions, handle,
                                              judge=plan.judge is not None,
-                                             left_out=self._left_out())
+                                             left_out=self._left_out(),
+                                             kinds=self.journal.has_kinds or _reports_kinds(plan))
 
         self.store.write_file(RUNS, write)
         self.journal.made = None  # the records kept for the table (engine/rows.py)
@@ -210,3 +211,13 @@ class SessionResults:
         bench = self.build()
         self.write(bench, *self.summarise(bench))
         return bench
+
+
+def _reports_kinds(plan: BenchmarkPlan) -> bool:
+    """Whether an arm of the plan calls a provider that reports usage by kind of token (an
+    LLM arm of a model that is not hr's mock): the runs table then has those columns."""
+    for arm in plan.arms.values():
+        llm = getattr(arm, "llm", None)
+        if llm is not None and llm.model_spec().provider != "mock":
+            return True
+    return False

@@ -24,7 +24,7 @@ from hr_core.core.errors import HrError, SpecError
 from hr_core.core.safe import safe_segment
 from hr_core.data.reference import Reference, hr_reference
 from hr_core.data.yaml_file import line_of, read_yaml_mapping
-from hr_core.models.spec import ModelSpec
+from hr_core.models.spec import CacheMode, ModelSpec
 from hr_core.run.arms import ArmEntry, LLMArm, import_object
 from hr_core.run.budget import Budget
 from hr_core.run.stopping import StopRule
@@ -60,14 +60,19 @@ class JudgeScorerSpec(BaseModel):
     positive: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
+    cache: CacheMode | None = None
+    """Prompt caching of the judge's instructions and rubric (the model spec's ``cache``,
+    default ``auto``): a cost, not an answer, so not in the judge's hash."""
 
     def model_spec(self) -> ModelSpec | str:
         """The judge's model: the string as given, or one spec with the connection
-        fields folded in."""
-        if isinstance(self.model, str) and self.base_url is None and self.api_key_env is None:
+        fields (and ``cache``) folded in."""
+        if (isinstance(self.model, str) and self.base_url is None and self.api_key_env is None
+                and self.cache is None):
             return self.model
         try:
-            return ModelSpec.of(self.model, base_url=self.base_url, api_key_env=self.api_key_env)
+            return ModelSpec.of(self.model, base_url=self.base_url, api_key_env=self.api_key_env,
+                                cache=self.cache)
         except HrError as exc:
             raise SpecError(f"judge.model: {exc}") from None
 

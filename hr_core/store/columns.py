@@ -14,13 +14,15 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from hr_core.core.failures import FAILURE_KINDS
+from hr_core.results import USAGE_KINDS
 from hr_core.store.record import RunRecord
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["JUDGE_FAILURES", "RUN_COLUMNS", "SCORE_COLUMNS", "SUMMARY_COLUMNS", "runs_frame",
-           "runs_schema", "runs_table"]
+__all__ = ["JUDGE_FAILURES", "KIND_RUN_COLUMNS", "KIND_SUMMARY_COLUMNS", "RUN_COLUMNS",
+           "SCORE_COLUMNS", "SUMMARY_COLUMNS", "run_columns", "runs_frame", "runs_schema",
+           "runs_table"]
 
 RUN_COLUMNS = (
     "arm", "item_id", "run", "output", "correct", "score", "outcome", "failure_kind", "error",
@@ -34,6 +36,13 @@ RUN_COLUMNS = (
 _JUDGE_RUN_COLUMNS = ("judge_status", "judge_tokens_in", "judge_tokens_out", "judge_cost_usd")
 """The columns a judge scorer adds to ``Benchmark.runs``: its status, and the tokens and
 cost of its calls on that run (all its presentation orders)."""
+
+KIND_RUN_COLUMNS = USAGE_KINDS
+"""The columns of usage by kind of token, added to ``Benchmark.runs`` after the judge's
+when any run of the benchmark may have them (an LLM arm's provider reports them, or a
+record has one): prompt-cache reads and writes and reasoning tokens (parts of
+``tokens_in`` / ``tokens_out``), and ``cost_usd`` by kind (``cost_input_usd``,
+``cost_cache_read_usd``, ``cost_cache_write_usd``, ``cost_output_usd``)."""
 
 JUDGE_FAILURES = ("no_consensus", "parse_failure", "error")
 """Judge statuses counted in the summary as ``judge_<status>`` (apart from arm failures)."""
@@ -52,16 +61,27 @@ is what the outputs cost (replayed ones included), ``spent_usd`` what the calls 
 run made cost (outputs replayed from a response cache spent nothing); ``judge_*`` the
 tokens and cost of a judge scorer's calls on the arm's runs (0 without a judge)."""
 
+KIND_SUMMARY_COLUMNS = KIND_RUN_COLUMNS
+"""Added at the summary's end when the runs table has the usage kinds' columns: each
+arm's sums of them (its tokens and cost by kind)."""
+
 SCORE_COLUMNS = ("score_mean", "score_ci_low", "score_ci_high")
 """Added to the summary after ``ci_high`` when any run has a ``score`` (partial credit)."""
 
 _TEXT = ("arm", "item_id", "output", "outcome", "failure_kind", "error", "judge_status")
 _FLAGS = ("correct", "truncated", "replayed")
-_COUNTS = ("tokens_in", "tokens_out", "judge_tokens_in", "judge_tokens_out")
+_COUNTS = ("tokens_in", "tokens_out", "judge_tokens_in", "judge_tokens_out",
+           "tokens_cache_read", "tokens_cache_write", "tokens_reasoning")
+
+
+def run_columns(judge: bool = False, kinds: bool = False) -> tuple[str, ...]:
+    """The columns of a runs table: :data:`RUN_COLUMNS`, a judge's, the usage kinds'."""
+    return (*RUN_COLUMNS, *(_JUDGE_RUN_COLUMNS if judge else ()),
+            *(KIND_RUN_COLUMNS if kinds else ()))
 
 
 def runs_frame(records: Iterable[Mapping[str, Any]] | Iterable[RunRecord], *,
-               judge: bool = False) -> pd.DataFrame:
+               judge: bool = False, kinds: bool = False) -> pd.DataFrame:
     """The runs table from run records (mappings, or the journal's
     :class:`~hr_core.store.record.RunRecord`), with the dtypes of ``Benchmark.runs``.
 
@@ -74,7 +94,7 @@ def runs_frame(records: Iterable[Mapping[str, Any]] | Iterable[RunRecord], *,
         >>> str(frame["correct"].dtype), list(frame.columns)[:3]
         ('boolean', ['arm', 'item_id', 'run'])
     """
-    columns = (*RUN_COLUMNS, *_JUDGE_RUN_COLUMNS) if judge else RUN_COLUMNS
+    columns = run_columns(judge, kinds)
     rows: list[Any] = list(records)
     typed = bool(rows) and all(type(r) is RunRecord for r in rows)
     if not typed and any(type(r) is RunRecord for r in rows):
@@ -119,7 +139,7 @@ def _kinds(column: str) -> frozenset[type]:
 
 
 @functools.cache
-def runs_schema(judge: bool = False) -> pa.Schema:
+def runs_schema(judge: bool = False, kinds: bool = False) -> pa.Schema:
     """The Arrow schema of ``runs_frame([])`` (with its pandas metadata): the columns of
     ``runs.parquet`` but the item index, made once per process (making it is not free).
 
@@ -129,11 +149,12 @@ def runs_schema(judge: bool = False) -> pa.Schema:
     """
     import pyarrow as pa
 
-    return pa.Schema.from_pandas(runs_frame([], judge=judge), preserve_index=False)
+    return pa.Schema.from_pandas(runs_frame([], judge=judge, kinds=kinds),
+                                 preserve_index=False)
 
 
 def runs_table(records: list[RunRecord], schema: pa.Schema, *,
-               judge: bool = False) -> pa.Table:
+               judge: bool = False, kinds: bool = False) -> pa.Table:
     """``pyarrow.Table.from_pandas(runs_frame(records), schema=schema)`` (``schema``:
     :func:`runs_schema`), its columns built straight from the records' values when
     every value has a type :func:`_kinds` allows (several times faster than pandas);
@@ -149,7 +170,7 @@ def runs_table(records: list[RunRecord], schema: pa.Schema, *,
     """
     import pyarrow as pa
 
-    columns = (*RUN_COLUMNS, *_JUDGE_RUN_COLUMNS) if judge else RUN_COLUMNS
+    columns = run_columns(judge, kinds)
     arrays = []
     if all(type(r) is RunRecord for r in records):
         for column, field in zip(columns, schema, strict=True):
@@ -159,5 +180,5 @@ def runs_table(records: list[RunRecord], schema: pa.Schema, *,
             arrays.append(pa.array(values, type=field.type, from_pandas=True))
     if len(arrays) == len(columns):
         return pa.Table.from_arrays(arrays, schema=schema)
-    return pa.Table.from_pandas(runs_frame(records, judge=judge), schema=schema,
+    return pa.Table.from_pandas(runs_frame(records, judge=judge, kinds=kinds), schema=schema,
                                 preserve_index=False)

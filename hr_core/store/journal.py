@@ -16,6 +16,7 @@ import orjson
 from hr_core.core.errors import StoreWriteError
 from hr_core.core.identity import fingerprint
 from hr_core.core.json_text import jsonl_lines
+from hr_core.results import USAGE_KINDS
 from hr_core.store.record import RunKey, RunRecord, decode, encode
 
 __all__ = ["FLUSH_INTERVAL_S", "Journal", "RunKey", "fallback_path", "journal_lines",
@@ -70,6 +71,9 @@ def _append(path: Path, records: list[RunRecord] | bytes) -> None:
         os.fsync(handle.fileno())
 
 
+_KINDS = frozenset(USAGE_KINDS)
+
+
 class Journal:
     """Finished runs, one JSON object a line, appended and fsync'ed in batches.
 
@@ -117,6 +121,9 @@ class Journal:
         JSON, yet not the torn last line a killed writer leaves (:func:`journal_lines`)."""
         self.sealed = False
         """Set by :meth:`seal`: nothing more is written."""
+        self.has_kinds = False
+        """Whether a record this journal queued or read has usage by kind of token (cache
+        reads/writes, reasoning, cost by kind): the runs table then has their columns."""
         self.made: list[RunRecord] | None = None
         """When a list, every record :meth:`append` queues is kept there too, in order: the
         runs table of a small new run is built from them, not read back
@@ -132,6 +139,8 @@ class Journal:
             garbled: list[int] = []
             for _, _, record in journal_lines(path, garbled):
                 records[(record.arm, record.item_id, record.run)] = record
+                if not self.has_kinds and not _KINDS.isdisjoint(record.__dict__):
+                    self.has_kinds = True
             if garbled:
                 self.garbled[path] = garbled
         return records
@@ -216,6 +225,8 @@ class Journal:
         """Queue one record (not copied: do not change it); durable after the next :meth:`flush`."""
         with self._lock:
             self._buffer.append(record)
+            if not self.has_kinds and not _KINDS.isdisjoint(record.__dict__):
+                self.has_kinds = True
             if self.made is not None:
                 self.made.append(record)
 

@@ -8,8 +8,10 @@ one as a JSON line and :func:`decode` reads one back; nothing else writes or
 parses a journal line.
 
 The line is the record's fields as a JSON object, ``v`` first (:data:`RECORD_VERSION`,
-the same number as the manifest's ``journal_format``); ``arm_output``, ``scored`` and the
-judge's tokens and cost only when set (a line is as long as before records were typed).
+the same number as the manifest's ``journal_format``); ``arm_output``, ``scored``, the
+judge's tokens and cost and the usage by kind of token (cache reads and writes, reasoning,
+cost by kind) only when set (a line is as long as before records were typed; a journal
+written before they existed reads with them ``None``).
 Size rules, all here:
 
 - an ``outcome`` equal to a ``output`` longer than 64 characters is not written
@@ -35,6 +37,7 @@ import orjson
 
 from hr_core.core.errors import CorruptRunError
 from hr_core.data.reference import Item
+from hr_core.results import USAGE_KINDS
 from hr_core.scoring.answers import has_label
 
 __all__ = ["OUTCOME_MAX", "RECORD_FIELDS", "RECORD_VERSION", "RunKey", "RunRecord", "decode",
@@ -59,7 +62,8 @@ class RunRecord:
     """One finished run (or one never made: ``failure_kind="budget_stop"``).
 
     The fields up to ``judge_cost_usd`` are the runs table's columns
-    (:data:`RECORD_FIELDS`); ``arm_output`` (a non-string output as tagged JSON, see
+    (:data:`RECORD_FIELDS`), the usage by kind of token after them too (when any run has
+    one: ``hr_core.results.USAGE_KINDS``); ``arm_output`` (a non-string output as tagged JSON, see
     ``engine/outputs.py``) and ``scored`` (``False``: the scorer broke or has not seen
     the output yet; it is scored again on resume) are the journal's own. The engine
     writes ``truncated`` and ``replayed`` as booleans; ``None`` is a record of an hr that
@@ -95,6 +99,13 @@ class RunRecord:
     judge_tokens_in: int | None = None
     judge_tokens_out: int | None = None
     judge_cost_usd: float | None = None
+    tokens_cache_read: int | None = None
+    tokens_cache_write: int | None = None
+    tokens_reasoning: int | None = None
+    cost_input_usd: float | None = None
+    cost_cache_read_usd: float | None = None
+    cost_cache_write_usd: float | None = None
+    cost_output_usd: float | None = None
 
     def __init__(self, **fields: Any) -> None:
         """A record of these fields (``arm``, ``item_id`` and ``run`` at least); unknown
@@ -122,7 +133,8 @@ class RunRecord:
 _NAMES = tuple(f.name for f in dataclasses.fields(RunRecord))
 _KNOWN = frozenset(_NAMES)
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(RunRecord)}
-_OWN = ("arm_output", "scored", "judge_tokens_in", "judge_tokens_out", "judge_cost_usd")
+_OWN = ("arm_output", "scored", "judge_tokens_in", "judge_tokens_out", "judge_cost_usd",
+        *USAGE_KINDS)
 _BASE = {k: v for k, v in _DEFAULTS.items() if k not in _OWN}
 """The fields every record holds itself (its line has them all, ``v`` first). The others
 are read from the class (their defaults) until set: a line leaves them out unless set."""

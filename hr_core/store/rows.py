@@ -188,7 +188,8 @@ def _latest_made(made: list[RunRecord], positions: RunPositions, latest: list[An
 
 
 def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, *,
-               judge: bool = False, left_out: np.ndarray | None = None) -> tuple[int, int]:
+               judge: bool = False, left_out: np.ndarray | None = None,
+               kinds: bool | None = None) -> tuple[int, int]:
     """Stream the runs table in plan order from a journal to Parquet (``runs.parquet``).
 
     The table of ``Benchmark.runs`` (its columns and dtypes once read with
@@ -197,7 +198,9 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
     rows for the runs never made, records of runs the plan does not have left out.
     ``left_out`` (a flag per reference item): the items a sequential run never drew,
     whose runs never made are no rows at all (not failures). Memory: ~25 bytes per
-    planned run, plus one row group.
+    planned run, plus one row group. ``kinds``: the usage kinds' columns
+    (:data:`~hr_core.store.columns.KIND_RUN_COLUMNS`) too; ``None``: when the journal saw a
+    record with one (``Journal.has_kinds``).
 
     Returns:
         The rows written and how many records were superseded by a later record of
@@ -215,7 +218,8 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
     else:
         files, source, offset, size, superseded = _latest_lines(journal, positions, latest)
     kept = list(journal.kept)
-    frame_schema = runs_schema(judge)
+    kinds = journal.has_kinds if kinds is None else kinds
+    frame_schema = runs_schema(judge, kinds)
     schema = frame_schema.append(pa.field(ITEM_INDEX, pa.int32()))
     handles = [os.open(path, os.O_RDONLY) for path in files]
     pending: list[pa.Table] = []
@@ -249,7 +253,7 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
                             record = positions.stopped_record(place)
                         records.append(record)
                 written += len(records)
-                table = runs_table(records, frame_schema, judge=judge)
+                table = runs_table(records, frame_schema, judge=judge, kinds=kinds)
                 pending.append(table.append_column(
                     ITEM_INDEX, pa.array(items_here[rows_here])))
                 del records

@@ -28,6 +28,7 @@ from typing import IO, Any
 import numpy as np
 import pandas as pd
 
+from hr_core.results import USAGE_KINDS
 from hr_core.stats.accuracy import ITEM_INDEX
 from hr_core.store.memory import give_back
 
@@ -35,7 +36,7 @@ __all__ = ["STAT_COLUMNS", "TEXT_COLUMNS", "RowTexts", "RunsFile"]
 
 STAT_COLUMNS = ("arm", "item_id", "run", "correct", "score", "failure_kind", "judge_status",
                 "latency_s", "tokens_in", "tokens_out", "cost_usd", "truncated", "replayed",
-                "judge_tokens_in", "judge_tokens_out", "judge_cost_usd", ITEM_INDEX)
+                "judge_tokens_in", "judge_tokens_out", "judge_cost_usd", *USAGE_KINDS, ITEM_INDEX)
 """The columns summaries, comparisons, coverage warnings, the health check and the report
 compute from: every column of ``Benchmark.runs`` but the texts, and the file's
 :data:`~hr_core.stats.accuracy.ITEM_INDEX` (``runs.parquet`` written by hr has it)."""

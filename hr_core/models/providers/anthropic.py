@@ -18,8 +18,8 @@ truncated), ``refusal`` is ``"refusal"`` with the reply's ``refusal`` set (a
 ``parse_failure`` saying so). Tokens in are ``input_tokens`` plus
 ``cache_creation_input_tokens`` plus ``cache_read_input_tokens`` (Anthropic's
 ``input_tokens`` counts only the uncached part); cache reads are priced at
-``cached_input`` when the prices give it, cache writes at ``input`` (Anthropic
-bills them 1.25x: a cost that uses them is a lower bound).
+``cached_input`` and cache writes at ``cache_write`` when the prices give them, else
+at Anthropic's 0.1x and 1.25x of the input rate (:mod:`hr_core.models._prices`).
 
 Rate limits go through the endpoint's shared limiter
 (:mod:`hr_core.models.ratelimit.endpoint`, which reads ``retry-after`` and the
@@ -47,7 +47,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal, cast
 
 from hr_core.models._bounded import DEFAULT_MAX_REPLY_BYTES, bounded_client
+from hr_core.models._prices import price_for
 from hr_core.models.base import (
+    PREFIX_MARK,
     ChatMessage,
     ModelCallError,
     ModelConfigError,
@@ -73,7 +75,6 @@ from hr_core.models.providers.http import (
     retry_after,
     with_schema,
 )
-from hr_core.models.providers.openai import find_price
 from hr_core.models.ratelimit.endpoint import (
     CALL_DEADLINE,
     EndpointHalted,
@@ -93,6 +94,10 @@ model accepts (Claude 3 Haiku's output limit)."""
 
 DEFAULT_BASE_URL: Final[str] = "https://api.anthropic.com"
 
+CACHE_CONTROL: Final[dict[str, str]] = {"type": "ephemeral"}
+"""Anthropic's prompt-cache breakpoint (the default 5-minute cache), put on the last block
+of the stable prefix with ``cache: auto``."""
+
 class AnthropicChatModel:
     """A Claude model through the Messages API.
 
@@ -103,8 +108,9 @@ class AnthropicChatModel:
         api_key: the key itself (kept private), else ...
         api_key_env: ... the environment variable holding it (default
             ``ANTHROPIC_API_KEY``; no other variable is read).
-        prices: USD per million tokens (see :func:`find_price`); cache reads are
-            priced at ``cached_input`` when given, else as input tokens.
+        prices: USD per million tokens (see :func:`price_for`: else hr's default for
+            the model); cache reads at ``cached_input``, writes at ``cache_write``, else
+            Anthropic's 0.1x and 1.25x of ``input``.
         timeout, max_retries, concurrency: each attempt's deadline (s), retries of a
             transient failure (rate limits are waited out instead), this model's share
             of its endpoint's concurrency ceiling.
@@ -115,6 +121,10 @@ class AnthropicChatModel:
         params: default request parameters.
         structured_output: ``"json_schema"`` (``output_config.format``) or
             ``"instructions"`` (the schema in the system prompt).
+        prompt_cache: ``"auto"``: the system prompt and the message marked with
+            :data:`~hr_core.models.base.PREFIX_MARK` end in a ``cache_control``
+            breakpoint (Anthropic caches the prefix up to it; a prefix under the model's
+            minimum is simply not cached); ``"off"``: none.
 
     Example:
         >>> AnthropicChatModel("claude-haiku-4-5", base_url="http://127.0.0.1:9/",
@@ -146,6 +156,7 @@ class AnthropicChatModel:
         rate_limit_wait_s: float = 900.0,
         structured_output: Literal["json_schema", "instructions"] = "json_schema",
         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+        prompt_cache: Literal["auto", "off"] = "auto",
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ModelConfigError("anthropic: the model name must be a non-empty string")
@@ -153,6 +164,10 @@ class AnthropicChatModel:
             raise ModelConfigError(f"anthropic:{name}: structured_output must be 'json_schema' "
                                    f"or 'instructions', not {structured_output!r}")
         self.structured_output = structured_output
+        if prompt_cache not in ("auto", "off"):
+            raise ModelConfigError(f"anthropic:{name}: cache must be 'auto' or 'off', not "
+                                   f"{prompt_cache!r}")
+        self.prompt_cache = prompt_cache
         if concurrency < 1 or max_retries < 0 or timeout <= 0 or max_tokens < 1:
             raise ModelConfigError(f"anthropic:{name}: need concurrency >= 1, max_retries >= 0,"
                                    " timeout > 0 and max_tokens >= 1")
@@ -167,7 +182,7 @@ class AnthropicChatModel:
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
         self.retry_after_max_s = retry_after_max_s
-        self.price = find_price(prices, self.provider, name)
+        self.price = price_for(prices, self.provider, name)
         self.params = dict(params or {})
         check_params(name, self.params)
         self.rpm, self.tpm = rpm, tpm
@@ -261,14 +276,23 @@ class AnthropicChatModel:
             stop = merged.pop("stop")
             merged["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
         use_format = schema is not None and self.structured_output == "json_schema"
+        cache = self.prompt_cache == "auto"
+        marked = [m.get(PREFIX_MARK) == "cache" for m in messages if m.get("role") != "system"]
         messages = with_schema(messages, schema, not use_format)
         system = [str(m.get("content", "")) for m in messages if m.get("role") == "system"]
-        turns = [{"role": str(m.get("role")), "content": str(m.get("content", ""))}
-                 for m in messages if m.get("role") != "system"]
+        turns: list[dict[str, Any]] = [
+            {"role": str(m.get("role")), "content": str(m.get("content", ""))}
+            for m in messages if m.get("role") != "system"]
+        if cache and any(marked):  # the last marked message ends the cached prefix
+            last = max(i for i, mark in enumerate(marked) if mark)
+            turns[last]["content"] = [{"type": "text", "text": turns[last]["content"],
+                                       "cache_control": CACHE_CONTROL}]
         body: dict[str, Any] = {"model": self.name, "max_tokens": self.max_tokens,
                                 **merged, "messages": turns}
         if system:
-            body["system"] = "\n\n".join(system)
+            text = "\n\n".join(system)
+            body["system"] = ([{"type": "text", "text": text, "cache_control": CACHE_CONTROL}]
+                              if cache else text)
         if use_format and schema is not None:
             config = dict(body.get("output_config") or {})
             config["format"] = {"type": "json_schema", "schema": dict(schema)}
@@ -308,7 +332,8 @@ class AnthropicChatModel:
         run_deadline = CALL_DEADLINE.get()
         give_up = (run_deadline + 1.0 if run_deadline is not None
                    else time.monotonic() + self.rate_limit_wait_s)
-        prompt = [{"content": body.get("system") or ""}, *body["messages"]]
+        prompt = [{"content": _plain(body.get("system"))},
+                  *({"content": _plain(m.get("content"))} for m in body["messages"])]
         # the tokens it will count: max_tokens when the params set it, else (hr's default
         # cap, far above most replies) the mean reply so far
         completion = (body["max_tokens"] if body["max_tokens"] != self.max_tokens
@@ -402,3 +427,10 @@ class AnthropicChatModel:
     def _keep_limits(self, headers: Any) -> None:
         self.rate_limits = {k.lower(): v for k, v in headers.items()
                             if k.lower().startswith("anthropic-ratelimit-")}
+
+
+def _plain(content: Any) -> str:
+    """A system prompt or message content as its text (blocks joined)."""
+    if isinstance(content, list):
+        return "".join(str(b.get("text", "")) for b in content if isinstance(b, Mapping))
+    return "" if content is None else str(content)

@@ -13,9 +13,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from hr_core.models._bounded import ReplyTooLarge, bound_failure
-from hr_core.models._prices import Price
+from hr_core.models._prices import Price, priced_usage
 from hr_core.models.base import ModelConfigError, ModelReply
-from hr_core.results import Usage
 
 __all__ = ["FINISH", "HARD_QUOTA_CODES", "OPENAI_ONLY", "RATE_LIMIT_STATUSES", "RETRY_STATUSES",
            "Malformed", "check_params", "describe", "error_field", "failure_kind",
@@ -59,22 +58,25 @@ def read_message(message: Any, price: Price | None) -> ModelReply:
     except (AttributeError, TypeError):
         raise Malformed("the reply has no content blocks") from None
     usage = getattr(message, "usage", None)
-    fresh = getattr(usage, "input_tokens", None)
-    written = getattr(usage, "cache_creation_input_tokens", None) or 0
-    read = getattr(usage, "cache_read_input_tokens", None) or 0
-    tokens_out = getattr(usage, "output_tokens", None)
-    tokens_in = None if fresh is None else fresh + written + read
-    cost = None if price is None or (tokens_in is None and tokens_out is None) \
-        else price.cost(tokens_in, tokens_out, read)
+    fresh = _count(getattr(usage, "input_tokens", None))
+    written = _count(getattr(usage, "cache_creation_input_tokens", None))
+    read = _count(getattr(usage, "cache_read_input_tokens", None))
+    tokens_out = _count(getattr(usage, "output_tokens", None))
+    tokens_in = None if fresh is None else fresh + (written or 0) + (read or 0)
+    # Anthropic counts extended thinking inside output_tokens and reports no share of it
+    used = priced_usage(price, tokens_in, tokens_out, cache_read=read, cache_write=written)
     stop = getattr(message, "stop_reason", None)
     refusal = None  # without an explanation, finish_reason 'refusal' says it
     if stop == "refusal":
         explanation = getattr(getattr(message, "stop_details", None), "explanation", None)
         refusal = explanation if isinstance(explanation, str) and explanation else None
-    return ModelReply("".join(parts), Usage(tokens_in=tokens_in, tokens_out=tokens_out,
-                                            cost_usd=cost),
+    return ModelReply("".join(parts), used,
                       finish_reason=finish_reason(stop if isinstance(stop, str) else None),
                       refusal=refusal, content_null=not parts)
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def optional_fields(body: Mapping[str, Any]) -> dict[str, Any]:

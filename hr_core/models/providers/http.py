@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hr_core.models.base import ChatMessage
+from hr_core.models.base import PREFIX_MARK, ChatMessage
 from hr_core.models.ratelimit.endpoint import EndpointLimiter
 
 __all__ = ["QUOTA_WAIT_S", "LoopState", "Secret", "Sleep", "TransientFailures", "backoff",
@@ -108,9 +108,10 @@ class TransientFailures:
 
 def with_schema(messages: Sequence[ChatMessage], schema: Mapping[str, Any] | None,
                 instruct: bool) -> list[dict[str, str]]:
-    """The messages as dicts; with ``instruct``, the schema as a JSON instruction in the
-    system message (``structured_output: instructions``)."""
-    out = [dict(m) for m in messages]
+    """The messages as dicts (without :data:`PREFIX_MARK`, which is no wire field); with
+    ``instruct``, the schema as a JSON instruction in the system message
+    (``structured_output: instructions``)."""
+    out = [{k: v for k, v in m.items() if k != PREFIX_MARK} for m in messages]
     if schema is None or not instruct:
         return out
     note = ("Reply with only one JSON object that matches this JSON schema, no other text: "

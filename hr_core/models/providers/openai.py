@@ -44,7 +44,15 @@ from typing import Any, Literal, NoReturn
 
 from hr_core.models._api_keys import check_api_key, key_variable
 from hr_core.models._bounded import DEFAULT_MAX_REPLY_BYTES, bounded_client
-from hr_core.models._prices import Price, add_usage, find_price
+from hr_core.models._prices import (
+    BATCH_SHARE,
+    DEFAULT_PRICES,
+    PRICES_AS_OF,
+    Price,
+    add_usage,
+    find_price,
+    price_for,
+)
 from hr_core.models.base import (
     ChatMessage,
     ModelCallError,
@@ -86,7 +94,8 @@ from hr_core.models.ratelimit.endpoint import (
 from hr_core.models.ratelimit.reach import cannot_connect
 from hr_core.results import Usage
 
-__all__ = ["OpenAIChatModel", "Price", "add_usage", "check_api_key", "find_price",
+__all__ = ["BATCH_SHARE", "DEFAULT_PRICES", "PRICES_AS_OF", "OpenAIChatModel", "Price", "add_usage",
+           "check_api_key", "find_price", "price_for",
            "key_variable"]
 
 
@@ -104,7 +113,8 @@ class OpenAIChatModel:
         api_key_env: ... the environment variable holding it (``openai``:
             default ``OPENAI_API_KEY``; ``openai-compatible``: no default, no key
             is sent unless a variable is named).
-        prices: USD per million tokens (see :func:`find_price`).
+        prices: USD per million tokens (see :func:`find_price`); without them, hr's
+            default for an ``openai`` model it knows (:func:`price_for`).
         timeout: each attempt's wall-clock deadline in seconds, from the request to the
             reply's last byte (:mod:`hr_core.models._bounded`).
         max_reply_bytes: the longest reply read (a longer one is an error, not retried).
@@ -173,7 +183,7 @@ class OpenAIChatModel:
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
         self.retry_after_max_s = retry_after_max_s
-        self.price = find_price(prices, provider, name)
+        self.price = price_for(prices, provider, name)
         self.params = dict(params or {})
         self.rpm, self.tpm = rpm, tpm
         self.rate_limit_wait_s = float(rate_limit_wait_s)

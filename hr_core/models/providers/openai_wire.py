@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hr_core.models._bounded import ReplyTooLarge, bound_failure
-from hr_core.models._prices import Price
+from hr_core.models._prices import Price, priced_usage
 from hr_core.models.base import ModelReply
 from hr_core.results import Usage
 
@@ -85,20 +85,21 @@ def read_completion(completion: Any, price: Price | None) -> ModelReply:
 
 
 def completion_usage(completion: Any, price: Price | None) -> Usage:
-    """Tokens in/out and their cost (cached input priced apart when it is)."""
-    usage_in = usage_out = cached_in = None
+    """Tokens in/out by kind and their cost: ``cached_tokens`` of the prompt priced at the
+    cached rate (when the price has one), ``reasoning_tokens`` a part of the completion's."""
     usage = getattr(completion, "usage", None)
-    if usage is not None:
-        usage_in = getattr(usage, "prompt_tokens", None)
-        usage_out = getattr(usage, "completion_tokens", None)
-        cached_in = getattr(getattr(usage, "prompt_tokens_details", None),
-                            "cached_tokens", None)
-    cost = (None if price is None
-            else price.cost(usage_in, usage_out, cached_in if isinstance(
-                cached_in, int) else None))
-    return Usage(tokens_in=usage_in if isinstance(usage_in, int) else None,
-                 tokens_out=usage_out if isinstance(usage_out, int) else None,
-                 cost_usd=cost)
+    if usage is None:
+        return priced_usage(price, None, None)
+    details_in = getattr(usage, "prompt_tokens_details", None)
+    details_out = getattr(usage, "completion_tokens_details", None)
+    return priced_usage(price, _count(getattr(usage, "prompt_tokens", None)),
+                        _count(getattr(usage, "completion_tokens", None)),
+                        cache_read=_count(getattr(details_in, "cached_tokens", None)),
+                        reasoning=_count(getattr(details_out, "reasoning_tokens", None)))
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def omitted_headers(provider: str, *, has_key: bool) -> dict[str, Any]:
