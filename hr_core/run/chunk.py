@@ -93,11 +93,6 @@ def _set_kinds(record: RunRecord, output: Any) -> None:
             setattr(record, name, int(value) if name.startswith("tokens_") else float(value))
 
 
-def _sum(values: Any) -> Any:
-    known = [v for v in values if v is not None]
-    return sum(known) if known else None
-
-
 def _int(value: Any) -> int | None:
     return None if value is None or is_missing(value) else int(value)
 
