@@ -1,10 +1,12 @@
 """hr's statistics: honest intervals and the one paired comparison.
 
-Two modules, both pure functions of numbers (no pandas; ``docs/statistics.md``
+Pure functions of numbers (no pandas; ``docs/statistics.md``
 describes every method and its source):
 
 - :mod:`hr_core.stats.intervals`: exact and item-clustered intervals for a share,
   kappa, the paired difference's interval and the quantiles behind them;
+- :mod:`hr_core.stats.ppi`: prediction-powered inference (PPI++): a judge's verdicts on
+  every item corrected by people's labels on a random sample;
 - :mod:`hr_core.stats.comparison`: the one answer to "is B different from A?"
   (:func:`compare_paired`, :func:`compare_estimate`): estimate, interval, p-value and
   decision from one method, with the family correction applied there and only there.
@@ -32,6 +34,7 @@ from hr_core.stats.intervals import (
     clopper_pearson,
     clustered_mean_ci,
     cohen_kappa,
+    effective_size_interval,
     normal_p_value,
     paired_difference,
     pooled_share_ci,
@@ -57,6 +60,7 @@ __all__ = [
     "compare_estimate",
     "compare_paired",
     "decision_from_legacy",
+    "effective_size_interval",
     "normal_p_value",
     "paired_difference",
     "pooled_share_ci",
