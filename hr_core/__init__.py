@@ -25,6 +25,7 @@ from hr_core.errors import (
 )
 from hr_core.failures import FAILURE_KINDS, FailureKind
 from hr_core.judge import (
+    HumanLabelError,
     JudgeConfig,
     JudgeConfigError,
     JudgeValidation,
@@ -65,6 +66,7 @@ __all__ = [
     "FlowRunStopped",
     "HrError",
     "HrTypeError",
+    "HumanLabelError",
     "Item",
     "JudgeConfig",
     "JudgeConfigError",
