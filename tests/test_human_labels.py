@@ -258,3 +258,27 @@ def test_hr_label_import_bad_file_is_one_line(run_dir: Path, tmp_path: Path,
         message.split())
     assert "Traceback" not in message
     assert read_sample(run_dir) is None
+
+
+def test_reports_show_the_corrected_accuracy_beside_the_judges(run_dir: Path,
+                                                                tmp_path: Path) -> None:
+    from hr_core.engine.report import report_markdown
+    from hr_core.report import write_report
+
+    folder = _fresh(run_dir, tmp_path)
+    before = Path(write_report(folder)).read_text()
+    assert 'id="corrected"' not in before
+    sample_run(_load(folder), 10, seed=3)
+    _labelled_sheet(folder, tmp_path / "done.csv")
+    import_labels(_load(folder), tmp_path / "done.csv")
+    page = Path(write_report(folder)).read_text()
+    assert '<h3 id="corrected">Accuracy corrected by 39 human labels (PPI++)</h3>' in page
+    found = corrected_accuracy(_load(folder))
+    assert found is not None
+    good = next(x for x in found.arms if x.arm == "good").corrected
+    assert (f"<td>{good.estimate:.1%} ({good.low:.1%}–{good.high:.1%})</td>") in page
+    assert "1 item(s) of the sample have no label yet" not in page  # every item has a label
+    markdown = report_markdown(_load(folder))
+    assert "**Accuracy corrected by 39 human labels (PPI++), 95% intervals:**" in markdown
+    assert f"- good: {good.estimate:.1%} [{good.low * 100:.1f}, {good.high * 100:.1f}]" in (
+        markdown)

@@ -15,7 +15,7 @@ over the labelled items, the family correction of the run's verdict).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -179,9 +179,11 @@ def _pct(value: float | None) -> str:
     return "–" if value is None or not np.isfinite(value) else f"{value:.1%}"
 
 
-def corrected_lines(found: CorrectedAccuracy) -> list[str]:
-    """The corrected figures as plain lines (the CLI, the markdown and HTML reports):
-    a heading, one line per arm, one per paired difference, then what was left out.
+def corrected_lines(found: CorrectedAccuracy, *, name: Callable[[str], str] = str,
+                    bullet: str = "  ") -> list[str]:
+    """The corrected figures as lines (the CLI, the markdown report): a heading, one line
+    per arm, one per paired difference, then what was left out; ``name`` formats an arm's
+    name (escaping it for the page), ``bullet`` starts each line after the heading.
 
     Example:
         >>> est = ppi_mean_ci([1, 0, 1, 1], [1, 0, 0, 1], [1, 1, 0, 1], method="share")
@@ -195,20 +197,23 @@ def corrected_lines(found: CorrectedAccuracy) -> list[str]:
     for arm in found.arms:
         est = arm.corrected
         lines.append(
-            f"  {arm.arm}: {_pct(est.estimate)} [{est.low * 100:.1f}, {est.high * 100:.1f}] "
+            f"{bullet}{name(arm.arm)}: {_pct(est.estimate)} "
+            f"[{est.low * 100:.1f}, {est.high * 100:.1f}] "
             f"(judge {_pct(arm.judge_accuracy)}; labels alone "
             f"[{est.labels_only.low * 100:.1f}, {est.labels_only.high * 100:.1f}]; judge "
             f"weight {est.lam:.2f}; {est.labelled} labelled items, {est.judged} judged only)")
     for diff in found.differences:
         c = diff.comparison
-        lines.append(f"  {diff.a} vs {diff.b}: {c.estimate * 100:+.1f} points "
+        lines.append(f"{bullet}{name(diff.a)} vs {name(diff.b)}: "
+                     f"{c.estimate * 100:+.1f} points "
                      f"[{c.low * 100:+.1f}, {c.high * 100:+.1f}] over {c.n_items} labelled "
                      f"items ({c.level:.1%} interval): {c.decision}")
     if found.not_random:
-        lines.append(f"  Not used: {found.not_random} label(s) on runs outside the random "
-                     "sample.")
+        lines.append(f"{bullet}Not used: {found.not_random} label(s) on runs outside the "
+                     "random sample.")
     if found.sampled_unlabelled:
-        lines.append(f"  {found.sampled_unlabelled} item(s) of the sample have no label yet: "
-                     "label them all (until then they are taken as missing at random).")
+        lines.append(f"{bullet}{found.sampled_unlabelled} item(s) of the sample have no "
+                     "label yet: label them all (until then they are taken as missing at "
+                     "random).")
     return lines
 
