@@ -105,8 +105,12 @@ def test_sample_is_seeded_recorded_and_its_sheet_asks_every_arm_and_run(
 def test_a_run_keeps_one_sample(run_dir: Path, tmp_path: Path) -> None:
     folder = _fresh(run_dir, tmp_path)
     first, _ = sample_run(_load(folder), 10, seed=3)
+    (folder / SHEET_FILES[1]).write_text("someone's work in progress")
+    (folder / SHEET_FILES[0]).unlink()
     again, drawn = sample_run(_load(folder), 10)
     assert not drawn and again.items == first.items
+    assert (folder / SHEET_FILES[1]).read_text() == "someone's work in progress"
+    assert len((folder / SHEET_FILES[0]).read_text().splitlines()) == 40  # rewritten
     with pytest.raises(HumanLabelError, match=r"human_sample.json: this run already has a "
                                               r"sample \(10 items, seed 3\)"):
         sample_run(_load(folder), 12)

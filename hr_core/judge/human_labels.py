@@ -136,8 +136,9 @@ def _question(payload: Any) -> str:
 def sample_run(bench: Benchmark, n: int, seed: int | None = None) -> tuple[LabelSample, bool]:
     """Draw (or find again) the run's random sample of ``n`` items and write the sheet.
 
-    A run has one sample: asking again with the same ``n`` (and seed, when given) writes
-    the sheet again; another ``n`` or seed is refused (choosing among samples after
+    A run has one sample: asking again with the same ``n`` (and seed, when given) finds
+    it, writing the sheet only where it is missing (never over one being filled in);
+    another ``n`` or seed is refused (choosing among samples after
     seeing them would make the sample no longer random). Returns the sample and whether
     it was drawn now.
 
@@ -170,14 +171,19 @@ def sample_run(bench: Benchmark, n: int, seed: int | None = None) -> tuple[Label
                              created_at=datetime.now(UTC))
         store.write_text(SAMPLE_FILE, sample.model_dump_json(indent=1) + "\n")
         drawn = True
+    missing = [name for name in SHEET_FILES if drawn or not store.exists(name)]
+    if not missing:
+        return sample, drawn  # never over a sheet someone may be filling in
     rows = _sheet_rows(bench, sample)
-    store.write_text(SHEET_FILES[0], "".join(json.dumps(r, ensure_ascii=False) + "\n"
-                                             for r in rows))
-    text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=list(SHEET_COLUMNS), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    store.write_text(SHEET_FILES[1], text.getvalue())
+    if SHEET_FILES[0] in missing:
+        store.write_text(SHEET_FILES[0], "".join(json.dumps(r, ensure_ascii=False) + "\n"
+                                                 for r in rows))
+    if SHEET_FILES[1] in missing:
+        text = io.StringIO()
+        writer = csv.DictWriter(text, fieldnames=list(SHEET_COLUMNS), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        store.write_text(SHEET_FILES[1], text.getvalue())
     return sample, drawn
 
 
