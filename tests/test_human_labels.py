@@ -286,3 +286,25 @@ def test_reports_show_the_corrected_accuracy_beside_the_judges(run_dir: Path,
     assert "**Accuracy corrected by 39 human labels (PPI++), 95% intervals:**" in markdown
     assert f"- good: {good.estimate:.1%} [{good.low * 100:.1f}, {good.high * 100:.1f}]" in (
         markdown)
+
+
+def test_arm_names_are_data_on_every_page(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from hr_core.report import write_report
+
+    hostile = "<b>[bold]x\x1b[2J"
+    config = hr_judge_config("mock-model", "Same answer?", mode="grade")
+    plan = plan_benchmark({hostile: _good, "plain": _bad}, ITEMS[:12], hr_scorer_judge(config),
+                          store=str(tmp_path / "store"), name="hostile")
+    apply_judge_policy(plan, "ignore", str(tmp_path / "judges"))
+    folder = Path(BenchmarkSession(plan).run_sync().run_dir or "")
+    sample_run(_load(folder), 12, seed=1)
+    rows = pd.read_csv(folder / SHEET_FILES[1], dtype=str, keep_default_na=False)
+    rows["label"] = "correct"
+    rows.to_csv(tmp_path / "done.csv", index=False)
+    import_labels(_load(folder), tmp_path / "done.csv")
+    code, out, _ = hr(capsys, "summary", folder)
+    assert code == 0, out
+    assert "\x1b[2J" not in out and "\\x1b[2J" in out and "[bold]x" in out
+    page = Path(write_report(folder)).read_text()
+    assert "&lt;b&gt;[bold]x" in page and "<b>[bold]x" not in page
