@@ -101,10 +101,13 @@ def _frame_hash(frame: Sequence[str]) -> str:
     return hashlib.sha256(json.dumps(list(frame)).encode("utf-8")).hexdigest()
 
 
-def _made_runs(bench: Benchmark) -> Any:
+def _made_runs(bench: Benchmark, *, outputs: bool = False) -> Any:
+    """The rows of the runs made (arm, item_id as text, run; ``output`` when asked): a
+    stored run reads only these columns."""
     from hr_core.accuracy import runs_made
 
-    runs = bench.runs
+    runs = bench.columns(["arm", "item_id", "run", "failure_kind",
+                          *(["output"] if outputs else [])])
     runs = runs[runs_made(runs).to_numpy(dtype=bool)]
     return runs.assign(item_id=runs["item_id"].astype(str))
 
@@ -188,7 +191,7 @@ def sample_run(bench: Benchmark, n: int, seed: int | None = None) -> tuple[Label
 
 
 def _sheet_rows(bench: Benchmark, sample: LabelSample) -> list[dict[str, Any]]:
-    runs = _made_runs(bench)
+    runs = _made_runs(bench, outputs=True)
     chosen = runs[runs["item_id"].isin(sample.items) & runs["arm"].isin(sample.arms)]
     order = {item: i for i, item in enumerate(sample.items)}
     arms = {arm: i for i, arm in enumerate(sample.arms)}
