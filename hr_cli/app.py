@@ -12,7 +12,8 @@ from rich.console import Console
 
 from hr_server.gcpause import command_module
 
-__all__ = ["app", "console", "console_width", "judge_app", "make_console", "server_app"]
+__all__ = ["app", "console", "console_width", "judge_app", "label_app", "make_console",
+           "server_app"]
 
 def _flags_as_flags() -> None:
     """Typer's rich help shows a flag as ``--fresh <bool>``, as if it took a value: show
@@ -69,6 +70,10 @@ judge_app = typer.Typer(help="Validate a judge against people's labels, check it
                         "import stored verdicts.",
                         no_args_is_help=True)
 app.add_typer(judge_app, name="judge")
+label_app = typer.Typer(help="People's labels on a finished run's outputs: a random sample to "
+                        "label, then accuracies corrected by them (PPI++).",
+                        no_args_is_help=True)
+app.add_typer(label_app, name="label")
 server_app = typer.Typer(help="A local Prefect server for hr: faster runs, kept in the dashboard.",
                          no_args_is_help=True)
 app.add_typer(server_app, name="server")
@@ -356,6 +361,32 @@ def judge_check(
     from hr_cli.commands import check_judge
 
     check_judge(console, judge, store=store)
+
+
+@label_app.command("sample")
+def label_sample(
+    run_dir: RunDir,
+    n: Annotated[int, typer.Option("--n", min=1, help="Items to sample (every arm's runs of "
+                                   "each are to be labelled).")] = 200,
+    seed: Annotated[int | None, typer.Option(
+        min=0, help="The sampling seed (default: a random one, recorded).")] = None,
+) -> None:
+    """Draw a uniformly random, seeded sample of a finished run's items and write a
+    labelling sheet (CSV and JSONL); the seed and sampling frame are recorded in the run."""
+    command_module("hr_cli.label_commands")  # hr_core, pandas: collector paused
+    from hr_cli.label_commands import sample_labels
+
+    sample_labels(console, run_dir, n, seed)
+
+
+@label_app.command("import")
+def label_import(run_dir: RunDir, labels: ExistingFile) -> None:
+    """Read people's labels (JSONL/CSV/Parquet: arm, item, run, label as correct/incorrect
+    or 1/0) into the run and print the accuracies they correct."""
+    command_module("hr_cli.label_commands")  # hr_core, pandas: collector paused
+    from hr_cli.label_commands import import_run_labels
+
+    import_run_labels(console, run_dir, labels)
 
 
 @server_app.command("start")

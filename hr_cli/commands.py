@@ -356,6 +356,10 @@ def show_summary(console: Console, run_dir: str | Path) -> None:
         console.print(f"Judge {lit(judge.hash[:12])}: "
                       f"[{'green' if standing == 'valid' else 'bold red'}]{lit(standing)}[/]"
                       " (the accuracies above are the judge's verdicts)")
+    from hr_cli.label_commands import print_corrected
+    from hr_core.judge.corrected import corrected_accuracy
+
+    print_corrected(console, corrected_accuracy(bench))
     print_item_tables(console, bench)
     print_health(console, bench)
 

@@ -26,6 +26,7 @@ from hr_core.core.failures import FAILURE_KINDS, FailureKind
 from hr_core.core.version import __version__
 from hr_core.data.reference import Item, Reference, hr_reference
 from hr_core.judge import (
+    HumanLabelError,
     JudgeConfig,
     JudgeConfigError,
     JudgeValidation,
@@ -73,6 +74,7 @@ __all__ = [
     "FlowRunStopped",
     "HrError",
     "HrTypeError",
+    "HumanLabelError",
     "Item",
     "JudgeConfig",
     "JudgeConfigError",

@@ -21,6 +21,19 @@ if _WORKER and os.environ.get("PREFECT_HOME") != os.environ.get("HR_TEST_PREFECT
 elif _WORKER or "PREFECT_HOME" not in os.environ:
     _PREFECT_HOME = Path(tempfile.mkdtemp(prefix="hr-test-prefect-home-"))
     os.environ["PREFECT_HOME"] = os.environ["HR_TEST_PREFECT_HOME"] = str(_PREFECT_HOME)
+# A pytest-xdist worker gets COLUMNS=80 and LINES=24 from execnet (the main process has
+# neither unless the user set them); hr honours COLUMNS, so a worker would print at 80
+# columns where one process prints at 140 (piped). Each worker takes the main process's.
+if not _WORKER:
+    os.environ["HR_TEST_COLUMNS"] = os.environ.get("COLUMNS", "")
+    os.environ["HR_TEST_LINES"] = os.environ.get("LINES", "")
+else:
+    for _name in ("COLUMNS", "LINES"):
+        _value = os.environ.get(f"HR_TEST_{_name}")
+        if _value:
+            os.environ[_name] = _value
+        elif _value is not None:
+            os.environ.pop(_name, None)
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 

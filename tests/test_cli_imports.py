@@ -33,6 +33,7 @@ def _commands(run_dir: Path, tmp_path: Path) -> dict[str, list[str]]:
         "judge check": ["judge", "check", str(EXAMPLES / "grade_judge.yaml"), "--store",
                         str(tmp_path / "judges")],
         "server status": ["server", "status"],
+        "label sample": ["label", "sample", str(run_dir), "--n", "2", "--seed", "1"],
     }
     if "show" in names:  # `hr show` (visibility) once it is there
         commands["show"] = ["show", str(run_dir)]
@@ -44,7 +45,8 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return fake_run_dir(tmp_path_factory.mktemp("imports") / "run")
 
 
-@pytest.mark.parametrize("command", ["help", "summary", "judge check", "server status", "show"])
+@pytest.mark.parametrize("command", ["help", "summary", "judge check", "server status", "show",
+                                     "label sample"])
 def test_quick_commands_import_neither_prefect_nor_matplotlib(
     command: str, run_dir: Path, tmp_path: Path,
 ) -> None:
@@ -61,6 +63,8 @@ def test_quick_commands_import_neither_prefect_nor_matplotlib(
     assert json.loads(line[-1].removeprefix("MODULES ")) == [], done.stdout + done.stderr
     if command in ("summary", "show"):
         assert "keyword" in done.stdout, done.stdout + done.stderr  # the command did its work
+    if command == "label sample":
+        assert "Labelling sheet" in done.stdout, done.stdout + done.stderr
 
 
 FLOWS_PROBE = """\

@@ -1,6 +1,7 @@
 """LLM judges: configuration, prompts, reply parsing, judging, validation, scorer."""
 
 from hr_core.judge.config import JudgeConfig, JudgeConfigError, JudgeMode, hr_judge_config
+from hr_core.judge.human_labels import HumanLabelError, import_labels, read_labels, sample_run
 from hr_core.judge.judging import JudgeResult, JudgeStatus, OrderVerdict, judge_item
 from hr_core.judge.labelled import LabelledDataError, LabelledRow, read_labelled
 from hr_core.judge.parse import ParsedReply, parse_reply
@@ -31,6 +32,7 @@ __all__ = [
     "DEFAULT_MIN_AGREEMENT",
     "DEFAULT_MIN_ITEMS",
     "JUDGE_FAILURE_OUTCOMES",
+    "HumanLabelError",
     "JudgeConfig",
     "JudgeConfigError",
     "JudgeMode",
@@ -52,6 +54,7 @@ __all__ = [
     "hr_judge_config",
     "hr_judge_valid",
     "hr_scorer_judge",
+    "import_labels",
     "import_verdicts",
     "judge_item",
     "judge_labelled",
@@ -61,6 +64,8 @@ __all__ = [
     "load_validation",
     "parse_reply",
     "read_labelled",
+    "read_labels",
+    "sample_run",
     "save_validation",
     "scorer_judge_standing",
     "validation_status",

@@ -58,6 +58,7 @@ class ReportInputs:
         texts: the text columns (``output``, ``error``) of the rows a table shows, when
             ``runs`` was read without them (a stored run's ``runs.parquet``).
         slices: accuracy by slice (``Benchmark.slice_summary()``), when the run has slices.
+        corrected: accuracies corrected by people's labels, when the run has random ones.
     """
 
     manifest: RunManifest
@@ -69,6 +70,9 @@ class ReportInputs:
     items: Mapping[str, ItemText] = field(default_factory=dict)
     texts: RowTexts | None = None
     slices: pd.DataFrame | None = None
+    corrected: Any = None
+    """The accuracies corrected by the run's random human labels
+    (:class:`~hr_core.judge.corrected.CorrectedAccuracy`), when it has some."""
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """Results the sections share while one report renders (e.g. the paired differences)."""
 
@@ -306,6 +310,8 @@ def load_report_inputs(run_dir: str | Path) -> ReportInputs:
     if summary is None:
         raise ReportError(f"{folder.run_dir}: no summary.parquet or summary.csv; rerun to "
                           "finish it")
+    from hr_core.report._corrected import read_corrected
+
     validations = _read_json_dir(folder, "validations")
     scorer_record = _judge_scorer_record(manifest)
     if scorer_record is not None and all(v.get("hash") != scorer_record.get("hash")
@@ -321,4 +327,5 @@ def load_report_inputs(run_dir: str | Path) -> ReportInputs:
         items=_read_items(folder),
         texts=texts,
         slices=_read_frame(folder, "summary_slices"),
+        corrected=read_corrected(folder, manifest, runs),
     )

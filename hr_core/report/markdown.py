@@ -11,6 +11,7 @@ import pandas as pd
 from hr_core.core.failures import FAILURE_KINDS
 from hr_core.core.frames import records
 from hr_core.core.safe import markdown_text, visible
+from hr_core.judge.corrected import corrected_accuracy, corrected_lines
 from hr_core.judge.validation import scorer_judge_standing
 from hr_core.report.costs import cost_by_kind, has_kinds, token_kinds
 from hr_core.stats.accuracy import coverage_warnings
@@ -245,6 +246,10 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
         lines += ["", *(f"> **Warning:** {_cell(w)}" for w in warnings)]
     lines += ["", "Accuracy is over the runs made (runs a budget stopped are left out; "
               "coverage = runs made / runs planned); intervals as in docs/statistics.md."]
+    corrected = corrected_accuracy(bench) if bench.run_dir is not None else None
+    if corrected is not None:
+        heading, *rest = corrected_lines(corrected, name=_cell, bullet="- ")
+        lines += ["", f"**{heading}**", "", *rest]
     limit = float(m.max_error_rate or DEFAULT_MAX_ERROR_RATE)
     health = bench.health(limit, arms=result.order or None)
     lines += ["", "## Errors", ""]

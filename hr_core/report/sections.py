@@ -319,9 +319,11 @@ def differences_section(inputs: ReportInputs) -> str:
 def accuracy_section(inputs: ReportInputs) -> str:
     """Accuracy by arm: dot plot with 95% intervals."""
     from hr_core.report import figures
+    from hr_core.report._corrected import corrected_html
 
     return figure(figures.accuracy_figure(inputs.summary), "fig-accuracy",
-                  "Accuracy per arm (dot) with its 95% interval (bar).")
+                  "Accuracy per arm (dot) with its 95% interval (bar).") + corrected_html(
+                      inputs.corrected)
 
 
 def outcomes_section(inputs: ReportInputs) -> str:

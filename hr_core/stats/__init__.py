@@ -7,6 +7,8 @@ comparison, confidence sequences, sample size:
 - :mod:`hr_core.stats.distributions`: the normal, t and beta quantiles and CDFs;
 - :mod:`hr_core.stats.intervals`: exact and item-clustered intervals for a share,
   kappa and the paired difference's interval;
+- :mod:`hr_core.stats.ppi`: prediction-powered inference (PPI++): a judge's verdicts on
+  every item corrected by people's labels on a random sample;
 - :mod:`hr_core.stats.comparison`: the one answer to "is B different from A?"
   (:func:`compare_paired`, :func:`compare_estimate`): estimate, interval, p-value and
   decision from one method, with the family correction applied there and only there.
@@ -35,6 +37,7 @@ from hr_core.stats.intervals import (
     clopper_pearson,
     clustered_mean_ci,
     cohen_kappa,
+    effective_size_interval,
     paired_difference,
     pooled_share_ci,
     wilson_interval,
@@ -57,6 +60,7 @@ __all__ = [
     "compare_estimate",
     "compare_paired",
     "decision_from_legacy",
+    "effective_size_interval",
     "normal_p_value",
     "paired_difference",
     "pooled_share_ci",

@@ -32,6 +32,7 @@ __all__ = [
     "clopper_pearson",
     "clustered_mean_ci",
     "cohen_kappa",
+    "effective_size_interval",
     "paired_difference",
     "pooled_share_ci",
     "wilson_interval",
@@ -145,10 +146,24 @@ def clustered_mean_ci(
     mean = sum(values) / n
     cap = float(n if trials is None else max(trials, n))
     var = sum((v - mean) ** 2 for v in values) / (n - 1) / n if n > 1 else 0.0
-    if var <= 0 or mean <= 0 or mean >= 1:
+    return effective_size_interval(mean, var, n, cap, level)
+
+
+def effective_size_interval(mean: float, variance: float, n: int, cap: float,
+                            level: float = 0.95) -> Interval:
+    """Korn and Graubard's interval for a share ``mean`` whose estimator has variance
+    ``variance`` from ``n`` units (items): Clopper-Pearson's for ``mean * n_eff`` of
+    ``n_eff = mean(1 - mean) / variance * (z / t_{n-1})^2`` (at most ``cap``); ``n_eff``
+    is ``n`` when the variance is 0 or the mean is 0 or 1 (never zero-width).
+
+    Example:
+        >>> [round(x, 3) for x in effective_size_interval(0.5, 0.25 / 10, 10, 10)]
+        [0.5, 0.148, 0.852]
+    """
+    if variance <= 0 or mean <= 0 or mean >= 1 or n < 2:
         n_eff = float(n)
     else:
-        n_eff = mean * (1 - mean) / var * (z_for(level) / t_for(level, n - 1)) ** 2
+        n_eff = mean * (1 - mean) / variance * (z_for(level) / t_for(level, n - 1)) ** 2
         n_eff = min(n_eff, cap)
     # round so that equal inputs hit the quantile cache despite float noise
     _, low, high = clopper_pearson(round(mean * n_eff, 9), round(n_eff, 9), level)
@@ -183,13 +198,7 @@ def pooled_share_ci(successes: Sequence[float], totals: Sequence[int],
     mbar = rows / n
     var = (math.fsum((a - ratio * m) ** 2 for a, m in pairs) / (n * (n - 1) * mbar * mbar)
            if n > 1 else 0.0)
-    if var <= 0 or ratio <= 0 or ratio >= 1:
-        n_eff = float(n)
-    else:
-        n_eff = min(ratio * (1 - ratio) / var * (z_for(level) / t_for(level, n - 1)) ** 2,
-                    float(rows))
-    _, low, high = clopper_pearson(round(ratio * n_eff, 9), round(n_eff, 9), level)
-    return Interval(ratio, low, high)
+    return effective_size_interval(ratio, var, n, float(rows), level)
 
 
 def accuracy_interval(

@@ -1,0 +1,69 @@
+"""What the label commands do: ``hr label sample`` (a random sample of a finished run's
+items and a labelling sheet) and ``hr label import`` (people's labels back into the run,
+then the accuracies they correct); :func:`print_corrected` is shared with ``hr summary``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from hr_cli.literal import line, lit
+
+__all__ = ["import_run_labels", "print_corrected", "sample_labels"]
+
+
+def sample_labels(console: Console, run_dir: str | Path, n: int, seed: int | None) -> Any:
+    """``hr label sample RUN_DIR --n N [--seed S]``: draw (or find again) the sample,
+    write the sheet, print where both are."""
+    from hr_cli.run_dirs import load_benchmark
+    from hr_core.judge.human_labels import SAMPLE_FILE, SHEET_FILES, sample_run
+    from hr_core.store.folder import RunFolder
+
+    bench = load_benchmark(run_dir)
+    sample, drawn = sample_run(bench, n, seed)
+    folder = RunFolder(run_dir)
+    said = "Drew" if drawn else "The run's sample, drawn before:"
+    console.print(f"{said} {len(sample.items)} of {len(sample.frame)} items uniformly at "
+                  f"random (seed {sample.seed}); the seed and the sampling frame are in "
+                  f"{lit(folder.shown(SAMPLE_FILE))}.")
+    console.print(f"[bold]Labelling sheet:[/] {lit(folder.shown(SHEET_FILES[1]))} (and "
+                  f"{lit(SHEET_FILES[0])}): every arm's output on each sampled item. Write "
+                  "correct or incorrect in its label column, then run "
+                  f"`hr label import {lit(run_dir)} FILE`.")
+    return sample
+
+
+def import_run_labels(console: Console, run_dir: str | Path, file: Path) -> Any:
+    """``hr label import RUN_DIR FILE``: store the labels, print what was kept and the
+    corrected accuracies."""
+    from hr_cli.run_dirs import load_benchmark
+    from hr_core.judge.corrected import corrected_accuracy
+    from hr_core.judge.human_labels import LABELS_FILE, import_labels, read_sample
+    from hr_core.store.folder import RunFolder
+
+    bench = load_benchmark(run_dir)
+    labels, skipped = import_labels(bench, file)
+    random = sum(x.random for x in labels)
+    console.print(f"Imported {len(labels)} label(s) from {lit(file)} into "
+                  f"{lit(RunFolder(run_dir).shown(LABELS_FILE))}: {random} on the random "
+                  f"sample, {len(labels) - random} outside it (kept, not used)"
+                  + (f"; {skipped} row(s) without a label skipped" if skipped else "") + ".")
+    if read_sample(run_dir) is None:
+        console.print("[yellow]This run has no random sample[/]: its labels are kept but no "
+                      f"estimate uses them; draw one with `hr label sample {lit(run_dir)}`.")
+    found = corrected_accuracy(bench)
+    print_corrected(console, found)
+    return found
+
+
+def print_corrected(console: Console, found: Any) -> None:
+    """The corrected accuracies (:func:`hr_core.judge.corrected.corrected_lines`), if any."""
+    if found is None:
+        return
+    from hr_core.judge.corrected import corrected_lines
+
+    for text in corrected_lines(found):
+        console.print(line(text), markup=False, soft_wrap=True)

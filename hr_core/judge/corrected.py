@@ -1,0 +1,219 @@
+"""A judged run's accuracies corrected by people's labels on its random sample (PPI++).
+
+For each arm, the unit is the item (its runs are one cluster): ``f_i`` is the share of
+the item's runs made that the run's scorer (the judge) called correct, a run it could
+not score counting 1/2; ``y_i`` is the share of the item's labelled runs that people
+called correct, and the judge's ``f_i`` on the same runs. Items with random labels
+(:mod:`hr_core.judge.human_labels`) are the labelled units, every other item of the arm
+the judged-only ones; :func:`hr_core.stats.ppi.ppi_mean_ci` (``method="share"``) gives
+the corrected accuracy: what people would say of all the runs, with an interval valid
+whatever the judge's bias. A paired difference of two arms is the same with
+``y_i = y_i(a) - y_i(b)`` and ``f_i = f_i(a) - f_i(b)`` over the items both made, given to
+:func:`hr_core.stats.compare_estimate` as an estimate with its standard error (Student t
+over the labelled items, the family correction of the run's verdict).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from hr_core.judge.human_labels import HumanLabel, read_labels, read_sample
+from hr_core.stats import Comparison, compare_estimate, compare_paired
+from hr_core.stats.ppi import PPIEstimate, ppi_mean_ci
+
+if TYPE_CHECKING:
+    from hr_core.analysis.benchmark import Benchmark
+
+__all__ = ["CorrectedAccuracy", "CorrectedArm", "CorrectedDifference",
+           "corrected_accuracy", "corrected_lines", "corrected_title"]
+
+
+def corrected_title(labels: int) -> str:
+    """The one name of the corrected figures on every page."""
+    return f"corrected by {labels} human label{'' if labels == 1 else 's'} (PPI++)"
+
+
+@dataclass(frozen=True)
+class CorrectedArm:
+    """One arm: the judge's accuracy (the summary's) and the corrected one."""
+
+    arm: str
+    judge_accuracy: float | None
+    corrected: PPIEstimate
+
+
+@dataclass(frozen=True)
+class CorrectedDifference:
+    """``a - b`` corrected (``b`` the arm with the highest corrected accuracy)."""
+
+    a: str
+    b: str
+    comparison: Comparison
+    lam: float
+
+
+@dataclass(frozen=True)
+class CorrectedAccuracy:
+    """Every arm's corrected accuracy and the paired differences from the best arm.
+
+    Attributes:
+        labels: the random labels used (runs).
+        not_random: labels kept but not used (runs outside the sample).
+        sampled_unlabelled: items of the sample with no label yet (treated as missing
+            at random: label them all).
+    """
+
+    labels: int
+    not_random: int
+    sampled_unlabelled: int
+    arms: list[CorrectedArm]
+    differences: list[CorrectedDifference]
+
+    @property
+    def title(self) -> str:
+        return corrected_title(self.labels)
+
+
+def _verdicts(bench: Benchmark, labels: Sequence[HumanLabel]) -> pd.DataFrame:
+    from hr_core.stats.accuracy import runs_made
+
+    runs = bench.stat_runs()
+    runs = runs[runs_made(runs).to_numpy(dtype=bool)]
+    judged = runs["correct"].astype("Float64").fillna(0.5).astype("float64")
+    frame = pd.DataFrame({"arm": runs["arm"].astype(str).to_numpy(),
+                          "item": runs["item_id"].astype(str).to_numpy(),
+                          "run": runs["run"].astype("int64").to_numpy(),
+                          "f": judged.to_numpy()})
+    people = pd.DataFrame([(x.arm, x.item, x.run, float(x.label)) for x in labels],
+                          columns=["arm", "item", "run", "y"])
+    people["run"] = people["run"].astype("int64")
+    return frame.merge(people, on=["arm", "item", "run"], how="left")
+
+
+def _item_values(rows: pd.DataFrame) -> tuple[pd.Series, pd.DataFrame]:
+    """Per item: the judge's share over all runs made; for the items with labels, the
+    people's share and the judge's share over the labelled runs."""
+    every = rows.groupby("item", sort=False)["f"].mean()
+    labelled = rows[rows["y"].notna()].groupby("item", sort=False)[["y", "f"]].mean()
+    return every, labelled
+
+
+def _arm(rows: pd.DataFrame, level: float) -> PPIEstimate:
+    every, labelled = _item_values(rows)
+    rest = every[~every.index.isin(labelled.index)]
+    return ppi_mean_ci(labelled["y"].to_numpy(), labelled["f"].to_numpy(), rest.to_numpy(),
+                       level=level, method="share")
+
+
+def _difference(a_rows: pd.DataFrame, b_rows: pd.DataFrame, names: tuple[str, str],
+                family: int, level: float) -> CorrectedDifference | None:
+    every_a, lab_a = _item_values(a_rows)
+    every_b, lab_b = _item_values(b_rows)
+    both = lab_a.index.intersection(lab_b.index, sort=False)
+    if len(both) < 2:
+        return None
+    d = (lab_a.loc[both, "y"] - lab_b.loc[both, "y"]).to_numpy()
+    g = (lab_a.loc[both, "f"] - lab_b.loc[both, "f"]).to_numpy()
+    common = every_a.index.intersection(every_b.index, sort=False).difference(both, sort=False)
+    g_rest = (every_a.loc[common] - every_b.loc[common]).to_numpy()
+    est = ppi_mean_ci(d, g, g_rest, level=level, bounds=(-1.0, 1.0))
+    if est.se > 0:
+        comparison = compare_estimate(est.estimate, est.se, est.labelled, level=level,
+                                      family_size=family, bounds=(-1.0, 1.0))
+    else:  # no spread left: the labels alone, paired (a distribution-free bound)
+        comparison = compare_paired(lab_a.loc[both, "y"].to_numpy(),
+                                    lab_b.loc[both, "y"].to_numpy(), level=level,
+                                    family_size=family)
+    return CorrectedDifference(names[0], names[1], comparison, est.lam)
+
+
+def corrected_accuracy(bench: Benchmark, labels: Sequence[HumanLabel] | None = None,
+                       level: float = 0.95) -> CorrectedAccuracy | None:
+    """The run's accuracies corrected by its random human labels; ``None`` without any.
+
+    Args:
+        bench: a finished run (stored: its labels are read from its folder).
+        labels: the labels (default: those stored in the run folder).
+        level: the confidence level.
+    """
+    if labels is None:
+        labels = read_labels(bench.run_dir) if bench.run_dir is not None else []
+    used = [x for x in labels if x.random]
+    if not used:
+        return None
+    table = _verdicts(bench, used)
+    summary = bench.summary().set_index("arm")
+    arms = []
+    for arm in bench.arms:
+        rows = table[table["arm"] == arm]
+        if rows["y"].notna().any():
+            judged: Any = summary["accuracy"].get(arm)
+            arms.append(CorrectedArm(arm, None if judged is None or pd.isna(judged)
+                                     else float(judged), _arm(rows, level)))
+    arms.sort(key=lambda x: -x.corrected.estimate if np.isfinite(x.corrected.estimate)
+              else np.inf)
+    differences = []
+    if arms:
+        best = arms[0].arm
+        best_rows = table[table["arm"] == best]
+        family = max(1, len(arms) - 1)
+        for other in arms[1:]:
+            found = _difference(table[table["arm"] == other.arm], best_rows,
+                                (other.arm, best), family, level)
+            if found is not None:
+                differences.append(found)
+    sample = read_sample(bench.run_dir) if bench.run_dir is not None else None
+    labelled_items = {x.item for x in used}
+    missing = 0 if sample is None else len(set(sample.items) - labelled_items)
+    return CorrectedAccuracy(labels=int(table["y"].notna().sum()),
+                             not_random=len(labels) - len(used), sampled_unlabelled=missing,
+                             arms=arms, differences=differences)
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None or not np.isfinite(value) else f"{value:.1%}"
+
+
+def corrected_lines(found: CorrectedAccuracy, *, name: Callable[[str], str] = str,
+                    bullet: str = "  ") -> list[str]:
+    """The corrected figures as lines (the CLI, the markdown report): a heading, one line
+    per arm, one per paired difference, then what was left out; ``name`` formats an arm's
+    name (escaping it for the page), ``bullet`` starts each line after the heading.
+
+    Example:
+        >>> est = ppi_mean_ci([1, 0, 1, 1], [1, 0, 0, 1], [1, 1, 0, 1], method="share")
+        >>> found = CorrectedAccuracy(4, 0, 0, [CorrectedArm("a", 0.7, est)], [])
+        >>> corrected_lines(found)[1][:60]
+        '  a: 80.8% [4.1, 100.0] (judge 70.0%; labels alone [2.9, 100'
+
+    """
+    level = 0.95
+    lines = [f"Accuracy {found.title}, {level:.0%} intervals:"]
+    for arm in found.arms:
+        est = arm.corrected
+        lines.append(
+            f"{bullet}{name(arm.arm)}: {_pct(est.estimate)} "
+            f"[{est.low * 100:.1f}, {est.high * 100:.1f}] "
+            f"(judge {_pct(arm.judge_accuracy)}; labels alone "
+            f"[{est.labels_only.low * 100:.1f}, {est.labels_only.high * 100:.1f}]; judge "
+            f"weight {est.lam:.2f}; {est.labelled} labelled items, {est.judged} judged only)")
+    for diff in found.differences:
+        c = diff.comparison
+        lines.append(f"{bullet}{name(diff.a)} vs {name(diff.b)}: "
+                     f"{c.estimate * 100:+.1f} points "
+                     f"[{c.low * 100:+.1f}, {c.high * 100:+.1f}] over {c.n_items} labelled "
+                     f"items ({c.level:.1%} interval): {c.decision}")
+    if found.not_random:
+        lines.append(f"{bullet}Not used: {found.not_random} label(s) on runs outside the "
+                     "random sample.")
+    if found.sampled_unlabelled:
+        lines.append(f"{bullet}{found.sampled_unlabelled} item(s) of the sample have no "
+                     "label yet: label them all (until then they are taken as missing at "
+                     "random).")
+    return lines
+
