@@ -47,7 +47,8 @@ def _import_prefect() -> None:
 
 
 _import_prefect()
-from flows.benchmark import benchmark_flow, hr_benchmark, hr_benchmark_async  # noqa: E402
+from flows.benchmark import benchmark_flow  # noqa: E402
+from flows.benchmark_call import hr_benchmark, hr_benchmark_async  # noqa: E402
 
 if _TYPE_CHECKING:
     from flows.compare import compare_flow, hr_compare, hr_compare_async

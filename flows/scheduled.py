@@ -20,7 +20,8 @@ from typing import Any
 from prefect import get_run_logger
 from prefect.states import Cancelled
 
-from flows.benchmark import plan_from_spec, run_plan
+from flows.benchmark import plan_from_spec
+from flows.benchmark_call import run_plan
 from flows.hrflow import hr_flow
 from flows.labels import benchmark_tags, label_flow_run
 from flows.runners import TaskRunnerKind, make_task_runner

@@ -26,7 +26,8 @@ from prefect.context import FlowRunContext, TaskRunContext
 from hr_core.analysis.benchmark import Benchmark
 from hr_core.core.safe import markdown_text
 from hr_core.report.markdown import report_markdown, summary_records
-from hr_core.run.session import BenchmarkSession, ProgressRow
+from hr_core.run.progress import ProgressRow
+from hr_core.run.session import BenchmarkSession
 
 __all__ = [
     "ProgressPublisher",

@@ -88,6 +88,12 @@ def test_hr_core_has_few_modules_at_its_top() -> None:
     assert len(top) <= MAX_TOP_MODULES, top
 
 
+def test_no_module_is_over_the_line_limit() -> None:
+    long = {str(p.relative_to(ROOT)): n for p in _sources()
+            if (n := len(p.read_text("utf-8").splitlines())) > MAX_LINES}
+    assert long == {}
+
+
 def test_no_catch_all_package_and_every_package_says_what_it_owns() -> None:
     for package in PACKAGES:
         for init in (ROOT / package).rglob("__init__.py"):

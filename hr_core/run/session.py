@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import os
 import time
 import warnings
@@ -44,6 +43,7 @@ from hr_core.run.plan import MAX_PLANNED_RUNS as MAX_PLANNED_RUNS
 from hr_core.run.plan import RESPONSES as RESPONSES
 from hr_core.run.plan import check_plan_size as check_plan_size
 from hr_core.run.plan import response_cache_path as response_cache_path
+from hr_core.run.progress import ProgressFn, ProgressRow, progress_callback
 from hr_core.run.stopping import SequentialMonitor
 from hr_core.run.threads import DaemonPool
 from hr_core.store.folder import RunStore, utc_now
@@ -56,40 +56,7 @@ from hr_core.store.record import RunRecord
 from hr_core.store.rows import RECORDS_KEPT_UP_TO
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "BenchmarkPlan", "BenchmarkSession", "JudgePolicy",
-           "ProgressFn", "ProgressRow", "apply_judge_policy", "plan_benchmark",
-           "progress_callback"]
-
-ProgressFn = Callable[[str, int, int, int, int], None]
-"""``on_progress(arm, done, total, failures, errors)``: runs done of ``total`` (journaled
-earlier ones included); ``failures`` of them with a failure kind other than an error
-(wrong, refusal, parse failure, not in document) and ``errors`` of them errors (the arm
-raised or reported ``ok=False``). The last call, when the benchmark has run, counts the
-runs a budget stopped as done (so every arm reaches its total) but neither as failures
-nor errors; ``Benchmark.summary()`` has them in its ``budget_stop`` column."""
-
-ProgressRow = tuple[str, int, int, int, int]
-"""``(arm, done, total, failures, errors)``, the arguments of :data:`ProgressFn`."""
-
-def progress_callback(on_progress: Any) -> ProgressFn | None:
-    """``on_progress`` as a :data:`ProgressFn`; a callback written for the four first
-    arguments ``(arm, done, total, failures)`` gets those (then ``failures`` counts errors
-    too, as it did before errors were counted apart).
-
-    Example:
-        >>> progress_callback(lambda arm, done, total, failures: print(failures))("a", 3, 9, 1, 2)
-        3
-    """
-    if on_progress is None:
-        return None
-    try:
-        inspect.signature(on_progress).bind(*range(5))
-    except TypeError:
-        def four(arm: str, done: int, total: int, failures: int, errors: int) -> None:
-            on_progress(arm, done, total, failures + errors)
-        return four
-    except ValueError:  # no signature (a builtin): the current form
-        pass
-    return on_progress  # type: ignore[no-any-return,unused-ignore]
+           "apply_judge_policy", "plan_benchmark"]
 
 
 class BenchmarkSession(SessionResults):

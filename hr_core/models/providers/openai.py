@@ -1,34 +1,29 @@
 """``openai:MODEL`` and ``openai-compatible:MODEL`` through the real ``openai`` SDK.
 
-The SDK's own retries are off (``max_retries=0``). Every attempt takes a place from
-its endpoint's limiter (:mod:`hr_core.models.ratelimit.endpoint`: adaptive concurrency
-shared by every model of the process calling that endpoint, paced by the known or
-learned requests/tokens per minute). A 429 pauses the endpoint for at least
-``retry-after-ms`` / ``Retry-After`` and is retried until the run's deadline
-(``timeout_s`` / ``budget.max_seconds``; without one, for ``rate_limit_wait_s``); a
-429 ``insufficient_quota``, or one asking to wait an hour or more (:data:`QUOTA_WAIT_S`:
-a daily or monthly quota), halts the endpoint (the calls not sent raise
-:class:`EndpointStoppedError`); so does an endpoint that cannot be reached (connections
-refused or a name that does not resolve, a few in a row: :mod:`hr_core.models.ratelimit.reach`),
-none of its runs made. 408/409, 5xx, timeouts, connection errors and
-malformed bodies are retried with exponential backoff and jitter (``base *
-2**(attempt-1)`` capped, times a factor in [0.5, 1]), at least the server's
-``Retry-After``: ``max_retries`` times in a row while the endpoint answers no other
-call; a call unlucky while its endpoint answers others is retried on, up to ``4 *
-(max_retries + 1)`` attempts or its deadline (:class:`TransientFailures`). Structured output
-is asked for with ``response_format`` ``json_schema``; a server that rejects it (HTTP
-400/422) is a loud :class:`StructuredOutputRejectedError` naming the fix, never a
-silent prompt change: ``structured_output="instructions"`` (a model spec field, part
-of the fingerprint) puts the schema as a JSON instruction in the system message
-instead. The reply's
-``finish_reason`` and ``refusal`` are kept on the
-:class:`~hr_core.models.base.ModelReply` (``truncated``, ``failure()``). Keys go
-only where declared: ``openai:`` reads ``OPENAI_API_KEY`` (or the variable
-``api_key_env`` names), ``openai-compatible:`` reads no key unless ``api_key_env``
-names one, and sends no ``Authorization`` header without one (nor the
-``OpenAI-Organization``/``OpenAI-Project`` the SDK would take from
-``OPENAI_ORG_ID``/``OPENAI_PROJECT_ID``). The API key is held privately: it is never
-in ``repr``/``str``, error messages, logs, records or cache keys (when read from an
+The SDK's own retries are off (``max_retries=0``). Every attempt takes a place from its endpoint's
+limiter (:mod:`hr_core.models.ratelimit.endpoint`: adaptive concurrency shared by every model of
+the process calling that endpoint, paced by the known or learned requests/tokens per minute). A 429
+pauses the endpoint for at least ``retry-after-ms`` / ``Retry-After`` and is retried until the
+run's deadline (``timeout_s`` / ``budget.max_seconds``; without one, for ``rate_limit_wait_s``); a
+429 ``insufficient_quota``, or one asking to wait an hour or more (:data:`QUOTA_WAIT_S`: a daily or
+monthly quota), halts the endpoint (the calls not sent raise :class:`EndpointStoppedError`); so
+does an endpoint that cannot be reached (connections refused or a name that does not resolve, a few
+in a row: :mod:`hr_core.models.ratelimit.reach`), none of its runs made. 408/409, 5xx, timeouts,
+connection errors and malformed bodies are retried with exponential backoff and jitter (``base *
+2**(attempt-1)`` capped, times a factor in [0.5, 1]), at least the server's ``Retry-After``:
+``max_retries`` times in a row while the endpoint answers no other call; a call unlucky while its
+endpoint answers others is retried on, up to ``4 * (max_retries + 1)`` attempts or its deadline
+(:class:`TransientFailures`). Structured output is asked for with ``response_format``
+``json_schema``; a server that rejects it (HTTP 400/422) is a loud
+:class:`StructuredOutputRejectedError` naming the fix, never a silent prompt change:
+``structured_output="instructions"`` (a model spec field, part of the fingerprint) puts the schema
+as a JSON instruction in the system message instead. The reply's ``finish_reason`` and ``refusal``
+are kept on the :class:`~hr_core.models.base.ModelReply` (``truncated``, ``failure()``). Keys go
+only where declared: ``openai:`` reads ``OPENAI_API_KEY`` (or the variable ``api_key_env`` names),
+``openai-compatible:`` reads no key unless ``api_key_env`` names one, and sends no
+``Authorization`` header without one (nor the ``OpenAI-Organization``/``OpenAI-Project`` the SDK
+would take from ``OPENAI_ORG_ID``/``OPENAI_PROJECT_ID``). The API key is held privately: it is
+never in ``repr``/``str``, error messages, logs, records or cache keys (when read from an
 environment variable, only the variable's name is kept).
 """
 
