@@ -27,12 +27,14 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from hr_core.core.process import group_alive, pid_alive
+from hr_server.database import check_database
 from hr_server.errors import ServerError
 from hr_server.ports import free_port, healthy, listens, port_free
 from hr_server.private import (
@@ -47,6 +49,7 @@ from hr_server.private import (
     write_private,
     write_profile,
 )
+from hr_server.quiet import quiet_defaults
 
 __all__ = [
     "DEFAULT_PORT",
@@ -182,8 +185,6 @@ def server_status(home: Path | None = None, *, check_health: bool = True) -> Ser
 
 def configured_elsewhere() -> bool:
     """Whether Prefect may find an API URL in a profile or a settings file (then it decides)."""
-    import tomllib
-
     if any(Path(name).is_file() for name in (".env", "prefect.toml")):
         return True
     with contextlib.suppress(OSError, ValueError):
@@ -277,7 +278,6 @@ def _spawn(home: Path, port: int, log: Path, auth: str) -> subprocess.Popen[byte
         PREFECT_UI_API_URL=f"http://127.0.0.1:{port}/api",
         PREFECT_UI_URL=f"http://127.0.0.1:{port}",
     )
-    from hr_server.quiet import quiet_defaults
 
     quiet_defaults(env)  # analytics off unless the user chose them
     with open_private(log) as handle:
@@ -348,7 +348,6 @@ def start_server(home: Path | None = None, port: int | None = None, *, timeout: 
                 write_profile(home, state.api_url, secret)
             return state, False
         raise ServerError(ServerStatus("not-responding", state, current.path).describe())
-    from hr_server.database import check_database
 
     path, log = current.path, home / LOG_FILE
     check_database(home)
@@ -436,8 +435,6 @@ def prepare_prefect(verbose: bool = False) -> None:
     ``verbose``, Prefect's console logs at WARNING so they do not tear the progress bars
     (the dashboard still receives every log). ``PREFECT_*`` variables set by the user win.
     """
-    from hr_server.quiet import quiet_defaults
-
     quiet_defaults()
     os.environ.update(api_env_to_preset())  # the hr server, when it runs, and its secret
     if not verbose:

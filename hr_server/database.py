@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import sqlite3
 from pathlib import Path
 
 from hr_server.errors import ServerError
@@ -21,8 +23,6 @@ def check_database(home: Path) -> None:
     Example:
         >>> check_database(Path("/nonexistent"))  # no database yet: nothing to say
     """
-    import re
-    import sqlite3
 
     import prefect
     from prefect.settings import PREFECT_API_DATABASE_CONNECTION_URL, PREFECT_HOME

@@ -15,6 +15,8 @@ import gc
 import importlib
 from types import ModuleType
 
+from hr_core.store.memory import use_system_pool
+
 __all__ = ["command_module", "import_paused"]
 
 
@@ -45,7 +47,6 @@ def command_module(name: str) -> ModuleType:
     interpreter's last collection at exit skips what was built (``gc.freeze`` at exit).
     """
     module = import_paused(name)
-    from hr_core.store.memory import use_system_pool
 
     use_system_pool()
     if not _AT_EXIT:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from hr_core.analysis.verdict import sequential_note
 from hr_core.core.errors import RunNotFoundError
 from hr_core.core.failures import FAILURE_KINDS
 from hr_core.data.reference import Reference
@@ -30,6 +31,7 @@ from hr_core.stats.accuracy import (
     item_total,
     runs_made,
 )
+from hr_core.stats.slices import check_slices, slice_accuracy, slice_values
 from hr_core.store.columns import (
     JUDGE_FAILURES,
     KIND_SUMMARY_COLUMNS,
@@ -233,8 +235,6 @@ class Benchmark:
     def coverage_warnings(self) -> list[str]:
         """One warning per arm with runs a budget stopped, naming it and how to finish it;
         first, for a sequential run that stopped early, why and how to make the rest."""
-        from hr_core.analysis.verdict import sequential_note
-
         found = coverage_warnings(self.summary())
         note = sequential_note(self.manifest)
         return found if note is None else [note, *found]
@@ -409,8 +409,6 @@ class Benchmark:
         slice (:mod:`hr_core.stats.slice_compare`: the one comparison, Bonferroni over the
         field's slices). Empty (with the columns) without slices.
         """
-        from hr_core.stats.slices import check_slices, slice_accuracy, slice_values
-
         names = check_slices(list(self.manifest.slices or []) if fields is None
                              else list(fields))
         key = ("slices", tuple(names))

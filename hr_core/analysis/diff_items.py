@@ -9,6 +9,7 @@ outcome kind and whether its runs disagree (flaky). Accuracy is the one accuracy
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -143,8 +144,6 @@ class RunOutcomes:
 def content_digest(record: Mapping[str, Any]) -> bytes:
     """A short digest of an item's payload and label (sorted keys): equal contents, equal
     digests, whatever the key order of the file."""
-    import hashlib
-
     import orjson
 
     text = orjson.dumps([record.get("payload"), record.get("label")],

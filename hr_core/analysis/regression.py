@@ -19,6 +19,7 @@ import fsspec
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from hr_core.analysis.diff import diff_runs
 from hr_core.analysis.diff_result import RunDiff
 from hr_core.core.errors import CorruptRunError
 from hr_core.core.identity import fingerprint
@@ -276,7 +277,6 @@ def compare_runs(
                   DeprecationWarning, stacklevel=2)
     if not 0 <= threshold < 1:
         raise ValueError(f"threshold must be in [0, 1), not {threshold!r}")
-    from hr_core.analysis.diff import diff_runs
 
     found = diff_runs(_in_memory(previous_runs, previous_run_id), _in_memory(runs, run_id),
                       level=level, flips_per_arm=0, slices=slices or {})

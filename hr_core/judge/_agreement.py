@@ -15,7 +15,7 @@ from typing import Any
 from hr_core.judge.config import JudgeConfig
 from hr_core.judge.judging import JudgeResult
 from hr_core.judge.position import consistency_columns, position_bias, position_bias_columns
-from hr_core.stats import cohen_kappa, pooled_share_ci
+from hr_core.stats import clopper_pearson, cohen_kappa, pooled_share_ci
 
 __all__ = ["NO_VERDICT", "agreement_conventions", "agreement_figures"]
 
@@ -110,8 +110,6 @@ def agreement_conventions(results: Sequence[JudgeResult], humans: Sequence[str]
         ...                                             "without_ties")]
         [0.333, 0.667, 0.5]
     """
-    from hr_core.stats import clopper_pearson
-
     def tie(value: str | None) -> bool:
         return value is not None and str(value).casefold() == "tie"
 

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hr_core.core.errors import HrError, SpecError
 from hr_core.data.yaml_file import line_of, read_yaml_mapping
+from hr_core.judge import ValidityThresholds, hr_judge_config
 from hr_core.models.spec import CacheMode, ModelSpec
 
 __all__ = ["JudgeFile", "judge_model", "judge_thresholds", "load_judge", "read_judge_file"]
@@ -83,8 +84,6 @@ def load_judge(path: str | Path) -> Any:
         >>> cfg.mode, cfg.model
         ('grade', 'mock-model')
     """
-    from hr_core.judge import hr_judge_config
-
     spec = read_judge_file(path)
     model: str | ModelSpec = spec.model
     try:
@@ -99,8 +98,6 @@ def load_judge(path: str | Path) -> Any:
 
 def judge_thresholds(path: str | Path) -> Any:
     """The ``ValidityThresholds`` of a judge file (``min_items``, ``min_agreement``)."""
-    from hr_core.judge import ValidityThresholds
-
     spec = read_judge_file(path)
     return ValidityThresholds(min_items=spec.min_items, min_agreement=spec.min_agreement)
 

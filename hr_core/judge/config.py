@@ -23,6 +23,7 @@ from typing import Any, Final, Literal, get_args
 from hr_core.core.errors import SpecError
 from hr_core.core.identity import canonical_json, fingerprint
 from hr_core.judge.prompts import DEFAULT_SCHEMAS, allowed_verdicts, instructions
+from hr_core.models.registry import resolve_model
 
 __all__ = [
     "AGGREGATIONS",
@@ -185,8 +186,6 @@ class JudgeConfig:
         """The judge's chat model from its model (string or spec), through
         :func:`hr_core.models.registry.resolve_model` (``options``: ``cache``,
         ``concurrency``; ``base_url``/``api_key_env`` replace the spec's)."""
-        from hr_core.models.registry import resolve_model
-
         return resolve_model(self.model if self.model_spec is None else self.model_spec,
                              **options)
 

@@ -24,6 +24,7 @@ import pandas as pd
 
 from hr_core.judge.human_labels import HumanLabel, read_labels, read_sample
 from hr_core.stats import Comparison, compare_estimate, compare_paired
+from hr_core.stats.accuracy import runs_made
 from hr_core.stats.ppi import PPIEstimate, ppi_mean_ci
 
 if TYPE_CHECKING:
@@ -80,8 +81,6 @@ class CorrectedAccuracy:
 
 
 def _verdicts(bench: Benchmark, labels: Sequence[HumanLabel]) -> pd.DataFrame:
-    from hr_core.stats.accuracy import runs_made
-
     runs = bench.stat_runs()
     runs = runs[runs_made(runs).to_numpy(dtype=bool)]
     judged = runs["correct"].astype("Float64").fillna(0.5).astype("float64")

@@ -30,7 +30,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from hr_core.core.errors import HrError
+from hr_core.core.json_text import jsonl_lines
 from hr_core.judge.labelled import cell_text, read_table
+from hr_core.stats.accuracy import runs_made
+from hr_core.store.folder import RunFolder, RunStore
 
 if TYPE_CHECKING:
     from hr_core.analysis.benchmark import Benchmark
@@ -104,8 +107,6 @@ def _frame_hash(frame: Sequence[str]) -> str:
 def _made_runs(bench: Benchmark, *, outputs: bool = False) -> Any:
     """The rows of the runs made (arm, item_id as text, run; ``output`` when asked): a
     stored run reads only these columns."""
-    from hr_core.stats.accuracy import runs_made
-
     runs = bench.columns(["arm", "item_id", "run", "failure_kind",
                           *(["output"] if outputs else [])])
     runs = runs[runs_made(runs).to_numpy(dtype=bool)]
@@ -114,8 +115,6 @@ def _made_runs(bench: Benchmark, *, outputs: bool = False) -> Any:
 
 def read_sample(run_dir: str | Path) -> LabelSample | None:
     """The run's sample record, ``None`` when none was drawn."""
-    from hr_core.store.folder import RunFolder
-
     folder = RunFolder(run_dir)
     if not folder.exists(SAMPLE_FILE):
         return None
@@ -148,8 +147,6 @@ def sample_run(bench: Benchmark, n: int, seed: int | None = None) -> tuple[Label
     Raises:
         HumanLabelError: the run has another sample, or no run made.
     """
-    from hr_core.store.folder import RunStore
-
     if n < 1:
         raise HumanLabelError(f"--n {n}: the sample needs at least 1 item")
     assert bench.run_dir is not None
@@ -210,8 +207,6 @@ def _sheet_rows(bench: Benchmark, sample: LabelSample) -> list[dict[str, Any]]:
 
 def read_labels(run_dir: str | Path) -> list[HumanLabel]:
     """The labels stored in a run folder (none: an empty list)."""
-    from hr_core.core.json_text import jsonl_lines
-    from hr_core.store.folder import RunFolder
 
     folder = RunFolder(run_dir)
     if not folder.exists(LABELS_FILE):
@@ -249,8 +244,6 @@ def import_labels(bench: Benchmark, data: Any) -> tuple[list[HumanLabel], int]:
     Raises:
         HumanLabelError: one line naming the file, row and column at fault.
     """
-    from hr_core.store.folder import RunStore
-
     try:
         frame, where = read_table(data, "labels")
     except ValueError as exc:

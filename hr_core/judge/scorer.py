@@ -8,7 +8,7 @@ from typing import Any, Final
 from hr_core.core.text import accepted_texts
 from hr_core.judge.config import JudgeConfig, JudgeConfigError
 from hr_core.judge.judging import judge_item
-from hr_core.models.base import ChatModel
+from hr_core.models.base import ChatModel, close_client
 from hr_core.results import ScoreResult
 from hr_core.scoring.answers import failed, has_label, sort_out, unmatched
 from hr_core.scoring.scorer import Scorer
@@ -36,8 +36,6 @@ class JudgeScorer(Scorer):
 
     async def aclose(self) -> None:
         """Close the judge model's HTTP client of the running event loop."""
-        from hr_core.models.base import close_client
-
         for model in self.models:
             await close_client(model)
 

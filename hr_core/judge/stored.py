@@ -38,8 +38,10 @@ from hr_core.core.text import is_missing
 from hr_core.judge.config import JudgeConfig
 from hr_core.judge.judging import JudgeResult, OrderVerdict, aggregate
 from hr_core.judge.labelled import LabelledDataError, cell_text, cell_texts, read_table
+from hr_core.judge.pairwise import Comparison, comparison_rows, pair_record
 from hr_core.judge.parse import normalise_verdict
 from hr_core.judge.prompts import LETTERS, shown_verdicts
+from hr_core.judge.validation import compute_validation
 from hr_core.results import Usage
 
 __all__ = ["StoredVerdicts", "StoredVerdictsError", "import_verdicts"]
@@ -144,8 +146,6 @@ class StoredVerdicts:
         Raises:
             StoredVerdictsError: no arms can be told, or no stored verdict is for them.
         """
-        from hr_core.judge.pairwise import Comparison, comparison_rows, pair_record
-
         config = self.config
         if config.mode == "grade":
             raise StoredVerdictsError("a grade judge scores one arm; comparisons need "
@@ -225,8 +225,6 @@ class StoredVerdicts:
         Raises:
             StoredVerdictsError: a row has no ``human`` label (naming it).
         """
-        from hr_core.judge.validation import compute_validation
-
         missing = [r for r in self.rows if r.human is None]
         if missing or not self.rows:
             where = f"row {missing[0].row}" if missing else "no rows"

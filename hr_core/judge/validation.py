@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hr_core.core.errors import HrError
 from hr_core.core.safe import safe_segment
+from hr_core.core.version import __version__
 from hr_core.judge._agreement import NO_VERDICT, agreement_conventions, agreement_figures
 from hr_core.judge.config import CONFIG_FIELDS, JudgeConfig, config_hash
 from hr_core.judge.judging import JudgeResult, judge_item
@@ -150,7 +151,6 @@ def compute_validation(
     """
     if len(results) != len(humans):
         raise ValueError(f"{len(results)} judged rows but {len(humans)} human labels")
-    from hr_core.core.version import __version__
 
     return JudgeValidation(
         hash=config.hash,

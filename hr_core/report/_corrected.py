@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hr_core.analysis.benchmark import Benchmark
 from hr_core.judge.corrected import CorrectedAccuracy, corrected_accuracy, corrected_lines
 from hr_core.judge.human_labels import LABELS_FILE
 from hr_core.report._format import escape, fmt, table
@@ -20,7 +21,6 @@ def read_corrected(folder: RunFolder, manifest: RunManifest, runs: Any
     """The corrected accuracies of the run in ``folder`` (``None`` without labels)."""
     if not folder.exists(LABELS_FILE):
         return None
-    from hr_core.analysis.benchmark import Benchmark
 
     return corrected_accuracy(Benchmark(runs, manifest, run_dir=folder.run_dir))
 

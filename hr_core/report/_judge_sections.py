@@ -12,6 +12,7 @@ import pandas as pd
 
 from hr_core.judge.position import consistency_text, position_bias_text
 from hr_core.judge.validation import ValidityThresholds, judge_standing
+from hr_core.report import figures
 from hr_core.report._format import escape, figure, fmt, table
 from hr_core.report.inputs import ReportInputs
 
@@ -20,8 +21,6 @@ __all__ = ["pairwise_section", "validation_section"]
 
 def _validation(record: Mapping[str, Any], index: int,
                 thresholds: ValidityThresholds | None) -> str:
-    from hr_core.report import figures
-
     config = record.get("config") or {}
     title = (f"{config.get('mode', '?')} judge on {config.get('model', '?')} "
              f"<code>{escape(str(record.get('hash', ''))[:12])}</code>")
@@ -97,8 +96,6 @@ def _points(value: Any) -> str:
 
 def pairwise_section(inputs: ReportInputs) -> str:
     """Attached comparisons: pairwise win rates (figure, table) and select shares."""
-    from hr_core.report import figures
-
     if not inputs.comparisons:
         return ('<p class="note">No pairwise comparison is attached to this run. Compare two '
                 "arms with <code>hr compare RUN_DIR --judge JUDGE.yaml --arms A B</code>.</p>")

@@ -23,6 +23,7 @@ import pandas as pd
 from hr_core.analysis.items import ItemText, ItemTexts
 from hr_core.core.errors import CorruptRunError, HrError
 from hr_core.core.json_text import jsonl_lines
+from hr_core.report._corrected import read_corrected
 from hr_core.store.folder import RunFolder, rerun_hint
 from hr_core.store.manifest import RunManifest, read_manifest
 from hr_core.store.runs_file import STAT_COLUMNS, RowTexts, RunsFile
@@ -310,7 +311,6 @@ def load_report_inputs(run_dir: str | Path) -> ReportInputs:
     if summary is None:
         raise ReportError(f"{folder.run_dir}: no summary.parquet or summary.csv; rerun to "
                           "finish it")
-    from hr_core.report._corrected import read_corrected
 
     validations = _read_json_dir(folder, "validations")
     scorer_record = _judge_scorer_record(manifest)

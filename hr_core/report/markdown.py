@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from hr_core.analysis.health import DEFAULT_MAX_ERROR_RATE
+from hr_core.analysis.verdict import sequential_note, verdict
 from hr_core.core.failures import FAILURE_KINDS
 from hr_core.core.frames import records
 from hr_core.core.safe import markdown_text, visible
@@ -15,6 +17,7 @@ from hr_core.judge.corrected import corrected_accuracy, corrected_lines
 from hr_core.judge.validation import scorer_judge_standing
 from hr_core.report.costs import cost_by_kind, has_kinds, token_kinds
 from hr_core.stats.accuracy import coverage_warnings
+from hr_core.stats.slice_compare import comparison_text, correction_text
 from hr_core.store.folder import location
 
 if TYPE_CHECKING:
@@ -147,8 +150,6 @@ _SLICE_ROWS = 60
 def _slice_lines(slices: pd.DataFrame) -> list[str]:
     """report.md's "By slice": each arm's accuracy per slice value and its paired
     comparison with the best arm there, with the correction used, per field."""
-    from hr_core.stats.slice_compare import comparison_text, correction_text
-
     lines = ["", "## By slice", ""]
     shown = 0
     for field, rows in slices.groupby("slice", sort=False):
@@ -180,8 +181,6 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
         >>> report_markdown(b).splitlines()[0]
         '# Benchmark demo (r1)'
     """
-    from hr_core.analysis.health import DEFAULT_MAX_ERROR_RATE
-    from hr_core.analysis.verdict import verdict
 
     summary = bench.summary() if summary is None else summary
     m = bench.manifest
@@ -236,7 +235,6 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
                   f"{cost_by_kind(row) or '–'} |" for row in ordered]
     if m.slices:
         lines += _slice_lines(bench.slice_summary())
-    from hr_core.analysis.verdict import sequential_note
 
     warnings = coverage_warnings(summary)
     note = sequential_note(m)

@@ -6,15 +6,18 @@ import html
 import json
 import platform
 from collections.abc import Mapping
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import pandas as pd
 
 from hr_core.analysis.items import ROWS_PER_GROUP, disagreements, failed_runs, failure_counts
 from hr_core.analysis.outcomes import outcome_counts
-from hr_core.analysis.verdict import Verdict, verdict
+from hr_core.analysis.verdict import Verdict, sequential_note, verdict
 from hr_core.core.failures import FAILURE_KINDS
 from hr_core.core.frames import records
+from hr_core.report import figures
+from hr_core.report._corrected import corrected_html
 from hr_core.report._format import compact, escape, figure, fmt, table
 from hr_core.report._judge_sections import pairwise_section, validation_section
 from hr_core.report.costs import cost_by_kind, has_kinds, token_kinds
@@ -38,8 +41,6 @@ __all__ = [
 
 
 def _rendering_versions() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     parts = [f"Python {platform.python_version()}"]
     for package in ("hr", "pandas"):
         try:
@@ -191,7 +192,6 @@ def verdict_section(inputs: ReportInputs) -> str:
             f'<span class="bad">{fmt(r.errors)}</span>' if r.errors else "0",
             fmt(r.budget_stops),
         ])
-    from hr_core.analysis.verdict import sequential_note
 
     note = sequential_note(inputs.manifest)
     stopped = "" if note is None else f'<p class="note warning">{escape(note)}</p>'
@@ -297,8 +297,6 @@ def _slug(text: str) -> str:
 
 def differences_section(inputs: ReportInputs) -> str:
     """Paired differences against the best arm: forest plot and table."""
-    from hr_core.report import figures
-
     rows = _verdict(inputs).paired
     if not rows:
         return '<p class="note">Only one arm: nothing to compare.</p>'
@@ -318,8 +316,6 @@ def differences_section(inputs: ReportInputs) -> str:
 
 def accuracy_section(inputs: ReportInputs) -> str:
     """Accuracy by arm: dot plot with 95% intervals."""
-    from hr_core.report import figures
-    from hr_core.report._corrected import corrected_html
 
     return figure(figures.accuracy_figure(inputs.summary), "fig-accuracy",
                   "Accuracy per arm (dot) with its 95% interval (bar).") + corrected_html(
@@ -328,8 +324,6 @@ def accuracy_section(inputs: ReportInputs) -> str:
 
 def outcomes_section(inputs: ReportInputs) -> str:
     """How each arm's runs ended: stacked bars and a table of counts."""
-    from hr_core.report import figures
-
     counts = outcome_counts(inputs.runs)
     return figure(figures.outcome_figure(counts), "fig-outcomes",
                   "How each arm's runs ended: correct, each failure kind, or "
@@ -342,8 +336,6 @@ def outcomes_section(inputs: ReportInputs) -> str:
 
 def latency_cost_section(inputs: ReportInputs) -> str:
     """Latency quantiles per arm and cost per arm (bars)."""
-    from hr_core.report import figures
-
     return figure(figures.latency_cost_figure(inputs.runs), "fig-latency-cost",
                   "Latency of the runs of each arm (whiskers: 5th to 95th percentile, box: "
                   "quartiles, line: median) and what each arm cost in total, as the arms "

@@ -16,6 +16,7 @@ from hr_core.core.errors import HrError, SpecError
 from hr_core.core.identity import callable_spec
 from hr_core.models.base import PREFIX_MARK
 from hr_core.models.spec import CacheMode, ModelSpec
+from hr_core.results import ArmResult, Usage
 
 __all__ = ["Arm", "ArmEntry", "LLMArm", "check_prompt_fields", "import_object", "normalise_arms",
            "prompt_fields"]
@@ -241,8 +242,6 @@ class Arm:
 
     async def acall_llm(self, payload: Any, run: int) -> Any:
         """Call an LLM arm's model and return an ``ArmResult``."""
-        from hr_core.results import ArmResult, Usage
-
         assert self.llm is not None
         reply = await self.model().complete(
             self.llm.messages(payload), params=dict(self.llm.params) or None, run=run

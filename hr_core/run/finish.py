@@ -14,8 +14,12 @@ import orjson
 import pandas as pd
 
 from hr_core.analysis.benchmark import Benchmark
+from hr_core.analysis.items import item_texts
 from hr_core.core.errors import ScorerError
+from hr_core.core.version import __version__
 from hr_core.models.ratelimit.endpoint import rate_limit_report
+from hr_core.report import ReportInputs, render_report
+from hr_core.report.markdown import report_markdown
 from hr_core.run.budget import BudgetLedger
 from hr_core.run.chunk import ChunkContext
 from hr_core.run.plan import BenchmarkPlan
@@ -83,8 +87,6 @@ class SessionResults:
 
     def manifest(self, status: str, **extra: Any) -> RunManifest:
         """The manifest (SPEC section 9); never holds secrets (arm specs name env vars only)."""
-        from hr_core.core.version import __version__
-
         plan = self.plan
         return RunManifest.model_validate({
             "format_version": FORMAT_VERSION,
@@ -184,8 +186,6 @@ class SessionResults:
                      slices: pd.DataFrame | None = None) -> str:
         """``report.html`` (the markdown artifact names it; ``hr report`` re-makes it with
         the judge records attached later)."""
-        from hr_core.analysis.items import item_texts
-        from hr_core.report import ReportInputs, render_report
 
         return render_report(ReportInputs(
             bench.manifest, bench.stat_runs(), summary, run_dir=self.store.run_dir,
@@ -195,8 +195,6 @@ class SessionResults:
     def summarise(self, bench: Benchmark) -> tuple[pd.DataFrame, str]:
         """The summary and the markdown report of a built benchmark, computed once; the
         allocators give back each one's temporaries before the next (large at 1M runs)."""
-        from hr_core.report.markdown import report_markdown
-
         if self.total >= COLLECT_FROM:
             gc.collect()  # the run's cyclic garbage, before the peak
         give_back(self.total)

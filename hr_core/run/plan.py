@@ -18,10 +18,12 @@ import numpy as np
 
 from hr_core.analysis.health import DEFAULT_MAX_ERROR_RATE
 from hr_core.core.checks import model_arg, path_arg, positive_int
-from hr_core.core.errors import HrTypeError, SpecError
+from hr_core.core.errors import HrError, HrTypeError, SpecError
 from hr_core.core.identity import fingerprint
 from hr_core.core.safe import safe_segment
 from hr_core.data.reference import Item, Reference, hr_reference
+from hr_core.judge import ValidityThresholds, validation_status
+from hr_core.models.providers.openai import check_api_key
 from hr_core.run.arms import Arm, check_prompt_fields, normalise_arms
 from hr_core.run.budget import Budget
 from hr_core.run.stopping import StopRule, stop_rule
@@ -172,8 +174,6 @@ def _model_fingerprint(spec: Any) -> str:
 
 def _check_api_keys(arms: Mapping[str, Arm]) -> None:
     """An LLM arm whose API key variable is unset: an error (openai:) or a warning."""
-    from hr_core.core.errors import HrError
-    from hr_core.models.providers.openai import check_api_key
 
     for name, arm in arms.items():
         if arm.llm is None:
@@ -355,7 +355,6 @@ def apply_judge_policy(plan: BenchmarkPlan, policy: JudgePolicy = "warn",
     judge = getattr(plan.scorer, "judge", None)
     if judge is None or plan.judge is None:
         return None
-    from hr_core.judge import ValidityThresholds, validation_status
 
     limits = thresholds or ValidityThresholds()
     status, _, differences, reasons = validation_status(judge, judge_store, limits)

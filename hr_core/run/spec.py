@@ -30,6 +30,7 @@ from hr_core.run.budget import Budget
 from hr_core.run.stopping import StopRule
 from hr_core.scoring.registry import SCORERS, builtin_scorer_named
 from hr_core.scoring.scorer import Scorer, hr_scorer
+from hr_core.stats.slices import check_slices
 
 __all__ = ["BenchmarkSpec", "JudgeScorerSpec", "ReferenceSpec", "load_spec", "scorer_from",
            "spec_import_path"]
@@ -139,8 +140,6 @@ class BenchmarkSpec(BaseModel):
     @field_validator("slices")
     @classmethod
     def _slice_fields(cls, value: list[str] | None) -> list[str] | None:
-        from hr_core.stats.slices import check_slices
-
         try:
             return check_slices(value) if value is not None else None
         except SpecError as exc:
@@ -268,8 +267,6 @@ def _field(loc: tuple[Any, ...]) -> str:
 
 def _fields_at(loc: tuple[Any, ...]) -> list[str]:
     """The field names a mapping at ``loc`` (the unknown key dropped) may hold."""
-    from hr_core.run.arms import LLMArm
-
     names = [str(p) for p in loc[:-1]]
     model: type[BaseModel] = BenchmarkSpec
     if names[:1] == ["budget"]:

@@ -26,6 +26,8 @@ from typing import Any
 import fsspec
 
 from hr_core.core.errors import CorruptRunError
+from hr_core.results import ArmResult
+from hr_core.store.folder import RunStore
 from hr_core.store.journal import Journal
 from hr_core.store.manifest import read_manifest
 from hr_core.store.record import RECORD_VERSION, RunKey, RunRecord
@@ -54,7 +56,6 @@ def store_output(output: Any, text: str | None = None) -> dict[str, Any] | None:
     """
     if type(output) is str:
         return None
-    from hr_core.results import ArmResult
 
     if isinstance(output, ArmResult):
         stored = {"kind": "ArmResult", "value": output.model_dump(mode="json")}
@@ -132,8 +133,6 @@ def stored_runs(store: str, name: str, reference_hash: str, arms: Mapping[str, s
     ``(arm, item_id, run)`` and how many came from each run id. ``only`` takes
     the runs of that one run id, whatever its journal format (``rescore_run``).
     """
-    from hr_core.store.folder import RunStore
-
     skip = set(exclude)
     try:
         fs, root = fsspec.core.url_to_fs(f"{str(store).rstrip('/')}/{name}")

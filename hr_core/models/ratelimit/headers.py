@@ -13,6 +13,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 __all__ = ["RateHeaders", "estimate_tokens", "read_rate_headers"]
@@ -59,8 +60,6 @@ def _duration(value: str | None) -> float | None:
 
 def _until(text: str) -> float | None:
     """Seconds from now until an HTTP date or an RFC 3339 time."""
-    from datetime import datetime
-
     when: Any
     try:
         when = email.utils.parsedate_to_datetime(text)
