@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from hr_core.core.errors import HrTypeError
+from hr_core.judge import ValidityThresholds
 from hr_core.run.budget import Budget
 from hr_core.run.session import (
     BenchmarkPlan,
@@ -84,7 +85,6 @@ def _plan_spec(spec: BenchmarkSpec, *, store: str | None, name: str | None, fres
         shared_cache=given("shared_cache", spec.shared_cache),
         stop=given("stop", spec.stop), run_id=run_id,
     )
-    from hr_core.judge import ValidityThresholds
 
     apply_judge_policy(plan, require_valid_judge or spec.require_valid_judge,
                        judge_store or spec.judge_store,

@@ -33,6 +33,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from hr_server.control import ServerError, server_status
+from hr_server.temporary import temporary_api_url
+
 __all__ = ["PrefectApi", "announce", "announce_api", "in_prefect", "prefect_api",
            "prefect_clients", "tls_context", "use_prefect_api", "with_run_name"]
 
@@ -64,8 +67,6 @@ def prefect_api() -> PrefectApi:
     """
     from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, PREFECT_HOME
 
-    from hr_server.control import ServerError, server_status
-    from hr_server.temporary import temporary_api_url
 
     explicit = PREFECT_API_URL.value()
     if explicit and explicit == temporary_api_url():  # set by use_prefect_api around a call

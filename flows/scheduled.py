@@ -31,6 +31,7 @@ from hr_core.analysis.verdict import sequential_note
 from hr_core.core.errors import BenchmarkCancelled, HrError
 from hr_core.core.safe import visible
 from hr_core.models.ratelimit.reach import halted_error
+from hr_core.store.folder import flow_run_run_id
 from tasks.limits import ProviderLimit
 from tasks.regression import check_regression, publish_regression
 
@@ -107,7 +108,6 @@ async def hr_scheduled_benchmark(
     # id); a new scheduled run has a new flow run id and starts fresh
     from prefect.runtime import flow_run
 
-    from hr_core.store.folder import flow_run_run_id
 
     run_id = None
     if flow_run.id:

@@ -36,6 +36,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from hr_core.run.interrupt import flush_open, request_stop, stop_requested
+from hr_server.control import is_prefect_server, process_alive
+
 if TYPE_CHECKING:
     import httpx
 
@@ -93,7 +96,6 @@ def _gone(pid: int | None) -> bool:
     """The hr server's process is gone (or its PID now belongs to another program)."""
     if pid is None:
         return False
-    from hr_server.control import is_prefect_server, process_alive
 
     return not process_alive(pid) or not is_prefect_server(pid)
 
@@ -122,7 +124,6 @@ def _lost(url: str, resume: str | None, why: str) -> None:
     """Stop as an interrupt does, say why in one line, exit with :data:`EXIT_API_LOST`."""
     from hr_cli.literal import line
     from hr_cli.signals import finishing, stop_children
-    from hr_core.run.interrupt import flush_open, request_stop, stop_requested
 
     if stop_requested() or not finishing.acquire(blocking=False):
         return  # Ctrl-C / SIGTERM is stopping hr already: it says so itself
@@ -157,8 +158,6 @@ def _watch(api_of: Callable[[], WatchedApi], on_lost: Callable[[str, str], objec
 
 def _look(api_of: Callable[[], WatchedApi], on_lost: Callable[[str, str], object],
           done: threading.Event, client: httpx.Client) -> None:
-    from hr_core.run.interrupt import stop_requested
-
     refused_since: float | None = None
     seen = False
     while not done.is_set():

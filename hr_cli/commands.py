@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,19 @@ from hr_cli.progress import ArmProgress
 from hr_cli.run_dirs import load_benchmark
 from hr_cli.signals import interruptible
 from hr_cli.tables import SUMMARY_DROP, summary_table
-from hr_core.core.errors import SpecError
+from hr_core.analysis.health import DEFAULT_MAX_ERROR_RATE, ErrorRateExceeded
+from hr_core.analysis.verdict import sequential_note
+from hr_core.core.errors import FlowRunStopped, SpecError
+from hr_core.data.yaml_file import load_yaml_text
+from hr_core.judge.corrected import corrected_accuracy
+from hr_core.models.ratelimit.reach import halted_error
+from hr_core.report import write_report
+from hr_core.run.budget import Budget
+from hr_core.run.rescore import rescore_run
+from hr_core.run.spec import load_spec, spec_import_path
+from hr_core.stats.accuracy import coverage_warning
 from hr_server.control import prepare_prefect
+from hr_server.temporary import temporary_api_url
 
 __all__ = [
     "check_judge",
@@ -79,8 +91,6 @@ def quiet_prefect_console() -> None:
 
 def load_spec_with_overrides(spec: Path, **overrides: Any) -> Any:
     """Load a YAML ``BenchmarkSpec`` and apply command-line overrides (``None`` = keep)."""
-    from hr_core.run.budget import Budget
-    from hr_core.run.spec import load_spec
 
     loaded = load_spec(spec)
     reference = loaded.reference if isinstance(loaded.reference, str) else loaded.reference.path
@@ -120,8 +130,6 @@ def run_benchmark(console: Console, spec: Any, *, fresh: bool = False,
     api = announce_api(lambda note, kind: console.print(
         line(note), style="yellow" if kind == "temporary" else "dim", markup=False))
     from hr_cli.api_watch import watching_api
-    from hr_core.analysis.health import ErrorRateExceeded
-    from hr_core.core.errors import FlowRunStopped
 
     quiet_prefect_console()
     with interruptible(), watching_api(_watched(api), _resume_command(spec, fresh)), \
@@ -145,8 +153,6 @@ def _resume_command(spec: Any, fresh: bool) -> str | None:
     """The command that resumes this benchmark: the ``hr run`` being run (its options
     decide the run id), else ``hr run <spec>``; ``None`` for a fresh run (a new run id
     each time: running it again starts over)."""
-    import shlex
-    import sys
 
     if fresh:
         return None
@@ -175,8 +181,6 @@ def _watched(api: Any) -> Any:
         return lambda: WatchedApi(str(api.url), answered=True)
 
     def temporary() -> WatchedApi:
-        from hr_server.temporary import temporary_api_url
-
         return WatchedApi(temporary_api_url())  # never started here (thread safety)
 
     return temporary
@@ -193,8 +197,6 @@ def _mark_budget_stops(progress: ArmProgress, bench: Any) -> None:
 
 def print_health(console: Console, bench: Any, max_error_rate: float | None = None) -> None:
     """Each arm's errors (count, most frequent messages) and budget stops, in yellow/red."""
-    from hr_core.analysis.health import DEFAULT_MAX_ERROR_RATE
-
     recorded = bench.manifest.max_error_rate
     limit = (max_error_rate if max_error_rate is not None else recorded if recorded is not None
              else DEFAULT_MAX_ERROR_RATE)
@@ -207,7 +209,6 @@ def print_health(console: Console, bench: Any, max_error_rate: float | None = No
                       markup=False)
         for message, count in arm.top:
             console.print(f"    {count:>5} x  {line(message)}", style=style, markup=False)
-    from hr_core.stats.accuracy import coverage_warning
 
     halts = bench.manifest.halts or {}
     for arm in health.budget_stopped:
@@ -217,7 +218,6 @@ def print_health(console: Console, bench: Any, max_error_rate: float | None = No
                    "made: its endpoint was halted (below); the next run of the benchmark "
                    "makes them")
         console.print(f"hr: warning: {line(warning)}", style="yellow", markup=False)
-    from hr_core.analysis.verdict import sequential_note
 
     note = sequential_note(bench.manifest)
     if note is not None:
@@ -246,8 +246,6 @@ def print_verdict(console: Console, bench: Any) -> None:
 def print_results(console: Console, bench: Any) -> str | Path:
     """Print the summary, each arm's errors and budget stops, write the report, print the
     paths of the results and report."""
-    from hr_core.report import write_report
-
     print_fitted(console, summary_table(bench.summary(),
                                         title=f"Summary: {bench.manifest.name}"),
                  SUMMARY_DROP)
@@ -285,8 +283,6 @@ def run_spec(console: Console, spec: Path, *, runs: int | None, store: str | Pat
     exhausted): the same, then ``EndpointsHalted`` (status 9, the runs not made wait for
     the next ``hr run``).
     """
-    from hr_core.analysis.health import ErrorRateExceeded
-
     budget = {k: v for k, v in (("max_calls", budget_calls), ("max_cost_usd", budget_cost))
               if v is not None}
     loaded = load_spec_with_overrides(spec, runs=runs, store=store, concurrency=concurrency,
@@ -314,8 +310,6 @@ def run_spec(console: Console, spec: Path, *, runs: int | None, store: str | Pat
 def halted_run(bench: Any) -> Exception | None:
     """The error of a run whose endpoints were halted (unreachable, quota exhausted):
     :class:`~hr_core.models.ratelimit.reach.EndpointsHalted` (exit status 9), else ``None``."""
-    from hr_core.models.ratelimit.reach import halted_error
-
     halts = bench.manifest.halts
     if not halts:
         return None
@@ -357,7 +351,6 @@ def show_summary(console: Console, run_dir: str | Path) -> None:
                       f"[{'green' if standing == 'valid' else 'bold red'}]{lit(standing)}[/]"
                       " (the accuracies above are the judge's verdicts)")
     from hr_cli.label_commands import print_corrected
-    from hr_core.judge.corrected import corrected_accuracy
 
     print_corrected(console, corrected_accuracy(bench))
     print_item_tables(console, bench)
@@ -372,7 +365,6 @@ def parse_scorer_option(text: str) -> Any:
         return stripped
     import yaml
 
-    from hr_core.data.yaml_file import load_yaml_text
 
     try:
         value = load_yaml_text(stripped, "--scorer")
@@ -387,8 +379,6 @@ def parse_scorer_option(text: str) -> Any:
 
 def rescore_run_dir(console: Console, run_dir: str | Path, scorer: str) -> str | Path:
     """``hr rescore RUN_DIR --scorer NAME_OR_PATH``: re-score, print the summary and paths."""
-    from hr_core.run.rescore import rescore_run
-    from hr_core.run.spec import spec_import_path
 
     load_benchmark(run_dir)  # a clear one-line error when it is no finished run
     with spec_import_path(os.getcwd()):
@@ -401,8 +391,6 @@ def rescore_run_dir(console: Console, run_dir: str | Path, scorer: str) -> str |
 
 def make_report(console: Console, run_dir: str | Path, output: Path | None) -> str | Path:
     """``hr report RUN_DIR [-o FILE]`` (``RUN_DIR`` may be a URL: the report goes beside it)."""
-    from hr_core.report import write_report
-
     path = write_report(os.fspath(run_dir), output)
     console.print(f"[bold]Report:[/] {lit(path)}")
     return path

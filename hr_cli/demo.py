@@ -16,6 +16,9 @@ from typing import Any
 from rich.console import Console
 from rich.rule import Rule
 
+from hr_core.judge import validation_status
+from hr_core.report import attach_validation, write_report
+
 __all__ = ["EXAMPLES", "example_path", "run_demo"]
 
 EXAMPLES = "hr_core.examples"
@@ -50,7 +53,6 @@ def run_demo(console: Console, *, store: Path, judges: Path) -> Path:
     from hr_cli.judges import load_judge
     from hr_cli.literal import lit
     from hr_cli.tables import SUMMARY_DROP, summary_table, validation_table
-    from hr_core.report import attach_validation, write_report
 
     console.print(Rule("[bold]hr demo[/]: document QA, four offline arms"))
     spec = load_spec_with_overrides(example_path("demo.yaml"), store=store)
@@ -69,7 +71,6 @@ def run_demo(console: Console, *, store: Path, judges: Path) -> Path:
 
     record = record_dict(hr_judge_validate(grade, str(labels), store=str(judges)))
     console.print(validation_table(record))
-    from hr_core.judge import validation_status
 
     status = validation_status(grade, judges)
     why = f": {lit('; '.join(status.reasons))}" if status.reasons else ""

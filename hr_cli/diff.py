@@ -15,7 +15,7 @@ from rich.text import Text
 from hr_cli._fit import print_fitted
 from hr_cli._options import name_pairs
 from hr_cli.literal import cell
-from hr_core.analysis.diff import ArmDiff, Flip, RunDiff
+from hr_core.analysis.diff import ArmDiff, Flip, RunDiff, diff_runs
 
 __all__ = ["arm_pairs", "print_diff", "run_diff"]
 
@@ -196,8 +196,6 @@ def run_diff(console: Console, run_a: str, run_b: str, arms: list[str], output: 
              limit: int | None) -> int:
     """``hr diff``: compare, print (the first ``limit`` flipped items of each direction,
     ``None``: all), write the HTML page when asked; the exit status."""
-    from hr_core.analysis.diff import diff_runs
-
     found = diff_runs(run_a, run_b, arms=arm_pairs(arms),
                       flips_per_arm=None if limit is None else max(limit, 50))
     print_diff(console, found, limit=limit)

@@ -22,6 +22,9 @@ from hr_cli.tables import (
     validation_table,
 )
 from hr_core.core.errors import SpecError
+from hr_core.judge import validation_status
+from hr_core.report import attach_comparison
+from hr_server.control import prepare_prefect
 
 __all__ = ["check_judge", "compare_arms", "compare_with_judge", "record_dict", "refresh_report",
            "validate_judge"]
@@ -65,11 +68,8 @@ def compare_with_judge(console: Console, bench: Any, names: list[str], config: A
                        model: Any = None, refresh: bool = True) -> Any:
     """Run ``hr_compare``, print its summary and attach it to the run (report refreshed
     unless ``refresh`` is false: the caller writes it)."""
-    from hr_server.control import prepare_prefect
-
     prepare_prefect()
     from flows import hr_compare
-    from hr_core.report import attach_comparison
 
     console.print(f"[bold]Comparing[/] {lit(' vs '.join(names))} with a {config.mode} judge "
                   f"on {lit(config.model)} ({config.orders} orders) ...")
@@ -106,7 +106,6 @@ def validate_judge(console: Console, judge: Path, labels: Path, *, store: Path,
         raise SpecError(f"--attach {attach}: not a run directory (no manifest.json)")
     console.print(f"[bold]Validating[/] the {config.mode} judge {config.hash[:12]} on "
                   f"{lit(config.model)} against {lit(labels)} ...")
-    from hr_server.control import prepare_prefect
 
     prepare_prefect()
     from flows import hr_judge_validate
@@ -133,7 +132,6 @@ def check_judge(console: Console, judge: Path, *, store: Path) -> bool:
     Exits with status 1 when the judge has no valid record (a check, not a mistake).
     """
     from hr_cli.judges import judge_thresholds
-    from hr_core.judge import validation_status
 
     config = load_judge(judge)
     limits = judge_thresholds(judge)

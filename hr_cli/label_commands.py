@@ -11,6 +11,16 @@ from typing import Any
 from rich.console import Console
 
 from hr_cli.literal import line, lit
+from hr_core.judge.corrected import corrected_accuracy, corrected_lines
+from hr_core.judge.human_labels import (
+    LABELS_FILE,
+    SAMPLE_FILE,
+    SHEET_FILES,
+    import_labels,
+    read_sample,
+    sample_run,
+)
+from hr_core.store.folder import RunFolder
 
 __all__ = ["import_run_labels", "print_corrected", "sample_labels"]
 
@@ -19,8 +29,6 @@ def sample_labels(console: Console, run_dir: str | Path, n: int, seed: int | Non
     """``hr label sample RUN_DIR --n N [--seed S]``: draw (or find again) the sample,
     write the sheet, print where both are."""
     from hr_cli.run_dirs import load_benchmark
-    from hr_core.judge.human_labels import SAMPLE_FILE, SHEET_FILES, sample_run
-    from hr_core.store.folder import RunFolder
 
     bench = load_benchmark(run_dir)
     sample, drawn = sample_run(bench, n, seed)
@@ -40,9 +48,6 @@ def import_run_labels(console: Console, run_dir: str | Path, file: Path) -> Any:
     """``hr label import RUN_DIR FILE``: store the labels, print what was kept and the
     corrected accuracies."""
     from hr_cli.run_dirs import load_benchmark
-    from hr_core.judge.corrected import corrected_accuracy
-    from hr_core.judge.human_labels import LABELS_FILE, import_labels, read_sample
-    from hr_core.store.folder import RunFolder
 
     bench = load_benchmark(run_dir)
     labels, skipped = import_labels(bench, file)
@@ -63,7 +68,6 @@ def print_corrected(console: Console, found: Any) -> None:
     """The corrected accuracies (:func:`hr_core.judge.corrected.corrected_lines`), if any."""
     if found is None:
         return
-    from hr_core.judge.corrected import corrected_lines
 
     for text in corrected_lines(found):
         console.print(line(text), markup=False, soft_wrap=True)

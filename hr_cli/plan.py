@@ -11,6 +11,10 @@ from rich.table import Table
 from rich.text import Text
 
 from hr_cli.literal import cell
+from hr_core.analysis.items import arm_order
+from hr_core.models.providers.openai import BATCH_SHARE
+from hr_core.stats.accuracy import item_accuracies
+from hr_core.stats.sample_size import plan_pair
 
 __all__ = ["plan_run"]
 
@@ -31,8 +35,6 @@ def _cost_per_item(summary: Any) -> dict[str, float]:
 
 def _expected(items: int | None, per_item: float) -> str:
     """``$1.2345 / $0.6172`` for ``items`` items at ``per_item`` USD, live and in batch."""
-    from hr_core.models.providers.openai import BATCH_SHARE
-
     if items is None:
         return "–"
     live = items * per_item
@@ -45,9 +47,6 @@ def plan_run(console: Console, run_dir: str | Path, *, difference: float, power:
     import numpy as np
 
     from hr_cli.run_dirs import load_benchmark
-    from hr_core.analysis.items import arm_order
-    from hr_core.stats.accuracy import item_accuracies
-    from hr_core.stats.sample_size import plan_pair
 
     bench = load_benchmark(run_dir)
     order = arm_order(bench.summary())

@@ -22,6 +22,7 @@ from rich.progress import (
 from rich.text import Text
 
 from hr_cli.literal import line
+from hr_core.models.ratelimit.endpoint import rate_limit_report
 
 __all__ = ["ArmProgress", "endpoint_lines"]
 
@@ -58,8 +59,6 @@ def endpoint_lines(since: float) -> Text | None:
         >>> endpoint_lines(time.monotonic() + 60) is None  # none used since
         True
     """
-    from hr_core.models.ratelimit.endpoint import rate_limit_report
-
     report = rate_limit_report(since)
     if not report:
         return None

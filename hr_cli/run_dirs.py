@@ -7,15 +7,15 @@ import os
 from pathlib import Path
 from typing import Any
 
+from hr_core.analysis.benchmark import Benchmark
 from hr_core.core.errors import SpecError
+from hr_core.store.folder import MANIFEST, RunStore
 
 __all__ = ["load_benchmark"]
 
 
 def load_benchmark(run_dir: str | Path) -> Any:
     """The ``Benchmark`` stored in a run folder or at its URL; ``SpecError`` if it is not one."""
-    from hr_core.analysis.benchmark import Benchmark
-    from hr_core.store.folder import MANIFEST, RunStore
 
     text = os.fspath(run_dir)
     store = RunStore.at(text)

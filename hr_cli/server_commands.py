@@ -7,6 +7,7 @@ from pathlib import Path
 from rich.console import Console
 
 from hr_server.control import ServerState, ServerStatus, server_status, start_server, stop_server
+from hr_server.health import server_problem
 from hr_server.private import AUTH_FILE, PROFILE, PROFILES_FILE
 
 __all__ = ["start", "status", "stop"]
@@ -60,7 +61,6 @@ def status(console: Console) -> None:
     if current.status != "running":
         raise SystemExit(1)
     _login(console, current)
-    from hr_server.health import server_problem
 
     state = current.state
     problem = None if state is None else server_problem(

@@ -10,8 +10,12 @@ from rich.console import Console
 from rich.table import Table
 
 from hr_cli.literal import cell
+from hr_core.analysis.benchmark import Benchmark
+from hr_core.analysis.items import disagreements, failed_runs, item_texts
 from hr_core.core.errors import SpecError
 from hr_core.core.failures import OUTCOMES
+from hr_core.store.folder import RunStore
+from hr_core.store.stored_reference import read_stored_reference
 
 __all__ = ["show_run"]
 
@@ -19,9 +23,6 @@ KINDS = OUTCOMES
 
 
 def _items(run_dir: str) -> Mapping[str, Any]:
-    from hr_core.analysis.items import item_texts
-    from hr_core.store.folder import RunStore
-    from hr_core.store.stored_reference import read_stored_reference
 
     stored = read_stored_reference(RunStore.at(run_dir))
     return {} if stored is None else item_texts(stored.records())
@@ -55,8 +56,6 @@ def show_run(console: Console, run_dir: str, *, arm: str | None = None,
              diff: tuple[str, str] | None = None, limit: int = 50) -> int:
     """Print the failed runs of a run (filtered by arm, kind, item) or, with ``diff``, the
     items where two arms disagree; returns how many rows matched."""
-    from hr_core.analysis.benchmark import Benchmark
-    from hr_core.analysis.items import disagreements, failed_runs
 
     bench = Benchmark.load(run_dir)
     runs = bench.runs

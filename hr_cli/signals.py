@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from hr_core.core.process import pid_alive
+from hr_core.run.interrupt import flush_open, handling_signals, request_stop
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "interruptible"]
 
@@ -75,8 +76,6 @@ def stop_children(grace: float = _CHILD_GRACE_S) -> None:
 
 def _finish(signum: int) -> None:
     """Flush, stop the children, say so, exit (runs in its own thread)."""
-    from hr_core.run.interrupt import flush_open
-
     lines = flush_open()
     stop_children()
     if sys.stdout.isatty():
@@ -89,8 +88,6 @@ def _finish(signum: int) -> None:
 
 
 def _handle(signum: int, frame: Any) -> None:
-    from hr_core.run.interrupt import request_stop
-
     request_stop()
     if not finishing.acquire(blocking=False):  # a second signal: go now
         stop_children(grace=0.5)
@@ -101,7 +98,5 @@ def _handle(signum: int, frame: Any) -> None:
 @contextlib.contextmanager
 def interruptible() -> Iterator[None]:
     """Handle Ctrl-C and SIGTERM as above while the block runs (main thread only)."""
-    from hr_core.run.interrupt import handling_signals
-
     with handling_signals(_handle):
         yield

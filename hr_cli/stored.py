@@ -19,6 +19,7 @@ from hr_cli.tables import (
     validation_table,
 )
 from hr_core.core.errors import SpecError
+from hr_core.judge import StoredVerdictsError, import_verdicts, save_validation
 
 __all__ = ["import_judge_verdicts", "parse_columns"]
 
@@ -45,7 +46,6 @@ def import_judge_verdicts(console: Console, judge: Path, verdicts: Path, *,
     --attach`` do. Returns what was made (``validation``, ``comparison``)."""
     from hr_cli.judge_commands import record_dict, refresh_report
     from hr_cli.run_dirs import load_benchmark
-    from hr_core.judge import StoredVerdictsError, import_verdicts, save_validation
 
     config = load_judge(judge)
     names = [a.strip() for arg in arms for a in arg.split(",") if a.strip()]

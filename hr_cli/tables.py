@@ -14,6 +14,9 @@ from rich.table import Table
 from rich.text import Text
 
 from hr_cli.literal import cell
+from hr_core.judge import judge_standing
+from hr_core.judge.position import consistency_text, position_bias_text
+from hr_core.stats.slice_compare import comparison_text, correction_text
 
 __all__ = ["COMPARISON_DROP", "SUMMARY_DROP", "comparison_table", "position_bias_line",
            "summary_table", "validation_table"]
@@ -156,7 +159,6 @@ def position_bias_line(summary: Any) -> str | None:
     position 1, 25% position 2`` from a comparison summary, or ``None`` without it."""
     if "order_disagreements" not in summary.columns or not len(summary):
         return None
-    from hr_core.judge.position import position_bias_text
 
     return f"position bias: {position_bias_text(summary.iloc[0].to_dict())}"
 
@@ -172,7 +174,6 @@ def validation_table(record: Mapping[str, Any], title: str = "Judge validation",
     ci = record.get("agreement_ci") or (None, None)
     if isinstance(ci, Mapping):
         ci = (ci.get("low"), ci.get("high"))
-    from hr_core.judge import judge_standing
 
     standing = judge_standing(record, thresholds)
     table.add_row("hash", cell(str(record.get("hash", ""))[:12]))
@@ -190,7 +191,6 @@ def validation_table(record: Mapping[str, Any], title: str = "Judge validation",
                                  f"(95% CI {_pct(found.get('ci_low'))}–"
                                  f"{_pct(found.get('ci_high'))})")
     table.add_row("Cohen's kappa", _num(record.get("kappa")))
-    from hr_core.judge.position import consistency_text
 
     table.add_row("consistency", cell(consistency_text(record)))
     if record.get("position_bias"):
@@ -216,7 +216,6 @@ def slice_table(slices: Any, title: str = "Accuracy by slice") -> Table:
         1
     """
     from hr_cli.literal import cell
-    from hr_core.stats.slice_compare import comparison_text, correction_text
 
     compared = "verdict" in slices.columns
     caption = Text("\n").join(  # the correction, per field, under the table

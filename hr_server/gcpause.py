@@ -15,8 +15,6 @@ import gc
 import importlib
 from types import ModuleType
 
-from hr_core.store.memory import use_system_pool
-
 __all__ = ["command_module", "import_paused"]
 
 
@@ -47,6 +45,8 @@ def command_module(name: str) -> ModuleType:
     interpreter's last collection at exit skips what was built (``gc.freeze`` at exit).
     """
     module = import_paused(name)
+    # lazy for start-up: hr --help imports no hr_core (pandas); the command imported it
+    from hr_core.store.memory import use_system_pool
 
     use_system_pool()
     if not _AT_EXIT:
