@@ -46,7 +46,7 @@ from hr_core.models import (
 )
 from hr_core.reference import Item, Reference, hr_reference
 from hr_core.report import ReportError
-from hr_core.results import ArmResult, ScoreResult, Usage
+from hr_core.results import ArmResult, Context, ScoreResult, Usage
 from hr_core.scorers import Scorer, hr_scorer, hr_scorer_exact, settle_score
 
 __version__ = "0.1.0"
@@ -57,6 +57,7 @@ __all__ = [
     "BenchmarkCancelled",
     "BenchmarkSpec",
     "Budget",
+    "Context",
     "CorruptRunError",
     "ErrorRateExceeded",
     "FAILURE_KINDS",

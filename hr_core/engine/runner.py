@@ -17,12 +17,12 @@ from hr_core.engine.arms import Arm
 from hr_core.engine.budget import BudgetLedger
 from hr_core.engine.context import CURRENT_RUN, RunContext
 from hr_core.engine.outputs import store_output
-from hr_core.engine.record import RunRecord, short_outcome
+from hr_core.engine.record import RunRecord, bound_contexts, short_outcome
 from hr_core.errors import ScorerError
 from hr_core.failures import FAILURE_KINDS
 from hr_core.models._ratelimit import CALL_DEADLINE, EndpointStoppedError
 from hr_core.reference import Item
-from hr_core.results import SCORING_USAGE, ScoreResult, Usage
+from hr_core.results import SCORING_USAGE, ArmResult, ScoreResult, Usage
 from hr_core.scorers import Scorer, settle_score
 
 __all__ = ["ChunkContext", "run_chunk", "score_record",
@@ -267,6 +267,11 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> RunRecor
     else:
         record.output = output_text(output)
         record.arm_output = store_output(output, record.output)
+        contexts = getattr(output, "contexts", None) if isinstance(output, ArmResult) else None
+        if contexts:
+            record.contexts, cut = bound_contexts(contexts)
+            if cut:
+                record.contexts_cut = cut
         if output is not None and not isinstance(output, int | float):
             tokens_in, tokens_out, cost = _usage(output)
             record.tokens_in, record.tokens_out, record.cost_usd = tokens_in, tokens_out, cost
