@@ -1,4 +1,11 @@
-"""Reference sets: labelled items read from a DataFrame, records or a file."""
+"""Reference sets: labelled items read from a DataFrame, records or a file.
+
+An item may also name its gold passages (``gold_contexts``: the passages that hold its
+answer, as passage ids or texts): the retrieval figures (:mod:`hr_core.stats.retrieval`)
+count an arm's ``contexts`` against them. They are kept beside the items
+(:meth:`Reference.gold`) and are part of the reference's hash only when some item has
+them, so a reference without gold passages keeps the hash it always had.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +25,10 @@ from hr_core._text import is_missing, plain_digits
 from hr_core.errors import ReferenceDataError
 from hr_core.identity import fingerprint
 
-__all__ = ["Item", "Reference", "hr_reference"]
+__all__ = ["GOLD_CONTEXTS", "Item", "Reference", "hr_reference"]
+
+GOLD_CONTEXTS = "gold_contexts"
+"""The default column of an item's gold passages (a list of passage ids or texts)."""
 
 _SUFFIXES = (".csv", ".jsonl", ".parquet")
 
@@ -45,13 +55,27 @@ class Reference:
         ([('q1', '2+2?', 4)], 1)
     """
 
-    __slots__ = ("_by_id", "_hash", "items", "source")
+    __slots__ = ("_by_id", "_hash", "gold_contexts", "items", "source")
 
-    def __init__(self, items: Sequence[Item], source: str = "<data>") -> None:
+    def __init__(self, items: Sequence[Item], source: str = "<data>",
+                 gold_contexts: Mapping[str, Sequence[str]] | None = None) -> None:
         self.items: tuple[Item, ...] = tuple(items)
         self.source = source
+        self.gold_contexts: dict[str, tuple[str, ...]] = {
+            k: tuple(v) for k, v in (gold_contexts or {}).items() if v}
+        """Each item's gold passages (ids or texts) by item id; items without are absent."""
         self._hash: str | None = None
         self._by_id: dict[str, Item] | None = None
+
+    def gold(self, item_id: str) -> tuple[str, ...]:
+        """The gold passages of one item (``()`` when it names none).
+
+        Example:
+            >>> ref = hr_reference([{"id": "q1", "label": "a", "gold_contexts": ["p3"]}])
+            >>> ref.gold("q1"), ref.gold("q2")
+            (('p3',), ())
+        """
+        return self.gold_contexts.get(item_id, ())
 
     def __iter__(self) -> Iterator[Item]:
         return iter(self.items)
@@ -64,9 +88,16 @@ class Reference:
 
     @property
     def hash(self) -> str:
-        """:func:`hr_core.identity.fingerprint` of ids, payloads and labels, in row order."""
+        """:func:`hr_core.identity.fingerprint` of ids, payloads and labels, in row order;
+        with the gold passages (item order) when any item has them."""
         if self._hash is None:
-            self._hash = fingerprint([[it.id, it.payload, it.label] for it in self.items])
+            rows = [[it.id, it.payload, it.label] for it in self.items]
+            gold = self.gold_contexts
+            if gold:
+                self._hash = fingerprint({"items": rows, GOLD_CONTEXTS: [
+                    [it.id, list(gold[it.id])] for it in self.items if it.id in gold]})
+            else:
+                self._hash = fingerprint(rows)
         return self._hash
 
     def get(self, item_id: str) -> Item:
@@ -80,7 +111,8 @@ class Reference:
 
 
 def hr_reference(
-    data: Any, *, id: str = "id", item: str | None = None, label: str = "label"
+    data: Any, *, id: str = "id", item: str | None = None, label: str = "label",
+    gold_contexts: str = GOLD_CONTEXTS,
 ) -> Reference:
     """Read a reference set.
 
@@ -103,6 +135,13 @@ def hr_reference(
             column of mixed labels is a string column). A float32 label is the
             shortest text of its float32 value (``0.1``). An empty or NaN cell is
             ``None``.
+        gold_contexts: the column of each item's gold passages: a list of passage ids
+            or texts (a CSV or Parquet string cell holding a JSON array is that list; any
+            other string is one passage); an empty cell names none. Not part of the
+            payload. A context is relevant when its ``id`` equals a gold entry, or its
+            text, normalised (Unicode NFKC, case-folded, whitespace runs as one space),
+            equals or contains a normalised gold entry (:mod:`hr_core.scoring.relevance`).
+            A column other than the default that is absent is an error.
 
     Raises:
         ReferenceDataError: naming the file, the row or line and the field: a duplicate
@@ -132,12 +171,19 @@ def hr_reference(
             f"{source}: no id column {id!r} (columns: {', '.join(sorted(columns))}); "
             "pass id=NAME, or leave the default to number the rows"
         )
+    if gold_contexts not in columns and gold_contexts != GOLD_CONTEXTS:
+        raise ReferenceDataError(
+            f"{source}: no gold_contexts column {gold_contexts!r} (columns: "
+            f"{', '.join(sorted(columns))}); name the column of the gold passages, or leave "
+            "the default"
+        )
     if item is not None and item not in columns:
         raise ReferenceDataError(
             f"{source}: no item column {item!r} (columns: {', '.join(sorted(columns))}); "
             "pass item=NAME, or item=None for a dict of all columns"
         )
     items: list[Item] = []
+    gold: dict[str, list[str]] = {}
     first_row: dict[str, int] = {}
     emptied: list[int] = []  # rows whose label [] or NaN became "no label"
     json_nan = source.lower().endswith(".jsonl")  # JSON says "no label" with null
@@ -153,16 +199,52 @@ def hr_reference(
         value = _label(raw, json_cells, f"{source}, {where(index)}", label)
         if value is None and raw is not None and _emptied(raw, json_nan):
             emptied.append(index)
+        passages = _gold(record.get(gold_contexts), f"{source}, {where(index)}", gold_contexts)
+        if passages:
+            gold[item_id] = passages
         if item is None:
             payload: Any = {
-                k: _plain(v) for k, v in record.items() if k != id and k != label
+                k: _plain(v) for k, v in record.items()
+                if k != id and k != label and k != gold_contexts
             }
         else:
             payload = _plain(record.get(item))
         items.append(Item(item_id, payload, value))
     if emptied:
         _warn_emptied(source, label, [where(i) for i in emptied[:3]], len(emptied))
-    return Reference(items, source)
+    return Reference(items, source, gold)
+
+
+def _gold(value: Any, where: str, field: str) -> list[str]:
+    """One cell of gold passages as a list of strings (ids or texts); ``[]`` for none."""
+    value = _plain(value)
+    if value is None:
+        return []
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                parsed = json.loads(text)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, list):
+                return _gold(parsed, where, field)
+        return [value] if text else []
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [str(value)]
+    if isinstance(value, list):
+        passages: list[str] = []
+        for entry in value:
+            if isinstance(entry, bool) or not isinstance(entry, str | int):
+                raise ReferenceDataError(
+                    f"{where}, field {field!r}: a gold passage must be a string (an id or a "
+                    f"text), got {type(entry).__name__} ({entry!r}); use a list of strings")
+            if str(entry).strip():
+                passages.append(str(entry))
+        return passages
+    raise ReferenceDataError(
+        f"{where}, field {field!r}: gold passages must be a list of strings (ids or texts), "
+        f"got {type(value).__name__} ({value!r})")
 
 
 def _emptied(raw: Any, json_nan: bool) -> bool:

@@ -165,11 +165,14 @@ class SessionResults:
         self.store.write_text(REPORT, report)
         self.store.write_text(HTML_REPORT, self._html_report(bench, summary, slices))
         give_back(self.total)
+        reference = self.plan.reference
+        gold = reference.gold_contexts  # written only for items with gold passages
         bench.manifest["reference_sha256"] = self.store.write_lines(REFERENCE, (  # rescore checks
-            orjson.dumps({"id": i.id, "payload": i.payload, "label": i.label},
+            orjson.dumps({"id": i.id, "payload": i.payload, "label": i.label,
+                          **({"gold_contexts": list(gold[i.id])} if i.id in gold else {})},
                          option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY,
                          default=str)
-            for i in self.plan.reference))
+            for i in reference))
         self.store.write_manifest(bench.manifest)
         if (self._superseded or self.journal.fallback.exists()
                 or self.journal.worker_files() or self.journal.garbled):

@@ -178,11 +178,15 @@ class Benchmark:
 
                 data = store.read_bytes(REFERENCE)
                 try:
-                    items = [Item(r["id"], r["payload"], r["label"]) for r in
-                             (orjson.loads(line) for _, _, line in jsonl_lines(data)) if r]
+                    rows = [r for r in (orjson.loads(line) for _, _, line in jsonl_lines(data))
+                            if r]
+                    items = [Item(r["id"], r["payload"], r["label"]) for r in rows]
+                    gold = {r["id"]: [str(g) for g in r["gold_contexts"]] for r in rows
+                            if r.get("gold_contexts")}
                 except (ValueError, TypeError, KeyError) as exc:
                     raise store.corrupt_error(REFERENCE, exc) from None
-                self._reference = Reference(items, source=store.path(REFERENCE))
+                self._reference = Reference(items, source=store.path(REFERENCE),
+                                            gold_contexts=gold)
         return self._reference
 
     @property

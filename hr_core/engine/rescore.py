@@ -54,15 +54,18 @@ def _reference(store: RunStore, manifest: dict[str, Any]) -> Reference:
             f"{store.run_dir}: no {REFERENCE} (written when a run finishes); finish the run "
             f"first: {unfinished_hint(store)}") from None
     items = []
+    gold: dict[str, list[str]] = {}
     for number, _, line in jsonl_lines(data):
         try:
             row = orjson.loads(line)
             items.append(Item(str(row["id"]), row.get("payload"), row.get("label")))
+            if row.get("gold_contexts"):  # written only for an item with gold passages
+                gold[str(row["id"])] = [str(g) for g in row["gold_contexts"]]
         except (orjson.JSONDecodeError, KeyError, TypeError):
             raise CorruptRunError(
                 f"{store.path(REFERENCE)}, line {number}: not a reference item; run the "
                 "benchmark again to rewrite it") from None
-    reference = Reference(items, source=store.path(REFERENCE))
+    reference = Reference(items, source=store.path(REFERENCE), gold_contexts=gold)
     file_hash = manifest.get("reference_sha256")
     if isinstance(file_hash, str) and file_hash:
         same = hashlib.sha256(data).hexdigest() == file_hash

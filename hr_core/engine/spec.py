@@ -27,7 +27,7 @@ from hr_core.engine.health import DEFAULT_MAX_ERROR_RATE
 from hr_core.engine.stopping import StopRule
 from hr_core.errors import HrError, SpecError
 from hr_core.models.spec import ModelSpec
-from hr_core.reference import Reference, hr_reference
+from hr_core.reference import GOLD_CONTEXTS, Reference, hr_reference
 from hr_core.scorers import Scorer, hr_scorer
 from hr_core.scoring.registry import SCORERS, builtin_scorer_named
 
@@ -36,7 +36,8 @@ __all__ = ["BenchmarkSpec", "JudgeScorerSpec", "ReferenceSpec", "load_spec", "sc
 
 
 class ReferenceSpec(BaseModel):
-    """Where the reference set is and which columns are id, item and label."""
+    """Where the reference set is and which columns are id, item, label and the gold
+    passages (``gold_contexts``: each item's passage ids or texts; optional)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -44,6 +45,7 @@ class ReferenceSpec(BaseModel):
     id: str = "id"
     item: str | None = None
     label: str = "label"
+    gold_contexts: str = GOLD_CONTEXTS
 
 
 class JudgeScorerSpec(BaseModel):
@@ -156,7 +158,8 @@ class BenchmarkSpec(BaseModel):
         path = Path(ref.path)
         if not path.is_absolute() and self.base_dir is not None:
             path = Path(self.base_dir) / path
-        return hr_reference(path, id=ref.id, item=ref.item, label=ref.label)
+        return hr_reference(path, id=ref.id, item=ref.item, label=ref.label,
+                            gold_contexts=ref.gold_contexts)
 
     def build_scorer(self) -> Scorer:
         """The scorer the spec names."""
