@@ -6,10 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from pydantic import ValidationError
 
 from hr_core import ArmResult
+from hr_core.engine import RUN_COLUMNS
 from hr_core.engine.journal import Journal
 from hr_core.engine.outputs import load_output
 from hr_core.engine.record import (
@@ -104,3 +106,23 @@ def test_an_arm_returning_too_many_contexts_is_cut_and_the_record_says_so(
         ("flood", "q0", 1)]
     assert record.contexts is not None and len(record.contexts) == CONTEXTS_MAX
     assert record.contexts_cut == 80 - CONTEXTS_MAX
+
+
+def test_the_runs_table_has_each_runs_contexts_and_their_relevance(tmp_path: Path) -> None:
+    items = [{**item, "gold_contexts": [f"p{i}"]} for i, item in enumerate(ITEMS)]
+    items[3] = {"id": "q3", "question": "Q3", "label": "a3"}  # no gold: answer containment
+    bench = BenchmarkSession(plan_benchmark({"rag": _retriever, "plain": lambda p: "a0"},
+                                            items, store=str(tmp_path))).run_sync()
+    runs = bench.runs.set_index(["arm", "item_id"])
+    assert runs.loc[("rag", "q2"), "contexts"] == "p2 (0.9), p-other"
+    assert runs.loc[("rag", "q2"), "gold_ranks"] == "1"
+    assert runs.loc[("rag", "q2"), "gold_n"] == 1
+    assert runs.loc[("rag", "q3"), "gold_ranks"] == ""  # "passage 3" holds no "a3"
+    assert pd.isna(runs.loc[("rag", "q3"), "gold_n"])
+    assert runs.loc["plain", "contexts"].isna().all()  # returned none
+
+
+def test_a_run_without_any_contexts_keeps_the_table_it_always_had(tmp_path: Path) -> None:
+    bench = BenchmarkSession(plan_benchmark({"plain": lambda p: "a0"}, ITEMS,
+                                            store=str(tmp_path))).run_sync()
+    assert tuple(bench.runs.columns) == RUN_COLUMNS

@@ -1,13 +1,15 @@
 """hr's statistics: honest intervals and the one paired comparison.
 
-Two modules, both pure functions of numbers (no pandas; ``docs/statistics.md``
-describes every method and its source):
+Three modules of pure functions (numbers in; ``retrieval`` reads a runs frame;
+``docs/statistics.md`` describes every method and its source):
 
 - :mod:`hr_core.stats.intervals`: exact and item-clustered intervals for a share,
   kappa, the paired difference's interval and the quantiles behind them;
 - :mod:`hr_core.stats.comparison`: the one answer to "is B different from A?"
   (:func:`compare_paired`, :func:`compare_estimate`): estimate, interval, p-value and
-  decision from one method, with the family correction applied there and only there.
+  decision from one method, with the family correction applied there and only there;
+- :mod:`hr_core.stats.retrieval`: hit@k, recall@k, precision@k, MRR and nDCG@k per arm
+  with their intervals, and their paired differences (through the two above).
 
 Every name ``hr_core.stats`` exported before it became a package is re-exported here.
 """
@@ -40,6 +42,7 @@ from hr_core.stats.intervals import (
     win_rate,
     z_for,
 )
+from hr_core.stats.retrieval import retrieval_differences, retrieval_summary
 
 __all__ = [
     "DECISIONS",
@@ -60,6 +63,8 @@ __all__ = [
     "normal_p_value",
     "paired_difference",
     "pooled_share_ci",
+    "retrieval_differences",
+    "retrieval_summary",
     "t_for",
     "wilson_interval",
     "win_rate",

@@ -1,0 +1,145 @@
+"""Which of a run's contexts are relevant: matched against the item's gold passages, or,
+where the item names none, by answer containment (the DPR convention).
+
+A run's contexts (``RunRecord.contexts``: ``{"id", "text", "score"}`` objects, best
+first) are judged once, when the runs table is written, into two columns of
+``runs.parquet`` (:data:`RETRIEVAL_COLUMNS`) from which every retrieval figure is
+computed (:mod:`hr_core.stats.retrieval`):
+
+- ``gold_ranks``: the ranks (from 1) at which the run found the item's gold passages,
+  one per gold passage found (its first matching context), ascending, space-separated
+  (``""``: none found); under answer containment, the ranks of the contexts that contain
+  an accepted answer;
+- ``gold_n``: how many gold passages the item names; missing under answer containment
+  (its recall is undefined: nobody counted the relevant passages).
+
+A context matches a gold passage when its ``id`` equals it, or when its text,
+normalised by :func:`normalise_passage` (Unicode NFKC, case-folded, every whitespace run
+one space, trimmed), equals or contains the normalised gold passage (a retrieved chunk
+that holds the whole gold passage). Answer containment: a context whose normalised text
+contains a normalised accepted answer (labels but ``NOT_IN_DOCUMENT``). Both columns are
+missing for a run without contexts and for an item with neither gold passages nor an
+answer. :func:`contexts_line` is the compact text of the contexts that pages show.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from typing import Any
+
+from hr_core._squad import NO_ANSWER
+
+__all__ = ["RETRIEVAL_COLUMNS", "contexts_line", "gold_ranks", "judge_contexts",
+           "normalise_passage"]
+
+RETRIEVAL_COLUMNS = ("contexts", "gold_ranks", "gold_n")
+"""The columns ``runs.parquet`` has when any run returned contexts: the compact text of
+the contexts (:func:`contexts_line`), the ranks of the gold passages found and how many
+the item names."""
+
+_SPACE = re.compile(r"\s+")
+_SHOWN = 5  # contexts a line names
+_PREFIX = 40  # characters of a context without an id shown
+
+
+def normalise_passage(text: str) -> str:
+    """A passage or answer as compared: NFKC, case-folded, whitespace runs as one space.
+
+    Example:
+        >>> normalise_passage("  The LOIRE\\n is  long. ")
+        'the loire is long.'
+    """
+    return _SPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+
+
+def gold_ranks(contexts: Sequence[dict[str, Any]], gold: Sequence[str]) -> list[int]:
+    """The rank (from 1) of the first context matching each gold passage, ascending; the
+    gold passages no context matches are left out.
+
+    Example:
+        >>> gold_ranks([{"id": "p7"}, {"id": "p3"}, {"text": "Paris is in FRANCE."}],
+        ...            ["p3", "paris is in france.", "p9"])
+        [2, 3]
+    """
+    texts = [normalise_passage(c["text"]) if isinstance(c.get("text"), str) else None
+             for c in contexts]
+    ids = [c.get("id") for c in contexts]
+    ranks = []
+    for passage in gold:
+        wanted = normalise_passage(passage)
+        for rank, (cid, text) in enumerate(zip(ids, texts, strict=True), start=1):
+            if cid == passage or (text is not None and wanted and wanted in text):
+                ranks.append(rank)
+                break
+    return sorted(ranks)
+
+
+def _containing(contexts: Sequence[dict[str, Any]], label: Any) -> list[int] | None:
+    """Ranks of the contexts holding an accepted answer; ``None`` without an answer."""
+    accepted = label if isinstance(label, list) else [label]
+    answers = [normalise_passage(str(a)) for a in accepted
+               if a is not None and not isinstance(a, bool) and a != NO_ANSWER]
+    answers = [a for a in answers if a]
+    if not answers:
+        return None
+    ranks = []
+    for rank, context in enumerate(contexts, start=1):
+        text = context.get("text")
+        if isinstance(text, str):
+            folded = normalise_passage(text)
+            if any(a in folded for a in answers):
+                ranks.append(rank)
+    return ranks
+
+
+def judge_contexts(contexts: Sequence[dict[str, Any]] | None, gold: Sequence[str],
+                   label: Any) -> tuple[str | None, int | None]:
+    """``(gold_ranks, gold_n)`` of one run (see the module's docstring).
+
+    Example:
+        >>> judge_contexts([{"id": "p1"}, {"id": "p3"}], ["p3"], "x")
+        ('2', 1)
+        >>> judge_contexts([{"text": "It is Paris."}], [], ["Paris"])
+        ('1', None)
+        >>> judge_contexts(None, ["p3"], "x")
+        (None, None)
+    """
+    if contexts is None:
+        return None, None
+    if gold:
+        return " ".join(map(str, gold_ranks(contexts, gold))), len(gold)
+    found = _containing(contexts, label)
+    return (None if found is None else " ".join(map(str, found))), None
+
+
+def contexts_line(contexts: Sequence[dict[str, Any]] | None, cut: int | None = None
+                  ) -> str | None:
+    """The contexts as one short line: the first few ids (a quoted text prefix for one
+    without an id), with their scores, and how many more there were.
+
+    Example:
+        >>> contexts_line([{"id": "p3", "score": 0.8125}, {"text": "The Loire is long."},
+        ...                *[{"id": f"x{i}"} for i in range(5)]], cut=2)
+        'p3 (0.812), "The Loire is long.", x0, x1, x2 (+2 more; 2 cut)'
+    """
+    if contexts is None:
+        return None
+    parts = []
+    for context in contexts[:_SHOWN]:
+        cid, text, score = context.get("id"), context.get("text"), context.get("score")
+        if cid is not None:
+            shown = str(cid)
+        else:
+            plain = _SPACE.sub(" ", str(text)).strip()
+            shown = '"' + (plain if len(plain) <= _PREFIX else plain[:_PREFIX - 1] + "…") + '"'
+        if isinstance(score, int | float):
+            shown += f" ({score:.3g})"
+        parts.append(shown)
+    more = len(contexts) - _SHOWN
+    notes = [f"+{more} more"] if more > 0 else []
+    if cut:
+        notes.append(f"{cut} cut")
+    line = ", ".join(parts) or "(none)"
+    return f"{line} ({'; '.join(notes)})" if notes else line
