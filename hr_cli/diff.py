@@ -167,14 +167,17 @@ def _print_flips(console: Console, flips: list[Flip], total: int, title: str) ->
         return
     if len(flips) < total:
         title += f", showing the first {len(flips)} (--all: every one)"
+    contexts = any(f.contexts_a or f.contexts_b for f in flips)
     table = _table(title, ["item", "flip", "flaky", "question", "label", "then: output",
-                           "then", "now: output", "now"])
+                           "then", "now: output", "now",
+                           *(["then: contexts", "now: contexts"] if contexts else [])])
     for f in flips:
+        passages = [cell(f.contexts_a or ""), cell(f.contexts_b or "")] if contexts else []
         table.add_row(cell(f.item_id), cell(f.direction, style="red" if
                                             f.direction == "right→wrong" else "green"),
                       cell("flaky" if f.flaky else ""), cell(f.question), cell(f.label),
                       cell(f.output_a), cell(f"{f.kind_a} ({f.share_a:.0%})"),
-                      cell(f.output_b), cell(f"{f.kind_b} ({f.share_b:.0%})"))
+                      cell(f.output_b), cell(f"{f.kind_b} ({f.share_b:.0%})"), *passages)
     console.print(table)
 
 

@@ -141,6 +141,14 @@ class Flip(BaseModel):
     output_b: str
     kind_a: str
     kind_b: str
+    contexts_a: str | None = None
+    """The passages the first run retrieved then, as one short line (``None``: none)."""
+    contexts_b: str | None = None
+
+
+def _contexts(line: str | None) -> str:
+    """A flip's contexts after its output in a markdown cell (nothing without)."""
+    return "" if not line else f" ⟨{md_cell(line[:80])}⟩"
 
 
 class RunDiff(BaseModel):
@@ -238,6 +246,7 @@ class RunDiff(BaseModel):
                       "|---|---|---|---|---|---|---|"]
             lines += [f"| {md_cell(f.item_id)} | {f.direction} | {'flaky' if f.flaky else ''} "
                       f"| {md_cell(f.question[:120])} | {md_cell(f.label[:60])} "
-                      f"| {md_cell(f.output_a[:80])} ({f.kind_a}) "
-                      f"| {md_cell(f.output_b[:80])} ({f.kind_b}) |" for f in flips]
+                      f"| {md_cell(f.output_a[:80])} ({f.kind_a}){_contexts(f.contexts_a)} "
+                      f"| {md_cell(f.output_b[:80])} ({f.kind_b}){_contexts(f.contexts_b)} |"
+                      for f in flips]
         return "\n".join(lines) + "\n"

@@ -239,6 +239,8 @@ def _flips(out_a: RunOutcomes, out_b: RunOutcomes, ia: int, ib: int, label: str,
         return []
     outputs_a = out_a.first_rows(ia, ca[order].tolist())
     outputs_b = out_b.first_rows(ib, cb[order].tolist())
+    contexts_a = _first_contexts(out_a, ia, ca[order].tolist())
+    contexts_b = _first_contexts(out_b, ib, cb[order].tolist())
     kinds_a, kinds_b = out_a.kind[ia][ca[order]], out_b.kind[ib][cb[order]]
     found = []
     for n, i in enumerate(order.tolist()):
@@ -253,5 +255,17 @@ def _flips(out_a: RunOutcomes, out_b: RunOutcomes, ia: int, ib: int, label: str,
             output_a=_text(outputs_a[n]), output_b=_text(outputs_b[n]),
             kind_a=KINDS[int(kinds_a[n])] if kinds_a[n] >= 0 else "–",
             kind_b=KINDS[int(kinds_b[n])] if kinds_b[n] >= 0 else "–",
+            contexts_a=contexts_a[n], contexts_b=contexts_b[n],
         ))
     return found
+
+
+def _first_contexts(outcomes: RunOutcomes, arm: int, items: list[int]) -> list[str | None]:
+    """The contexts line of each item's first run (``None`` for every item when the run's
+    table has no contexts: no arm returned any)."""
+    texts = outcomes.bench.row_texts()
+    names = texts.file.names() if texts is not None else outcomes.table.columns
+    if "contexts" not in names:
+        return [None] * len(items)
+    return [v if isinstance(v, str) else None
+            for v in outcomes.first_rows(arm, items, column="contexts")]

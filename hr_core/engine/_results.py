@@ -108,6 +108,7 @@ class SessionResults:
                 planned={a: len(plan.reference) * plan.runs_of(a) for a in plan.arms})}),
             "rate_limits": rate_limit_report(self._started),
             "halts": dict(self.ledger.halts) if hasattr(self, "ledger") else {},
+            **({} if plan.retrieval_k is None else {"retrieval_k": list(plan.retrieval_k)}),
             **({"journal_garbled": self.journal.garbled_record()} if self.journal.garbled
                else {}), **extra,
         }

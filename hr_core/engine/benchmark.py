@@ -285,6 +285,49 @@ class Benchmark:
                                                     self.manifest.get("sequential"))
         return found
 
+    def retrieval_summary(self) -> pd.DataFrame:
+        """Each arm's retrieval figures (hit@k, recall@k, precision@k, MRR, nDCG@k) with
+        their intervals, over the items with gold passages and the runs that returned
+        contexts (:func:`hr_core.stats.retrieval.retrieval_summary`; k: the spec's
+        ``retrieval_k``); empty when no run returned contexts. Computed once."""
+        found: pd.DataFrame | None = self._memo.get("retrieval")
+        if found is None:
+            from hr_core.stats.retrieval import retrieval_summary
+
+            found = self._memo["retrieval"] = retrieval_summary(
+                self._retrieval_runs(), self.retrieval_k)
+        return found
+
+    def retrieval_differences(self) -> pd.DataFrame:
+        """Paired differences of the retrieval figures between arms
+        (:func:`hr_core.stats.retrieval.retrieval_differences`). Computed once."""
+        found: pd.DataFrame | None = self._memo.get("retrieval_differences")
+        if found is None:
+            from hr_core.stats.retrieval import retrieval_differences
+
+            found = self._memo["retrieval_differences"] = retrieval_differences(
+                self._retrieval_runs(), self.retrieval_k)
+        return found
+
+    @property
+    def retrieval_k(self) -> tuple[int, ...]:
+        """The depths of the retrieval figures: the spec's ``retrieval_k``, else 1, 3, 5, 10."""
+        from hr_core.stats.retrieval import KS
+
+        return tuple(self.manifest.get("retrieval_k") or KS)
+
+    @property
+    def has_contexts(self) -> bool:
+        """Whether some run returned contexts (the runs table has their columns)."""
+        if self._runs is None and self._file is not None:
+            return "gold_ranks" in self._file.names()
+        return "gold_ranks" in self.runs.columns
+
+    def _retrieval_runs(self) -> pd.DataFrame:
+        if not self.has_contexts:
+            return pd.DataFrame({"arm": []})
+        return self.columns(["arm", ITEM_INDEX, "item_id", "gold_ranks", "gold_n"])
+
     def health(self, max_error_rate: float, arms: Sequence[str] | None = None) -> RunHealth:
         """Each arm's errors and budget stops against ``max_error_rate``
         (:func:`hr_core.engine.health.assess_benchmark`), computed once per limit;

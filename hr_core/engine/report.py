@@ -240,6 +240,9 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
         lines += ["", *(f"> **Warning:** {_cell(w)}" for w in warnings)]
     lines += ["", "Accuracy is over the runs made (runs a budget stopped are left out; "
               "coverage = runs made / runs planned); intervals as in docs/statistics.md."]
+    from hr_core.report.retrieval import retrieval_markdown
+
+    lines += retrieval_markdown(bench.retrieval_summary(), bench.retrieval_differences())
     limit = float(m.get("max_error_rate") or DEFAULT_MAX_ERROR_RATE)
     health = bench.health(limit, arms=result.order or None)
     lines += ["", "## Errors", ""]

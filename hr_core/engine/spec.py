@@ -121,8 +121,23 @@ class BenchmarkSpec(BaseModel):
     slices: list[str] | None = None
     """Item fields (payload keys) to give accuracy by (:mod:`hr_core.slices`); an analysis
     setting: not part of the run id."""
+    retrieval_k: list[int] | None = None
+    """The depths k of the retrieval figures (hit@k, recall@k, ...; default 1, 3, 5, 10:
+    :mod:`hr_core.stats.retrieval`); an analysis setting: not part of the run id."""
     base_dir: str | None = Field(default=None, exclude=True)
     source: str | None = Field(default=None, exclude=True)
+
+    @field_validator("retrieval_k")
+    @classmethod
+    def _depths(cls, value: list[int] | None) -> list[int] | None:
+        from hr_core.engine.record import CONTEXTS_MAX
+
+        if value is None:
+            return None
+        if not value or any(not 1 <= k <= CONTEXTS_MAX for k in value):
+            raise ValueError(f"retrieval_k needs depths from 1 to {CONTEXTS_MAX} (the contexts "
+                             f"a run keeps), got {value!r}")
+        return sorted(set(value))
 
     @field_validator("name")
     @classmethod

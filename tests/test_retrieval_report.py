@@ -1,0 +1,95 @@
+"""Contexts and retrieval figures where a user reads a run (issue 36 items 1 and 3): the
+report (markdown and HTML), ``hr summary``, ``hr show`` and ``hr diff``."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from hr_cli.commands import show_summary
+from hr_cli.show import show_run
+from hr_core import ArmResult, Context, diff_runs
+from hr_core.engine.benchmark import Benchmark
+from hr_core.engine.report import report_markdown
+from hr_core.engine.session import BenchmarkSession, plan_benchmark
+
+ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}", "gold_contexts": [f"p{i}"]}
+         for i in range(8)]
+
+
+def _number(payload: dict[str, Any]) -> int:
+    return int(payload["question"][1:])
+
+
+def _finds_half(payload: dict[str, Any]) -> ArmResult:
+    """Retrieves the gold passage at rank 2 for even items, misses it for odd ones; answers
+    right exactly when it found it."""
+    n = _number(payload)
+    found = n % 2 == 0
+    return ArmResult(answer=f"a{n}" if found else "no idea", contexts=[
+        Context(id="noise"), Context(id=f"p{n}" if found else "elsewhere", score=0.5)])
+
+
+def _finds_all(payload: dict[str, Any]) -> ArmResult:
+    n = _number(payload)
+    return ArmResult(answer=f"a{n}", contexts=[Context(id=f"p{n}", score=0.9)])
+
+
+def _run(tmp_path: Path, arms: dict[str, Any], name: str = "rag") -> Benchmark:
+    plan = plan_benchmark(arms, ITEMS, store=str(tmp_path), name=name)
+    return BenchmarkSession(plan).run_sync()
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory: pytest.TempPathFactory) -> Benchmark:
+    return _run(tmp_path_factory.mktemp("store"), {"half": _finds_half, "all": _finds_all})
+
+
+def _printed(fn: Any, *args: Any, **kwargs: Any) -> str:
+    out = io.StringIO()
+    fn(Console(file=out, width=250, color_system=None), *args, **kwargs)
+    return out.getvalue()
+
+
+def test_the_markdown_report_has_a_retrieval_section_with_intervals(both: Benchmark) -> None:
+    text = report_markdown(Benchmark.load(both.run_dir or ""))
+    section = text[text.index("## Retrieval"):]
+    assert "Relevance: gold passages" in section
+    assert "| half | 8 | hit | 0.000 (0.000–0.369) | 0.500 (0.157–0.843) |" in section
+    assert "| all | 8 | hit | 1.000 (0.631–1.000) |" in section
+    assert "| half | 0.250 (" in section  # MRR: half of the items at rank 2
+    assert "| all − half | hit@10 | +0.500 (" in section
+
+
+def test_a_run_without_contexts_has_no_retrieval_section(tmp_path: Path) -> None:
+    bench = _run(tmp_path, {"plain": lambda p: "a0"})
+    assert "## Retrieval" not in report_markdown(bench)
+    assert bench.retrieval_summary().empty and not bench.has_contexts
+
+
+def test_hr_summary_prints_the_retrieval_table(both: Benchmark) -> None:
+    printed = _printed(show_summary, both.run_dir)
+    assert "Retrieval (relevance: gold passages; 95% CI)" in printed
+    assert "0.250 (" in printed
+
+
+def test_hr_show_and_the_html_report_show_each_failed_runs_contexts(both: Benchmark) -> None:
+    printed = _printed(show_run, both.run_dir, arm="half")
+    assert "contexts" in printed and "noise, elsewhere (0.5)" in printed
+    html = (Path(both.run_dir or "") / "report.html").read_text("utf-8")
+    assert '>contexts</th>' in html
+    assert "noise, elsewhere (0.5)" in html
+
+
+def test_hr_diff_shows_the_contexts_of_the_flipped_items(tmp_path: Path) -> None:
+    then = _run(tmp_path, {"rag": _finds_half})
+    now = _run(tmp_path, {"rag": _finds_all})
+    found = diff_runs(then, now)
+    flip = next(f for f in found.flips if f.item_id == "q1")
+    assert flip.direction == "wrong→right"
+    assert flip.contexts_a == "noise, elsewhere (0.5)" and flip.contexts_b == "p1 (0.9)"
+    assert r"no idea (wrong) ⟨noise, elsewhere \(0.5\)⟩" in found.to_markdown()
