@@ -1,9 +1,12 @@
 """Which contexts are relevant (issue 36 item 2): gold ids, gold texts after the
-documented normalisation, answer containment where no gold passage is named."""
+documented normalisation, answer containment where no gold passage is named; and where a
+failed run's chain broke (item 4)."""
 
 from __future__ import annotations
 
-from hr_core.scoring.relevance import contexts_line, gold_ranks, judge_contexts
+import pytest
+
+from hr_core.scoring.relevance import attribute, contexts_line, gold_ranks, judge_contexts
 
 
 def test_gold_ids_match_exactly_and_gold_texts_after_normalisation() -> None:
@@ -29,3 +32,24 @@ def test_the_contexts_line_is_short_whatever_the_passages() -> None:
     line = contexts_line([long] * 50, cut=3)
     assert line is not None and len(line) < 260 and line.endswith("(+45 more; 3 cut)")
     assert contexts_line([]) == "(none)" and contexts_line(None) is None
+
+
+@pytest.mark.parametrize(("kind", "ranks", "n_gold", "label", "expected"), [
+    ("wrong", "", 1, "Paris", "retrieval miss"),
+    ("parse_failure", "", 2, "Paris", "retrieval miss"),
+    ("wrong", "3", 1, "Paris", "reading error"),
+    ("parse_failure", "1", 1, "Paris", "reading error"),
+    ("not_in_document", "2", 1, "Paris", "refusal despite evidence"),
+    ("refusal", "1 4", 2, "Paris", "refusal despite evidence"),
+    ("refusal", "", 1, "Paris", "retrieval miss"),
+    (None, "", 1, "Paris", None),  # correct: nothing to blame
+    ("error", "", 1, "Paris", None),  # the arm raised: no answer
+    ("budget_stop", None, None, "Paris", None),
+    ("wrong", "", None, "Paris", None),  # answer containment: not attributed
+    ("wrong", None, 1, "Paris", None),  # no contexts
+    ("not_in_document", "", 1, "NOT_IN_DOCUMENT", None),  # unanswerable: left out
+])
+def test_each_failed_run_is_attributed_by_the_documented_rule(
+        kind: str | None, ranks: str | None, n_gold: int | None, label: str,
+        expected: str | None) -> None:
+    assert attribute(kind, ranks, n_gold, label) == expected

@@ -7,6 +7,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from rich.console import Console
 
@@ -16,6 +17,7 @@ from hr_core import ArmResult, Context, diff_runs
 from hr_core.engine.benchmark import Benchmark
 from hr_core.engine.report import report_markdown
 from hr_core.engine.session import BenchmarkSession, plan_benchmark
+from hr_core.stats import clopper_pearson
 
 ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}", "gold_contexts": [f"p{i}"]}
          for i in range(8)]
@@ -93,3 +95,18 @@ def test_hr_diff_shows_the_contexts_of_the_flipped_items(tmp_path: Path) -> None
     assert flip.direction == "wrong→right"
     assert flip.contexts_a == "noise, elsewhere (0.5)" and flip.contexts_b == "p1 (0.9)"
     assert r"no idea (wrong) ⟨noise, elsewhere \(0.5\)⟩" in found.to_markdown()
+
+
+def test_the_report_splits_each_arms_failures_by_where_the_chain_broke(
+        both: Benchmark) -> None:
+    runs = both.runs.set_index(["arm", "item_id"])
+    assert runs.loc[("half", "q1"), "attribution"] == "retrieval miss"
+    assert runs.loc[("half", "q0"), "attribution"] is None or pd.isna(
+        runs.loc[("half", "q0"), "attribution"])  # correct: not attributed
+    split = both.attribution_summary().set_index(["arm", "attribution"])
+    miss = split.loc[("half", "retrieval miss")]
+    assert (miss["count"], miss["attributed"], miss["share"]) == (4, 4, 1.0)
+    assert miss["ci_low"] == pytest.approx(clopper_pearson(4, 4).low)
+    text = report_markdown(both)
+    assert "| half | 4 | 4 (100%, 40%–100%) | 0 (0%, 0%–60%) | 0 (0%, 0%–60%) |" in text
+    assert "half: of 4 failed answers, 4 never saw a gold passage." in text

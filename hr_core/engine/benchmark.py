@@ -316,6 +316,19 @@ class Benchmark:
 
         return tuple(self.manifest.get("retrieval_k") or KS)
 
+    def attribution_summary(self) -> pd.DataFrame:
+        """Why each arm's failed runs failed, where items name gold passages: retrieval
+        misses, reading errors, refusals despite evidence, as counts and shares with
+        intervals (:func:`hr_core.stats.attribution.attribution_summary`). Computed once."""
+        found: pd.DataFrame | None = self._memo.get("attribution")
+        if found is None:
+            from hr_core.stats.attribution import attribution_summary
+
+            runs = (self.columns(["arm", ITEM_INDEX, "item_id", "attribution"])
+                    if self.has_contexts else pd.DataFrame({"arm": []}))
+            found = self._memo["attribution"] = attribution_summary(runs)
+        return found
+
     @property
     def has_contexts(self) -> bool:
         """Whether some run returned contexts (the runs table has their columns)."""

@@ -242,7 +242,8 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
               "coverage = runs made / runs planned); intervals as in docs/statistics.md."]
     from hr_core.report.retrieval import retrieval_markdown
 
-    lines += retrieval_markdown(bench.retrieval_summary(), bench.retrieval_differences())
+    lines += retrieval_markdown(bench.retrieval_summary(), bench.retrieval_differences(),
+                                bench.attribution_summary())
     limit = float(m.get("max_error_rate") or DEFAULT_MAX_ERROR_RATE)
     health = bench.health(limit, arms=result.order or None)
     lines += ["", "## Errors", ""]

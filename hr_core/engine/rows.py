@@ -38,7 +38,12 @@ from hr_core.engine.memory import give_back
 from hr_core.engine.record import RunRecord, decode
 from hr_core.engine.runner import stopped_record
 from hr_core.reference import Reference
-from hr_core.scoring.relevance import RETRIEVAL_COLUMNS, contexts_line, judge_contexts
+from hr_core.scoring.relevance import (
+    RETRIEVAL_COLUMNS,
+    attribute,
+    contexts_line,
+    judge_contexts,
+)
 
 __all__ = ["BATCH", "RECORDS_KEPT_UP_TO", "ROW_GROUP", "RunPositions", "compact_journal",
            "write_runs"]
@@ -232,8 +237,8 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
     frame_schema = runs_schema(judge)
     schema = frame_schema.append(pa.field(ITEM_INDEX, pa.int32()))
     if retrieval:
-        for name, kind in zip(RETRIEVAL_COLUMNS, (pa.string(), pa.string(), pa.int64()),
-                              strict=True):
+        for name, kind in zip(RETRIEVAL_COLUMNS,
+                              (pa.string(), pa.string(), pa.int64(), pa.string()), strict=True):
             schema = schema.append(pa.field(name, kind))
     handles = [os.open(path, os.O_RDONLY) for path in files]
     pending: list[pa.Table] = []
@@ -296,6 +301,7 @@ def _retrieval_columns(records: list[RunRecord], items: np.ndarray, reference: R
     lines: list[str | None] = []
     ranks: list[str | None] = []
     counts: list[int | None] = []
+    blamed: list[str | None] = []
     every = reference.items
     gold = reference.gold_contexts
     for record, index in zip(records, items.tolist(), strict=True):
@@ -304,13 +310,15 @@ def _retrieval_columns(records: list[RunRecord], items: np.ndarray, reference: R
             lines.append(None)
             ranks.append(None)
             counts.append(None)
+            blamed.append(None)
             continue
         item = every[index]
         found, count = judge_contexts(contexts, gold.get(item.id, ()), item.label)
         lines.append(contexts_line(contexts, record.contexts_cut))
         ranks.append(found)
         counts.append(count)
-    return dict(zip(RETRIEVAL_COLUMNS, (lines, ranks, counts), strict=True))
+        blamed.append(attribute(record.failure_kind, found, count, item.label))
+    return dict(zip(RETRIEVAL_COLUMNS, (lines, ranks, counts, blamed), strict=True))
 
 
 def compact_journal(journal: Journal) -> bool:

@@ -26,6 +26,7 @@ def _with_ci(row: Any) -> str:
 
 
 def retrieval_markdown(summary: pd.DataFrame, differences: pd.DataFrame,
+                       attribution: pd.DataFrame | None = None,
                        level: float = 0.95) -> list[str]:
     """The section's markdown lines (``[]`` when ``summary`` is empty).
 
@@ -69,4 +70,36 @@ def retrieval_markdown(summary: pd.DataFrame, differences: pd.DataFrame,
                 f"{markdown_text(r['figure'])} | {r['diff']:+.3f} ({r['ci_low']:+.3f} to "
                 f"{r['ci_high']:+.3f}) | {p} | {markdown_text(r['decision'])} |")
         lines.append(f"Method: {markdown_text(differences['method'].iloc[0])}.")
+    if attribution is not None and len(attribution):
+        lines += _attribution_lines(attribution, level)
     return lines
+
+
+def _attribution_lines(attribution: pd.DataFrame, level: float) -> list[str]:
+    """"Why it failed": per arm, its attributed failed runs split by where the chain
+    broke, each a count and a share with its interval."""
+    kinds = list(dict.fromkeys(attribution["attribution"]))
+    lines = ["", "### Why it failed", "",
+             "Failed runs (wrong, not in document, refusal, parse failure) of items with gold "
+             f"passages, by where the chain broke; shares with {level:.0%} item-clustered "
+             "intervals.", "",
+             "| arm | attributed | " + " | ".join(map(markdown_text, kinds)) + " |",
+             "|---|---|" + "---|" * len(kinds)]
+    headlines = []
+    for arm, rows in attribution.groupby("arm", sort=False):
+        by_kind = {r["attribution"]: r for r in rows.to_dict("records")}
+        total = int(rows["attributed"].iloc[0])
+        cells = [f"{int(r['count']):,} ({_percent(r['share'])}, {_percent(r['ci_low'])}–"
+                 f"{_percent(r['ci_high'])})" for r in (by_kind[k] for k in kinds)]
+        lines.append(f"| {markdown_text(arm)} | {total:,} | " + " | ".join(cells) + " |")
+        missed = by_kind.get("retrieval miss")
+        if missed is not None and total:
+            headlines.append(f"{markdown_text(arm)}: of {total:,} failed answers, "
+                             f"{int(missed['count']):,} never saw a gold passage")
+    if headlines:
+        lines += ["", "; ".join(headlines) + "."]
+    return lines
+
+
+def _percent(value: Any) -> str:
+    return "–" if value is None or pd.isna(value) else f"{float(value):.0%}"

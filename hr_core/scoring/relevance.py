@@ -11,7 +11,9 @@ computed (:mod:`hr_core.stats.retrieval`):
   (``""``: none found); under answer containment, the ranks of the contexts that contain
   an accepted answer;
 - ``gold_n``: how many gold passages the item names; missing under answer containment
-  (its recall is undefined: nobody counted the relevant passages).
+  (its recall is undefined: nobody counted the relevant passages);
+- ``attribution``: why a failed run failed (:func:`attribute`), where the item names
+  gold passages: ``retrieval miss``, ``reading error`` or ``refusal despite evidence``.
 
 A context matches a gold passage when its ``id`` equals it, or when its text,
 normalised by :func:`normalise_passage` (Unicode NFKC, case-folded, every whitespace run
@@ -31,13 +33,19 @@ from typing import Any
 
 from hr_core._squad import NO_ANSWER
 
-__all__ = ["RETRIEVAL_COLUMNS", "contexts_line", "gold_ranks", "judge_contexts",
-           "normalise_passage"]
+__all__ = ["ATTRIBUTIONS", "RETRIEVAL_COLUMNS", "attribute", "contexts_line", "gold_ranks",
+           "judge_contexts", "normalise_passage"]
 
-RETRIEVAL_COLUMNS = ("contexts", "gold_ranks", "gold_n")
+RETRIEVAL_COLUMNS = ("contexts", "gold_ranks", "gold_n", "attribution")
 """The columns ``runs.parquet`` has when any run returned contexts: the compact text of
-the contexts (:func:`contexts_line`), the ranks of the gold passages found and how many
-the item names."""
+the contexts (:func:`contexts_line`), the ranks of the gold passages found, how many the
+item names, and why a failed run failed (:func:`attribute`)."""
+
+ATTRIBUTIONS = ("retrieval miss", "reading error", "refusal despite evidence")
+"""Where the chain broke for a failed run, in the order pages list them."""
+
+_READING = frozenset({"wrong", "parse_failure"})
+_REFUSING = frozenset({"not_in_document", "refusal"})
 
 _SPACE = re.compile(r"\s+")
 _SHOWN = 5  # contexts a line names
@@ -112,6 +120,29 @@ def judge_contexts(contexts: Sequence[dict[str, Any]] | None, gold: Sequence[str
         return " ".join(map(str, gold_ranks(contexts, gold))), len(gold)
     found = _containing(contexts, label)
     return (None if found is None else " ".join(map(str, found))), None
+
+
+def attribute(failure_kind: str | None, ranks: str | None, n_gold: int | None,
+              label: Any) -> str | None:
+    """Why a failed run failed, where its item names gold passages: a ``retrieval miss``
+    (no gold passage among its contexts), a ``reading error`` (one retrieved; the answer
+    ``wrong`` or a ``parse_failure``) or a ``refusal despite evidence`` (one retrieved;
+    ``not_in_document`` or a ``refusal``). ``None`` for any other run: correct, ``error``
+    or ``budget_stop`` (no answer to blame), no contexts, no gold passages (answer
+    containment does not attribute), an unanswerable item.
+
+    Example:
+        >>> attribute("wrong", "", 1, "x"), attribute("wrong", "2", 1, "x")
+        ('retrieval miss', 'reading error')
+        >>> attribute("refusal", "1", 2, "x"), attribute("error", "", 1, "x")
+        ('refusal despite evidence', None)
+    """
+    if (n_gold is None or ranks is None or label == NO_ANSWER
+            or failure_kind not in _READING | _REFUSING):
+        return None
+    if not ranks:
+        return "retrieval miss"
+    return "reading error" if failure_kind in _READING else "refusal despite evidence"
 
 
 def contexts_line(contexts: Sequence[dict[str, Any]] | None, cut: int | None = None
