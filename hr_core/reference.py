@@ -20,12 +20,12 @@ import pandas as pd
 
 from hr_core._csv_table import read_csv_table
 from hr_core._json_text import jsonl_lines
-from hr_core._squad_file import read_squad
+from hr_core._squad_file import read_squad, squad_corpus
 from hr_core._text import is_missing, plain_digits
 from hr_core.errors import ReferenceDataError
 from hr_core.identity import fingerprint
 
-__all__ = ["GOLD_CONTEXTS", "Item", "Reference", "hr_reference"]
+__all__ = ["GOLD_CONTEXTS", "Item", "Reference", "hr_reference", "squad_corpus"]
 
 GOLD_CONTEXTS = "gold_contexts"
 """The default column of an item's gold passages (a list of passage ids or texts)."""
@@ -112,7 +112,7 @@ class Reference:
 
 def hr_reference(
     data: Any, *, id: str = "id", item: str | None = None, label: str = "label",
-    gold_contexts: str = GOLD_CONTEXTS,
+    gold_contexts: str = GOLD_CONTEXTS, retrieval: bool = False,
 ) -> Reference:
     """Read a reference set.
 
@@ -142,6 +142,11 @@ def hr_reference(
             text, normalised (Unicode NFKC, case-folded, whitespace runs as one space),
             equals or contains a normalised gold entry (:mod:`hr_core.scoring.relevance`).
             A column other than the default that is absent is an error.
+        retrieval: read a SQuAD ``.json`` file as a retrieval benchmark: the payload is
+            the question's ``id``, ``title`` and ``question`` (not its paragraph), and
+            each answerable question's gold passage is its paragraph's id
+            (``"<title>#p<index>"``); :func:`squad_corpus` gives the paragraphs an arm
+            retrieves from.
 
     Raises:
         ReferenceDataError: naming the file, the row or line and the field: a duplicate
@@ -156,7 +161,12 @@ def hr_reference(
         Item(id='row1', payload='Capital of France?', label='["Paris", "paris"]')
     """
     if isinstance(data, str | Path) and Path(data).suffix.lower() == ".json":
-        return _squad_reference(Path(data), id, item, label)
+        return _squad_reference(Path(data), id, item, label, retrieval)
+    if retrieval:
+        raise ReferenceDataError(
+            f"{data if isinstance(data, str | Path) else '<data>'}: retrieval=True reads a "
+            "SQuAD .json file as a retrieval benchmark; for other data name each item's gold "
+            "passages in a gold_contexts column")
     source, records, where, json_cells = _read(data)
     if not records:
         raise ReferenceDataError(f"{source}: no items (no rows); add at least one item")
@@ -260,23 +270,25 @@ def _warn_emptied(source: str, field: str, first: list[str], count: int) -> None
         f"{source}: {count} item(s) have a {field!r} of [] or NaN ({', '.join(first)}"
         f"{', ...' if count > len(first) else ''}), read as no label (like null): they are "
         "unscored; give the accepted answers, or null for no label", stacklevel=3)
-def _squad_reference(path: Path, id: str, item: str | None, label: str) -> Reference:
+def _squad_reference(path: Path, id: str, item: str | None, label: str,
+                     retrieval: bool = False) -> Reference:
     """A SQuAD JSON file's questions (:mod:`hr_core._squad_file`)."""
     if id != "id" or label != "label":
         raise ReferenceDataError(f"{path}: a SQuAD file has its own ids and labels; leave "
                                  "id= and label= out")
     if not path.is_file():
         raise ReferenceDataError(f"{path}: cannot read: no such file")
-    rows = read_squad(path, item)
+    rows = read_squad(path, item, retrieval)
     if not rows:
         raise ReferenceDataError(f"{path}: no items (no questions); add at least one item")
     seen: set[str] = set()
-    for qid, _, _ in rows:
+    for qid, _, _, _ in rows:
         if qid in seen:
             raise ReferenceDataError(f"{path}: duplicate question id {qid!r} (ids must be "
                                      "unique)")
         seen.add(qid)
-    return Reference([Item(*row) for row in rows], str(path))
+    return Reference([Item(*row[:3]) for row in rows], str(path),
+                     {row[0]: row[3] for row in rows if row[3]})
 
 
 def _read(data: Any) -> tuple[str, list[dict[str, Any]], Any, JsonCells]:

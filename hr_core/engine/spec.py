@@ -46,6 +46,8 @@ class ReferenceSpec(BaseModel):
     item: str | None = None
     label: str = "label"
     gold_contexts: str = GOLD_CONTEXTS
+    retrieval: bool = False
+    """A SQuAD ``.json`` file read as a retrieval benchmark (:func:`hr_reference`)."""
 
 
 class JudgeScorerSpec(BaseModel):
@@ -174,7 +176,7 @@ class BenchmarkSpec(BaseModel):
         if not path.is_absolute() and self.base_dir is not None:
             path = Path(self.base_dir) / path
         return hr_reference(path, id=ref.id, item=ref.item, label=ref.label,
-                            gold_contexts=ref.gold_contexts)
+                            gold_contexts=ref.gold_contexts, retrieval=ref.retrieval)
 
     def build_scorer(self) -> Scorer:
         """The scorer the spec names."""
