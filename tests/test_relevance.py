@@ -53,3 +53,9 @@ def test_each_failed_run_is_attributed_by_the_documented_rule(
         kind: str | None, ranks: str | None, n_gold: int | None, label: str,
         expected: str | None) -> None:
     assert attribute(kind, ranks, n_gold, label) == expected
+
+
+def test_non_ascii_passages_match_after_nfkc_and_case_folding() -> None:
+    contexts = [{"id": "a", "text": "x " * 600}, {"id": "b", "text": "Die  FINAL Strasse."}]
+    assert gold_ranks(contexts, ["\ufb01nal stra\u00dfe"]) == [2]  # ligature fi, sharp s
+    assert judge_contexts(contexts, [], ["STRASSE"]) == ("2", None)

@@ -17,11 +17,12 @@ computed (:mod:`hr_core.stats.retrieval`):
 
 A context matches a gold passage when its ``id`` equals it, or when its text,
 normalised by :func:`normalise_passage` (Unicode NFKC, case-folded, every whitespace run
-one space, trimmed), equals or contains the normalised gold passage (a retrieved chunk
-that holds the whole gold passage). Answer containment: a context whose normalised text
-contains a normalised accepted answer (labels but ``NOT_IN_DOCUMENT``). Both columns are
-missing for a run without contexts and for an item with neither gold passages nor an
-answer. :func:`contexts_line` is the compact text of the contexts that pages show.
+one space, trimmed: ``" ".join(text.split())``), equals or contains the normalised gold
+passage (a retrieved chunk that holds the whole gold passage). Answer containment: a
+context whose normalised text contains a normalised accepted answer (labels but
+``NOT_IN_DOCUMENT``). The columns are missing for a run without contexts, and
+``gold_ranks`` for an item with neither gold passages nor an answer.
+:func:`contexts_line` is the compact text of the contexts that pages show.
 """
 
 from __future__ import annotations
@@ -59,7 +60,48 @@ def normalise_passage(text: str) -> str:
         >>> normalise_passage("  The LOIRE\\n is  long. ")
         'the loire is long.'
     """
-    return _SPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    if text.isascii():  # NFKC is the identity and casefold is lower on ASCII
+        return " ".join(text.lower().split())
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+class _Texts:
+    """A run's context texts, lowered and normalised once, when first needed: most
+    checks are decided by a context's id, or by one look for the gold passage's longest
+    word in all the run's texts lowered together (ASCII), without normalising each 1 KB
+    passage."""
+
+    __slots__ = ("_blob", "_normalised", "texts")
+
+    def __init__(self, contexts: Sequence[dict[str, Any]]) -> None:
+        self.texts = [c.get("text") if isinstance(c.get("text"), str) else None
+                      for c in contexts]
+        self._blob: str | None = None
+        self._normalised: dict[int, str] = {}
+
+    def may_hold(self, wanted: str, key: str) -> bool:
+        """``False`` when no text can contain ``wanted`` (its longest word ``key`` is in
+        none of them); ``True`` when some might."""
+        if self._blob is None:
+            self._blob = "\0".join(t for t in self.texts if t is not None)
+        blob = self._blob
+        if not blob:
+            return False
+        return not (wanted.isascii() and blob.isascii()) or key in blob.lower()
+
+    def holds(self, index: int, wanted: str) -> bool:
+        """Whether context ``index``'s normalised text contains ``wanted`` (normalised)."""
+        text = self.texts[index]
+        if text is None:
+            return False
+        normalised = self._normalised.get(index)
+        if normalised is None:
+            normalised = self._normalised[index] = normalise_passage(text)
+        return wanted in normalised
+
+
+def _key(wanted: str) -> str:
+    return max(wanted.split(" "), key=len)
 
 
 def gold_ranks(contexts: Sequence[dict[str, Any]], gold: Sequence[str]) -> list[int]:
@@ -71,16 +113,16 @@ def gold_ranks(contexts: Sequence[dict[str, Any]], gold: Sequence[str]) -> list[
         ...            ["p3", "paris is in france.", "p9"])
         [2, 3]
     """
-    texts = [normalise_passage(c["text"]) if isinstance(c.get("text"), str) else None
-             for c in contexts]
     ids = [c.get("id") for c in contexts]
+    texts = _Texts(contexts)
     ranks = []
     for passage in gold:
+        at = ids.index(passage) if passage in ids else len(ids)
         wanted = normalise_passage(passage)
-        for rank, (cid, text) in enumerate(zip(ids, texts, strict=True), start=1):
-            if cid == passage or (text is not None and wanted and wanted in text):
-                ranks.append(rank)
-                break
+        if at and wanted and texts.may_hold(wanted, _key(wanted)):  # an earlier text holds it
+            at = next((i for i in range(at) if texts.holds(i, wanted)), at)
+        if at < len(ids):
+            ranks.append(at + 1)
     return sorted(ranks)
 
 
@@ -92,14 +134,10 @@ def _containing(contexts: Sequence[dict[str, Any]], label: Any) -> list[int] | N
     answers = [a for a in answers if a]
     if not answers:
         return None
-    ranks = []
-    for rank, context in enumerate(contexts, start=1):
-        text = context.get("text")
-        if isinstance(text, str):
-            folded = normalise_passage(text)
-            if any(a in folded for a in answers):
-                ranks.append(rank)
-    return ranks
+    texts = _Texts(contexts)
+    answers = [a for a in answers if texts.may_hold(a, _key(a))]
+    return [index + 1 for index in range(len(contexts))
+            if any(texts.holds(index, a) for a in answers)]
 
 
 def judge_contexts(contexts: Sequence[dict[str, Any]] | None, gold: Sequence[str],
