@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
-from hr_core import ArmResult
+from hr_core import ArmResult, hr_scorer
 from hr_core.engine import RUN_COLUMNS
 from hr_core.engine.journal import Journal
 from hr_core.engine.outputs import load_output
@@ -126,3 +126,48 @@ def test_a_run_without_any_contexts_keeps_the_table_it_always_had(tmp_path: Path
     bench = BenchmarkSession(plan_benchmark({"plain": lambda p: "a0"}, ITEMS,
                                             store=str(tmp_path))).run_sync()
     assert tuple(bench.runs.columns) == RUN_COLUMNS
+
+
+def test_a_rescored_run_keeps_each_runs_contexts_and_judges_them_again(
+        tmp_path: Path) -> None:
+    from hr_core.engine.rescore import rescore_run
+
+    items = [{**item, "gold_contexts": [f"p{i}"]} for i, item in enumerate(ITEMS)]
+    bench = BenchmarkSession(plan_benchmark({"rag": _retriever}, items,
+                                            store=str(tmp_path))).run_sync()
+    assert bench.runs["attribution"].isna().all()  # every answer right
+
+    def strict(item: Any, output: Any, label: Any) -> dict[str, Any]:
+        assert isinstance(output, ArmResult) and output.contexts  # the scorer sees them
+        right = output.answer == "a0"
+        return {"correct": right, "outcome": output.answer,
+                "failure_kind": None if right else "wrong"}
+
+    again = rescore_run(bench.run_dir or "", hr_scorer(strict, name="only_q0"))
+    runs = again.runs.set_index("item_id")
+    assert runs.loc["q2", "contexts"] == "p2 (0.9), p-other"
+    assert runs.loc["q2", "attribution"] == "reading error"  # p2 retrieved, answer now wrong
+    assert pd.isna(runs.loc["q0", "attribution"])
+
+
+@pytest.mark.parametrize("kept_up_to", [0, 1_000])
+def test_the_table_read_back_from_the_journal_has_the_contexts_columns(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kept_up_to: int) -> None:
+    """A resumed or large run builds its table from the journal's lines, not the records
+    this process made: the contexts are found there too."""
+    from hr_core import hr_reference
+    from hr_core.engine import rows
+
+    items = [{**item, "gold_contexts": [f"p{i}"]} for i, item in enumerate(ITEMS)]
+    session = BenchmarkSession(plan_benchmark({"plain": lambda p: "a0", "rag": _retriever},
+                                              items, store=str(tmp_path)))
+    session.run_sync()
+    monkeypatch.setattr(rows, "RECORDS_KEPT_UP_TO", kept_up_to)
+    journal = Journal(session.journal.path, fallback=tmp_path / "none.jsonl")
+    positions = rows.RunPositions(["plain", "rag"], {"plain": 1, "rag": 1},
+                                  hr_reference(items))
+    rows.write_runs(journal, positions, str(tmp_path / "again.parquet"))
+    table = pd.read_parquet(tmp_path / "again.parquet")
+    assert table["gold_ranks"].isna().tolist()[:5] == [True] * 4 + [False]
+    assert table["gold_ranks"].iloc[4] == "1"
+    assert table["contexts"].iloc[5] == "p1 (0.9), p-other"
