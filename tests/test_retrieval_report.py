@@ -110,3 +110,21 @@ def test_the_report_splits_each_arms_failures_by_where_the_chain_broke(
     text = report_markdown(both)
     assert "| half | 4 | 4 (100%, 40%–100%) | 0 (0%, 0%–60%) | 0 (0%, 0%–60%) |" in text
     assert "half: of 4 failed answers, 4 never saw a gold passage." in text
+
+
+def test_report_html_has_the_retrieval_tables_when_made_and_when_made_again(
+        both: Benchmark, tmp_path: Path) -> None:
+    from hr_core.report import write_report
+
+    made = (Path(both.run_dir or "") / "report.html").read_text("utf-8")
+    again = Path(write_report(both.run_dir or "", tmp_path / "again.html")).read_text("utf-8")
+    for html in (made, again):
+        assert 'id="table-retrieval"' in html and 'id="table-attribution"' in html
+        assert "0.250 (" in html  # half's MRR
+        assert "4 (100%, 40%–100%)" in html
+
+
+def test_report_html_without_contexts_has_no_retrieval_table(tmp_path: Path) -> None:
+    bench = _run(tmp_path, {"plain": lambda p: "a0"})
+    assert "table-retrieval" not in (Path(bench.run_dir or "") / "report.html").read_text(
+        "utf-8")

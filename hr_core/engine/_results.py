@@ -190,6 +190,10 @@ class SessionResults:
         return render_report(ReportInputs(
             bench.manifest, bench.stat_runs(), summary, run_dir=self.store.run_dir,
             items=item_texts(self.plan.reference), texts=bench.row_texts(), slices=slices,
+            retrieval={"summary": bench.retrieval_summary(),
+                       "differences": bench.retrieval_differences(),
+                       "attribution": bench.attribution_summary()} if bench.has_contexts
+            else None,
             memo={"verdict": bench.verdict()} if summary is bench.summary() else {}))
 
     def summarise(self, bench: Benchmark) -> tuple[pd.DataFrame, str]:

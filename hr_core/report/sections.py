@@ -129,7 +129,14 @@ def facts_section(inputs: ReportInputs) -> str:
 
 
 def summary_section(inputs: ReportInputs) -> str:
-    """The summary table, best arm first."""
+    """The summary table, best arm first; the retrieval figures under it when some run
+    returned contexts (:func:`hr_core.report.retrieval.retrieval_html`)."""
+    from hr_core.report.retrieval import retrieval_html
+
+    return _summary_table(inputs) + retrieval_html(inputs.retrieval)
+
+
+def _summary_table(inputs: ReportInputs) -> str:
     summary = inputs.summary
     kinds: list[str] = [k for k in FAILURE_KINDS if k in summary.columns]
     kinds += [str(c) for c in summary.columns
