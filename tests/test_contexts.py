@@ -171,3 +171,12 @@ def test_the_table_read_back_from_the_journal_has_the_contexts_columns(
     assert table["gold_ranks"].isna().tolist()[:5] == [True] * 4 + [False]
     assert table["gold_ranks"].iloc[4] == "1"
     assert table["contexts"].iloc[5] == "p1 (0.9), p-other"
+
+
+def test_records_with_passages_are_not_kept_in_memory_for_the_table(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "journal.jsonl", fallback=tmp_path / "none.jsonl")
+    journal.made = []
+    journal.append(RunRecord(arm="a", item_id="q1", run=1))
+    assert journal.made is not None and len(journal.made) == 1
+    journal.append(RunRecord(arm="a", item_id="q2", run=1, contexts=[{"text": "x" * 2000}]))
+    assert journal.made is None  # the runs table reads them back from the journal

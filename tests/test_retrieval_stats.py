@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given
@@ -14,6 +15,7 @@ from hr_core.stats import accuracy_interval, compare_paired
 from hr_core.stats.retrieval import (
     CONTAINMENT,
     GOLD,
+    figures_of,
     retrieval_differences,
     retrieval_summary,
     run_figures,
@@ -116,3 +118,18 @@ def test_figures_stay_in_range_and_hit_grows_with_k(ranks: list[int], extra: int
     assert 0 <= got["mrr"] <= 1
     assert all(0 <= got[f"{m}@{k}"] <= 1 + 1e-12 for m in ("precision", "ndcg") for k in ks)
     assert all(got[f"hit@{k}"] >= got[f"recall@{k}"] for k in ks)
+
+
+@given(st.lists(st.tuples(rank_lists, st.one_of(st.none(), st.integers(1, 8))), max_size=12))
+def test_the_figures_of_many_runs_are_each_runs_figures(
+        runs: list[tuple[list[int], int | None]]) -> None:
+    ks = (1, 3, 10)
+    runs = [(ranks[:n] if n else ranks, n) for ranks, n in runs]  # one rank per gold passage
+    texts = [" ".join(map(str, sorted(ranks))) for ranks, _ in runs]
+    gold = np.array([math.nan if n is None else n for _, n in runs], dtype=float)
+    together = figures_of(texts, gold, ks)
+    for index, (ranks, n) in enumerate(runs):
+        alone = run_figures(sorted(ranks), n, ks)
+        for name, value in alone.items():
+            got = together[name][index]
+            assert (math.isnan(got) and math.isnan(value)) or got == pytest.approx(value)

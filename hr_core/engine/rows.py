@@ -147,7 +147,10 @@ def _latest_lines(journal: Journal, positions: RunPositions, latest: list[Any] |
         place = positions.of(record.arm, record.item_id, record.run)
         if place >= 0:
             if contexts is not None and not contexts and record.contexts is not None:
-                contexts.append(True)
+                contexts.append(True)  # the records' passages are not all kept: read again
+                if latest is not None:
+                    latest[:] = [None] * len(latest)
+                    latest = None
             if latest is not None:  # read in written order: the last one read wins
                 latest[place] = record
             where.append(place)
@@ -231,6 +234,8 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
     else:
         files, source, offset, size, superseded = _latest_lines(journal, positions, latest,
                                                                 seen)
+        if seen:  # records with passages were not kept (_latest_lines)
+            latest = None
     kept = list(journal.kept)
     retrieval = bool(seen) or any(r.contexts is not None for r in (
         *kept, *(r for r in latest or () if r is not None)))

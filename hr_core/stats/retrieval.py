@@ -37,7 +37,7 @@ import pandas as pd
 from hr_core.stats.comparison import compare_paired
 from hr_core.stats.intervals import accuracy_interval
 
-__all__ = ["CONTAINMENT", "GOLD", "KS", "METRICS", "retrieval_differences",
+__all__ = ["CONTAINMENT", "GOLD", "KS", "METRICS", "figures_of", "retrieval_differences",
            "retrieval_summary", "run_figures"]
 
 KS = (1, 3, 5, 10)
@@ -87,6 +87,47 @@ def _names(ks: Sequence[int]) -> list[tuple[str, int | None]]:
             for k in ((None,) if m == "mrr" else ks)]
 
 
+def figures_of(ranks: Sequence[str], n_gold: np.ndarray, ks: Sequence[int] = KS
+               ) -> dict[str, np.ndarray]:
+    """:func:`run_figures` of many runs at once: ``ranks`` their ``gold_ranks`` texts,
+    ``n_gold`` their ``gold_n`` (NaN: answer containment); an array per figure.
+
+    Example:
+        >>> got = figures_of(["2 4", ""], np.array([3.0, 1.0]), ks=(3,))
+        >>> got["hit@3"].tolist(), got["mrr"].tolist()
+        ([1.0, 0.0], [0.5, 0.0])
+    """
+    n = len(ranks)
+    parsed = [text.split() for text in ranks]
+    lengths = np.fromiter(map(len, parsed), dtype=np.int64, count=n)
+    flat = np.fromiter((int(r) for found in parsed for r in found), dtype=np.int64,
+                       count=int(lengths.sum()))
+    owner = np.repeat(np.arange(n, dtype=np.int64), lengths)
+    width = int(flat.max()) + 1 if len(flat) else 1
+    unique = np.unique(owner * width + flat)  # a context holding two gold passages: once
+    d_owner, d_rank = unique // width, unique % width
+    gains = 1.0 / np.log2(1.0 + d_rank)
+    ideal_steps = np.concatenate([[0.0], np.cumsum(1.0 / np.log2(2.0 + np.arange(max(ks))))])
+    gold = np.asarray(n_gold, dtype=np.float64)
+    known = ~np.isnan(gold)
+    whole = np.where(known, gold, 0).astype(np.int64)
+    figures: dict[str, np.ndarray] = {}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for k in ks:
+            found = np.bincount(owner[flat <= k], minlength=n).astype(np.float64)
+            top = np.bincount(d_owner[d_rank <= k], minlength=n).astype(np.float64)
+            figures[f"hit@{k}"] = (top > 0).astype(np.float64)
+            figures[f"precision@{k}"] = top / k
+            figures[f"recall@{k}"] = np.where(known, np.minimum(found / gold, 1.0), np.nan)
+            dcg = np.bincount(d_owner[d_rank <= k], weights=gains[d_rank <= k], minlength=n)
+            ideal = ideal_steps[np.minimum(whole, k)]
+            figures[f"ndcg@{k}"] = np.where(known & (whole > 0), dcg / ideal, np.nan)
+        first = np.full(n, np.inf)
+        np.minimum.at(first, d_owner, d_rank.astype(np.float64))
+        figures["mrr"] = np.where(np.isfinite(first), 1.0 / first, 0.0)
+    return figures
+
+
 def _per_run(runs: pd.DataFrame, ks: Sequence[int]) -> tuple[pd.DataFrame, str] | None:
     """One row per judged run (``arm``, ``item``, a column per figure) and the relevance;
     ``None`` when no run returned contexts."""
@@ -100,19 +141,23 @@ def _per_run(runs: pd.DataFrame, ks: Sequence[int]) -> tuple[pd.DataFrame, str] 
     if relevance == GOLD:
         judged = judged[counts.notna()]
     item = "item_index" if "item_index" in judged.columns else "item_id"
-    rows = []
-    for text, n in zip(judged["gold_ranks"].tolist(), judged["gold_n"].tolist(), strict=True):
-        ranks = [int(r) for r in str(text).split()]
-        rows.append(run_figures(ranks, None if n is None or math.isnan(n) else int(n), ks))
-    figures = pd.DataFrame(rows, index=judged.index)
+    figures = pd.DataFrame(figures_of([str(t) for t in judged["gold_ranks"].tolist()],
+                                      judged["gold_n"].to_numpy(dtype=np.float64), ks))
     figures.insert(0, "item", judged[item].to_numpy())
     figures.insert(0, "arm", judged["arm"].astype(str).to_numpy())
     return figures, relevance
 
 
-def _item_means(figures: pd.DataFrame, arm: str, name: str) -> pd.Series:
-    part = figures.loc[figures["arm"] == arm, ["item", name]]
-    return part.groupby("item", sort=True)[name].mean()
+def _item_values(runs: pd.DataFrame, ks: Sequence[int]
+                 ) -> tuple[pd.DataFrame, pd.DataFrame, str] | None:
+    """Per (arm, item): each figure's sum and count over the item's runs, and the
+    relevance."""
+    found = _per_run(runs, ks)
+    if found is None:
+        return None
+    figures, relevance = found
+    grouped = figures.groupby(["arm", "item"], sort=False)
+    return grouped.sum(min_count=1), grouped.count(), relevance
 
 
 def retrieval_summary(runs: pd.DataFrame, ks: Sequence[int] = KS,
@@ -131,24 +176,25 @@ def retrieval_summary(runs: pd.DataFrame, ks: Sequence[int] = KS,
         >>> row["figure"], float(row["value"]), round(float(row["ci_low"]), 3), row["relevance"]
         ('hit', 0.5, 0.013, 'gold passages')
     """
-    found = _per_run(runs, ks)
+    found = _item_values(runs, ks)
     if found is None:
         return pd.DataFrame(columns=list(_COLUMNS))
-    figures, relevance = found
+    sums, counts, relevance = found
+    arms = sums.index.get_level_values("arm")
     rows: list[dict[str, Any]] = []
-    for arm in pd.unique(figures["arm"]):
-        mine = figures[figures["arm"] == arm]
+    for arm in pd.unique(arms):
+        mine = arms == arm
         for metric, k in _names(ks):
             name = metric if k is None else f"{metric}@{k}"
-            values = mine[["item", name]].dropna()
-            if not len(values):
+            total, number = sums.loc[mine, name], counts.loc[mine, name]
+            keep = (number > 0).to_numpy()
+            if not keep.any():
                 continue
-            grouped = values.groupby("item", sort=False)[name]
-            estimate, low, high = accuracy_interval(grouped.sum().to_numpy(),
-                                                    grouped.count().to_numpy(), level)
+            estimate, low, high = accuracy_interval(total.to_numpy()[keep],
+                                                    number.to_numpy()[keep], level)
             rows.append({"arm": arm, "figure": metric, "k": k, "value": estimate,
-                         "ci_low": low, "ci_high": high, "items": int(grouped.ngroups),
-                         "runs": len(values), "relevance": relevance})
+                         "ci_low": low, "ci_high": high, "items": int(keep.sum()),
+                         "runs": int(number.sum()), "relevance": relevance})
     frame = pd.DataFrame(rows, columns=list(_COLUMNS))
     frame["k"] = frame["k"].astype("Int64")
     return frame
@@ -169,24 +215,26 @@ def retrieval_differences(runs: pd.DataFrame, ks: Sequence[int] = KS, level: flo
         >>> row["a"], row["b"], row["figure"], float(row["diff"]), row["decision"]
         ('a', 'b', 'hit@1', 1.0, 'better')
     """
-    found = _per_run(runs, ks)
+    found = _item_values(runs, ks)
     columns = ["a", "b", "figure", "diff", "ci_low", "ci_high", "p_value", "items",
                "decision", "method"]
     if found is None:
         return pd.DataFrame(columns=columns)
-    figures, _ = found
-    arms = list(pd.unique(figures["arm"]))
+    sums, counts, _ = found
+    means = sums / counts.where(counts > 0)
+    arms = list(pd.unique(means.index.get_level_values("arm")))
     pairs = list(combinations(arms, 2))
     deepest = max(ks)
     names = list(figures_shown or (f"hit@{deepest}", f"recall@{deepest}", "mrr"))
     rows = []
     for a, b in pairs:
         for name in names:
-            then, now = _item_means(figures, a, name), _item_means(figures, b, name)
-            both = then.dropna().index.intersection(now.dropna().index)
+            then = means.loc[a, name].dropna()
+            now = means.loc[b, name].dropna()
+            both = then.index.intersection(now.index)
             if not len(both):
                 continue
-            got = compare_paired(np.asarray(now[both]), np.asarray(then[both]), level=level,
+            got = compare_paired(now[both].to_numpy(), then[both].to_numpy(), level=level,
                                  family_size=max(len(pairs), 1))
             rows.append({"a": a, "b": b, "figure": name, "diff": got.estimate,
                          "ci_low": got.low, "ci_high": got.high, "p_value": got.p_value,
