@@ -133,3 +133,23 @@ def test_the_figures_of_many_runs_are_each_runs_figures(
         for name, value in alone.items():
             got = together[name][index]
             assert (math.isnan(got) and math.isnan(value)) or got == pytest.approx(value)
+
+
+def test_the_spec_names_the_depths_and_a_run_reads_them_from_its_manifest() -> None:
+    from pydantic import ValidationError
+
+    from hr_core.engine.benchmark import Benchmark
+    from hr_core.engine.spec import BenchmarkSpec
+
+    spec = BenchmarkSpec.model_validate({"name": "r", "reference": "ref.jsonl",
+                                         "arms": {"a": "builtins:str"},
+                                         "retrieval_k": [5, 1, 5]})
+    assert spec.retrieval_k == [1, 5]
+    with pytest.raises(ValidationError, match="retrieval_k needs depths from 1 to 50"):
+        BenchmarkSpec.model_validate({"name": "r", "reference": "ref.jsonl",
+                                      "arms": {"a": "builtins:str"}, "retrieval_k": [0]})
+    runs = _runs([("a", "q1", "2", 1)])
+    bench = Benchmark(runs.assign(run=1), {"retrieval_k": [2]})
+    assert bench.retrieval_k == (2,)
+    assert bench.retrieval_summary()["k"].dropna().tolist() == [2, 2, 2, 2]
+    assert Benchmark(runs.assign(run=1), {}).retrieval_k == (1, 3, 5, 10)
