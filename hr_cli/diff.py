@@ -149,6 +149,17 @@ def _print_arm(console: Console, diff: RunDiff, arm: ArmDiff, limit: int | None)
                           cell("–" if row.p_value is None else f"{row.p_value:.2g}"),
                           cell(row.verdict, style=_STYLE.get(row.verdict, "")))
         console.print(table)
+    if arm.retrieval:
+        table = _table("Retrieval: now - then over the paired items (points)",
+                       ["figure", "items", "then", "now", "diff", "CI", "p", "verdict"])
+        for r in arm.retrieval:
+            table.add_row(cell(r.figure), cell(str(r.n_items)), cell(f"{r.then:.3f}"),
+                          cell(f"{r.now:.3f}"),
+                          cell("–" if r.diff is None else _points(r.diff)),
+                          cell(_ci(r.ci_low, r.ci_high, True)),
+                          cell("–" if r.p_value is None else f"{r.p_value:.2g}"),
+                          cell(r.decision, style=_STYLE.get(r.decision, "")))
+        console.print(table)
     if arm.transitions:
         table = _table("Failure kinds that moved (items)", ["then", "now", "items"])
         for t in arm.transitions[:12]:

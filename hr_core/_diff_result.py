@@ -82,6 +82,24 @@ class SliceDiff(BaseModel):
     verdict: DiffVerdict
 
 
+class RetrievalDiff(BaseModel):
+    """One retrieval figure of an arm then and now, and the paired difference
+    (:func:`hr_core.stats.retrieval.retrieval_change`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    figure: str
+    then: float
+    now: float
+    diff: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    n_items: int
+    decision: str
+    method: str = ""
+
+
 class ArmDiff(BaseModel):
     """One arm then (``arm_a`` in run a) and now (``arm_b`` in run b)."""
 
@@ -117,6 +135,8 @@ class ArmDiff(BaseModel):
     cost_a: float | None = None
     cost_b: float | None = None
     slices: list[SliceDiff] = Field(default_factory=list)
+    retrieval: list[RetrievalDiff] = Field(default_factory=list)
+    """The retrieval figures then and now, when both runs' arms returned contexts."""
 
     @property
     def label(self) -> str:
@@ -235,6 +255,14 @@ class RunDiff(BaseModel):
                          f"| {a.n_items} | {_fmt(a.diff)} | {ci} | {a.verdict} "
                          f"| {a.right_to_wrong} / {a.wrong_to_right} "
                          f"| {a.flaky_right_to_wrong} / {a.flaky_wrong_to_right} |")
+        changed = [(a, r) for a in self.arms for r in a.retrieval]
+        if changed:
+            lines += ["", "| arm | retrieval | then | now | diff | CI | verdict |",
+                      "|---|---|---|---|---|---|---|"]
+            lines += [f"| {md_cell(a.label)} | {md_cell(r.figure)} | {r.then:.3f} | "
+                      f"{r.now:.3f} | {_fmt(r.diff)} | "
+                      f"{'' if r.ci_low is None else f'[{r.ci_low:+.3f}, {r.ci_high:+.3f}]'} "
+                      f"| {md_cell(r.decision)} |" for a, r in changed]
         for a in self.arms:
             flips = [f for direction in ("right→wrong", "wrong→right")
                      for f in [f for f in self.flips

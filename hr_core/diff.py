@@ -40,6 +40,7 @@ from hr_core._diff_result import (
     Flip,
     KindTransition,
     ReferenceDiff,
+    RetrievalDiff,
     RunDiff,
     SliceDiff,
 )
@@ -48,6 +49,7 @@ from hr_core.errors import SpecError
 from hr_core.report.items import excerpt, question_excerpt
 from hr_core.slices import check_slices, slice_differences, slice_values
 from hr_core.stats import accuracy_interval, compare_paired
+from hr_core.stats.retrieval import retrieval_change
 
 __all__ = ["ArmDiff", "DiffVerdict", "Flip", "KindTransition", "ManifestChange",
            "ReferenceDiff", "RunDiff", "SliceDiff", "diff_runs"]
@@ -166,6 +168,7 @@ def diff_runs(
         if fields else {}
     arm_diffs: list[ArmDiff] = []
     flips: list[Flip] = []
+    retrieval = _retrieval_runs(bench_a, bench_b)
     for name_a, name_b in pairs:
         ia, ib = out_a.arms.index(name_a), out_b.arms.index(name_b)
         label = name_a if name_a == name_b else f"{name_a} → {name_b}"
@@ -212,6 +215,13 @@ def diff_runs(
             new_error_messages=messages.most_common(5),
             latency_a=out_a.latency[name_a], latency_b=out_b.latency[name_b],
             cost_a=out_a.cost[name_a], cost_b=out_b.cost[name_b], slices=by_slice,
+            retrieval=[] if retrieval is None else [
+                RetrievalDiff(**{**row, **{k: _num(row[k]) for k in (
+                    "diff", "ci_low", "ci_high", "p_value")}})
+                for row in retrieval_change(
+                    retrieval[0][retrieval[0]["arm"] == name_a],
+                    retrieval[1][retrieval[1]["arm"] == name_b],
+                    bench_b.retrieval_k, level, len(pairs))],
         ))
         flips.extend(_flips(out_a, out_b, ia, ib, label, ca, cb, down, up, flaky, lines,
                             flips_per_arm))
@@ -258,6 +268,15 @@ def _flips(out_a: RunOutcomes, out_b: RunOutcomes, ia: int, ib: int, label: str,
             contexts_a=contexts_a[n], contexts_b=contexts_b[n],
         ))
     return found
+
+
+def _retrieval_runs(bench_a: Benchmark, bench_b: Benchmark
+                    ) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """Both runs' retrieval columns, when both have contexts."""
+    if not (bench_a.has_contexts and bench_b.has_contexts):
+        return None
+    names = ["arm", "item_id", "gold_ranks", "gold_n"]
+    return bench_a.columns(names), bench_b.columns(names)
 
 
 def _first_contexts(outcomes: RunOutcomes, arm: int, items: list[int]) -> list[str | None]:

@@ -128,3 +128,22 @@ def test_report_html_without_contexts_has_no_retrieval_table(tmp_path: Path) -> 
     bench = _run(tmp_path, {"plain": lambda p: "a0"})
     assert "table-retrieval" not in (Path(bench.run_dir or "") / "report.html").read_text(
         "utf-8")
+
+
+def test_hr_diff_says_whether_retrieval_got_better(tmp_path: Path) -> None:
+    from hr_cli.diff import run_diff
+
+    then = _run(tmp_path, {"rag": _finds_half})
+    now = _run(tmp_path, {"rag": _finds_all})
+    found = diff_runs(then, now)
+    change = {r.figure: r for r in found.arms[0].retrieval}
+    assert set(change) == {"hit@10", "recall@10", "mrr"}
+    hit = change["hit@10"]
+    assert (hit.then, hit.now, hit.n_items) == (0.5, 1.0, 8)
+    assert hit.diff == pytest.approx(0.5) and hit.decision in ("better", "no detectable change")
+    assert change["mrr"].then == pytest.approx(0.25) and change["mrr"].now == 1.0
+    assert "| rag | mrr | 0.250 | 1.000 |" in found.to_markdown()
+    printed = _printed(run_diff, then.run_dir, now.run_dir, [], None, 10)
+    assert "Retrieval: now - then over the paired items" in printed
+    plain = _run(tmp_path, {"rag": lambda p: "a0"})
+    assert diff_runs(plain, now).arms[0].retrieval == []  # then had no contexts

@@ -37,8 +37,8 @@ import pandas as pd
 from hr_core.stats.comparison import compare_paired
 from hr_core.stats.intervals import accuracy_interval
 
-__all__ = ["CONTAINMENT", "GOLD", "KS", "METRICS", "figures_of", "retrieval_differences",
-           "retrieval_summary", "run_figures"]
+__all__ = ["CONTAINMENT", "GOLD", "KS", "METRICS", "figures_of", "retrieval_change",
+           "retrieval_differences", "retrieval_summary", "run_figures"]
 
 KS = (1, 3, 5, 10)
 """The depths k reported by default."""
@@ -241,3 +241,38 @@ def retrieval_differences(runs: pd.DataFrame, ks: Sequence[int] = KS, level: flo
                          "items": got.n_items, "decision": got.decision,
                          "method": got.method})
     return pd.DataFrame(rows, columns=columns)
+
+
+def retrieval_change(then: pd.DataFrame, now: pd.DataFrame, ks: Sequence[int] = KS,
+                     level: float = 0.95, family_size: int = 1) -> list[dict[str, Any]]:
+    """One arm's retrieval then and now (two runs' tables of that arm, items by
+    ``item_id``): hit@ and recall@ the deepest k and MRR, each then, now and the paired
+    ``now - then`` over the items both have (``compare_paired``, Bonferroni over
+    ``family_size``); ``[]`` when either run has no contexts.
+
+    Example:
+        >>> then = pd.DataFrame({"arm": "a", "item_id": [f"q{i}" for i in range(8)],
+        ...                      "gold_ranks": [""] * 8, "gold_n": 1})
+        >>> row = retrieval_change(then, then.assign(gold_ranks="1"), ks=(1,))[0]
+        >>> row["figure"], row["then"], row["now"], row["decision"]
+        ('hit@1', 0.0, 1.0, 'better')
+    """
+    found_then = _item_values(then.drop(columns=["item_index"], errors="ignore"), ks)
+    found_now = _item_values(now.drop(columns=["item_index"], errors="ignore"), ks)
+    if found_then is None or found_now is None:
+        return []
+    deepest = max(ks)
+    rows = []
+    for name in (f"hit@{deepest}", f"recall@{deepest}", "mrr"):
+        means = [(sums[name] / counts[name].where(counts[name] > 0)).dropna().droplevel("arm")
+                 for sums, counts, _ in (found_then, found_now)]
+        both = means[0].index.intersection(means[1].index)
+        if not len(both):
+            continue
+        got = compare_paired(means[1][both].to_numpy(), means[0][both].to_numpy(),
+                             level=level, family_size=family_size)
+        rows.append({"figure": name, "then": float(means[0].mean()),
+                     "now": float(means[1].mean()), "diff": got.estimate, "ci_low": got.low,
+                     "ci_high": got.high, "p_value": got.p_value, "n_items": got.n_items,
+                     "decision": got.decision, "method": got.method})
+    return rows
