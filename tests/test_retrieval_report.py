@@ -147,3 +147,11 @@ def test_hr_diff_says_whether_retrieval_got_better(tmp_path: Path) -> None:
     assert "Retrieval: now - then over the paired items" in printed
     plain = _run(tmp_path, {"rag": lambda p: "a0"})
     assert diff_runs(plain, now).arms[0].retrieval == []  # then had no contexts
+
+
+def test_the_diff_page_shows_the_contexts_of_the_flipped_items(tmp_path: Path) -> None:
+    from hr_core.report.diff_html import write_diff_html
+
+    found = diff_runs(_run(tmp_path, {"rag": _finds_half}), _run(tmp_path, {"rag": _finds_all}))
+    page = Path(write_diff_html(found, tmp_path / "diff.html")).read_text("utf-8")
+    assert "then: contexts" in page and "noise, elsewhere (0.5)" in page
