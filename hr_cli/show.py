@@ -95,9 +95,10 @@ def show_run(console: Console, run_dir: str, *, arm: str | None = None,
         [r.arm, r.failure_kind, r.item_id, str(r.run), r.question, r.label, r.output, r.error]
         for r in _head(frame, shown).itertuples(index=False)]
     if "contexts" in frame.columns:  # the passages each run retrieved, best first
-        columns.append("contexts")
-        for row, contexts in zip(rows, _head(frame, shown)["contexts"], strict=True):
-            row.append(contexts)
+        columns += ["contexts", "why"]
+        head = _head(frame, shown)
+        for row, contexts, why in zip(rows, head["contexts"], head["attribution"], strict=True):
+            row += [contexts, why]
     what = "run(s)" if item is not None and kind is None else "failed run(s)"
     filters = ", ".join(f"{k} {v}" for k, v in (("arm", arm), ("kind", kind), ("item", item))
                         if v is not None)

@@ -82,9 +82,10 @@ def test_hr_summary_prints_the_retrieval_table(both: Benchmark) -> None:
 def test_hr_show_and_the_html_report_show_each_failed_runs_contexts(both: Benchmark) -> None:
     printed = _printed(show_run, both.run_dir, arm="half")
     assert "contexts" in printed and "noise, elsewhere (0.5)" in printed
+    assert "why" in printed and "retrieval miss" in printed
     html = (Path(both.run_dir or "") / "report.html").read_text("utf-8")
     assert '>contexts</th>' in html
-    assert "noise, elsewhere (0.5)" in html
+    assert "noise, elsewhere (0.5)" in html and ">why</th>" in html
 
 
 def test_hr_diff_shows_the_contexts_of_the_flipped_items(tmp_path: Path) -> None:

@@ -279,7 +279,8 @@ def failures_section(inputs: ReportInputs) -> str:
                 parts.append(f'<p id="budget-{slug}">{fmt(total)} runs never started: '
                              "the budget ran out (no output to show).</p>")
                 continue
-            columns = _FAILED + ([("contexts", "contexts")] if "contexts" in group else [])
+            columns = _FAILED + ([("contexts", "contexts"), ("attribution", "why")]
+                                 if "contexts" in group else [])
             parts.append(f"<h4>{escape(kind.replace('_', ' '))} ({fmt(total)})</h4>"
                          + _capped_table(group, columns, f"table-failed-{slug}",
                                          f"{kind.replace('_', ' ')} runs of {escape(arm)}",
