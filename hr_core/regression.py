@@ -18,11 +18,13 @@ import fsspec
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from hr_core._diff_result import RetrievalDiff
 from hr_core._safe import markdown_text
 from hr_core.accuracy import flaky_cells, item_counts
 from hr_core.identity import fingerprint
 from hr_core.slices import slice_differences
 from hr_core.stats import MIN_ITEMS, TOO_FEW_ITEMS, compare_paired
+from hr_core.stats.retrieval import KS, retrieval_change
 
 __all__ = [
     "ArmChange",
@@ -89,6 +91,9 @@ class ArmChange(BaseModel):
     flaky_flips: int = Field(default=0, ge=0, description="of the flips, those on items whose runs "
                              "disagreed in either run (runs >= 2)")
     slices: list[SliceChange] = Field(default_factory=list)
+    retrieval: list[RetrievalDiff] = Field(default_factory=list)
+    """The retrieval figures before and now, when both runs' arm returned contexts
+    (shown, not part of ``status``)."""
 
 
 class RegressionReport(BaseModel):
@@ -152,6 +157,15 @@ class RegressionReport(BaseModel):
                     lines.append(f"| {markdown_text(a.arm)} | {markdown_text(s.slice)} | "
                                  f"{markdown_text(s.value)} | {s.n_items} | {_fmt(s.diff)} | {ci} "
                                  f"| {s.verdict} |")
+        retrieved = [(a, r) for a in self.arms for r in a.retrieval]
+        if retrieved:
+            lines += ["", "## Retrieval", "", "| arm | figure | items | previous | now | diff "
+                      "| CI | verdict |", "|---|---|---|---|---|---|---|---|"]
+            for a, r in retrieved:
+                ci = "" if r.ci_low is None else f"[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]"
+                lines.append(f"| {markdown_text(a.arm)} | {markdown_text(r.figure)} | "
+                             f"{r.n_items} | {_fmt(r.then)} | {_fmt(r.now)} | {_fmt(r.diff)} "
+                             f"| {ci} | {markdown_text(r.decision)} |")
         return "\n".join(lines) + "\n"
 
 
@@ -206,6 +220,7 @@ def compare_runs(
     run_id: str | None = None,
     previous_run_id: str | None = None,
     slices: Mapping[str, Mapping[str, str]] | None = None,
+    retrieval_k: Sequence[int] = KS,
 ) -> RegressionReport:
     """Compare every arm of a run with the previous run of the same spec.
 
@@ -226,6 +241,9 @@ def compare_runs(
         previous_run_id: the previous run's id, for the report.
         slices: ``{field: {item id: value}}`` (``hr_core.slices.slice_values``): the
             paired difference per slice too.
+        retrieval_k: the depths of the retrieval figures compared when both tables have
+            contexts (``gold_ranks``): hit@ and recall@ the deepest, and MRR
+            (:func:`hr_core.stats.retrieval.retrieval_change`).
 
     Each arm also counts its flips (items right in one run, more than half of their
     scored runs correct, and not in the other) and, of them, those on items flaky in
@@ -278,6 +296,8 @@ def compare_runs(
                 wrong_to_right=int((~right_before & right_now).sum()),
                 flaky_flips=int((flipped & flaky).sum()),
                 slices=by_slice,
+                retrieval=_retrieval(runs, previous_runs, arm, retrieval_k, level,
+                                     max(family, 1)),
             )
         )
     return RegressionReport(
@@ -287,6 +307,17 @@ def compare_runs(
         level=level,
         arms=changes,
     )
+
+
+def _retrieval(runs: pd.DataFrame, previous_runs: pd.DataFrame, arm: str,
+               ks: Sequence[int], level: float, family: int) -> list[RetrievalDiff]:
+    if "gold_ranks" not in runs.columns or "gold_ranks" not in previous_runs.columns:
+        return []
+    names = ["arm", "item_id", "gold_ranks", "gold_n"]
+    rows = retrieval_change(previous_runs.loc[previous_runs["arm"] == arm, names],
+                            runs.loc[runs["arm"] == arm, names], ks, level, family)
+    return [RetrievalDiff(**{**row, **{k: _num(row[k]) for k in (
+        "diff", "ci_low", "ci_high", "p_value")}}) for row in rows]
 
 
 def spec_fingerprint(manifest: Mapping[str, Any]) -> str:

@@ -68,6 +68,7 @@ def check_regression(run_dir: str, *, threshold: float = 0.05,
     report = compare_runs(
         current.runs, before.runs, threshold=threshold, level=level,
         run_id=current.run_id, previous_run_id=before.run_id, slices=slices,
+        retrieval_k=current.retrieval_k,
     )
     return report.model_copy(update={"previous_run_dir": previous.run_dir})
 

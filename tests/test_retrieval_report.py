@@ -156,3 +156,17 @@ def test_the_diff_page_shows_the_contexts_of_the_flipped_items(tmp_path: Path) -
     found = diff_runs(_run(tmp_path, {"rag": _finds_half}), _run(tmp_path, {"rag": _finds_all}))
     page = Path(write_diff_html(found, tmp_path / "diff.html")).read_text("utf-8")
     assert "then: contexts" in page and "noise, elsewhere (0.5)" in page
+
+
+def test_the_regression_check_compares_retrieval_too(tmp_path: Path) -> None:
+    from hr_core.regression import compare_runs
+
+    then = _run(tmp_path, {"rag": _finds_half})
+    now = _run(tmp_path, {"rag": _finds_all})
+    report = compare_runs(now.runs, then.runs, retrieval_k=(1, 3))
+    change = {r.figure: r for r in report.arms[0].retrieval}
+    assert set(change) == {"hit@3", "recall@3", "mrr"}
+    assert (change["hit@3"].then, change["hit@3"].now) == (0.5, 1.0)
+    assert "## Retrieval" in report.to_markdown()
+    plain = compare_runs(now.runs[["arm", "item_id", "run", "correct"]], then.runs)
+    assert plain.arms[0].retrieval == []
