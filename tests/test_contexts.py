@@ -23,6 +23,7 @@ from hr_core.engine.record import (
     decode,
     encode,
 )
+from hr_core.engine.report import report_markdown
 from hr_core.engine.session import BenchmarkSession, plan_benchmark
 from hr_core.results import Context
 
@@ -101,7 +102,10 @@ def test_an_arm_returning_too_many_contexts_is_cut_and_the_record_says_so(
         return ArmResult(answer="a0", contexts=[Context(id=f"p{i}") for i in range(80)])
 
     session = BenchmarkSession(plan_benchmark({"flood": flood}, ITEMS[:1], store=str(tmp_path)))
-    session.run_sync()
+    bench = session.run_sync()
+    assert bench.contexts_cut() == 1
+    assert "the contexts of 1 run(s) were cut" in report_markdown(bench)
+    assert bench.runs["contexts"].iloc[0].endswith("(+45 more; 30 cut)")
     record = Journal(session.journal.path, fallback=tmp_path / "none.jsonl").read()[
         ("flood", "q0", 1)]
     assert record.contexts is not None and len(record.contexts) == CONTEXTS_MAX

@@ -329,6 +329,14 @@ class Benchmark:
             found = self._memo["attribution"] = attribution_summary(runs)
         return found
 
+    def contexts_cut(self) -> int:
+        """How many runs' contexts were cut to the record's bounds (more than
+        ``CONTEXTS_MAX`` passages, or a text over ``CONTEXT_TEXT_MAX`` characters)."""
+        if not self.has_contexts:
+            return 0
+        lines = self.columns(["contexts"])["contexts"]
+        return int(lines.str.endswith(" cut)", na=False).sum())
+
     @property
     def has_contexts(self) -> bool:
         """Whether some run returned contexts (the runs table has their columns)."""
