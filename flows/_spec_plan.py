@@ -61,6 +61,7 @@ def plan_from_spec(spec: BenchmarkSpec | str | os.PathLike[str], *, store: str |
     plan.import_dir = spec.base_dir
     plan.max_error_rate = spec.max_error_rate if max_error_rate is None else max_error_rate
     plan.slices = check_slice_fields(spec.slices, plan.reference)
+    plan.retrieval_k = spec.retrieval_k
     return plan
 
 

@@ -108,7 +108,8 @@ while it runs, so `mymodule:my_arm` next to the spec works without PYTHONPATH):
 
   [bold]name[/]                 the benchmark's name, one folder (results/NAME/RUN_ID/)
   [bold]reference[/]            .jsonl, .csv or .parquet with id and label columns, or
-                       {path, id, item, label} to name the columns
+                       {path, id, item, label, gold_contexts} to name the columns
+                       (a SQuAD .json: {path, retrieval: true} for a retrieval benchmark)
   [bold]arms[/]                 name: pkg.module:function, or an LLM arm {model, prompt,
                        system, params, price_in, price_out, base_url, api_key_env},
                        or {arm: ..., runs: N, timeout_s: S} for an arm's own
@@ -131,6 +132,8 @@ while it runs, so `mymodule:my_arm` next to the spec works without PYTHONPATH):
   [bold]stop[/]                 {when: clear, margin, level, min_items, batch, seed}: items
                        in a random order, batch by batch, stopping once the verdict is
                        clear (anytime-valid); a run without it makes the rest
+  [bold]retrieval_k[/]          [k, ...]: depths of hit@k, recall@k, ... for arms returning
+                       contexts, default [1, 3, 5, 10]; not part of the run id
 
 Exit status: 0 done, 2 a mistake in the command or spec (one line names it),
 3 results written but an arm's error rate was above max_error_rate, 4 the store

@@ -331,6 +331,11 @@ def print_item_tables(console: Console, bench: Any) -> None:
         console.print(cell(f"Flaky items (their runs disagree): {shares}"))
     if bench.manifest.slices:
         print_fitted(console, slice_table(bench.slice_summary()), ("note", "items"))
+    retrieval = bench.retrieval_summary()
+    if len(retrieval):  # some arm returned the passages it used
+        from hr_cli.tables import retrieval_table
+
+        console.print(retrieval_table(retrieval))
 
 
 def show_summary(console: Console, run_dir: str | Path) -> None:

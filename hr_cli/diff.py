@@ -163,6 +163,17 @@ def _print_arm(console: Console, diff: RunDiff, arm: ArmDiff, limit: int | None)
                           cell("–" if row.p_value is None else f"{row.p_value:.2g}"),
                           cell(row.verdict, style=_STYLE.get(row.verdict, "")))
         print_fitted(console, table, ("p", "then", "now", "items"))
+    if arm.retrieval:
+        table = _table("Retrieval: now - then over the paired items (points)",
+                       ["figure", "items", "then", "now", "diff", "CI", "p", "verdict"])
+        for r in arm.retrieval:
+            table.add_row(cell(r.figure), cell(str(r.n_items)), cell(f"{r.then:.3f}"),
+                          cell(f"{r.now:.3f}"),
+                          cell("–" if r.diff is None else _points(r.diff)),
+                          cell(_ci(r.ci_low, r.ci_high, True)),
+                          cell("–" if r.p_value is None else f"{r.p_value:.2g}"),
+                          cell(r.decision, style=_STYLE.get(r.decision, "")))
+        console.print(table)
     if arm.transitions:
         table = _table("Failure kinds that moved (items)", ["then", "now", "items"])
         for t in arm.transitions[:12]:
@@ -181,14 +192,17 @@ def _print_flips(console: Console, flips: list[Flip], total: int, title: str) ->
         return
     if len(flips) < total:
         title += f", showing the first {len(flips)} (--all: every one)"
+    contexts = any(f.contexts_a or f.contexts_b for f in flips)
     table = _table(title, ["item", "flip", "flaky", "question", "label", "then: output",
-                           "then", "now: output", "now"])
+                           "then", "now: output", "now",
+                           *(["then: contexts", "now: contexts"] if contexts else [])])
     for f in flips:
+        passages = [cell(f.contexts_a or ""), cell(f.contexts_b or "")] if contexts else []
         table.add_row(cell(f.item_id), cell(f.direction, style="red" if
                                             f.direction == "right→wrong" else "green"),
                       cell("flaky" if f.flaky else ""), cell(f.question), cell(f.label),
                       cell(f.output_a), cell(f"{f.kind_a} ({f.share_a:.0%})"),
-                      cell(f.output_b), cell(f"{f.kind_b} ({f.share_b:.0%})"))
+                      cell(f.output_b), cell(f"{f.kind_b} ({f.share_b:.0%})"), *passages)
     print_fitted(console, table, ("flaky", "label", "then", "now", "question"))
 
 

@@ -82,9 +82,15 @@ def show_run(console: Console, run_dir: str, *, arm: str | None = None,
         return len(frame)
     frame = failed_runs(runs, items, arm=arm, kind=kind, item=item, arms=arms,
                         failed_only=item is None or kind is not None)
+    columns = ["arm", "kind", "item", "run", "question", "label", "output", "error"]
     rows: list[list[object]] = [
         [r.arm, r.failure_kind, r.item_id, str(r.run), r.question, r.label, r.output, r.error]
         for r in _head(frame, shown).itertuples(index=False)]
+    if "contexts" in frame.columns:  # the passages each run retrieved, best first
+        columns += ["contexts", "why"]
+        head = _head(frame, shown)
+        for row, contexts, why in zip(rows, head["contexts"], head["attribution"], strict=True):
+            row += [contexts, why]
     what = "run(s)" if item is not None and kind is None else "failed run(s)"
     filters = ", ".join(f"{k} {v}" for k, v in (("arm", arm), ("kind", kind), ("item", item))
                         if v is not None)
@@ -92,5 +98,5 @@ def show_run(console: Console, run_dir: str, *, arm: str | None = None,
         f"{len(frame)} {what} in {bench.manifest.name} {bench.run_id}"
         + (f" ({filters})" if filters else "")
         + (f"; showing {len(rows)} (--limit 0 for all)" if len(rows) < len(frame) else ""),
-        ["arm", "kind", "item", "run", "question", "label", "output", "error"], rows))
+        columns, rows))
     return len(frame)

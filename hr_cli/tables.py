@@ -19,7 +19,7 @@ from hr_core.judge.position import consistency_text, position_bias_text
 from hr_core.stats.slice_compare import comparison_text, correction_text
 
 __all__ = ["COMPARISON_DROP", "SUMMARY_DROP", "comparison_table", "position_bias_line",
-           "summary_table", "validation_table"]
+           "retrieval_table", "summary_table", "validation_table"]
 
 SUMMARY_DROP = ("judge cost", "spent now", "cost", "latency", "truncated", "budget", "parse",
                 "refused", "not in doc.", "error", "unscored", "wrong", "coverage",
@@ -234,3 +234,34 @@ def slice_table(slices: Any, title: str = "Accuracy by slice") -> Table:
                       f"{_pct(row.get('ci_high'))})", cell(str(row.get("note") or "")),
                       *([cell(comparison_text(row))] if compared else []))
     return table
+
+
+def retrieval_table(summary: Any, title: str = "Retrieval") -> Table:
+    """Each arm's retrieval figures (``Benchmark.retrieval_summary()``) with their 95%
+    intervals, a column per depth k; MRR (every depth) under ``@all``.
+
+    Example:
+        >>> import pandas as pd
+        >>> frame = pd.DataFrame({"arm": ["a", "a"], "figure": ["hit", "mrr"], "k": [1, None],
+        ...     "value": [0.5, 0.75], "ci_low": [0.1, 0.2], "ci_high": [0.9, 1.0],
+        ...     "items": [4, 4], "relevance": ["gold passages"] * 2})
+        >>> retrieval_table(frame).row_count
+        2
+    """
+    ks = sorted({int(k) for k in summary["k"].dropna()})
+    relevance = str(summary["relevance"].iloc[0]) if len(summary) else ""
+    table = Table(title=cell(f"{title} (relevance: {relevance}; 95% CI)"), title_justify="left",
+                  header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True)
+    for column in ["arm", "items", "figure", *(f"@{k}" for k in ks), "@all"]:
+        table.add_column(column, overflow="fold")
+    for (arm, figure), rows in summary.groupby(["arm", "figure"], sort=False):
+        by_k = {None if _missing(r["k"]) else int(r["k"]): r for r in rows.to_dict("records")}
+        cells = [f"{_num3(r['value'])} ({_num3(r['ci_low'])}–{_num3(r['ci_high'])})"
+                 if (r := by_k.get(k)) is not None else "" for k in (*ks, None)]
+        table.add_row(cell(str(arm)), _num(rows["items"].max()), cell(str(figure)), *cells)
+    return table
+
+
+def _num3(value: Any) -> str:
+    return "–" if _missing(value) else f"{float(value):.3f}"

@@ -1,14 +1,15 @@
-"""What arms return (``ArmResult``) and what scorers return (``ScoreResult``)."""
+"""What arms return (``ArmResult``, with the passages it used: ``Context``) and what
+scorers return (``ScoreResult``)."""
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hr_core.core.failures import FailureKind
 
-__all__ = ["USAGE_KINDS", "ArmResult", "ScoreResult", "Usage"]
+__all__ = ["USAGE_KINDS", "ArmResult", "Context", "ScoreResult", "Usage"]
 
 
 class Usage(BaseModel):
@@ -54,6 +55,32 @@ any run has one)."""
 _KINDS = frozenset(USAGE_KINDS)
 
 
+class Context(BaseModel):
+    """One passage an arm retrieved: its id, its text, or both, with an optional score.
+
+    Relevance against an item's gold passages (``gold_contexts``) matches ids exactly
+    and texts after normalisation (:mod:`hr_core.scoring.relevance`).
+
+    Example:
+        >>> Context(id="p3", score=0.82).id
+        'p3'
+        >>> Context(text="The Loire is the longest river in France.").text[:9]
+        'The Loire'
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str | None = None
+    text: str | None = None
+    score: float | None = None
+
+    @model_validator(mode="after")
+    def _id_or_text(self) -> Context:
+        if self.id is None and self.text is None:
+            raise ValueError("a context needs an id or a text (or both)")
+        return self
+
+
 class ArmResult(BaseModel):
     """An arm's structured output (the R seed's ``gr_result``).
 
@@ -74,6 +101,11 @@ class ArmResult(BaseModel):
     truncated: bool = False
     """The model stopped at its token limit (``finish_reason`` ``"length"``): the
     output is kept and scored, and the run is marked ``truncated``."""
+    contexts: list[Context] = Field(default_factory=list)
+    """The passages the arm retrieved and used, best first (rank order). Journaled with
+    the run, bounded: at most :data:`~hr_core.store.record.CONTEXTS_MAX` of them, each
+    text cut to :data:`~hr_core.store.record.CONTEXT_TEXT_MAX` characters (the record's
+    ``contexts_cut`` says how many were dropped or cut)."""
 
 
 class _Verdict(NamedTuple):

@@ -66,7 +66,8 @@ def test_the_old_journal_reads_record_for_record_as_the_old_code_read_it(
         assert fields.pop("scored") is data.pop("scored", True)
         assert fields.pop("arm_output") == data.pop("arm_output", None)
         assert {k: v for k, v in fields.items() if k in data or v is not None} == data
-        assert repr(load_output(record)) == old["output"]
+        # an ArmResult gained ``contexts`` (issue 36): an old one reads with none
+        assert repr(load_output(record)).replace(", contexts=[])", ")") == old["output"]
     kinds = {r.failure_kind for r in read.values()}
     assert {"error", "wrong", None} <= kinds
     assert any(not r.scored for r in read.values())  # the broken scorer's run

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from hr_core.analysis.retrieval_figures import RetrievalFigures
 from hr_core.analysis.verdict import sequential_note
 from hr_core.core.errors import RunNotFoundError
 from hr_core.core.failures import FAILURE_KINDS
@@ -75,7 +76,7 @@ def _nan_to_none(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
-class Benchmark:
+class Benchmark(RetrievalFigures):
     """A finished benchmark: ``.runs``, ``.summary()``, ``.compare(a, b)``, ``.manifest``.
 
     A stored run (:meth:`load`, and what a benchmark returns) reads ``runs.parquet``

@@ -43,6 +43,7 @@ from hr_core.analysis.diff_result import (
     Flip,
     KindTransition,
     ReferenceDiff,
+    RetrievalDiff,
     RunDiff,
     SliceDiff,
 )
@@ -56,6 +57,7 @@ from hr_core.analysis.diff_sequence import (
 from hr_core.analysis.items import excerpt, question_excerpt
 from hr_core.core.errors import SpecError
 from hr_core.stats import accuracy_interval, compare_paired
+from hr_core.stats.retrieval import retrieval_change
 from hr_core.stats.slices import check_slices, slice_differences, slice_values
 
 __all__ = ["ArmDiff", "DiffVerdict", "Flip", "KindTransition", "ManifestChange",
@@ -181,6 +183,7 @@ def diff_runs(
     order = _stop_rule(bench_a, bench_b)
     arm_diffs: list[ArmDiff] = []
     flips: list[Flip] = []
+    retrieval = _retrieval_runs(bench_a, bench_b)
     for name_a, name_b in pairs:
         ia, ib = out_a.arms.index(name_a), out_b.arms.index(name_b)
         label = name_a if name_a == name_b else f"{name_a} → {name_b}"
@@ -235,6 +238,13 @@ def diff_runs(
             cost_a=out_a.cost[name_a], cost_b=out_b.cost[name_b],
             cost_kinds_a=out_a.cost_kinds[name_a], cost_kinds_b=out_b.cost_kinds[name_b],
             slices=by_slice,
+            retrieval=[] if retrieval is None else [
+                RetrievalDiff(**{**row, **{k: _num(row[k]) for k in (
+                    "diff", "ci_low", "ci_high", "p_value")}})
+                for row in retrieval_change(
+                    retrieval[0][retrieval[0]["arm"] == name_a],
+                    retrieval[1][retrieval[1]["arm"] == name_b],
+                    bench_b.retrieval_k, level, len(pairs))],
         ))
         flips.extend(_flips(out_a, out_b, ia, ib, label, ca, cb, down, up, flaky, lines,
                             flips_per_arm))
@@ -280,6 +290,8 @@ def _flips(out_a: RunOutcomes, out_b: RunOutcomes, ia: int, ib: int, label: str,
         return []
     outputs_a = out_a.first_rows(ia, ca[order].tolist())
     outputs_b = out_b.first_rows(ib, cb[order].tolist())
+    contexts_a = _first_contexts(out_a, ia, ca[order].tolist())
+    contexts_b = _first_contexts(out_b, ib, cb[order].tolist())
     kinds_a, kinds_b = out_a.kind[ia][ca[order]], out_b.kind[ib][cb[order]]
     found = []
     for n, i in enumerate(order.tolist()):
@@ -294,5 +306,26 @@ def _flips(out_a: RunOutcomes, out_b: RunOutcomes, ia: int, ib: int, label: str,
             output_a=_text(outputs_a[n]), output_b=_text(outputs_b[n]),
             kind_a=KINDS[int(kinds_a[n])] if kinds_a[n] >= 0 else "–",
             kind_b=KINDS[int(kinds_b[n])] if kinds_b[n] >= 0 else "–",
+            contexts_a=contexts_a[n], contexts_b=contexts_b[n],
         ))
     return found
+
+
+def _retrieval_runs(bench_a: Benchmark, bench_b: Benchmark
+                    ) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """Both runs' retrieval columns, when both have contexts."""
+    if not (bench_a.has_contexts and bench_b.has_contexts):
+        return None
+    names = ["arm", "item_id", "gold_ranks", "gold_n"]
+    return bench_a.columns(names), bench_b.columns(names)
+
+
+def _first_contexts(outcomes: RunOutcomes, arm: int, items: list[int]) -> list[str | None]:
+    """The contexts line of each item's first run (``None`` for every item when the run's
+    table has no contexts: no arm returned any)."""
+    texts = outcomes.bench.row_texts()
+    names = texts.file.names() if texts is not None else outcomes.table.columns
+    if "contexts" not in names:
+        return [None] * len(items)
+    return [v if isinstance(v, str) else None
+            for v in outcomes.first_rows(arm, items, column="contexts")]

@@ -83,6 +83,24 @@ class SliceDiff(BaseModel):
     verdict: DiffVerdict
 
 
+class RetrievalDiff(BaseModel):
+    """One retrieval figure of an arm then and now, and the paired difference
+    (:func:`hr_core.stats.retrieval.retrieval_change`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    figure: str
+    then: float
+    now: float
+    diff: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    n_items: int
+    decision: str
+    method: str = ""
+
+
 class ArmDiff(BaseModel):
     """One arm then (``arm_a`` in run a) and now (``arm_b`` in run b)."""
 
@@ -121,6 +139,8 @@ class ArmDiff(BaseModel):
         None, description="cost by kind then (cost_input_usd, cost_cache_read_usd, ...)")
     cost_kinds_b: dict[str, float] | None = None
     slices: list[SliceDiff] = Field(default_factory=list)
+    retrieval: list[RetrievalDiff] = Field(default_factory=list)
+    """The retrieval figures then and now, when both runs' arms returned contexts."""
 
     @property
     def label(self) -> str:
@@ -145,6 +165,14 @@ class Flip(BaseModel):
     output_b: str
     kind_a: str
     kind_b: str
+    contexts_a: str | None = None
+    """The passages the first run retrieved then, as one short line (``None``: none)."""
+    contexts_b: str | None = None
+
+
+def _contexts(line: str | None) -> str:
+    """A flip's contexts after its output in a markdown cell (nothing without)."""
+    return "" if not line else f" ⟨{md_cell(line[:80])}⟩"
 
 
 class RunDiff(BaseModel):
@@ -267,6 +295,14 @@ class RunDiff(BaseModel):
                          f"| {a.flaky_right_to_wrong} / {a.flaky_wrong_to_right} |")
         if self.arms:
             lines += ["", md_cell(self.verdict_text)]
+        changed = [(a, r) for a in self.arms for r in a.retrieval]
+        if changed:
+            lines += ["", "| arm | retrieval | then | now | diff | CI | verdict |",
+                      "|---|---|---|---|---|---|---|"]
+            lines += [f"| {md_cell(a.label)} | {md_cell(r.figure)} | {r.then:.3f} | "
+                      f"{r.now:.3f} | {_fmt(r.diff)} | "
+                      f"{'' if r.ci_low is None else f'[{r.ci_low:+.3f}, {r.ci_high:+.3f}]'} "
+                      f"| {md_cell(r.decision)} |" for a, r in changed]
         for a in self.arms:
             flips = [f for direction in ("right→wrong", "wrong→right")
                      for f in [f for f in self.flips
@@ -278,6 +314,7 @@ class RunDiff(BaseModel):
                       "|---|---|---|---|---|---|---|"]
             lines += [f"| {md_cell(f.item_id)} | {f.direction} | {'flaky' if f.flaky else ''} "
                       f"| {md_cell(f.question[:120])} | {md_cell(f.label[:60])} "
-                      f"| {md_cell(f.output_a[:80])} ({f.kind_a}) "
-                      f"| {md_cell(f.output_b[:80])} ({f.kind_b}) |" for f in flips]
+                      f"| {md_cell(f.output_a[:80])} ({f.kind_a}){_contexts(f.contexts_a)} "
+                      f"| {md_cell(f.output_b[:80])} ({f.kind_b}){_contexts(f.contexts_b)} |"
+                      for f in flips]
         return "\n".join(lines) + "\n"

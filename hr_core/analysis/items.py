@@ -206,8 +206,10 @@ def failed_runs(runs: pd.DataFrame, items: Mapping[str, ItemText], *,
                 texts: RowTexts | None = None) -> pd.DataFrame:
     """The runs that failed, sorted by arm (in ``arms`` order), failure kind and item.
 
-    Columns: ``arm, failure_kind, item_id, run, question, label, output, error``.
-    ``arm``, ``kind`` and ``item`` filter (``kind="unscored"`` gives the runs
+    Columns: ``arm, failure_kind, item_id, run, question, label, output, error``, and
+    ``contexts`` (the passages the run retrieved, as one short line) and ``attribution``
+    (retrieval miss, reading error, refusal despite evidence) when the runs table has
+    them. ``arm``, ``kind`` and ``item`` filter (``kind="unscored"`` gives the runs
     without a verdict instead). ``failed_only=False`` keeps every run; then
     ``failure_kind`` reads ``correct`` or ``unscored`` for the runs without one.
     ``per_group`` keeps that many rows per (arm, kind) (texts are made for those only).
@@ -250,11 +252,18 @@ def failed_runs(runs: pd.DataFrame, items: Mapping[str, ItemText], *,
     picked = runs[["arm", "item_id", "run"]].iloc[at[chosen]]
     outputs = column_at(runs, texts, at[chosen], "output")
     errors = column_at(runs, texts, at[chosen], "error")
+    has_contexts = "contexts" in runs.columns or (
+        texts is not None and "contexts" in texts.file.names())
+    contexts = column_at(runs, texts, at[chosen], "contexts") if has_contexts else None
+    blamed = column_at(runs, texts, at[chosen], "attribution") if has_contexts else None
     kinds_text = [("unscored" if u else "correct") if n else k for k, n, u in zip(
         runs["failure_kind"].iloc[at[chosen]].astype(object), no_kind[chosen], unscored[chosen],
         strict=True)]
     ids = picked["item_id"].astype(str).tolist()
     shown = _texts(items, ids, _item_places(runs, at[chosen]))
+    extra = {} if contexts is None or blamed is None else {
+        "contexts": ["" if v is None or v != v else str(v) for v in contexts],
+        "attribution": ["" if v is None or v != v else str(v) for v in blamed]}
     return pd.DataFrame({
         "arm": picked["arm"].astype(str).to_numpy(),
         "failure_kind": kinds_text,
@@ -264,7 +273,8 @@ def failed_runs(runs: pd.DataFrame, items: Mapping[str, ItemText], *,
         "label": [t.label for t in shown],
         "output": [excerpt(v) for v in outputs] if outputs is not None else "",
         "error": [excerpt(v) for v in errors] if errors is not None else "",
-    }, columns=list(FAILED_COLUMNS))
+        **extra,
+    }, columns=[*FAILED_COLUMNS, *extra])
 
 
 def _first_per_group(groups: np.ndarray, runs: pd.DataFrame, at: np.ndarray,

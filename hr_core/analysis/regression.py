@@ -20,7 +20,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from hr_core.analysis.diff import diff_runs
-from hr_core.analysis.diff_result import RunDiff
+from hr_core.analysis.diff_result import RetrievalDiff, RunDiff
 from hr_core.core.errors import CorruptRunError
 from hr_core.core.identity import fingerprint
 from hr_core.core.safe import markdown_text
@@ -98,6 +98,9 @@ class ArmChange(BaseModel):
     flaky_flips: int = Field(default=0, ge=0, description="of the flips, those on items whose runs "
                              "disagreed in either run (runs >= 2)")
     slices: list[SliceChange] = Field(default_factory=list)
+    retrieval: list[RetrievalDiff] = Field(default_factory=list)
+    """The retrieval figures before and now, when both runs' arm returned contexts
+    (shown, not part of ``status``)."""
 
 
 class RegressionReport(BaseModel):
@@ -167,6 +170,15 @@ class RegressionReport(BaseModel):
                     lines.append(f"| {markdown_text(a.arm)} | {markdown_text(s.slice)} | "
                                  f"{markdown_text(s.value)} | {s.n_items} | {_fmt(s.diff)} | {ci} "
                                  f"| {s.verdict} |")
+        retrieved = [(a, r) for a in self.arms for r in a.retrieval]
+        if retrieved:
+            lines += ["", "## Retrieval", "", "| arm | figure | items | previous | now | diff "
+                      "| CI | verdict |", "|---|---|---|---|---|---|---|---|"]
+            for a, r in retrieved:
+                ci = "" if r.ci_low is None else f"[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]"
+                lines.append(f"| {markdown_text(a.arm)} | {markdown_text(r.figure)} | "
+                             f"{r.n_items} | {_fmt(r.then)} | {_fmt(r.now)} | {_fmt(r.diff)} "
+                             f"| {ci} | {markdown_text(r.decision)} |")
         return "\n".join(lines) + "\n"
 
 
@@ -231,7 +243,8 @@ def regression_check(diff: RunDiff, *, threshold: float = 0.05) -> RegressionRep
             decision=a.verdict, method=a.method, right_to_wrong=a.right_to_wrong,
             wrong_to_right=a.wrong_to_right,
             flaky_flips=a.flaky_right_to_wrong + a.flaky_wrong_to_right,
-            slices=[SliceChange(**s.model_dump()) for s in a.slices]))
+            slices=[SliceChange(**s.model_dump()) for s in a.slices],
+            retrieval=list(a.retrieval)))
     changes += [ArmChange(arm=arm, status="not_comparable", n_items=0)
                 for arm in [*diff.unpaired_b, *diff.unpaired_a]]
     return RegressionReport(run_id=diff.id_b, previous_run_id=diff.id_a, threshold=threshold,

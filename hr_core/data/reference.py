@@ -1,4 +1,11 @@
-"""Reference sets: labelled items read from a DataFrame, records or a file."""
+"""Reference sets: labelled items read from a DataFrame, records or a file.
+
+An item may also name its gold passages (``gold_contexts``: the passages that hold its
+answer, as passage ids or texts): the retrieval figures (:mod:`hr_core.stats.retrieval`)
+count an arm's ``contexts`` against them. They are kept beside the items
+(:meth:`Reference.gold`) and are part of the reference's hash only when some item has
+them, so a reference without gold passages keeps the hash it always had.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +14,20 @@ import math
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
-
-import pandas as pd
+from typing import Any, NamedTuple
 
 from hr_core.core.errors import ReferenceDataError
 from hr_core.core.identity import fingerprint
-from hr_core.core.json_text import jsonl_lines
 from hr_core.core.text import is_missing, plain_digits
-from hr_core.data.csv_table import read_csv_table
-from hr_core.data.squad_file import read_squad
+from hr_core.data.reference_rows import JsonCells, read_rows
+from hr_core.data.squad_file import read_squad, squad_corpus
 
-__all__ = ["Item", "Reference", "hr_reference"]
+__all__ = ["GOLD_CONTEXTS", "Item", "Reference", "hr_reference", "squad_corpus"]
 
-_SUFFIXES = (".csv", ".jsonl", ".parquet")
+GOLD_CONTEXTS = "gold_contexts"
+"""The default column of an item's gold passages (a list of passage ids or texts)."""
 
-JsonCells = Literal["any", "arrays"] | None
+
 """Which string label cells are read as JSON: CSV ``"any"`` (a number, a list, a quoted
 string; SPEC section 12) and Parquet string cells ``"any"``; ``"arrays"``: only a
 JSON array; else none."""
@@ -45,13 +50,27 @@ class Reference:
         ([('q1', '2+2?', 4)], 1)
     """
 
-    __slots__ = ("_by_id", "_hash", "items", "source")
+    __slots__ = ("_by_id", "_hash", "gold_contexts", "items", "source")
 
-    def __init__(self, items: Sequence[Item], source: str = "<data>") -> None:
+    def __init__(self, items: Sequence[Item], source: str = "<data>",
+                 gold_contexts: Mapping[str, Sequence[str]] | None = None) -> None:
         self.items: tuple[Item, ...] = tuple(items)
         self.source = source
+        self.gold_contexts: dict[str, tuple[str, ...]] = {
+            k: tuple(v) for k, v in (gold_contexts or {}).items() if v}
+        """Each item's gold passages (ids or texts) by item id; items without are absent."""
         self._hash: str | None = None
         self._by_id: dict[str, Item] | None = None
+
+    def gold(self, item_id: str) -> tuple[str, ...]:
+        """The gold passages of one item (``()`` when it names none).
+
+        Example:
+            >>> ref = hr_reference([{"id": "q1", "label": "a", "gold_contexts": ["p3"]}])
+            >>> ref.gold("q1"), ref.gold("q2")
+            (('p3',), ())
+        """
+        return self.gold_contexts.get(item_id, ())
 
     def __iter__(self) -> Iterator[Item]:
         return iter(self.items)
@@ -64,9 +83,16 @@ class Reference:
 
     @property
     def hash(self) -> str:
-        """:func:`hr_core.core.identity.fingerprint` of ids, payloads and labels, in row order."""
+        """:func:`hr_core.core.identity.fingerprint` of ids, payloads and labels, in row order;
+        with the gold passages (item order) when any item has them."""
         if self._hash is None:
-            self._hash = fingerprint([[it.id, it.payload, it.label] for it in self.items])
+            rows = [[it.id, it.payload, it.label] for it in self.items]
+            gold = self.gold_contexts
+            if gold:
+                self._hash = fingerprint({"items": rows, GOLD_CONTEXTS: [
+                    [it.id, list(gold[it.id])] for it in self.items if it.id in gold]})
+            else:
+                self._hash = fingerprint(rows)
         return self._hash
 
     def get(self, item_id: str) -> Item:
@@ -80,7 +106,8 @@ class Reference:
 
 
 def hr_reference(
-    data: Any, *, id: str = "id", item: str | None = None, label: str = "label"
+    data: Any, *, id: str = "id", item: str | None = None, label: str = "label",
+    gold_contexts: str = GOLD_CONTEXTS, retrieval: bool = False,
 ) -> Reference:
     """Read a reference set.
 
@@ -103,6 +130,18 @@ def hr_reference(
             column of mixed labels is a string column). A float32 label is the
             shortest text of its float32 value (``0.1``). An empty or NaN cell is
             ``None``.
+        gold_contexts: the column of each item's gold passages: a list of passage ids
+            or texts (a CSV or Parquet string cell holding a JSON array is that list; any
+            other string is one passage); an empty cell names none. Not part of the
+            payload. A context is relevant when its ``id`` equals a gold entry, or its
+            text, normalised (Unicode NFKC, case-folded, whitespace runs as one space),
+            equals or contains a normalised gold entry (:mod:`hr_core.scoring.relevance`).
+            A column other than the default that is absent is an error.
+        retrieval: read a SQuAD ``.json`` file as a retrieval benchmark: the payload is
+            the question's ``id``, ``title`` and ``question`` (not its paragraph), and
+            each answerable question's gold passage is its paragraph's id
+            (``"<title>#p<index>"``); :func:`squad_corpus` gives the paragraphs an arm
+            retrieves from.
 
     Raises:
         ReferenceDataError: naming the file, the row or line and the field: a duplicate
@@ -117,8 +156,13 @@ def hr_reference(
         Item(id='row1', payload='Capital of France?', label='["Paris", "paris"]')
     """
     if isinstance(data, str | Path) and Path(data).suffix.lower() == ".json":
-        return _squad_reference(Path(data), id, item, label)
-    source, records, where, json_cells = _read(data)
+        return _squad_reference(Path(data), id, item, label, retrieval)
+    if retrieval:
+        raise ReferenceDataError(
+            f"{data if isinstance(data, str | Path) else '<data>'}: retrieval=True reads a "
+            "SQuAD .json file as a retrieval benchmark; for other data name each item's gold "
+            "passages in a gold_contexts column")
+    source, records, where, json_cells = read_rows(data)
     if not records:
         raise ReferenceDataError(f"{source}: no items (no rows); add at least one item")
     columns = _columns(records)
@@ -132,12 +176,19 @@ def hr_reference(
             f"{source}: no id column {id!r} (columns: {', '.join(sorted(columns))}); "
             "pass id=NAME, or leave the default to number the rows"
         )
+    if gold_contexts not in columns and gold_contexts != GOLD_CONTEXTS:
+        raise ReferenceDataError(
+            f"{source}: no gold_contexts column {gold_contexts!r} (columns: "
+            f"{', '.join(sorted(columns))}); name the column of the gold passages, or leave "
+            "the default"
+        )
     if item is not None and item not in columns:
         raise ReferenceDataError(
             f"{source}: no item column {item!r} (columns: {', '.join(sorted(columns))}); "
             "pass item=NAME, or item=None for a dict of all columns"
         )
     items: list[Item] = []
+    gold: dict[str, list[str]] = {}
     first_row: dict[str, int] = {}
     emptied: list[int] = []  # rows whose label [] or NaN became "no label"
     json_nan = source.lower().endswith(".jsonl")  # JSON says "no label" with null
@@ -153,16 +204,52 @@ def hr_reference(
         value = _label(raw, json_cells, f"{source}, {where(index)}", label)
         if value is None and raw is not None and _emptied(raw, json_nan):
             emptied.append(index)
+        passages = _gold(record.get(gold_contexts), f"{source}, {where(index)}", gold_contexts)
+        if passages:
+            gold[item_id] = passages
         if item is None:
             payload: Any = {
-                k: _plain(v) for k, v in record.items() if k != id and k != label
+                k: _plain(v) for k, v in record.items()
+                if k != id and k != label and k != gold_contexts
             }
         else:
             payload = _plain(record.get(item))
         items.append(Item(item_id, payload, value))
     if emptied:
         _warn_emptied(source, label, [where(i) for i in emptied[:3]], len(emptied))
-    return Reference(items, source)
+    return Reference(items, source, gold)
+
+
+def _gold(value: Any, where: str, field: str) -> list[str]:
+    """One cell of gold passages as a list of strings (ids or texts); ``[]`` for none."""
+    value = _plain(value)
+    if value is None:
+        return []
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                parsed = json.loads(text)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, list):
+                return _gold(parsed, where, field)
+        return [value] if text else []
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [str(value)]
+    if isinstance(value, list):
+        passages: list[str] = []
+        for entry in value:
+            if isinstance(entry, bool) or not isinstance(entry, str | int):
+                raise ReferenceDataError(
+                    f"{where}, field {field!r}: a gold passage must be a string (an id or a "
+                    f"text), got {type(entry).__name__} ({entry!r}); use a list of strings")
+            if str(entry).strip():
+                passages.append(str(entry))
+        return passages
+    raise ReferenceDataError(
+        f"{where}, field {field!r}: gold passages must be a list of strings (ids or texts), "
+        f"got {type(value).__name__} ({value!r})")
 
 
 def _emptied(raw: Any, json_nan: bool) -> bool:
@@ -178,107 +265,25 @@ def _warn_emptied(source: str, field: str, first: list[str], count: int) -> None
         f"{source}: {count} item(s) have a {field!r} of [] or NaN ({', '.join(first)}"
         f"{', ...' if count > len(first) else ''}), read as no label (like null): they are "
         "unscored; give the accepted answers, or null for no label", stacklevel=3)
-def _squad_reference(path: Path, id: str, item: str | None, label: str) -> Reference:
+def _squad_reference(path: Path, id: str, item: str | None, label: str,
+                     retrieval: bool = False) -> Reference:
     """A SQuAD JSON file's questions (:mod:`hr_core.data.squad_file`)."""
     if id != "id" or label != "label":
         raise ReferenceDataError(f"{path}: a SQuAD file has its own ids and labels; leave "
                                  "id= and label= out")
     if not path.is_file():
         raise ReferenceDataError(f"{path}: cannot read: no such file")
-    rows = read_squad(path, item)
+    rows = read_squad(path, item, retrieval)
     if not rows:
         raise ReferenceDataError(f"{path}: no items (no questions); add at least one item")
     seen: set[str] = set()
-    for qid, _, _ in rows:
+    for qid, _, _, _ in rows:
         if qid in seen:
             raise ReferenceDataError(f"{path}: duplicate question id {qid!r} (ids must be "
                                      "unique)")
         seen.add(qid)
-    return Reference([Item(*row) for row in rows], str(path))
-
-
-def _read(data: Any) -> tuple[str, list[dict[str, Any]], Any, JsonCells]:
-    """Return (source name, records, row -> location text, which label cells are JSON)."""
-    if isinstance(data, pd.DataFrame):
-        return "<DataFrame>", _records(data), _row, None
-    if isinstance(data, str | Path):
-        return _read_file(Path(data))
-    if isinstance(data, list | tuple):
-        for index, record in enumerate(data):
-            if not isinstance(record, Mapping):
-                raise ReferenceDataError(
-                    f"<records>, row {index + 1}: expected a dict, got {type(record).__name__}"
-                )
-        # read, never changed: dicts are not copied (a copy doubles a large reference at once)
-        return "<records>", [r if type(r) is dict else dict(r) for r in data], _row, None
-    raise ReferenceDataError(
-        f"cannot read a reference set from {type(data).__name__}; pass a DataFrame, a list "
-        "of dicts, or a path to .csv, .jsonl or .parquet"
-    )
-
-
-def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    narrow = [c for c, kind in frame.dtypes.items() if str(kind) in ("float32", "float16")]
-    if narrow:  # the shortest text of their own precision: 0.1, not 0.10000000149011612
-        frame = frame.copy()
-        for column in narrow:
-            frame[column] = [float(str(v)) for v in frame[column].to_numpy()]
-    return [{str(k): v for k, v in row.items()} for row in frame.to_dict("records")]
-
-
-def _row(index: int) -> str:
-    return f"row {index + 1}"
-
-
-def _read_file(path: Path) -> tuple[str, list[dict[str, Any]], Any, JsonCells]:
-    source = str(path)
-    suffix = path.suffix.lower()
-    if suffix not in _SUFFIXES:
-        raise ReferenceDataError(
-            f"{source}: unsupported file type {suffix or '(none)'!r}; use .csv, .jsonl or "
-            ".parquet (or a SQuAD .json)"
-        )
-    if not path.is_file():
-        raise ReferenceDataError(f"{source}: cannot read: no such file")
-    try:
-        if suffix == ".jsonl":
-            return source, _read_jsonl(path), lambda i: f"row {i + 1}", None
-        if suffix == ".csv":
-            table = read_csv_table(path, ReferenceDataError)
-            lines = table.lines
-            records = [{name: cell or None for name, cell in zip(table.header, row, strict=True)}
-                       for row in table.rows]
-            return source, records, lambda i: f"line {lines[i]}", "any"
-        frame = pd.read_parquet(path)
-        return source, _records(frame), _row, "any"
-    except ReferenceDataError:
-        raise
-    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        raise ReferenceDataError(f"{source}: cannot read: {reason}") from None
-    except Exception as exc:  # pyarrow raises its own types for corrupt files
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        kind = type(exc).__name__
-        raise ReferenceDataError(f"{source}: cannot read ({kind}): {reason}") from None
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    records: list[dict[str, Any]] = []
-    with path.open("rb") as handle:
-        for number, _, line in jsonl_lines(handle):
-            try:
-                record = json.loads(line.decode("utf-8"))
-            except json.JSONDecodeError as exc:
-                raise ReferenceDataError(
-                    f"{path}, line {number}: not valid JSON ({exc.msg} at column {exc.colno}); "
-                    "each line must be one JSON object"
-                ) from None
-            if not isinstance(record, dict):
-                raise ReferenceDataError(
-                    f"{path}, line {number}: expected a JSON object, got {type(record).__name__}"
-                )
-            records.append(record)
-    return records
+    return Reference([Item(*row[:3]) for row in rows], str(path),
+                     {row[0]: row[3] for row in rows if row[3]})
 
 
 def _columns(records: list[dict[str, Any]]) -> set[str]:

@@ -7,6 +7,12 @@ texts of its ``answers`` (a list, as the official evaluation takes the best), or
 ``is_impossible``), never an unlabelled one. As the official evaluate-v2.0.py, the answers
 decide (a question is answerable when it has answers); a question marked ``is_impossible``
 that lists answers anyway is read as answerable, with a warning giving the count.
+
+Read as a retrieval benchmark (``retrieval=True``), an item's payload is its ``id``,
+``title`` and ``question`` only (its paragraph would make retrieval free), and each
+answerable question's gold passage is the id of its paragraph, :func:`passage_id`
+(``"<title>#p<paragraph index>"``); :func:`squad_corpus` gives each article's paragraphs,
+the corpus an arm retrieves from. An unanswerable question names no gold passage.
 """
 
 from __future__ import annotations
@@ -18,20 +24,43 @@ from typing import Any
 
 from hr_core.core.errors import ReferenceDataError
 
-__all__ = ["NO_ANSWER", "read_squad"]
+__all__ = ["NO_ANSWER", "passage_id", "read_squad", "squad_corpus"]
 
 NO_ANSWER = "NOT_IN_DOCUMENT"
 """The label of an unanswerable question (SQuAD 2.0's ``is_impossible``)."""
 
 _PAYLOAD_FIELDS = ("id", "title", "context", "question")
+_RETRIEVAL_FIELDS = ("id", "title", "question")
 
 
-def read_squad(path: Path, item: str | None) -> list[tuple[str, Any, Any]]:
-    """``(id, payload, label)`` of every question of a SQuAD JSON file, in file order.
+def passage_id(title: str, paragraph: int) -> str:
+    """The id of an article's paragraph (from 0) in a SQuAD retrieval benchmark.
+
+    Example:
+        >>> passage_id("Normans", 3)
+        'Normans#p3'
+    """
+    return f"{title}#p{paragraph}"
+
+
+def squad_corpus(path: Path) -> dict[str, list[tuple[str, str]]]:
+    """Each article's paragraphs as ``(passage id, text)``, by title, in file order: the
+    corpus an arm of a SQuAD retrieval benchmark retrieves from.
 
     Raises:
         ReferenceDataError: naming the file, the place in it and what to do.
     """
+    corpus: dict[str, list[tuple[str, str]]] = {}
+    for a, article in enumerate(_articles(path)):
+        where = f"{path}, data[{a}]"
+        title = _field(article, "title", str, where, default="")
+        corpus[title] = [
+            (passage_id(title, p), _field(paragraph, "context", str, f"{where}.paragraphs[{p}]"))
+            for p, paragraph in enumerate(_field(article, "paragraphs", list, where))]
+    return corpus
+
+
+def _articles(path: Path) -> list[Any]:
     source = str(path)
     try:
         with path.open(encoding="utf-8") as handle:
@@ -45,12 +74,26 @@ def read_squad(path: Path, item: str | None) -> list[tuple[str, Any, Any]]:
         raise ReferenceDataError(f"{source}: not a SQuAD file (no list 'data' at the top); "
                                  "a .json reference set is SQuAD's data/paragraphs/qas, other "
                                  "tables are .jsonl, .csv or .parquet")
-    if item is not None and item not in _PAYLOAD_FIELDS:
+    return list(document["data"])
+
+
+def read_squad(path: Path, item: str | None, retrieval: bool = False
+               ) -> list[tuple[str, Any, Any, list[str]]]:
+    """``(id, payload, label, gold passages)`` of every question of a SQuAD JSON file, in
+    file order (gold passages only with ``retrieval``: see the module's docstring).
+
+    Raises:
+        ReferenceDataError: naming the file, the place in it and what to do.
+    """
+    source = str(path)
+    articles = _articles(path)
+    fields = _RETRIEVAL_FIELDS if retrieval else _PAYLOAD_FIELDS
+    if item is not None and item not in fields:
         raise ReferenceDataError(f"{source}: no item field {item!r} in a SQuAD file (fields: "
-                                 f"{', '.join(_PAYLOAD_FIELDS)}); or item=None for all")
-    rows: list[tuple[str, Any, Any]] = []
+                                 f"{', '.join(fields)}); or item=None for all")
+    rows: list[tuple[str, Any, Any, list[str]]] = []
     contradicting = 0
-    for a, article in enumerate(document["data"]):
+    for a, article in enumerate(articles):
         title = _field(article, "title", str, f"{source}, data[{a}]", default="")
         for p, paragraph in enumerate(_field(article, "paragraphs", list, f"{source}, data[{a}]")):
             where = f"{source}, data[{a}].paragraphs[{p}]"
@@ -65,8 +108,11 @@ def read_squad(path: Path, item: str | None) -> list[tuple[str, Any, Any]]:
                     contradicting += 1
                 payload = {"id": qid, "title": title, "context": context,
                            "question": _field(qa, "question", str, at)}
+                gold = [passage_id(title, p)] if retrieval and texts else []
+                if retrieval:
+                    del payload["context"]
                 rows.append((qid, payload if item is None else payload[item],
-                             texts if texts else NO_ANSWER))
+                             texts if texts else NO_ANSWER, gold))
     if contradicting:
         warnings.warn(f"{source}: {contradicting} question(s) marked is_impossible list "
                       "answers; read as answerable, as the official evaluation does",

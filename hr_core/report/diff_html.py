@@ -111,12 +111,17 @@ def _flips(diff: RunDiff) -> str:
         flips = [f for f in diff.flips if f.arm == arm.label]
         total = arm.right_to_wrong + arm.wrong_to_right
         if flips:
+            passages = any(f.contexts_a or f.contexts_b for f in flips)
             rows = [[escape(f.item_id), escape(f.direction), "flaky" if f.flaky else "",
                      escape(f.question), escape(f.label), escape(f.output_a),
                      escape(f"{f.kind_a} ({f.share_a:.0%})"), escape(f.output_b),
-                     escape(f"{f.kind_b} ({f.share_b:.0%})")] for f in flips]
-            parts.append(table(["item", "flip", "flaky", "question / payload", "label",
-                                "then: output", "then", "now: output", "now"], rows, left=9,
+                     escape(f"{f.kind_b} ({f.share_b:.0%})"),
+                     *([escape(f.contexts_a or ""), escape(f.contexts_b or "")]
+                       if passages else [])] for f in flips]
+            headers = ["item", "flip", "flaky", "question / payload", "label",
+                       "then: output", "then", "now: output", "now",
+                       *(["then: contexts", "now: contexts"] if passages else [])]
+            parts.append(table(headers, rows, left=len(headers),
                                table_id=f"table-flips-{index}", css_class="items"))
             if total > len(flips):
                 parts.append(f'<p class="more">{fmt(total - len(flips))} more flipped items '

@@ -74,6 +74,10 @@ class ReportInputs:
     corrected: Any = None
     """The accuracies corrected by the run's random human labels
     (:class:`~hr_core.judge.corrected.CorrectedAccuracy`), when it has some."""
+    retrieval: Mapping[str, pd.DataFrame] | None = None
+    """When some run returned contexts: ``summary`` (``Benchmark.retrieval_summary()``),
+    ``differences`` and ``attribution`` (:mod:`hr_core.stats.retrieval`,
+    :mod:`hr_core.analysis.attribution`)."""
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """Results the sections share while one report renders (e.g. the paired differences)."""
 
@@ -303,8 +307,12 @@ def load_report_inputs(run_dir: str | Path) -> ReportInputs:
             f"({type(exc).__name__}: {exc}); {rerun_hint()}"))
         runs = stored.read(STAT_COLUMNS)
         texts = RowTexts(stored)
+        retrieval = (retrieval_parts(stored.read(["arm", "item_id", "gold_ranks", "gold_n",
+                                                  "attribution"]), manifest)
+                     if "gold_ranks" in stored.names() else None)
     else:
         runs = _read_frame(folder, "runs")
+        retrieval = None
     if runs is None:
         raise ReportError(f"{folder.run_dir}: no runs.parquet; the run has not finished writing")
     summary = _read_frame(folder, "summary")
@@ -328,4 +336,16 @@ def load_report_inputs(run_dir: str | Path) -> ReportInputs:
         texts=texts,
         slices=_read_frame(folder, "summary_slices"),
         corrected=read_corrected(folder, manifest, runs),
+        retrieval=retrieval,
     )
+
+
+def retrieval_parts(runs: pd.DataFrame, manifest: RunManifest
+                    ) -> dict[str, pd.DataFrame]:
+    """:attr:`ReportInputs.retrieval` from the runs table's retrieval columns."""
+    from hr_core.analysis.attribution import attribution_summary
+    from hr_core.stats.retrieval import KS, retrieval_differences, retrieval_summary
+
+    ks = tuple(manifest.retrieval_k or KS)
+    return {"summary": retrieval_summary(runs, ks), "differences": retrieval_differences(runs, ks),
+            "attribution": attribution_summary(runs)}

@@ -248,6 +248,17 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
     if corrected is not None:
         heading, *rest = corrected_lines(corrected, name=_cell, bullet="- ")
         lines += ["", f"**{heading}**", "", *rest]
+    from hr_core.report.retrieval import retrieval_markdown
+
+    lines += retrieval_markdown(bench.retrieval_summary(), bench.retrieval_differences(),
+                                bench.attribution_summary())
+    cut = bench.contexts_cut() if bench.has_contexts else 0
+    if cut:
+        from hr_core.store.record import CONTEXT_TEXT_MAX, CONTEXTS_MAX
+
+        lines += ["", f"> **Note:** the contexts of {cut:,} run(s) were cut to what a record "
+                  f"keeps ({CONTEXTS_MAX} passages, {CONTEXT_TEXT_MAX:,} characters each); "
+                  "the figures look no deeper."]
     limit = float(m.max_error_rate or DEFAULT_MAX_ERROR_RATE)
     health = bench.health(limit, arms=result.order or None)
     lines += ["", "## Errors", ""]

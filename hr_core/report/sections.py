@@ -116,7 +116,14 @@ def facts_section(inputs: ReportInputs) -> str:
 
 
 def summary_section(inputs: ReportInputs) -> str:
-    """The summary table, best arm first."""
+    """The summary table, best arm first; the retrieval figures under it when some run
+    returned contexts (:func:`hr_core.report.retrieval.retrieval_html`)."""
+    from hr_core.report.retrieval import retrieval_html
+
+    return _summary_table(inputs) + retrieval_html(inputs.retrieval)
+
+
+def _summary_table(inputs: ReportInputs) -> str:
     summary = inputs.summary
     kinds: list[str] = [k for k in FAILURE_KINDS if k in summary.columns]
     kinds += [str(c) for c in summary.columns
@@ -263,8 +270,10 @@ def failures_section(inputs: ReportInputs) -> str:
                 parts.append(f'<p id="budget-{slug}">{fmt(total)} runs never started: '
                              "the budget ran out (no output to show).</p>")
                 continue
+            columns = _FAILED + ([("contexts", "contexts"), ("attribution", "why")]
+                                 if "contexts" in group else [])
             parts.append(f"<h4>{escape(kind.replace('_', ' '))} ({fmt(total)})</h4>"
-                         + _capped_table(group, _FAILED, f"table-failed-{slug}",
+                         + _capped_table(group, columns, f"table-failed-{slug}",
                                          f"{kind.replace('_', ' ')} runs of {escape(arm)}",
                                          total))
     return "".join(parts)

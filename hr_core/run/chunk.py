@@ -17,14 +17,14 @@ from hr_core.core.failures import FAILURE_KINDS
 from hr_core.core.text import is_missing, output_text
 from hr_core.data.reference import Item
 from hr_core.models.ratelimit.endpoint import CALL_DEADLINE, EndpointStoppedError
-from hr_core.results import USAGE_KINDS, ScoreResult, Usage
+from hr_core.results import USAGE_KINDS, ArmResult, ScoreResult, Usage
 from hr_core.run.arms import Arm
 from hr_core.run.budget import BudgetLedger
 from hr_core.run.context import CURRENT_RUN, RunContext
 from hr_core.scoring.answers import has_label
 from hr_core.scoring.scorer import Scorer, settle_score
 from hr_core.store.outputs import store_output
-from hr_core.store.record import RunRecord, short_outcome, stopped_record
+from hr_core.store.record import RunRecord, bound_contexts, short_outcome, stopped_record
 
 __all__ = ["ChunkContext", "run_chunk", "score_record",
            "stopped_record"]
@@ -271,6 +271,11 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> RunRecor
     else:
         record.output = output_text(output)
         record.arm_output = store_output(output, record.output)
+        contexts = getattr(output, "contexts", None) if isinstance(output, ArmResult) else None
+        if contexts:
+            record.contexts, cut = bound_contexts(contexts)
+            if cut:
+                record.contexts_cut = cut
         if output is not None and not isinstance(output, int | float):
             tokens_in, tokens_out, cost = _usage(output)
             record.tokens_in, record.tokens_out, record.cost_usd = tokens_in, tokens_out, cost

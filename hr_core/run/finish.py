@@ -113,6 +113,7 @@ class SessionResults:
                 planned={a: len(plan.reference) * plan.runs_of(a) for a in plan.arms})}),
             "rate_limits": rate_limit_report(self._started),
             "halts": dict(self.ledger.halts) if hasattr(self, "ledger") else {},
+            **({} if plan.retrieval_k is None else {"retrieval_k": list(plan.retrieval_k)}),
             **({"journal_garbled": self.journal.garbled_record()} if self.journal.garbled
                else {}), **extra,
         })
@@ -171,11 +172,14 @@ class SessionResults:
         self.store.write_text(REPORT, report)
         self.store.write_text(HTML_REPORT, self._html_report(bench, summary, slices))
         give_back(self.total)
+        reference = self.plan.reference
+        gold = reference.gold_contexts  # written only for items with gold passages
         bench.manifest.reference_sha256 = self.store.write_lines(REFERENCE, (  # rescore checks
-            orjson.dumps({"id": i.id, "payload": i.payload, "label": i.label},
+            orjson.dumps({"id": i.id, "payload": i.payload, "label": i.label,
+                          **({"gold_contexts": list(gold[i.id])} if i.id in gold else {})},
                          option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY,
                          default=str)
-            for i in self.plan.reference))
+            for i in reference))
         write_manifest(self.store, bench.manifest)
         if (self._superseded or self.journal.fallback.exists()
                 or self.journal.worker_files() or self.journal.garbled):
@@ -190,6 +194,10 @@ class SessionResults:
         return render_report(ReportInputs(
             bench.manifest, bench.stat_runs(), summary, run_dir=self.store.run_dir,
             items=item_texts(self.plan.reference), texts=bench.row_texts(), slices=slices,
+            retrieval={"summary": bench.retrieval_summary(),
+                       "differences": bench.retrieval_differences(),
+                       "attribution": bench.attribution_summary()} if bench.has_contexts
+            else None,
             memo={"verdict": bench.verdict()} if summary is bench.summary() else {}))
 
     def summarise(self, bench: Benchmark) -> tuple[pd.DataFrame, str]:

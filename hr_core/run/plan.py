@@ -109,6 +109,8 @@ class BenchmarkPlan:
     Like the budget, not part of the run id: a run without it finishes the same run."""
     slices: list[str] = field(default_factory=list)
     """Item fields to give accuracy by (:mod:`hr_core.stats.slices`); not part of the run id."""
+    retrieval_k: list[int] | None = None
+    """The retrieval figures' depths (``None``: :data:`hr_core.stats.retrieval.KS`)."""
 
     def fingerprints(self) -> dict[str, Any]:
         """Every part's fingerprint (:func:`hr_core.core.identity.fingerprint`), for the manifest.

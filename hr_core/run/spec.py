@@ -22,7 +22,7 @@ from pydantic import (
 from hr_core.analysis.health import DEFAULT_MAX_ERROR_RATE
 from hr_core.core.errors import HrError, SpecError
 from hr_core.core.safe import safe_segment
-from hr_core.data.reference import Reference, hr_reference
+from hr_core.data.reference import GOLD_CONTEXTS, Reference, hr_reference
 from hr_core.data.yaml_file import line_of, read_yaml_mapping
 from hr_core.models.spec import CacheMode, ModelSpec
 from hr_core.run.arms import ArmEntry, LLMArm, import_object
@@ -37,7 +37,8 @@ __all__ = ["BenchmarkSpec", "JudgeScorerSpec", "ReferenceSpec", "load_spec", "sc
 
 
 class ReferenceSpec(BaseModel):
-    """Where the reference set is and which columns are id, item and label."""
+    """Where the reference set is and which columns are id, item, label and the gold
+    passages (``gold_contexts``: each item's passage ids or texts; optional)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -45,6 +46,9 @@ class ReferenceSpec(BaseModel):
     id: str = "id"
     item: str | None = None
     label: str = "label"
+    gold_contexts: str = GOLD_CONTEXTS
+    retrieval: bool = False
+    """A SQuAD ``.json`` file read as a retrieval benchmark (:func:`hr_reference`)."""
 
 
 class JudgeScorerSpec(BaseModel):
@@ -125,8 +129,23 @@ class BenchmarkSpec(BaseModel):
     slices: list[str] | None = None
     """Item fields (payload keys) to give accuracy by (:mod:`hr_core.stats.slices`); an analysis
     setting: not part of the run id."""
+    retrieval_k: list[int] | None = None
+    """The depths k of the retrieval figures (hit@k, recall@k, ...; default 1, 3, 5, 10:
+    :mod:`hr_core.stats.retrieval`); an analysis setting: not part of the run id."""
     base_dir: str | None = Field(default=None, exclude=True)
     source: str | None = Field(default=None, exclude=True)
+
+    @field_validator("retrieval_k")
+    @classmethod
+    def _depths(cls, value: list[int] | None) -> list[int] | None:
+        from hr_core.store.record import CONTEXTS_MAX
+
+        if value is None:
+            return None
+        if not value or any(not 1 <= k <= CONTEXTS_MAX for k in value):
+            raise ValueError(f"retrieval_k needs depths from 1 to {CONTEXTS_MAX} (the contexts "
+                             f"a run keeps), got {value!r}")
+        return sorted(set(value))
 
     @field_validator("name")
     @classmethod
@@ -160,7 +179,8 @@ class BenchmarkSpec(BaseModel):
         path = Path(ref.path)
         if not path.is_absolute() and self.base_dir is not None:
             path = Path(self.base_dir) / path
-        return hr_reference(path, id=ref.id, item=ref.item, label=ref.label)
+        return hr_reference(path, id=ref.id, item=ref.item, label=ref.label,
+                            gold_contexts=ref.gold_contexts, retrieval=ref.retrieval)
 
     def build_scorer(self) -> Scorer:
         """The scorer the spec names."""

@@ -11,7 +11,9 @@ comparison, confidence sequences, sample size:
   every item corrected by people's labels on a random sample;
 - :mod:`hr_core.stats.comparison`: the one answer to "is B different from A?"
   (:func:`compare_paired`, :func:`compare_estimate`): estimate, interval, p-value and
-  decision from one method, with the family correction applied there and only there.
+  decision from one method, with the family correction applied there and only there;
+- :mod:`hr_core.stats.retrieval`: hit@k, recall@k, precision@k, MRR and nDCG@k per arm
+  with their intervals, and their paired differences (through the two above).
 
 Every name ``hr_core.stats`` exported before it became a package is re-exported here.
 """
@@ -43,6 +45,7 @@ from hr_core.stats.intervals import (
     wilson_interval,
     win_rate,
 )
+from hr_core.stats.retrieval import retrieval_differences, retrieval_summary
 
 __all__ = [
     "DECISIONS",
@@ -64,6 +67,8 @@ __all__ = [
     "normal_p_value",
     "paired_difference",
     "pooled_share_ci",
+    "retrieval_differences",
+    "retrieval_summary",
     "t_for",
     "wilson_interval",
     "win_rate",

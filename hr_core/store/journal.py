@@ -127,7 +127,8 @@ class Journal:
         self.made: list[RunRecord] | None = None
         """When a list, every record :meth:`append` queues is kept there too, in order: the
         runs table of a small new run is built from them, not read back
-        (:func:`hr_core.store.rows.write_runs`)."""
+        (:func:`hr_core.store.rows.write_runs`). The first record with contexts sets it
+        to ``None``: a run's passages are not all kept in memory."""
 
     def read(self) -> dict[RunKey, RunRecord]:
         """Every complete record (the worker journals' and then the fallback's after the
@@ -228,7 +229,10 @@ class Journal:
             if not self.has_kinds and not _KINDS.isdisjoint(record.__dict__):
                 self.has_kinds = True
             if self.made is not None:
-                self.made.append(record)
+                if record.contexts is None:
+                    self.made.append(record)
+                else:  # passages (up to 100 KB a run): the table reads them back instead
+                    self.made = None
 
     def _repair(self) -> None:
         """End a journal's last line: add the newline a whole record lacks, cut a torn

@@ -182,6 +182,8 @@ class RunManifest(_Block):
     timeout_s: dict[str, float | int] | float | int | None = None
     """Each arm's seconds per call (older manifests: one number for every arm)."""
     slices: list[str] | None = None
+    retrieval_k: list[int] | None = None
+    """The depths of the retrieval figures (``None``: :data:`hr_core.stats.retrieval.KS`)."""
     version: str | None = None
     """The hr version that made the run."""
     versions: dict[str, str | None] | None = None

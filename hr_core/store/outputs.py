@@ -58,7 +58,8 @@ def store_output(output: Any, text: str | None = None) -> dict[str, Any] | None:
         return None
 
     if isinstance(output, ArmResult):
-        stored = {"kind": "ArmResult", "value": output.model_dump(mode="json")}
+        stored = {"kind": "ArmResult",  # its contexts are the record's own (bounded)
+                  "value": output.model_dump(mode="json", exclude={"contexts"})}
     elif output is None or isinstance(output, str | int | float | bool | Mapping | list | tuple):
         stored = {"kind": "json", "value": _data(output)}
     elif callable(getattr(output, "model_dump", None)):
@@ -94,6 +95,8 @@ def load_output(record: RunRecord) -> Any:
     if kind == "ArmResult":
         from hr_core.results import ArmResult
 
+        if record.contexts and isinstance(value, dict):
+            value = {**value, "contexts": record.contexts}
         return ArmResult.model_validate(value)
     if kind == "object":
         return SimpleNamespace(**(value or {}))

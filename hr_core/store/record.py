@@ -19,7 +19,16 @@ Size rules, all here:
 - an ``outcome`` over :data:`OUTCOME_MAX` characters of an output over it is cut
   (:func:`short_outcome`, applied when the run is scored);
 - an ``answer``/``text`` field of ``arm_output`` over 256 characters equal to the
-  output is stored once (``engine/outputs.py:store_output``).
+  output is stored once (``engine/outputs.py:store_output``);
+- ``contexts`` (the passages an :class:`~hr_core.ArmResult` retrieved, best first, as
+  ``{"id", "text", "score"}`` objects with the keys set) keeps at most
+  :data:`CONTEXTS_MAX` passages, each text cut to :data:`CONTEXT_TEXT_MAX` characters
+  (:func:`bound_contexts`); ``contexts_cut`` counts the passages dropped or cut (only
+  written when some were). An ``ArmResult``'s ``arm_output`` leaves its contexts out:
+  they are stored once, here.
+
+``contexts`` and ``contexts_cut`` are optional fields of format 2 (a line without them
+is a run without contexts, as every line written before they existed).
 
 Lines written before the record had ``v`` still read: a line without ``v`` is format 2
 (every field optional but ``arm``, ``item_id``, ``run``), or format 1 when it has
@@ -40,8 +49,9 @@ from hr_core.data.reference import Item
 from hr_core.results import USAGE_KINDS
 from hr_core.scoring.answers import has_label
 
-__all__ = ["OUTCOME_MAX", "RECORD_FIELDS", "RECORD_VERSION", "RunKey", "RunRecord", "decode",
-           "encode", "short_outcome", "stopped_record"]
+__all__ = ["CONTEXTS_MAX", "CONTEXT_TEXT_MAX", "OUTCOME_MAX", "RECORD_FIELDS", "RECORD_VERSION",
+           "RunKey", "RunRecord", "bound_contexts", "decode", "encode", "short_outcome",
+           "stopped_record"]
 
 RECORD_VERSION = 2
 """The journal format a record is written in (its ``v``; the manifest's ``journal_format``)."""
@@ -53,6 +63,14 @@ OUTCOME_MAX = 4096
 """An outcome longer than this, of an output longer than this, is cut to it (ending in
 "…"): it is the output's text as compared (folded), and the output is stored in full
 once; a 10 MB output would otherwise be written twice."""
+
+CONTEXTS_MAX = 50
+"""The most passages a run's record keeps (the first ones: best first); the rest are
+dropped and counted in ``contexts_cut``. Retrieval figures look at most this deep."""
+
+CONTEXT_TEXT_MAX = 2000
+"""The most characters of one passage's text a record keeps (cut ending in "…", counted
+in ``contexts_cut``): 100k runs of 10 passages of 1 KB is already a 1 GB journal."""
 
 _SHORT = 64  # an outcome this long or shorter is written even when it equals the output
 
@@ -106,6 +124,8 @@ class RunRecord:
     cost_cache_read_usd: float | None = None
     cost_cache_write_usd: float | None = None
     cost_output_usd: float | None = None
+    contexts: list[dict[str, Any]] | None = None
+    contexts_cut: int | None = None
 
     def __init__(self, **fields: Any) -> None:
         """A record of these fields (``arm``, ``item_id`` and ``run`` at least); unknown
@@ -134,7 +154,7 @@ _NAMES = tuple(f.name for f in dataclasses.fields(RunRecord))
 _KNOWN = frozenset(_NAMES)
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(RunRecord)}
 _OWN = ("arm_output", "scored", "judge_tokens_in", "judge_tokens_out", "judge_cost_usd",
-        *USAGE_KINDS)
+        *USAGE_KINDS, "contexts", "contexts_cut")
 _BASE = {k: v for k, v in _DEFAULTS.items() if k not in _OWN}
 """The fields every record holds itself (its line has them all, ``v`` first). The others
 are read from the class (their defaults) until set: a line leaves them out unless set."""
@@ -150,7 +170,8 @@ def _from_fields(fields: dict[str, Any]) -> RunRecord:
     return record
 
 
-RECORD_FIELDS = tuple(n for n in _NAMES if n not in ("v", "arm_output", "scored"))
+RECORD_FIELDS = tuple(n for n in _NAMES
+                      if n not in ("v", "arm_output", "scored", "contexts", "contexts_cut"))
 """The fields of one journaled run that are columns of ``Benchmark.runs`` (with
 ``judge_status`` and the judge's tokens and cost)."""
 
@@ -233,6 +254,33 @@ def short_outcome(outcome: str | None, output: str | None) -> str | None:
             or len(output) <= OUTCOME_MAX):
         return outcome
     return outcome[:OUTCOME_MAX - 1] + "…"
+
+
+def bound_contexts(contexts: Any) -> tuple[list[dict[str, Any]], int]:
+    """The passages a record keeps of an arm's ``contexts`` (``Context`` objects or
+    mappings with ``id``/``text``/``score``) and how many were dropped or cut.
+
+    Example:
+        >>> from hr_core.results import Context
+        >>> kept, cut = bound_contexts([Context(id="p1", score=0.9), Context(text="x" * 5000)])
+        >>> kept[0], len(kept[1]["text"]), cut
+        ({'id': 'p1', 'score': 0.9}, 2000, 1)
+    """
+    kept: list[dict[str, Any]] = []
+    cut = max(0, len(contexts) - CONTEXTS_MAX)
+    for context in contexts[:CONTEXTS_MAX]:
+        get = context.get if isinstance(context, dict) else context.__dict__.get
+        entry: dict[str, Any] = {}
+        for key in ("id", "text", "score"):
+            value = get(key)
+            if value is not None:
+                entry[key] = value
+        text = entry.get("text")
+        if isinstance(text, str) and len(text) > CONTEXT_TEXT_MAX:
+            entry["text"] = text[:CONTEXT_TEXT_MAX - 1] + "…"
+            cut += 1
+        kept.append(entry)
+    return kept, cut
 
 
 def _not_a_record(path: str | os.PathLike[str], number: int, line: bytes) -> CorruptRunError:

@@ -13,6 +13,11 @@ records the first pass decoded instead of reading them again).
 Each row also gets :data:`ITEM_INDEX`, its item's position in the reference (and
 ``reference.jsonl``): summaries and reports count per item with it, without hashing
 a million item ids. ``Benchmark.runs`` leaves it out.
+
+When any run returned contexts (``ArmResult.contexts``), the table also has
+:data:`~hr_core.scoring.relevance.RETRIEVAL_COLUMNS`: each run's contexts as one short
+line and their relevance, judged here once against the item's gold passages (or by
+answer containment) so that no reader needs the journal's passage texts.
 """
 
 from __future__ import annotations
@@ -27,6 +32,12 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from hr_core.data.reference import Reference
+from hr_core.scoring.relevance import (
+    RETRIEVAL_COLUMNS,
+    attribute,
+    contexts_line,
+    judge_contexts,
+)
 from hr_core.stats.accuracy import ITEM_INDEX
 from hr_core.store.columns import runs_schema, runs_table
 from hr_core.store.journal import Journal, journal_lines
@@ -123,16 +134,23 @@ _KEPT = -1
 """The source of a record kept in memory (``Journal.kept``), not in a journal file."""
 
 
-def _latest_lines(journal: Journal, positions: RunPositions, latest: list[Any] | None = None
+def _latest_lines(journal: Journal, positions: RunPositions, latest: list[Any] | None = None,
+                  contexts: list[bool] | None = None,
                   ) -> tuple[list[Path], np.ndarray, np.ndarray, np.ndarray, int]:
     """Where each planned run's latest record is: the files read, and per position its
     file number (:data:`_KEPT`: ``journal.kept``; ``-2``: no record), offset and length.
     Also how many records were superseded by a later one of the same run. ``latest`` (a
-    list of ``positions.total`` ``None``): set to each position's latest record read."""
+    list of ``positions.total`` ``None``): set to each position's latest record read.
+    ``contexts`` (a list): ``True`` appended when a record of the plan has contexts."""
     where, source, offset, size = array("q"), array("b"), array("q"), array("q")
     for number, at, line, record in _journal_lines(journal):
         place = positions.of(record.arm, record.item_id, record.run)
         if place >= 0:
+            if contexts is not None and not contexts and record.contexts is not None:
+                contexts.append(True)  # the records' passages are not all kept: read again
+                if latest is not None:
+                    latest[:] = [None] * len(latest)
+                    latest = None
             if latest is not None:  # read in written order: the last one read wins
                 latest[place] = record
             where.append(place)
@@ -213,14 +231,24 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
         [None] * positions.total if positions.total <= RECORDS_KEPT_UP_TO else None)
     made = _made(journal)
     files: list[Path] = []
+    seen: list[bool] = []
     if made is not None and latest is not None:  # nothing to read back: the records kept
         source, offset, size, superseded = _latest_made(made, positions, latest)
     else:
-        files, source, offset, size, superseded = _latest_lines(journal, positions, latest)
+        files, source, offset, size, superseded = _latest_lines(journal, positions, latest,
+                                                                seen)
+        if seen:  # records with passages were not kept (_latest_lines)
+            latest = None
     kept = list(journal.kept)
     kinds = journal.has_kinds if kinds is None else kinds
+    retrieval = bool(seen) or any(r.contexts is not None for r in (
+        *kept, *(r for r in latest or () if r is not None)))
     frame_schema = runs_schema(judge, kinds)
     schema = frame_schema.append(pa.field(ITEM_INDEX, pa.int32()))
+    if retrieval:
+        for name, kind in zip(RETRIEVAL_COLUMNS,
+                              (pa.string(), pa.string(), pa.int64(), pa.string()), strict=True):
+            schema = schema.append(pa.field(name, kind))
     handles = [os.open(path, os.O_RDONLY) for path in files]
     pending: list[pa.Table] = []
     written = 0
@@ -254,8 +282,13 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
                         records.append(record)
                 written += len(records)
                 table = runs_table(records, frame_schema, judge=judge, kinds=kinds)
-                pending.append(table.append_column(
-                    ITEM_INDEX, pa.array(items_here[rows_here])))
+                table = table.append_column(ITEM_INDEX, pa.array(items_here[rows_here]))
+                if retrieval:
+                    for name, values in _retrieval_columns(
+                            records, items_here[rows_here], positions.reference).items():
+                        table = table.append_column(name, pa.array(values, schema.field(
+                            name).type))
+                pending.append(table)
                 del records
                 if sum(t.num_rows for t in pending) >= ROW_GROUP:
                     writer.write_table(pa.concat_tables(pending), row_group_size=ROW_GROUP)
@@ -268,6 +301,33 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
             os.close(handle)
         give_back(positions.total)
     return written, superseded
+
+
+def _retrieval_columns(records: list[RunRecord], items: np.ndarray, reference: Reference
+                       ) -> dict[str, list[Any]]:
+    """The :data:`RETRIEVAL_COLUMNS` of a batch of records (``items``: their items'
+    positions in ``reference``)."""
+    lines: list[str | None] = []
+    ranks: list[str | None] = []
+    counts: list[int | None] = []
+    blamed: list[str | None] = []
+    every = reference.items
+    gold = reference.gold_contexts
+    for record, index in zip(records, items.tolist(), strict=True):
+        contexts = record.contexts
+        if contexts is None:
+            lines.append(None)
+            ranks.append(None)
+            counts.append(None)
+            blamed.append(None)
+            continue
+        item = every[index]
+        found, count = judge_contexts(contexts, gold.get(item.id, ()), item.label)
+        lines.append(contexts_line(contexts, record.contexts_cut))
+        ranks.append(found)
+        counts.append(count)
+        blamed.append(attribute(record.failure_kind, found, count, item.label))
+    return dict(zip(RETRIEVAL_COLUMNS, (lines, ranks, counts, blamed), strict=True))
 
 
 def compact_journal(journal: Journal) -> bool:

@@ -83,8 +83,13 @@ class StoredReference:
         return [Item(str(r["id"]), r.get("payload"), r.get("label")) for r in self.records()]
 
     def reference(self) -> Reference:
-        """The items as a :class:`Reference` (its ``source`` is this file)."""
-        return Reference(self.items(), source=self.path)
+        """The items as a :class:`Reference` (its ``source`` is this file), with the gold
+        passages of the items that name them (``gold_contexts``, written only for those)."""
+        records = self.records()
+        items = [Item(str(r["id"]), r.get("payload"), r.get("label")) for r in records]
+        gold = {str(r["id"]): [str(g) for g in r["gold_contexts"]] for r in records
+                if r.get("gold_contexts")}
+        return Reference(items, source=self.path, gold_contexts=gold)
 
     def corrupt(self, number: int, exc: Exception) -> CorruptRunError:
         """The file's :class:`CorruptRunError` for line ``number``."""
