@@ -151,12 +151,16 @@ def test_ctrl_c_in_a_running_event_loop_stops_the_benchmark_and_it_resumes(
                             timeout_s=120)
 
     loop = asyncio.new_event_loop()  # as Jupyter's: no SIGINT handler of asyncio.run's
+    # Jupyter's kernel has Python's own SIGINT handler; an earlier test of this process (an
+    # in-process `hr` command) may have left another one installed
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     started = time.monotonic()
     try:
         with pytest.raises(KeyboardInterrupt):
             loop.run_until_complete(cell())
     finally:
         loop.close()
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - started < 50 and len(calls) == 2
     time.sleep(0.5)
     assert len(calls) == 2  # no call started after the interrupt
