@@ -82,6 +82,18 @@ def _vector(values: Sequence[float] | np.ndarray, name: str) -> np.ndarray:
     return array
 
 
+def _inputs(labels: Sequence[float] | np.ndarray, predicted: Sequence[float] | np.ndarray,
+            predicted_unlabelled: Sequence[float] | np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The three vectors of a PPI estimate, checked: the labelled units' labels and verdicts
+    (the same length) and the verdicts on the other units."""
+    y = _vector(labels, "labels")
+    f = _vector(predicted, "predicted")
+    if len(f) != len(y):
+        raise ValueError(f"labels and predicted differ in length ({len(y)} and {len(f)})")
+    return y, f, _vector(predicted_unlabelled, "predicted_unlabelled")
+
+
 def ppi_lambda(labels: Sequence[float] | np.ndarray, predicted: Sequence[float] | np.ndarray,
                predicted_unlabelled: Sequence[float] | np.ndarray) -> float:
     """PPI++'s power-tuned weight on the judge, clipped to [0, 1].
@@ -94,12 +106,8 @@ def ppi_lambda(labels: Sequence[float] | np.ndarray, predicted: Sequence[float] 
         >>> round(ppi_lambda([1, 0, 1, 1], [1, 0, 0, 1], [1, 1, 0, 1, 0, 1, 1, 1]), 5)
         0.34375
     """
-    y = _vector(labels, "labels")
-    f = _vector(predicted, "predicted")
-    unl = _vector(predicted_unlabelled, "predicted_unlabelled")
+    y, f, unl = _inputs(labels, predicted, predicted_unlabelled)
     n, big_n = len(y), len(unl)
-    if len(f) != n:
-        raise ValueError(f"labels and predicted differ in length ({n} and {len(f)})")
     if n < 2 or big_n == 0:
         return 0.0
     covariance = float(np.dot(y - y.mean(), f - f.mean())) / n
@@ -136,12 +144,8 @@ def ppi_mean_ci(labels: Sequence[float] | np.ndarray, predicted: Sequence[float]
         >>> round(est.estimate, 4), round(est.lam, 5), round(est.se, 4)
         (0.8359, 0.34375, 0.1885)
     """
-    y = _vector(labels, "labels")
-    f = _vector(predicted, "predicted")
-    unl = _vector(predicted_unlabelled, "predicted_unlabelled")
+    y, f, unl = _inputs(labels, predicted, predicted_unlabelled)
     n, big_n = len(y), len(unl)
-    if len(f) != n:
-        raise ValueError(f"labels and predicted differ in length ({n} and {len(f)})")
     if lam is None:
         lam = ppi_lambda(y, f, unl)
     elif not 0.0 <= lam <= 1.0 or math.isnan(lam):
