@@ -13,7 +13,7 @@ guide), under ``/v1`` (OpenAI) or ``/openai`` with ``?api-version=`` (Azure):
   validation says); more than ``max_requests`` lines are refused (HTTP 400);
 - ``GET batches`` (``after``, ``limit`` 1..100, newest first, ``has_more``,
   ``first_id``/``last_id``), ``GET batches/{id}`` (a poll: the batch moves on, see
-  tests/batch_book.py), ``POST batches/{id}/cancel``.
+  tests/batch_book.py), ``POST batches/{id}/cancel`` (HTTP 400 once the batch ended).
 
 Status: ``validating`` -> ``in_progress`` -> ``finalizing`` -> ``completed``, or
 ``expired``, ``cancelling`` -> ``cancelled``, ``failed``. An ended batch has an
@@ -170,6 +170,8 @@ class _BatchRoutes:
                 self._fail(404, f"No batch found with id '{parts[1]}'.")
             elif len(parts) == 2 and method == "GET":
                 self._json(200, self._batch(book, book.retrieve(job)))
+            elif parts[2:] == ["cancel"] and method == "POST" and job.state == "ended":
+                self._fail(400, f"Cannot cancel a batch with status '{job.end}'.")
             elif parts[2:] == ["cancel"] and method == "POST":
                 self._json(200, self._batch(book, book.cancel(job)))
             else:
