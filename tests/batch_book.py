@@ -16,6 +16,7 @@ read when a batch is created (each test sets them on ``server.book`` first):
 - ``expire_after``: the batch expires once that many requests are answered (the rest
   are never answered, never billed);
 - ``max_requests`` / ``max_bytes``: the provider's limits (a larger batch is refused);
+- ``keep_metadata``: False drops a batch's metadata (a deployment without it);
 - ``usage``: extra usage reported per answer (``cached_tokens``, ``reasoning_tokens``
   for OpenAI; ``cache_write``/``cache_read`` for Anthropic), billed by kind.
 
@@ -97,6 +98,7 @@ class BatchBook:
         self.lock = threading.RLock()
         self.jobs: dict[str, Job] = {}
         self.files: dict[str, bytes] = {}
+        self.file_names: dict[str, str] = {}
         self._order = itertools.count()
         # controls
         self.polls = 1
@@ -106,6 +108,7 @@ class BatchBook:
         self.max_requests = 50_000
         self.max_bytes = 200 * 1_000_000
         self.usage: dict[str, int] = {}
+        self.keep_metadata = True  # False: batches show no metadata (a server dropping it)
         self.rates = Rates()
         # counters
         self.created = 0

@@ -5,7 +5,7 @@ Beside the live ``chat/completions`` of tests/openai_server.py and tests/azure_s
 ``client.batches`` of the ``openai`` SDK call (shapes from OpenAI's API reference and batch
 guide), under ``/v1`` (OpenAI) or ``/openai`` with ``?api-version=`` (Azure):
 
-- ``POST files`` (multipart: ``purpose=batch`` and a JSONL ``file``; a file over the
+- ``POST files`` (multipart: ``purpose=batch`` and a JSONL ``file``, its name kept; a file over the
   book's ``max_bytes`` is refused, HTTP 400), ``GET files/{id}``, ``GET files/{id}/content``;
 - ``POST batches`` (``input_file_id``, ``endpoint``, ``completion_window``, ``metadata``):
   each line of the input file must be ``{custom_id, method: POST, url: endpoint, body}``
@@ -159,7 +159,7 @@ class _BatchRoutes:
             elif len(parts) == 3 and parts[2] == "content":
                 self._raw(200, data, "application/octet-stream")
             else:
-                self._json(200, _file_object(parts[1], data))
+                self._json(200, _file_object(parts[1], data, book.file_names.get(parts[1])))
         elif parts == ["batches"] and method == "POST":
             self._create(book, body if isinstance(body, dict) else {})
         elif parts == ["batches"] and method == "GET":
@@ -184,9 +184,12 @@ class _BatchRoutes:
         message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
             f"content-type: {content_type}\r\n\r\n".encode() + raw)
         fields: dict[str, bytes] = {}
+        filename = "upload.jsonl"
         for part in message.iter_parts():
             name = part.get_param("name", header="content-disposition")
             fields[str(name)] = part.get_payload(decode=True) or b""
+            if name == "file":
+                filename = part.get_filename() or filename
         if fields.get("purpose") != b"batch" or "file" not in fields:
             return self._fail(400, "a batch file needs purpose=batch and a file")
         data = fields["file"]
@@ -197,7 +200,8 @@ class _BatchRoutes:
         file_id = book.new_id("file-")
         with book.lock:
             book.files[file_id] = data
-        self._json(200, _file_object(file_id, data))
+            book.file_names[file_id] = filename
+        self._json(200, _file_object(file_id, data, filename))
 
     def _create(self, book: BatchBook, body: dict[str, Any]) -> None:
         data = book.files.get(str(body.get("input_file_id")))
@@ -233,7 +237,7 @@ class _BatchRoutes:
                 continue
             seen.add(item["custom_id"])
             requests.append((item["custom_id"], item["body"]))
-        metadata = body.get("metadata") or {}
+        metadata = (body.get("metadata") or {}) if book.keep_metadata else {}
         job = book.create("batch_", requests, metadata, input_file_id=body["input_file_id"],
                           endpoint=endpoint)
         if errors:
@@ -313,9 +317,10 @@ def _write_results(book: BatchBook, job: Job) -> None:
         book.files[file_id] = "".join(f"{line}\n" for line in failed).encode()
 
 
-def _file_object(file_id: str, data: bytes) -> dict[str, Any]:
+def _file_object(file_id: str, data: bytes, filename: str | None) -> dict[str, Any]:
     return {"id": file_id, "object": "file", "bytes": len(data),
-            "created_at": int(time.time()), "filename": "batch.jsonl", "purpose": "batch",
+            "created_at": int(time.time()), "filename": filename or "batch_output.jsonl",
+            "purpose": "batch",
             "status": "processed", "expires_at": None, "status_details": None}
 
 

@@ -15,8 +15,8 @@ from hr_core.models.base import ModelCallError
 from hr_core.models.batch_api import BatchClient, BatchOutcome, BatchRequest
 from hr_core.models.batching import ProviderBatch, batch_adapter
 from hr_core.models.providers.anthropic import AnthropicChatModel
-from hr_core.models.providers.anthropic_batch import ANTHROPIC_LIMITS, nonce_tag
-from hr_core.models.providers.batch_files import BatchCallError
+from hr_core.models.providers.anthropic_batch import ANTHROPIC_LIMITS
+from hr_core.models.providers.batch_files import BatchCallError, nonce_tag
 
 KEY = "sk-ant-test-SECRET-4c21"
 PRICES = {"input": 3.0, "output": 15.0, "cached_input": 0.3, "cache_write": 3.75}

@@ -206,6 +206,24 @@ def test_find_pages_through_the_batches_for_the_nonce(server: FakeOpenAIBatchSer
     assert any("after=" in path for path in lists)  # the second page was asked for
 
 
+def test_find_tells_a_batch_by_its_files_name_where_metadata_is_dropped() -> None:
+    with FakeAzureBatchServer(api_key="az-key") as server:
+        server.book.keep_metadata = False
+        model = AzureOpenAIChatModel("live-dep", base_url=server.url, api_key="az-key")
+        adapter = batch_adapter(model, azure_deployment="gb-dep")
+
+        async def go(client: BatchClient) -> tuple[str, ...]:
+            mine = await client.submit(_requests(adapter, 2), "mine")
+            other = await client.submit(_requests(adapter, 2), "other")  # same size, newer
+            found = await client.find("mine", ["r0", "r1"])
+            assert await client.find("mine", ["r0", "r1", "r2"]) is None  # not that size
+            return mine, other, str(found)
+
+        mine, other, found = run(go, adapter)
+        assert found == mine != other
+        assert all(job.metadata == {} for job in server.book.jobs.values())
+
+
 def test_find_lists_at_most_max_pages(server: FakeOpenAIBatchServer) -> None:
     model = _model(server)
     adapter = batch_adapter(model)

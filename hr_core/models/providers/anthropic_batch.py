@@ -3,7 +3,7 @@
 
 Anthropic keeps no metadata on a batch, so hr makes its requests' ids say whose they are:
 each ``custom_id`` is sent as ``<tag>_<custom_id>``, the tag a hash of the run's nonce
-(:func:`nonce_tag`, 12 characters; the engine's ids may be up to 51), and read back
+(:func:`~.batch_files.nonce_tag`, 12 characters; the engine's ids may be up to 51), and read back
 without it. :meth:`AnthropicBatchClient.find` lists the batches (newest first, at most
 :data:`~.batch_files.MAX_PAGES` pages) holding as many requests as were recorded and reads
 the first result of each ended one: the tag says whether it is this nonce's. Anthropic shows
@@ -21,7 +21,6 @@ Limits (Anthropic's): 100,000 requests and 256 MB a batch.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Final, cast
@@ -36,24 +35,15 @@ from hr_core.models.providers.batch_files import (
     check_batch,
     failed_call,
     jsonl_lines,
+    nonce_tag,
 )
 
-__all__ = ["ANTHROPIC_LIMITS", "AnthropicBatchClient", "nonce_tag"]
+__all__ = ["ANTHROPIC_LIMITS", "AnthropicBatchClient"]
 
 ANTHROPIC_LIMITS: Final = BatchLimits(max_requests=100_000, max_bytes=256 * 1024 * 1024)
 """A batch's limits at Anthropic: requests and bytes of the create request."""
 
 _KINDS = ("succeeded", "errored", "canceled", "expired")
-
-
-def nonce_tag(nonce: str) -> str:
-    """The prefix of a batch's custom ids that names its nonce (12 hex characters).
-
-    Example:
-        >>> nonce_tag("n-1") == nonce_tag("n-1") != nonce_tag("n-2")
-        True
-    """
-    return hashlib.sha256(nonce.encode()).hexdigest()[:12]
 
 
 class AnthropicBatchClient:

@@ -11,6 +11,7 @@ make hr read without end. Listing batches is bounded by ``max_pages`` pages.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Final
@@ -20,7 +21,7 @@ from hr_core.models.base import ModelCallError
 from hr_core.models.batch_api import CUSTOM_ID, BatchLimits, BatchRequest
 
 __all__ = ["ENVELOPE_BYTES", "FILE_DEADLINE_S", "MAX_FILE_BYTES", "MAX_PAGES", "BatchCallError",
-           "batch_http_client", "check_batch", "failed_call", "jsonl_lines"]
+           "batch_http_client", "check_batch", "failed_call", "jsonl_lines", "nonce_tag"]
 
 FILE_DEADLINE_S: Final[float] = 1800.0
 """The longest one batch call may take, upload or download included (200 MB at 1 Mbit/s
@@ -38,6 +39,17 @@ MAX_PAGES: Final[int] = 100
 
 class BatchCallError(ModelCallError):
     """A batch API call failed (the message says which, and the provider's words)."""
+
+
+def nonce_tag(nonce: str) -> str:
+    """A short name of a nonce (12 hex characters) for where a provider keeps no metadata:
+    Anthropic's custom ids, the name of an uploaded batch file.
+
+    Example:
+        >>> nonce_tag("n-1") == nonce_tag("n-1") != nonce_tag("n-2")
+        True
+    """
+    return hashlib.sha256(nonce.encode()).hexdigest()[:12]
 
 
 def batch_http_client(timeout: float) -> Any:

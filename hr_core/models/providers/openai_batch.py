@@ -4,8 +4,11 @@
 :meth:`OpenAIBatchClient.submit` uploads the requests as a JSONL file (``client.files.create``,
 ``purpose="batch"``; a line per request: ``{custom_id, method: "POST", url: endpoint, body}``)
 and creates the batch (``client.batches.create``, ``completion_window="24h"``) with the run's
-nonce in its ``metadata`` (``hr_nonce``); :meth:`find` lists the batches (newest first, at
-most :data:`~.batch_files.MAX_PAGES` pages) for that nonce. The create call is never retried
+nonce in its ``metadata`` (``hr_nonce``) and in the file's name (``hr-batch-<tag>.jsonl``,
+:func:`~.batch_files.nonce_tag`); :meth:`find` lists the batches (newest first, at most
+:data:`~.batch_files.MAX_PAGES` pages) for that nonce, and for a batch of the same size
+that kept no metadata (a deployment that drops it) reads its input file's name (at most
+100 such lookups). The create call is never retried
 (a retry after a lost reply would create a second batch: the engine finds the first by its
 nonce); the other calls are retried by the SDK (``max_retries``).
 
@@ -43,6 +46,7 @@ from hr_core.models.providers.batch_files import (
     check_batch,
     failed_call,
     jsonl_lines,
+    nonce_tag,
 )
 from hr_core.models.providers.openai_wire import describe
 
@@ -55,6 +59,7 @@ NONCE_KEY: Final[str] = "hr_nonce"
 """The batch's metadata key holding the nonce hr recorded before submitting."""
 
 _ENDED = {"completed", "expired", "cancelled", "failed"}
+_MAX_FILE_LOOKUPS = 100  # input files find() reads the name of, for batches without metadata
 # the outcome of a request left unanswered, by how its batch ended
 _LEFT_OUT: dict[str, OutcomeKind] = {"expired": "expired", "cancelled": "canceled"}
 
@@ -103,7 +108,7 @@ class OpenAIBatchClient:
             raise BatchCallError(f"{self.provider} batch: a nonce is 1 to 512 characters")
         try:
             uploaded = await self._client.files.create(
-                file=("hr-batch.jsonl", data, "application/jsonl"), purpose="batch",
+                file=(_filename(nonce), data, "application/jsonl"), purpose="batch",
                 extra_headers=self._headers)
         except Exception as exc:
             raise self._failed("uploading the batch file", exc) from None
@@ -117,6 +122,8 @@ class OpenAIBatchClient:
 
     async def find(self, nonce: str, custom_ids: Sequence[str]) -> str | None:
         after: str | None = None
+        filename = _filename(nonce)
+        lookups = _MAX_FILE_LOOKUPS
         for _ in range(self.max_pages):
             try:
                 page = await self._client.batches.list(
@@ -126,12 +133,26 @@ class OpenAIBatchClient:
                 raise self._failed("listing batches", exc) from None
             batches = list(page.data or [])
             for batch in batches:
-                if (batch.metadata or {}).get(NONCE_KEY) == nonce:
+                metadata = batch.metadata or {}
+                if metadata.get(NONCE_KEY) == nonce:
+                    return str(batch.id)
+                total = getattr(batch.request_counts, "total", None)
+                if NONCE_KEY in metadata or total != len(custom_ids) or lookups <= 0:
+                    continue
+                lookups -= 1  # no metadata kept (a deployment without it): the file's name
+                if await self._file_name(batch.input_file_id) == filename:
                     return str(batch.id)
             if not page.has_more or not batches or batches[-1].id == after:
                 return None
             after = batches[-1].id
         return None
+
+    async def _file_name(self, file_id: str) -> str | None:
+        try:
+            found = await self._client.files.retrieve(file_id, extra_headers=self._headers)
+        except Exception as exc:
+            raise self._failed(f"reading file {file_id}", exc) from None
+        return getattr(found, "filename", None)
 
     async def _batch(self, batch_id: str) -> Any:
         try:
@@ -214,6 +235,11 @@ class OpenAIBatchClient:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def _filename(nonce: str) -> str:
+    """The uploaded file's name: it names the nonce where a batch's metadata is lost."""
+    return f"hr-batch-{nonce_tag(nonce)}.jsonl"
 
 
 def _why(batch: Any) -> str:
