@@ -17,6 +17,7 @@ read when a batch is created (each test sets them on ``server.book`` first):
   are never answered, never billed);
 - ``max_requests`` / ``max_bytes``: the provider's limits (a larger batch is refused);
 - ``keep_metadata``: False drops a batch's metadata (a deployment without it);
+- ``list_expired``: False leaves an expired request out of OpenAI's error file;
 - ``usage``: extra usage reported per answer (``cached_tokens``, ``reasoning_tokens``
   for OpenAI; ``cache_write``/``cache_read`` for Anthropic), billed by kind.
 
@@ -109,6 +110,7 @@ class BatchBook:
         self.max_bytes = 200 * 1_000_000
         self.usage: dict[str, int] = {}
         self.keep_metadata = True  # False: batches show no metadata (a server dropping it)
+        self.list_expired = True  # False: an expired request is in no results file (OpenAI)
         self.rates = Rates()
         # counters
         self.created = 0

@@ -20,8 +20,9 @@ Status: ``validating`` -> ``in_progress`` -> ``finalizing`` -> ``completed``, or
 ``output_file_id`` (``{id, custom_id, response: {status_code: 200, request_id, body}, error:
 null}`` per answered request) and, when some failed, an ``error_file_id`` (the same lines
 with the error's status and body; an expired request as ``response: null, error: {code:
-"batch_expired", ...}``, as OpenAI's guide says); a cancelled batch's unanswered requests are
-in neither file. ``request_counts``: ``total``, ``completed``, ``failed``.
+"batch_expired", ...}``, as OpenAI's guide says, unless ``book.list_expired`` is False); a
+cancelled batch's unanswered requests are in neither file. ``request_counts``: ``total``,
+``completed``, ``failed``.
 
 Azure: the batch endpoint is ``/chat/completions`` and each body's ``model`` names a
 global-batch deployment (``batch_deployments``; another one fails the batch's validation).
@@ -297,7 +298,8 @@ def _write_results(book: BatchBook, job: Job) -> None:
     failed: list[str] = []
     for custom_id, _ in job.requests:
         answer = job.answers.get(custom_id)
-        if answer is None or answer.kind == "canceled":
+        if answer is None or answer.kind == "canceled" or (
+                answer.kind == "expired" and not book.list_expired):
             continue  # never answered: in neither file
         line: dict[str, Any] = {"id": book.new_id("batch_req_"), "custom_id": custom_id,
                                 "response": None, "error": None}

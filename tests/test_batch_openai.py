@@ -226,10 +226,9 @@ def test_find_tells_a_batch_by_its_files_name_where_metadata_is_dropped() -> Non
 
 def test_find_lists_at_most_max_pages(server: FakeOpenAIBatchServer) -> None:
     model = _model(server)
-    adapter = batch_adapter(model)
-    client = OpenAIBatchClient(adapter.client._client,  # type: ignore[attr-defined]
-                               provider="openai", endpoint="/v1/chat/completions",
-                               max_line_bytes=1000, max_pages=2)
+    client = OpenAIBatchClient(model._new_client, provider="openai",
+                               endpoint="/v1/chat/completions", max_line_bytes=1000,
+                               max_pages=2)
     for i in range(500):
         server.book.create("batch_", [("x", {"model": "m", "messages": []})],
                            {"hr_nonce": f"other-{i}"}, input_file_id="f",
@@ -309,6 +308,39 @@ def test_a_results_line_longer_than_the_bound_is_refused(
 
     with pytest.raises(BatchCallError, match="longer than"):
         run(go, adapter)
+
+
+def test_one_adapter_serves_several_event_loops(server: FakeOpenAIBatchServer) -> None:
+    adapter = batch_adapter(_model(server))
+    requests = _requests(adapter, 2)
+
+    async def submit() -> str:
+        try:
+            return await adapter.client.submit(requests, "n")
+        finally:
+            await adapter.client.aclose()
+
+    batch_id = asyncio.run(submit())  # the engine may submit in one loop, collect in another
+    outcomes = run(lambda c: _until_ended(c, batch_id), adapter)
+    assert outcomes == ["ended"]
+    assert {o.kind for o in run(lambda c: _all(c, batch_id), adapter).values()} == {
+        "succeeded"}
+
+
+def test_an_expired_batch_of_long_prompts_is_read_back_from_its_input_file(
+        server: FakeOpenAIBatchServer) -> None:
+    server.book.expire_after, server.book.list_expired = 0, False  # only in the input file
+    adapter = batch_adapter(_model(server, max_reply_bytes=1000))  # results lines: 65 KiB
+    long = [{"role": "user", "content": "word " * 40_000}]  # a 200 KB prompt
+    requests = [BatchRequest(f"r{i}", adapter.request_body(long, None, None)) for i in range(2)]
+
+    async def go(client: BatchClient) -> dict[str, BatchOutcome]:
+        batch_id = await client.submit(requests, "n")
+        await _until_ended(client, batch_id)
+        return await _all(client, batch_id)
+
+    outcomes = run(go, adapter)
+    assert {k: o.kind for k, o in outcomes.items()} == {"r0": "expired", "r1": "expired"}
 
 
 def _chunks(*parts: bytes) -> AsyncIterator[bytes]:

@@ -106,6 +106,12 @@ def _read_message(response: Mapping[str, Any], price: Price | None) -> ModelRepl
     return read_message(Message.construct(**dict(response)), price)
 
 
+def _sdk(model: Any) -> Callable[[], Any]:
+    """Makes the model's own SDK client (its key, its endpoint) with a batch's HTTP client
+    (:func:`batch_http_client`) and the model's retries (create calls: none)."""
+    return lambda: model._new_client(batch_http_client(model.timeout), model.max_retries)
+
+
 def batch_adapter(model: Any, *, azure_deployment: str | None = None) -> ProviderBatch:
     """The batch adapter of an ``openai:``, ``azure-openai:`` or ``anthropic:`` model.
 
@@ -123,9 +129,8 @@ def batch_adapter(model: Any, *, azure_deployment: str | None = None) -> Provide
                 f"{model.spec}: Azure's batch API needs a global-batch deployment: name it "
                 "in the spec (batch_deployment), or run without batch")
         deployment = azure_deployment
-        sdk = model._new_client(batch_http_client(model.timeout), model.max_retries)
         client = OpenAIBatchClient(
-            sdk, provider=model.provider, endpoint="/chat/completions",
+            _sdk(model), provider=model.provider, endpoint="/chat/completions",
             max_line_bytes=model.max_reply_bytes, redact=model._redact,
             extra_headers=omitted_headers(model.provider, has_key=True))
 
@@ -139,16 +144,14 @@ def batch_adapter(model: Any, *, azure_deployment: str | None = None) -> Provide
         if model.provider != "openai":
             raise ModelConfigError(f"{model.spec}: batch needs a provider with a batch API "
                                    f"({', '.join(BATCH_PROVIDERS)}), not {model.provider}")
-        sdk = model._new_client(batch_http_client(model.timeout), model.max_retries)
         client = OpenAIBatchClient(
-            sdk, provider=model.provider, endpoint="/v1/chat/completions",
+            _sdk(model), provider=model.provider, endpoint="/v1/chat/completions",
             max_line_bytes=model.max_reply_bytes, redact=model._redact,
             extra_headers=omitted_headers(model.provider, has_key=bool(model._api_key())))
         return ProviderBatch(model.spec, client, model.price, model.request,
                              _read_completion, model._redact)
     if isinstance(model, AnthropicChatModel):
-        sdk = model._new_client(batch_http_client(model.timeout), model.max_retries)
-        anthropic = AnthropicBatchClient(sdk, base_url=model.base_url,
+        anthropic = AnthropicBatchClient(_sdk(model), base_url=model.base_url,
                                          max_line_bytes=model.max_reply_bytes,
                                          redact=model._redact)
         return ProviderBatch(model.spec, anthropic, model.price, model.request,

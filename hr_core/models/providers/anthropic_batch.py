@@ -32,6 +32,7 @@ from hr_core.models.providers.batch_files import (
     ENVELOPE_BYTES,
     MAX_PAGES,
     BatchCallError,
+    PerLoop,
     check_batch,
     failed_call,
     jsonl_lines,
@@ -50,8 +51,8 @@ class AnthropicBatchClient:
     """A :class:`~hr_core.models.batch_api.BatchClient` over ``client.messages.batches``.
 
     Args:
-        client: the SDK's ``AsyncAnthropic`` (its HTTP client bounded by
-            :func:`~.batch_files.batch_http_client`).
+        client: makes the SDK's ``AsyncAnthropic`` (its HTTP client bounded by
+            :func:`~.batch_files.batch_http_client`), one per event loop.
         base_url: the endpoint (results are read from its host only).
         max_line_bytes: the longest result line read (a reply's limit; plus the envelope).
         redact: removes the key from a message.
@@ -59,10 +60,10 @@ class AnthropicBatchClient:
 
     provider = "anthropic"
 
-    def __init__(self, client: Any, *, base_url: str, max_line_bytes: int,
+    def __init__(self, client: Callable[[], Any], *, base_url: str, max_line_bytes: int,
                  redact: Callable[[str], str] = str, limits: BatchLimits = ANTHROPIC_LIMITS,
                  max_pages: int = MAX_PAGES) -> None:
-        self._client = client
+        self._sdk = PerLoop(client)
         self.base_url = base_url.rstrip("/")
         self.limits = limits
         self.max_line_bytes = int(max_line_bytes) + ENVELOPE_BYTES
@@ -194,8 +195,14 @@ class AnthropicBatchClient:
                 return
             raise failed from None
 
+    @property
+    def _client(self) -> Any:
+        """The SDK client of the running event loop."""
+        return self._sdk.get()
+
     async def aclose(self) -> None:
-        await self._client.close()
+        """Close the running event loop's SDK client (another is made on demand)."""
+        await self._sdk.aclose()
 
 
 def _total(counts: Any) -> int:

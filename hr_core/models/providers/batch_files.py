@@ -11,8 +11,10 @@ make hr read without end. Listing batches is bounded by ``max_pages`` pages.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Final
 
@@ -21,6 +23,7 @@ from hr_core.models.base import ModelCallError
 from hr_core.models.batch_api import CUSTOM_ID, BatchLimits, BatchRequest
 
 __all__ = ["ENVELOPE_BYTES", "FILE_DEADLINE_S", "MAX_FILE_BYTES", "MAX_PAGES", "BatchCallError",
+           "PerLoop",
            "batch_http_client", "check_batch", "failed_call", "jsonl_lines", "nonce_tag"]
 
 FILE_DEADLINE_S: Final[float] = 1800.0
@@ -39,6 +42,29 @@ MAX_PAGES: Final[int] = 100
 
 class BatchCallError(ModelCallError):
     """A batch API call failed (the message says which, and the provider's words)."""
+
+
+class PerLoop:
+    """An SDK client per event loop, made on demand by ``make`` (an HTTP client belongs to
+    the loop it first ran in: an engine that submits in one ``asyncio.run`` and polls in
+    another gets a client in each); :meth:`aclose` closes the running loop's."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
+            weakref.WeakKeyDictionary())
+
+    def get(self) -> Any:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._clients[loop] = self._make()
+        return client
+
+    async def aclose(self) -> None:
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.close()
 
 
 def nonce_tag(nonce: str) -> str:

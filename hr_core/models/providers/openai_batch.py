@@ -43,6 +43,7 @@ from hr_core.models.providers.batch_files import (
     ENVELOPE_BYTES,
     MAX_PAGES,
     BatchCallError,
+    PerLoop,
     check_batch,
     failed_call,
     jsonl_lines,
@@ -69,8 +70,8 @@ class OpenAIBatchClient:
     ``client.batches``.
 
     Args:
-        client: the SDK's ``AsyncOpenAI`` / ``AsyncAzureOpenAI`` (its HTTP client bounded
-            by :func:`~.batch_files.batch_http_client`).
+        client: makes the SDK's ``AsyncOpenAI`` / ``AsyncAzureOpenAI`` (its HTTP client
+            bounded by :func:`~.batch_files.batch_http_client`), one per event loop.
         provider: ``"openai"`` or ``"azure-openai"`` (in messages).
         endpoint: the batch's endpoint (OpenAI: ``/v1/chat/completions``; Azure:
             ``/chat/completions``).
@@ -79,11 +80,12 @@ class OpenAIBatchClient:
         redact: removes the key from a message.
     """
 
-    def __init__(self, client: Any, *, provider: str, endpoint: str, max_line_bytes: int,
+    def __init__(self, client: Callable[[], Any], *, provider: str, endpoint: str,
+                 max_line_bytes: int,
                  extra_headers: dict[str, Any] | None = None,
                  redact: Callable[[str], str] = str, limits: BatchLimits = OPENAI_LIMITS,
                  max_pages: int = MAX_PAGES) -> None:
-        self._client = client
+        self._sdk = PerLoop(client)
         self.provider = provider
         self.endpoint = endpoint
         self.limits = limits
@@ -201,21 +203,22 @@ class OpenAIBatchClient:
         why = {"expired": "the batch expired before this request ran",
                "canceled": "the batch was cancelled before this request ran"}.get(
             kind, f"no result for this request ({_why(batch)})")
-        async for line in self._lines(batch.input_file_id, "the input",
-                                      self.limits.max_requests):
+        async for line in self._lines(batch.input_file_id, "the input",  # hr's own lines
+                                      self.limits.max_requests, self.limits.max_bytes):
             custom_id = line.get("custom_id")
             if isinstance(custom_id, str) and custom_id not in seen:
                 seen.add(custom_id)
                 yield BatchOutcome(custom_id, kind, message=why)
 
-    async def _lines(self, file_id: str, what: str,
-                     max_lines: int) -> AsyncIterator[dict[str, Any]]:
+    async def _lines(self, file_id: str, what: str, max_lines: int,
+                     max_line_bytes: int | None = None) -> AsyncIterator[dict[str, Any]]:
         label = f"{self.provider} batch file {file_id} ({what})"
         try:
             async with self._client.files.with_streaming_response.content(
                     file_id, extra_headers=self._headers) as response:
                 async for line in jsonl_lines(response.iter_bytes(),
-                                              max_line_bytes=self.max_line_bytes,
+                                              max_line_bytes=max_line_bytes
+                                              or self.max_line_bytes,
                                               max_lines=max_lines, what=label):
                     yield line
         except BatchCallError:
@@ -233,8 +236,14 @@ class OpenAIBatchClient:
                 return
             raise failed from None
 
+    @property
+    def _client(self) -> Any:
+        """The SDK client of the running event loop."""
+        return self._sdk.get()
+
     async def aclose(self) -> None:
-        await self._client.close()
+        """Close the running event loop's SDK client (another is made on demand)."""
+        await self._sdk.aclose()
 
 
 def _filename(nonce: str) -> str:
