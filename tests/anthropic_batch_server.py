@@ -165,6 +165,9 @@ class _AnthropicBatchHandler(_AnthropicHandler):
             seen.add(custom_id)
         job = book.create("msgbatch_", [(r["custom_id"], r["params"]) for r in requests])
         job.state = "in_progress"  # Anthropic's batches start processing at once
+        if book.lose_reply():  # created, but the client never hears of it
+            self.close_connection = True
+            return None
         self._json(200, self._batch(job))
 
     def _list(self, book: BatchBook, query: dict[str, str]) -> None:

@@ -18,6 +18,8 @@ read when a batch is created (each test sets them on ``server.book`` first):
 - ``max_requests`` / ``max_bytes``: the provider's limits (a larger batch is refused);
 - ``keep_metadata``: False drops a batch's metadata (a deployment without it);
 - ``list_expired``: False leaves an expired request out of OpenAI's error file;
+- ``lose_replies``: the next n create calls create their batch, then close the connection
+  without a reply (a crash or a network loss between the create and its record);
 - ``usage``: extra usage reported per answer (``cached_tokens``, ``reasoning_tokens``
   for OpenAI; ``cache_write``/``cache_read`` for Anthropic), billed by kind.
 
@@ -111,6 +113,7 @@ class BatchBook:
         self.usage: dict[str, int] = {}
         self.keep_metadata = True  # False: batches show no metadata (a server dropping it)
         self.list_expired = True  # False: an expired request is in no results file (OpenAI)
+        self.lose_replies = 0  # create calls whose reply is lost (the batch is created)
         self.rates = Rates()
         # counters
         self.created = 0
@@ -179,6 +182,14 @@ class BatchBook:
                 self.submitted[custom_id] += 1
                 self.bodies[_canonical(body)] += 1
             return job
+
+    def lose_reply(self) -> bool:
+        """Whether this create call's reply is lost (counts ``lose_replies`` down)."""
+        with self.lock:
+            if self.lose_replies <= 0:
+                return False
+            self.lose_replies -= 1
+            return True
 
     def listed(self) -> list[Job]:
         """Every batch, newest first (as both providers list them)."""

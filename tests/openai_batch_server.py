@@ -244,6 +244,9 @@ class _BatchRoutes:
         if errors:
             book.fail_batch(job, errors[0]["message"])
             job.extra["errors"] = errors
+        if book.lose_reply():  # created, but the client never hears of it
+            self.close_connection = True
+            return None
         self._json(200, self._batch(book, job))
 
     def _list(self, book: BatchBook, query: dict[str, str]) -> None:

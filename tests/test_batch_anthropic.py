@@ -172,6 +172,28 @@ def test_find_refuses_to_guess_while_a_batch_of_that_size_processes(
     assert server.book.created == 1
 
 
+def test_a_lost_create_reply_is_not_retried_and_find_recovers_the_batch(
+        server: FakeAnthropicBatchServer) -> None:
+    server.book.lose_replies = 1
+    adapter = batch_adapter(_model(server))
+    requests = _requests(adapter, 3)
+    ids = [r.custom_id for r in requests]
+
+    async def go(client: BatchClient) -> str | None:
+        with pytest.raises(BatchCallError, match="creating the batch failed: connection"):
+            await client.submit(requests, "nonce-lost")
+        with pytest.raises(BatchCallError, match="still processing"):
+            await client.find("nonce-lost", ids)  # not yet ended: no guess
+        job = next(iter(server.book.jobs.values()))
+        await asyncio.to_thread(server.book.retrieve, job)  # the provider finishes it
+        return await client.find("nonce-lost", ids)
+
+    found = run(go, adapter)
+    assert server.book.created == 1
+    assert sum(1 for r in server.requests if r.path == "/v1/messages/batches") == 1
+    assert found == next(iter(server.book.jobs))
+
+
 def test_a_batch_over_the_limit_is_refused_by_the_server_and_by_hr(
         server: FakeAnthropicBatchServer) -> None:
     server.book.max_requests = 3

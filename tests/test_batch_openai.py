@@ -224,6 +224,23 @@ def test_find_tells_a_batch_by_its_files_name_where_metadata_is_dropped() -> Non
         assert all(job.metadata == {} for job in server.book.jobs.values())
 
 
+def test_a_lost_create_reply_is_not_retried_and_find_recovers_the_batch(
+        server: FakeOpenAIBatchServer) -> None:
+    server.book.lose_replies = 1
+    adapter = batch_adapter(_model(server))
+    requests = _requests(adapter, 3)
+
+    async def go(client: BatchClient) -> str | None:
+        with pytest.raises(BatchCallError, match="creating the batch failed: connection"):
+            await client.submit(requests, "nonce-lost")
+        return await client.find("nonce-lost", [r.custom_id for r in requests])
+
+    found = run(go, adapter)
+    assert server.book.created == 1  # the create call was sent once, never retried
+    assert sum(1 for r in server.requests if r.path == "/v1/batches") == 1
+    assert found == next(iter(server.book.jobs))
+
+
 def test_find_lists_at_most_max_pages(server: FakeOpenAIBatchServer) -> None:
     model = _model(server)
     client = OpenAIBatchClient(model._new_client, provider="openai",
