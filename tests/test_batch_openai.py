@@ -282,7 +282,7 @@ def test_a_batch_over_openais_limits_is_refused_before_any_request(
     many = [BatchRequest(f"r{i}", body) for i in range(OPENAI_LIMITS.max_requests + 1)]
     big = [BatchRequest("r0", {**body, "pad": "x" * (OPENAI_LIMITS.max_bytes + 1)})]
     bad_id = [BatchRequest("r 0", body)]
-    for requests, said in ((many, "at most 50000"), (big, "at most 200 MiB"),
+    for requests, said in ((many, "at most 50000"), (big, "at most 200 MB"),
                            (bad_id, "custom_id")):
         with pytest.raises(BatchCallError, match=said):
             run(lambda c, r=requests: c.submit(r, "n"), batch_adapter(_model(server)))

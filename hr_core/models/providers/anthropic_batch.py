@@ -41,8 +41,9 @@ from hr_core.models.providers.batch_files import (
 
 __all__ = ["ANTHROPIC_LIMITS", "AnthropicBatchClient"]
 
-ANTHROPIC_LIMITS: Final = BatchLimits(max_requests=100_000, max_bytes=256 * 1024 * 1024)
-"""A batch's limits at Anthropic: requests and bytes of the create request."""
+ANTHROPIC_LIMITS: Final = BatchLimits(max_requests=100_000, max_bytes=256_000_000)
+"""A batch's limits at Anthropic: requests and bytes of the create request ("256 MB", read
+as the smaller 10**6-byte megabytes)."""
 
 _KINDS = ("succeeded", "errored", "canceled", "expired")
 

@@ -93,8 +93,8 @@ def check_batch(requests: Sequence[BatchRequest], limits: BatchLimits, size: int
         raise BatchCallError(f"{where}: {len(requests)} requests in one batch; the provider "
                              f"takes at most {limits.max_requests} (split it)")
     if size > limits.max_bytes:
-        raise BatchCallError(f"{where}: the batch is {size_text(size)}; the provider takes "
-                             f"at most {size_text(limits.max_bytes)} (split it)")
+        raise BatchCallError(f"{where}: the batch is {size / 1e6:.1f} MB; the provider "
+                             f"takes at most {limits.max_bytes / 1e6:g} MB (split it)")
     seen: set[str] = set()
     for request in requests:
         if not CUSTOM_ID.fullmatch(request.custom_id) or request.custom_id in seen:

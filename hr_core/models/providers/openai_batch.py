@@ -53,8 +53,9 @@ from hr_core.models.providers.openai_wire import describe
 
 __all__ = ["NONCE_KEY", "OPENAI_LIMITS", "OpenAIBatchClient"]
 
-OPENAI_LIMITS: Final = BatchLimits(max_requests=50_000, max_bytes=200 * 1024 * 1024)
-"""A batch's limits at OpenAI (and Azure OpenAI): requests and bytes of the input file."""
+OPENAI_LIMITS: Final = BatchLimits(max_requests=50_000, max_bytes=200_000_000)
+"""A batch's limits at OpenAI (and Azure OpenAI): requests and bytes of the input file
+("200 MB", read as the smaller 10**6-byte megabytes)."""
 
 NONCE_KEY: Final[str] = "hr_nonce"
 """The batch's metadata key holding the nonce hr recorded before submitting."""
