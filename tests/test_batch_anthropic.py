@@ -12,10 +12,10 @@ from anthropic_batch_server import FakeAnthropicBatchServer
 from batch_book import Rates
 
 from hr_core.models.base import ModelCallError
-from hr_core.models.batch_api import BatchClient, BatchOutcome, BatchRequest
-from hr_core.models.batching import ProviderBatch, batch_adapter
+from hr_core.models.batch_api import BatchClient, BatchLimits, BatchOutcome, BatchRequest
+from hr_core.models.batching import ProviderBatch, batch_adapter, split_batches
 from hr_core.models.providers.anthropic import AnthropicChatModel
-from hr_core.models.providers.anthropic_batch import ANTHROPIC_LIMITS
+from hr_core.models.providers.anthropic_batch import ANTHROPIC_LIMITS, AnthropicBatchClient
 from hr_core.models.providers.batch_files import BatchCallError, nonce_tag
 
 KEY = "sk-ant-test-SECRET-4c21"
@@ -212,6 +212,28 @@ def test_a_batch_over_the_limit_is_refused_by_the_server_and_by_hr(
     with pytest.raises(BatchCallError, match="custom_id"):
         run(lambda c: c.submit(long_id, "n"), batch_adapter(_model(server)))
     assert len(server.requests) == before
+
+
+def test_split_batches_are_each_within_the_limits_the_server_enforces(
+        server: FakeAnthropicBatchServer) -> None:
+    limits = BatchLimits(max_requests=4, max_bytes=2_500)
+    server.book.max_requests, server.book.max_bytes = limits.max_requests, limits.max_bytes
+    model = _model(server)
+    client = AnthropicBatchClient(model._new_client, base_url=server.url, max_line_bytes=1000,
+                                  limits=limits)
+    requests = [BatchRequest(f"r{i}", model.request(_messages(i) if i % 3 else [
+        {"role": "user", "content": "é" * 200}], None, None)) for i in range(20)]
+    batches = split_batches(requests, limits)
+    assert len(batches) > 20 / 4
+
+    async def go() -> list[str]:
+        try:
+            return [await client.submit(batch, f"n{i}") for i, batch in enumerate(batches)]
+        finally:
+            await client.aclose()
+
+    assert len(asyncio.run(go())) == len(batches)
+    assert server.book.refused == 0 and server.book.created == len(batches)
 
 
 def test_cache_reads_and_writes_are_priced_at_the_batch_rate(

@@ -13,8 +13,8 @@ from openai_batch_server import FakeAzureBatchServer, FakeOpenAIBatchServer
 
 from hr_core.models._prices import Price
 from hr_core.models.base import ModelCallError, ModelConfigError
-from hr_core.models.batch_api import BatchClient, BatchOutcome, BatchRequest
-from hr_core.models.batching import ProviderBatch, batch_adapter
+from hr_core.models.batch_api import BatchClient, BatchLimits, BatchOutcome, BatchRequest
+from hr_core.models.batching import ProviderBatch, batch_adapter, split_batches
 from hr_core.models.mock import MockModel
 from hr_core.models.providers.azure import AzureOpenAIChatModel
 from hr_core.models.providers.batch_files import BatchCallError, jsonl_lines
@@ -272,6 +272,35 @@ def test_a_batch_over_the_servers_limit_is_refused_and_nothing_is_created(
     with pytest.raises(BatchCallError, match="at most 3 requests"):
         run(go, adapter)
     assert server.book.created == 0 and server.book.refused == 1
+
+
+def test_split_batches_are_each_within_the_limits_the_server_enforces(
+        server: FakeOpenAIBatchServer) -> None:
+    limits = BatchLimits(max_requests=4, max_bytes=2_500)
+    server.book.max_requests, server.book.max_bytes = limits.max_requests, limits.max_bytes
+    model = _model(server)
+    client = OpenAIBatchClient(model._new_client, provider="openai",
+                               endpoint="/v1/chat/completions", max_line_bytes=1000,
+                               limits=limits)
+    requests = [BatchRequest(f"r{i}", model.request(_messages(i) if i % 3 else [
+        {"role": "user", "content": "é" * 200}], None, None)) for i in range(20)]
+    batches = split_batches(requests, limits)
+    assert [r for batch in batches for r in batch] == requests
+    assert len(batches) > 20 / 4  # some cut at the bytes, not the count
+
+    async def go() -> list[str]:
+        try:
+            return [await client.submit(batch, f"n{i}") for i, batch in enumerate(batches)]
+        finally:
+            await client.aclose()
+
+    assert len(asyncio.run(go())) == len(batches)
+    assert server.book.refused == 0 and server.book.created == len(batches)
+    sizes = [len(server.book.files[job.extra["input_file_id"]])
+             for job in server.book.jobs.values()]
+    assert max(sizes) > limits.max_bytes * 0.6  # batches are filled, not cut at random
+    with pytest.raises(BatchCallError, match="request r0 is"):
+        split_batches([BatchRequest("r0", {"pad": "x" * 3000})], limits)
 
 
 def test_a_batch_over_openais_limits_is_refused_before_any_request(

@@ -9,7 +9,9 @@ message.
 The client speaks through the model's own SDK client (the same key, sent only to the same
 endpoint, never in a message), with an HTTP client bounded for files
 (:func:`~hr_core.models.providers.batch_files.batch_http_client`). Azure OpenAI needs a
-global-batch deployment (``azure_deployment``): each request's ``model`` names it. An
+global-batch deployment (``azure_deployment``): each request's ``model`` names it.
+:func:`split_batches` cuts a list of requests into batches any provider's client accepts
+(within its ``limits``: requests, and bytes as its wire format counts them, at most). An
 ``openai-compatible`` server has no batch API hr knows, nor has any other model: a
 :class:`~hr_core.models.base.ModelConfigError` says so.
 """
@@ -26,12 +28,12 @@ from hr_core.models.providers.anthropic import AnthropicChatModel
 from hr_core.models.providers.anthropic_batch import AnthropicBatchClient
 from hr_core.models.providers.anthropic_wire import read_message
 from hr_core.models.providers.azure import AzureOpenAIChatModel
-from hr_core.models.providers.batch_files import batch_http_client
+from hr_core.models.providers.batch_files import batch_http_client, split_batches
 from hr_core.models.providers.openai import OpenAIChatModel
 from hr_core.models.providers.openai_batch import OpenAIBatchClient
 from hr_core.models.providers.openai_wire import Malformed, omitted_headers, read_completion
 
-__all__ = ["BATCH_PROVIDERS", "BatchAdapter", "ProviderBatch", "batch_adapter"]
+__all__ = ["BATCH_PROVIDERS", "BatchAdapter", "ProviderBatch", "batch_adapter", "split_batches"]
 
 BATCH_PROVIDERS = ("openai", "azure-openai", "anthropic")
 """The providers whose batch API hr speaks."""

@@ -23,7 +23,7 @@ from hr_core.models.base import ModelCallError
 from hr_core.models.batch_api import CUSTOM_ID, BatchLimits, BatchRequest
 
 __all__ = ["ENVELOPE_BYTES", "FILE_DEADLINE_S", "MAX_FILE_BYTES", "MAX_PAGES", "BatchCallError",
-           "PerLoop",
+           "PerLoop", "REQUEST_ENVELOPE", "request_bytes", "split_batches",
            "batch_http_client", "check_batch", "failed_call", "jsonl_lines", "nonce_tag"]
 
 FILE_DEADLINE_S: Final[float] = 1800.0
@@ -101,6 +101,47 @@ def check_batch(requests: Sequence[BatchRequest], limits: BatchLimits, size: int
             raise BatchCallError(f"{where}: custom_id {request.custom_id[:80]!r} is not "
                                  "[a-zA-Z0-9_-]{1,64} or repeats in the batch")
         seen.add(request.custom_id)
+
+
+REQUEST_ENVELOPE: Final[int] = 128
+"""Bytes a request takes in a batch besides its body and id, at most (an OpenAI JSONL line's
+``custom_id``, ``method``, ``url`` and ``body`` keys; Anthropic's ``params`` and the id's tag)."""
+
+
+def request_bytes(request: BatchRequest) -> int:
+    """At most the bytes ``request`` adds to a batch in any provider's format (its body as
+    ASCII-escaped JSON, no shorter than the UTF-8 the SDKs send, its id, the envelope)."""
+    body = json.dumps(request.body, separators=(",", ":"))
+    return len(body) + len(request.custom_id) + REQUEST_ENVELOPE
+
+
+def split_batches(requests: Sequence[BatchRequest],
+                  limits: BatchLimits) -> list[list[BatchRequest]]:
+    """``requests`` in order, cut into batches within ``limits`` (requests and bytes, by
+    :func:`request_bytes`): each is accepted by :meth:`submit` of any provider's client.
+
+    Example:
+        >>> reqs = [BatchRequest(f"r{i}", {"n": i}) for i in range(5)]
+        >>> [len(b) for b in split_batches(reqs, BatchLimits(2, 10_000))]
+        [2, 2, 1]
+    """
+    batches: list[list[BatchRequest]] = []
+    current: list[BatchRequest] = []
+    size = 0
+    for request in requests:
+        need = request_bytes(request)
+        if need > limits.max_bytes:
+            raise BatchCallError(f"request {request.custom_id[:80]} is {need / 1e6:.1f} MB "
+                                 f"in a batch; the provider takes at most "
+                                 f"{limits.max_bytes / 1e6:g} MB a batch")
+        if current and (len(current) >= limits.max_requests or size + need > limits.max_bytes):
+            batches.append(current)
+            current, size = [], 0
+        current.append(request)
+        size += need
+    if current:
+        batches.append(current)
+    return batches
 
 
 async def jsonl_lines(chunks: AsyncIterator[bytes], *, max_line_bytes: int, max_lines: int,
