@@ -13,6 +13,8 @@ read when a batch is created (each test sets them on ``server.book`` first):
 - ``fail_ids``: custom ids answered with an error (HTTP 400 ``invalid_request_error``);
   an id also matches a sent id ending in ``_<id>`` (an adapter's prefix);
   ``fail_every``: also every n-th request of a batch (0: none);
+- ``filter_ids``: custom ids whose prompt Azure's content filter refuses (HTTP 400
+  ``content_filter``, as the live server's fault);
 - ``expire_after``: the batch expires once that many requests are answered (the rest
   are never answered, never billed);
 - ``max_requests`` / ``max_bytes``: the provider's limits (a larger batch is refused);
@@ -40,10 +42,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BATCH_SHARE", "Answer", "BatchBook", "Job", "Rates"]
+__all__ = ["BATCH_SHARE", "CONTENT_FILTERED", "Answer", "BatchBook", "Job", "Rates"]
 
 BATCH_SHARE = 0.5
 """What a batch request is billed, as a share of the live rates (OpenAI and Anthropic)."""
+
+
+CONTENT_FILTERED = {"error": {
+    "code": "content_filter", "param": "prompt", "status": 400, "type": None,
+    "message": "The response was filtered due to the prompt triggering Azure OpenAI's content "
+               "management policy. Please modify your prompt and retry.",
+    "innererror": {"code": "ResponsibleAIPolicyViolation", "content_filter_result": {
+        "hate": {"filtered": False, "severity": "safe"},
+        "violence": {"filtered": True, "severity": "medium"}}}}}
+"""Azure's 400 for a prompt its content filter refuses (the live fake's
+``content_filter_prompt``)."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +96,7 @@ class Job:
     end: str = ""  # completed, expired, cancelled, failed
     retrievals: int = 0
     message: str = ""  # why a failed batch failed
+    filtered: set[str] = field(default_factory=set)  # refused by Azure's content filter
 
     def counts(self) -> Counter[str]:
         """Answered requests by kind (``processing``: not answered yet)."""
@@ -106,6 +120,7 @@ class BatchBook:
         # controls
         self.polls = 1
         self.fail_ids: set[str] = set()
+        self.filter_ids: set[str] = set()  # Azure: prompts its content filter refuses
         self.fail_every = 0
         self.expire_after: int | None = None
         self.max_requests = 50_000
@@ -168,6 +183,7 @@ class BatchBook:
                metadata: dict[str, str] | None = None, **extra: Any) -> Job:
         with self.lock:
             fail_ids, every = set(self.fail_ids), self.fail_every
+            filtered = set(self.filter_ids)
 
             def fail(index: int, custom_id: str) -> bool:
                 if every and (index + 1) % every == 0:
@@ -176,6 +192,7 @@ class BatchBook:
 
             job = Job(self.new_id(prefix), requests, int(time.time()), max(1, self.polls),
                       self.expire_after, fail, dict(metadata or {}), extra)
+            job.filtered = filtered
             self.jobs[job.id] = job
             self.created += 1
             for custom_id, body in requests:
@@ -233,6 +250,9 @@ class BatchBook:
                 job.answers[custom_id] = Answer("errored", {"error": {
                     "message": f"request {custom_id} was refused (injected error)",
                     "type": "invalid_request_error", "param": None, "code": None}}, 400)
+                continue
+            if custom_id in job.filtered:
+                job.answers[custom_id] = Answer("errored", CONTENT_FILTERED, 400)
                 continue
             payload, status = self.answer(body)
             if status != 200:

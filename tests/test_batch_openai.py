@@ -458,6 +458,28 @@ def test_azure_a_deployment_that_is_not_global_batch_fails_the_batch_with_azures
         assert server.book.tokens["batch"]["input"] == 0
 
 
+def test_azure_a_filtered_prompt_is_a_refusal_as_live() -> None:
+    with FakeAzureBatchServer(api_key="az-key") as server:
+        model = AzureOpenAIChatModel("live-dep", base_url=server.url, api_key="az-key")
+        server.inject("content_filter_prompt")
+        live = asyncio.run(model.complete(_messages(1)))
+        server.book.filter_ids = {"r1"}
+        adapter = batch_adapter(model, azure_deployment="gb-dep")
+
+        async def go(client: BatchClient) -> dict[str, BatchOutcome]:
+            batch_id = await client.submit(_requests(adapter, 2), "n")
+            await _until_ended(client, batch_id)
+            return await _all(client, batch_id)
+
+        outcomes = run(go, adapter)
+        assert outcomes["r1"].kind == "succeeded"
+        refused = adapter.reply(outcomes["r1"].response or {})
+        assert (refused.text, refused.finish_reason, refused.refusal) == (
+            live.text, live.finish_reason, live.refusal)
+        assert refused.refusal == "Azure's content filter refused the prompt (violence)"
+        assert adapter.reply(outcomes["r0"].response or {}).refusal is None
+
+
 def test_only_models_with_a_batch_api_have_an_adapter() -> None:
     with pytest.raises(ModelConfigError, match="batch_deployment"):
         batch_adapter(AzureOpenAIChatModel("d", base_url="http://127.0.0.1:9", api_key="k"))

@@ -9,7 +9,8 @@ message.
 The client speaks through the model's own SDK client (the same key, sent only to the same
 endpoint, never in a message), with an HTTP client bounded for files
 (:func:`~hr_core.models.providers.batch_files.batch_http_client`). Azure OpenAI needs a
-global-batch deployment (``azure_deployment``): each request's ``model`` names it.
+global-batch deployment (``azure_deployment``): each request's ``model`` names it; a prompt
+its content filter refuses is a refusal reply, as live.
 :func:`split_batches` cuts a list of requests into batches any provider's client accepts
 (within its ``limits``: requests, and bytes as its wire format counts them, at most). An
 ``openai-compatible`` server has no batch API hr knows, nor has any other model: a
@@ -19,6 +20,7 @@ global-batch deployment (``azure_deployment``): each request's ``model`` names i
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from types import SimpleNamespace
 from typing import Any, Protocol
 
 from hr_core.models._prices import Price
@@ -102,6 +104,20 @@ def _read_completion(response: Mapping[str, Any], price: Price | None) -> ModelR
         raise ValueError(str(exc)) from None
 
 
+def _azure_reader(model: AzureOpenAIChatModel) -> Callable[[Mapping[str, Any], Price | None],
+                                                            ModelReply]:
+    """Azure's reader: a completion, or the content filter's refusal of the prompt read by
+    the live call's own rule (``_refused`` on the error body: a refusal reply)."""
+    def read(response: Mapping[str, Any], price: Price | None) -> ModelReply:
+        if "choices" not in response and isinstance(response.get("error"), Mapping):
+            refused = model._refused(SimpleNamespace(body=dict(response)))
+            if refused is not None:
+                return refused
+        return _read_completion(response, price)
+
+    return read
+
+
 def _read_message(response: Mapping[str, Any], price: Price | None) -> ModelReply:
     from anthropic.types import Message  # the SDK, imported when a batch is read
 
@@ -141,7 +157,7 @@ def batch_adapter(model: Any, *, azure_deployment: str | None = None) -> Provide
             return {**model.request(messages, schema, params), "model": deployment}
 
         return ProviderBatch(f"{model.spec} (batch: {deployment})", client, model.price,
-                             azure_body, _read_completion, model._redact)
+                             azure_body, _azure_reader(model), model._redact)
     if isinstance(model, OpenAIChatModel):
         if model.provider != "openai":
             raise ModelConfigError(f"{model.spec}: batch needs a provider with a batch API "

@@ -13,7 +13,9 @@ that kept no metadata (a deployment that drops it) reads its input file's name (
 nonce); the other calls are retried by the SDK (``max_retries``).
 
 :meth:`outcomes` reads the batch's output file (answers: ``succeeded``; a line whose
-``status_code`` is not 200: ``errored`` with the provider's message) and error file
+``status_code`` is not 200: ``errored`` with the provider's message, but Azure's
+``content_filter`` refusal of a prompt is ``succeeded`` with its error body, which the adapter
+reads as the live call does: a refusal reply) and error file
 (``errored``; ``batch_expired``: ``expired``; ``batch_cancelled``: ``canceled``), then, for
 the requests in neither (a cancelled or expired batch leaves its unanswered ones out), the
 input file: ``expired`` in an expired batch, ``canceled`` in a cancelled one, ``errored`` with
@@ -283,6 +285,9 @@ def _outcome(line: dict[str, Any]) -> BatchOutcome | None:
     status = response.get("status_code") if isinstance(response, dict) else None
     body = response.get("body") if isinstance(response, dict) else None
     said = body.get("error") if isinstance(body, dict) else None
+    if isinstance(said, dict) and said.get("code") == "content_filter" and isinstance(
+            body, dict):  # Azure's filter refused the prompt: an answer (a refusal), as live
+        return BatchOutcome(custom_id, "succeeded", body)
     reason = said.get("message") if isinstance(said, dict) else None
     return BatchOutcome(custom_id, "errored",
                         message=f"HTTP {status}: {str(reason or body)[:500]}")
