@@ -195,7 +195,7 @@ class OpenAIBatchClient:
         for file_id in (batch.output_file_id, batch.error_file_id):
             if not file_id:
                 continue
-            async for line in self._lines(file_id, "the results", max(total, 1)):
+            async for line in self._lines(file_id, "the results", self.limits.max_requests):
                 outcome = _outcome(line)
                 if outcome is not None and outcome.custom_id not in seen:
                     seen.add(outcome.custom_id)
