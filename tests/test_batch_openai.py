@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -309,12 +310,25 @@ def test_a_batch_over_openais_limits_is_refused_before_any_request(
     assert adapter.client.limits == OPENAI_LIMITS
     body = {"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]}
     many = [BatchRequest(f"r{i}", body) for i in range(OPENAI_LIMITS.max_requests + 1)]
-    big = [BatchRequest("r0", {**body, "pad": "x" * (OPENAI_LIMITS.max_bytes + 1)})]
     bad_id = [BatchRequest("r 0", body)]
-    for requests, said in ((many, "at most 50000"), (big, "at most 200 MB"),
-                           (bad_id, "custom_id")):
+    for requests, said in ((many, "at most 50000"), (bad_id, "custom_id")):
         with pytest.raises(BatchCallError, match=said):
             run(lambda c, r=requests: c.submit(r, "n"), batch_adapter(_model(server)))
+    model = _model(server)  # the bytes, at a small limit (not 200 MB of memory in a test)
+    small = OpenAIBatchClient(model._new_client, provider="openai",
+                              endpoint="/v1/chat/completions", max_line_bytes=1000,
+                              limits=BatchLimits(10, 1_000_000))
+    big = [BatchRequest("r0", {**body, "pad": "x" * 1_000_000})]
+
+    async def submit_big() -> None:
+        try:
+            await small.submit(big, "n")
+        finally:
+            await small.aclose()
+
+    with pytest.raises(BatchCallError, match=re.escape(
+            "the batch is 1.0 MB; the provider takes at most 1 MB")):
+        asyncio.run(submit_big())
     assert server.requests == []
 
 
