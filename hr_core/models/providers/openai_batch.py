@@ -183,7 +183,7 @@ class OpenAIBatchClient:
             tally["errored"] += rest
         state: BatchState = "ended" if status in _ENDED else (
             "canceling" if status == "cancelling" else "in_progress")
-        return BatchStatus(batch_id, state, tally, _why(batch) if status in _ENDED else "")
+        return BatchStatus(batch_id, state, tally, _why(batch) if status == "failed" else "")
 
     async def outcomes(self, batch_id: str) -> AsyncIterator[BatchOutcome]:
         batch = await self._batch(batch_id)
