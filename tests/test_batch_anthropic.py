@@ -158,6 +158,23 @@ def test_find_tells_its_batch_by_the_tag_of_its_ids(server: FakeAnthropicBatchSe
     assert any("after_id=" in r.path for r in server.requests)
 
 
+def test_find_lists_at_most_max_pages(server: FakeAnthropicBatchServer) -> None:
+    for i in range(500):
+        server.book.create("msgbatch_", [(f"x{i}", {"model": "m"})])
+    model = _model(server)
+    client = AnthropicBatchClient(model._new_client, base_url=server.url, max_line_bytes=1000,
+                                  max_pages=2)
+
+    async def go() -> str | None:
+        try:
+            return await client.find("absent", ["r0", "r1"])
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(go()) is None
+    assert sum(1 for r in server.requests if r.path.startswith("/v1/messages/batches?")) == 2
+
+
 def test_find_refuses_to_guess_while_a_batch_of_that_size_processes(
         server: FakeAnthropicBatchServer) -> None:
     server.book.polls = 5
