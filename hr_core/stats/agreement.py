@@ -20,7 +20,7 @@ Both are 1 for perfect agreement, about 0 for agreement at chance and NaN when u
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Hashable, Sequence
 from typing import NamedTuple
 
@@ -102,7 +102,7 @@ def krippendorff_alpha(ratings: Sequence[Sequence[Hashable | None]]) -> float:
         >>> round(krippendorff_alpha(list(zip(a, b, c, d))), 3)
         0.743
     """
-    pairs: Counter[tuple[Hashable, Hashable]] = Counter()
+    pairs: defaultdict[tuple[Hashable, Hashable], float] = defaultdict(float)
     for row in ratings:
         values = [v for v in row if v is not None]
         m = len(values)
@@ -112,7 +112,7 @@ def krippendorff_alpha(ratings: Sequence[Sequence[Hashable | None]]) -> float:
         for c, nc in counts.items():
             for k, nk in counts.items():
                 pairs[(c, k)] += (nc * (nc - 1) if c == k else nc * nk) / (m - 1)
-    margins: Counter[Hashable] = Counter()
+    margins: defaultdict[Hashable, float] = defaultdict(float)
     for (c, _), value in pairs.items():
         margins[c] += value
     n = math.fsum(margins.values())
