@@ -102,14 +102,16 @@ def test_the_corrected_difference_is_ppi_over_items_labelled_in_both(
     rest = np.array([_judge("now", n) - _judge("then", n) for n in range(40)
                      if f"q{n}" not in sampled], dtype=float)
     est = ppi_mean_ci(d, g, rest, bounds=(-1.0, 1.0))
-    expected = compare_estimate(est.estimate, est.se, 16, family_size=1, bounds=(-1.0, 1.0))
+    expected = compare_estimate(est.estimate, est.se, 16, family_size=1, bounds=(-1.0, 1.0),
+                                continuity=1 / 16)  # compare_paired's correction
     assert (row.diff, row.ci_low, row.ci_high, row.p_value) == pytest.approx(
         (expected.estimate, expected.low, expected.high, expected.p_value))
     assert row.se == pytest.approx(est.se) and row.lam == pytest.approx(est.lam)
     assert row.verdict == expected.decision and row.method.startswith("PPI++")
     assert (row.paired_items, row.judged_items) == (16, 24)
     alone = ppi_mean_ci(d, g, rest, lam=0.0)  # the labels alone, by the same comparison
-    by_labels = compare_estimate(alone.estimate, alone.se, 16, bounds=(-1.0, 1.0))
+    by_labels = compare_estimate(alone.estimate, alone.se, 16, bounds=(-1.0, 1.0),
+                                 continuity=1 / 16)
     assert alone.estimate == pytest.approx(d.mean())
     assert row.labels_only == pytest.approx((by_labels.low, by_labels.high))
     # the judge's own difference is biased: the corrected one is not the judge's
