@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import hr
+from report_data import fake_run_dir
 
 from hr_core.core.errors import SpecError
 from hr_core.judge import judge_standing
@@ -42,6 +43,8 @@ def test_the_jury_hash_covers_its_members_and_aggregation_not_their_order() -> N
     assert jury.hash != hr_judge_jury([A, B, other], "majority").hash
     assert jury.hash != hr_judge_jury([A, B], "majority").hash
     assert config_hash(jury.to_dict()) == jury.hash  # a stored record can be checked
+    shown = {**jury.to_dict(), "model": "another", "rubric": "words"}
+    assert config_hash(shown) == jury.hash  # the words for pages are not hashed
     assert [m["hash"] for m in jury.to_dict()["members"]] == [A.hash, B.hash, C.hash]
     assert pickle.loads(pickle.dumps(jury)) == jury
     assert (jury.mode, jury.grades, jury.positive) == ("grade", ("pass", "fail"), "pass")
@@ -217,8 +220,10 @@ def test_hr_judge_validate_a_jury_file(capsys: pytest.CaptureFixture[str],
                     "  - {model: mock-model, rubric: \"Same answer?\", orders: 1}\n"
                     "  - {model: mock-model, rubric: \"Does it match?\"}\n")
     store = tmp_path / "judges"
+    run_dir = fake_run_dir(tmp_path / "results" / "fake" / "0123")
     code, out, err = hr(capsys, "judge", "validate", path,
-                        example_path("grade_judge_labels.jsonl"), "--store", store)
+                        example_path("grade_judge_labels.jsonl"), "--store", store,
+                        "--attach", run_dir)
     assert code == 0, out + err
     text = " ".join(out.split())
     jury = load_judge(path)
@@ -229,3 +234,10 @@ def test_hr_judge_validate_a_jury_file(capsys: pytest.CaptureFixture[str],
     assert len(record["jury"]["members"]) == 3 and record["n"] == 48
     for member in jury.members:  # each member's own record, for hr judge check
         assert (store / f"{member.hash}.json").is_file()
+    from hr_core.report import write_report
+
+    page = Path(write_report(run_dir)).read_text()
+    assert "grade judge on jury of 3: mock-model, mock-model, mock-model" in page
+    assert "<th>between members</th><td>Krippendorff&#x27;s alpha 1.00" in page
+    code, out, _ = hr(capsys, "judge", "check", path, "--store", store)
+    assert code == 1 and "too few items: 48 < min_items 50" in " ".join(out.split())

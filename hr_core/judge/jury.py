@@ -129,8 +129,12 @@ class JudgeJury:
         return self.grades
 
     def to_dict(self) -> dict[str, Any]:
-        """The aggregation and every member's fields with its hash (JSON-ready)."""
-        return {"aggregation": self.aggregation,
+        """The aggregation and every member's fields with its hash (JSON-ready; what the
+        hash covers), with the jury's mode, model, rubric, orders and grades in words for
+        the pages that show a judge's config (not hashed: they follow from the members)."""
+        return {"mode": self.mode, "model": self.model, "rubric": self.rubric,
+                "orders": self.orders, "grades": list(self.grades), "positive": self.positive,
+                "aggregation": self.aggregation,
                 "members": [{**m.to_dict(), "hash": m.hash} for m in self.members]}
 
     def chat_model(self, **options: Any) -> JuryModels:
