@@ -16,6 +16,7 @@ from prefect import task
 from prefect.artifacts import acreate_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from hr_core.core.safe import markdown_text as md_text
 from hr_core.judge._jury_agreement import jury_rows
 from hr_core.judge.judging import JudgeResult
 from hr_core.judge.jury import AnyJudge, JudgeJury, JuryModels
@@ -67,7 +68,7 @@ def validation_markdown(record: JudgeValidation) -> str:
           if record.position_bias else []),
         f"- no consensus: {record.no_consensus}, parse failures: {record.parse_failures}, "
         f"errors: {record.errors}",
-        *[f"- {label}: {value}" for label, value in jury_rows(record.jury)],
+        *[f"- {md_text(label)}: {md_text(value)}" for label, value in jury_rows(record.jury)],
         "",
         "| human \\ judge | " + " | ".join(_columns(record)) + " |",
         "|---|" + "---|" * len(_columns(record)),
