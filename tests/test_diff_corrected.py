@@ -14,7 +14,7 @@ from cli_support import hr
 from hr_core.analysis.benchmark import Benchmark
 from hr_core.judge import hr_judge_config, hr_scorer_judge
 from hr_core.judge.corrected_diff import diff_runs_corrected
-from hr_core.judge.human_labels import SHEET_FILES, import_labels, sample_run
+from hr_core.judge.human_labels import SHEET_FILES, draw_items, import_labels, sample_run
 from hr_core.run.session import BenchmarkSession, apply_judge_policy, plan_benchmark
 from hr_core.stats import compare_estimate
 from hr_core.stats.ppi import ppi_mean_ci
@@ -142,6 +142,14 @@ def test_one_run_without_labels_says_what_to_label(runs: tuple[Path, Path],
     assert row.then is not None and row.now is None and row.diff is None
     assert row.note is not None and "run b has no random human label" in row.note
     assert "--n 12 --seed 9" in row.note  # run a's sample, to draw the same items
+    a2, b2 = _copies(runs, tmp_path / "apart")
+    first = _label(a2, "then", 3, seed=9)
+    frame = [f"q{n}" for n in range(40)]
+    seed = next(s for s in range(1000) if not set(draw_items(frame, 3, s)) & set(first))
+    _label(b2, "now", 3, seed=seed)  # another seed: no item in common with run a's sample
+    [row] = diff_runs_corrected(a2, b2).corrected
+    assert row.then is not None and row.now is not None and row.diff is None
+    assert row.note is not None and f"samples (seeds 9 and {seed}) share 0 item(s)" in row.note
     a2, b2 = _copies(runs, tmp_path / "none")
     assert diff_runs_corrected(a2, b2).corrected == []  # no labels anywhere: nothing shown
 

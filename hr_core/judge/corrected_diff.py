@@ -66,6 +66,21 @@ def _seed_hint(bench: Benchmark) -> str:
     return "" if sample is None else f" --n {sample.n} --seed {sample.seed}"
 
 
+def _unpaired_note(a: Benchmark, b: Benchmark) -> str:
+    """Why fewer than 2 items are labelled in both runs, and what to do."""
+    first = read_sample(a.run_dir) if a.run_dir is not None else None
+    second = read_sample(b.run_dir) if b.run_dir is not None else None
+    if first is None or second is None:
+        return "fewer than 2 items labelled in both runs"
+    shared = len(set(first.items) & set(second.items))
+    if shared < 2:
+        return (f"the two runs' samples (seeds {first.seed} and {second.seed}) share "
+                f"{shared} item(s), and a paired difference needs 2 labelled in both: sample "
+                "the next pair of runs with one seed (`hr label sample --seed`)")
+    return (f"the two runs' samples share {shared} items, fewer than 2 labelled in both: "
+            "label them in both runs")
+
+
 def corrected_arm_diffs(diff: RunDiff, a: Benchmark, b: Benchmark) -> list[CorrectedArmDiff]:
     """The corrected figures of every arm ``diff`` compares (``[]`` when neither run has a
     random human label)."""
@@ -87,9 +102,8 @@ def corrected_arm_diffs(diff: RunDiff, a: Benchmark, b: Benchmark) -> list[Corre
         pair = corrected_difference(rows_b, rows_a, (arm.arm_b, arm.arm_a), family,
                                     diff.level)
         if pair is None or pair.ppi is None:
-            note = ("fewer than 2 items labelled in both runs: draw run b's sample with run "
-                    f"a's seed (`hr label sample {b.run_dir or b.run_id}{_seed_hint(a)}`)")
-            found.append(CorrectedArmDiff(arm=arm.label, then=then, now=now, note=note))
+            found.append(CorrectedArmDiff(arm=arm.label, then=then, now=now,
+                                          note=_unpaired_note(a, b)))
             continue
         c, est = pair.comparison, pair.ppi
         method = c.method + ("; fixed-sample, not the stop rule's sequence"
