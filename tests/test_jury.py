@@ -241,3 +241,33 @@ def test_hr_judge_validate_a_jury_file(capsys: pytest.CaptureFixture[str],
     assert "<th>between members</th><td>Krippendorff&#x27;s alpha 1.00" in page
     code, out, _ = hr(capsys, "judge", "check", path, "--store", store)
     assert code == 1 and "too few items: 48 < min_items 50" in " ".join(out.split())
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_hr_run_a_spec_whose_scorer_is_a_jury(capsys: pytest.CaptureFixture[str],
+                                              tmp_path: Path) -> None:
+    from hr_cli.demo import example_path
+
+    lines = example_path("docqa_reference.jsonl").read_text().splitlines()[:6]
+    (tmp_path / "ref.jsonl").write_text("\n".join(lines) + "\n")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("name: juried\nreference: ref.jsonl\nruns: 1\narms:\n"
+                    "  keyword_overlap: hr_core.examples.demo_arms:keyword_overlap\n"
+                    "scorer:\n  judge:\n    aggregation: majority\n    members:\n"
+                    f"      - {{model: mock-model, rubric: \"{RUBRIC}\"}}\n"
+                    "      - {model: mock-model, rubric: \"Same answer?\", orders: 1}\n"
+                    "      - {model: mock-model, rubric: \"Does it match?\"}\n")
+    code, out, err = hr(capsys, "run", spec, "--store", tmp_path / "store")
+    assert code == 0, out + err
+    jury = hr_judge_jury([A, hr_judge_config("mock-model", "Same answer?", mode="grade",
+                                             orders=1),
+                          hr_judge_config("mock-model", "Does it match?", mode="grade")],
+                         "majority")
+    assert f"judge {jury.hash[:12]} has no validation record" in out + err
+    [folder] = (tmp_path / "store" / "juried").iterdir()
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["judge"]["hash"] == jury.hash
+    from hr_core.analysis.benchmark import Benchmark
+
+    runs = Benchmark.load(folder).runs
+    assert len(runs) == 6 and (runs["judge_tokens_in"] > 0).all()
