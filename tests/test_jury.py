@@ -271,3 +271,17 @@ def test_hr_run_a_spec_whose_scorer_is_a_jury(capsys: pytest.CaptureFixture[str]
 
     runs = Benchmark.load(folder).runs
     assert len(runs) == 6 and (runs["judge_tokens_in"] > 0).all()
+
+
+def test_the_report_escapes_a_validation_record_s_judge_mode_and_model(tmp_path: Path) -> None:
+    from hr_core.report import attach_validation, write_report
+
+    run_dir = fake_run_dir(tmp_path / "results" / "fake" / "0123")
+    config = {**A.to_dict(), "model": "<b>evil</b>", "mode": "<i>grade</i>"}
+    attach_validation(run_dir, {"hash": "ab" * 32, "config": config, "n": 3,
+                                "agreement": 1.0, "agreement_ci": [0.3, 1.0], "kappa": None,
+                                "confusion": {}, "consistency": 1.0, "no_consensus": 0,
+                                "parse_failures": 0, "errors": 0, "version": "0"})
+    page = Path(write_report(run_dir)).read_text()
+    assert "&lt;i&gt;grade&lt;/i&gt; judge on &lt;b&gt;evil&lt;/b&gt;" in page
+    assert "<b>evil</b>" not in page  # before: the heading put both in as HTML
