@@ -142,6 +142,9 @@ def test_one_run_without_labels_says_what_to_label(runs: tuple[Path, Path],
     assert row.then is not None and row.now is None and row.diff is None
     assert row.note is not None and "run b has no random human label" in row.note
     assert "--n 12 --seed 9" in row.note  # run a's sample, to draw the same items
+    sample_run(Benchmark.load(b), 12, seed=9)  # drawn, not labelled yet: label it
+    [row] = diff_runs_corrected(a, b).corrected
+    assert row.note is not None and "label its sample (seed 9) and `hr label import" in row.note
     a2, b2 = _copies(runs, tmp_path / "apart")
     first = _label(a2, "then", 3, seed=9)
     frame = [f"q{n}" for n in range(40)]

@@ -28,7 +28,7 @@ from hr_core.analysis.diff import diff_runs
 from hr_core.analysis.diff_corrected import CorrectedArmDiff, CorrectedSide
 from hr_core.analysis.diff_result import RunDiff
 from hr_core.judge.corrected import arm_estimate, corrected_difference, verdict_table
-from hr_core.judge.human_labels import read_labels, read_sample
+from hr_core.judge.human_labels import LabelSample, read_labels, read_sample
 
 __all__ = ["corrected_arm_diffs", "diff_runs_corrected"]
 
@@ -61,15 +61,26 @@ def _side(rows: pd.DataFrame | None, level: float) -> CorrectedSide | None:
                          labelled_items=est.labelled, judged_items=est.judged)
 
 
-def _seed_hint(bench: Benchmark) -> str:
-    sample = read_sample(bench.run_dir) if bench.run_dir is not None else None
-    return "" if sample is None else f" --n {sample.n} --seed {sample.seed}"
+def _sample(bench: Benchmark) -> LabelSample | None:
+    return read_sample(bench.run_dir) if bench.run_dir is not None else None
+
+
+def _missing_note(run: str, bench: Benchmark, other: Benchmark) -> str:
+    """What to do when ``bench`` (run ``run``) has no random label on an arm."""
+    where = bench.run_dir or bench.run_id
+    own = _sample(bench)
+    if own is not None:  # a run keeps one sample: label it
+        return (f"run {run} has no random human label on this arm yet: label its sample "
+                f"(seed {own.seed}) and `hr label import {where} LABELS`")
+    sample = _sample(other)
+    seed = "" if sample is None else f" --n {sample.n} --seed {sample.seed}"
+    return (f"run {run} has no random human label on this arm: `hr label sample "
+            f"{where}{seed}`, then label it")
 
 
 def _unpaired_note(a: Benchmark, b: Benchmark) -> str:
     """Why fewer than 2 items are labelled in both runs, and what to do."""
-    first = read_sample(a.run_dir) if a.run_dir is not None else None
-    second = read_sample(b.run_dir) if b.run_dir is not None else None
+    first, second = _sample(a), _sample(b)
     if first is None or second is None:
         return "fewer than 2 items labelled in both runs"
     shared = len(set(first.items) & set(second.items))
@@ -94,10 +105,8 @@ def corrected_arm_diffs(diff: RunDiff, a: Benchmark, b: Benchmark) -> list[Corre
         then, now = _side(rows_a, diff.level), _side(rows_b, diff.level)
         if rows_a is None or rows_b is None:
             run, bench = ("a", a) if rows_a is None else ("b", b)
-            other = b if bench is a else a
-            note = (f"run {run} has no random human label on this arm: `hr label sample "
-                    f"{bench.run_dir or bench.run_id}{_seed_hint(other)}`, then label it")
-            found.append(CorrectedArmDiff(arm=arm.label, then=then, now=now, note=note))
+            found.append(CorrectedArmDiff(arm=arm.label, then=then, now=now,
+                                          note=_missing_note(run, bench, b if bench is a else a)))
             continue
         pair = corrected_difference(rows_b, rows_a, (arm.arm_b, arm.arm_a), family,
                                     diff.level)
