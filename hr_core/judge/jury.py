@@ -144,6 +144,9 @@ class JudgeJury:
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("JudgeJury is immutable; build another with hr_judge_jury()")
 
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("JudgeJury is immutable")
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, JudgeJury) and other.hash == self.hash
 
