@@ -24,6 +24,8 @@ from hr_core.core.errors import HrError, SpecError
 from hr_core.core.safe import safe_segment
 from hr_core.data.reference import GOLD_CONTEXTS, Reference, hr_reference
 from hr_core.data.yaml_file import line_of, read_yaml_mapping
+from hr_core.judge import hr_judge_config, hr_scorer_judge
+from hr_core.judge.jury import hr_judge_jury
 from hr_core.models.spec import CacheMode, ModelSpec
 from hr_core.run.arms import ArmEntry, LLMArm, import_object
 from hr_core.run.budget import Budget
@@ -32,7 +34,8 @@ from hr_core.scoring.registry import SCORERS, builtin_scorer_named
 from hr_core.scoring.scorer import Scorer, hr_scorer
 from hr_core.stats.slices import check_slices
 
-__all__ = ["BenchmarkSpec", "JudgeScorerSpec", "ReferenceSpec", "load_spec", "scorer_from",
+__all__ = ["BenchmarkSpec", "JudgeScorerSpec", "JuryScorerSpec", "ReferenceSpec", "load_spec",
+           "scorer_from",
            "spec_import_path"]
 
 
@@ -52,7 +55,8 @@ class ReferenceSpec(BaseModel):
 
 
 class JudgeScorerSpec(BaseModel):
-    """A judge used as the scorer (grade mode against each item's label)."""
+    """A judge used as the scorer (grade mode against each item's label); a jury of them
+    is a :class:`JuryScorerSpec`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -69,6 +73,12 @@ class JudgeScorerSpec(BaseModel):
     """Prompt caching of the judge's instructions and rubric (the model spec's ``cache``,
     default ``auto``): a cost, not an answer, so not in the judge's hash."""
 
+    def config(self) -> Any:
+        """The judge's grade :class:`~hr_core.judge.config.JudgeConfig`."""
+        return hr_judge_config(self.model_spec(), self.rubric, mode="grade",
+                               orders=self.orders, schema=self.schema_,
+                               positive=self.positive)
+
     def model_spec(self) -> ModelSpec | str:
         """The judge's model: the string as given, or one spec with the connection
         fields (and ``cache``) folded in."""
@@ -80,6 +90,21 @@ class JudgeScorerSpec(BaseModel):
                                 cache=self.cache)
         except HrError as exc:
             raise SpecError(f"judge.model: {exc}") from None
+
+
+class JuryScorerSpec(BaseModel):
+    """A jury used as the scorer (:mod:`hr_core.judge.jury`): ``members``, each a judge's
+    fields (:class:`JudgeScorerSpec`), and how their grades combine, ``aggregation``
+    (``majority``, ``mean`` of the grades, ``unanimous``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    members: list[JudgeScorerSpec] = Field(min_length=2)
+    aggregation: Literal["majority", "mean", "unanimous"] = "majority"
+
+    def config(self) -> Any:
+        """The :class:`~hr_core.judge.jury.JudgeJury` of the members' configs."""
+        return hr_judge_jury([m.config() for m in self.members], self.aggregation)
 
 
 class BenchmarkSpec(BaseModel):
@@ -199,10 +224,12 @@ def _checked_scorer(value: str | Mapping[str, Any]) -> str | dict[str, Any]:
                         f"{len(value)} keys ({', '.join(map(str, value))})")
     (name, options), = value.items()
     if name == "judge":
-        if isinstance(options, JudgeScorerSpec):
+        if isinstance(options, JudgeScorerSpec | JuryScorerSpec):
             return {"judge": options}
+        kind = JuryScorerSpec if isinstance(options, Mapping) and "members" in options \
+            else JudgeScorerSpec  # a jury: members instead of model and rubric
         try:
-            return {"judge": JudgeScorerSpec.model_validate(options)}
+            return {"judge": kind.model_validate(options)}
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(map(str, first["loc"])) or "(top level)"
@@ -231,13 +258,7 @@ def scorer_from(value: Scorer | str | Mapping[str, Any]) -> Scorer:
         (name, options), = checked.items()
         if name != "judge":
             return builtin_scorer_named(name, options)
-        judge = options
-        from hr_core.judge import hr_judge_config, hr_scorer_judge
-
-        config = hr_judge_config(judge.model_spec(), judge.rubric, mode="grade",
-                                 orders=judge.orders, schema=judge.schema_,
-                                 positive=judge.positive)
-        built: Scorer = hr_scorer_judge(config)
+        built: Scorer = hr_scorer_judge(options.config())
         return built
     if not isinstance(value, str) or not value.strip():
         raise SpecError(f"a scorer is a name ({', '.join(sorted(SCORERS))}), "
