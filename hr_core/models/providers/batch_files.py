@@ -19,8 +19,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Final
 
 from hr_core.models._bounded import bounded_client, size_text
-from hr_core.models.base import ModelCallError
-from hr_core.models.batch_api import CUSTOM_ID, BatchLimits, BatchRequest
+from hr_core.models.batch_api import CUSTOM_ID, BatchCallError, BatchLimits, BatchRequest
 
 __all__ = ["ENVELOPE_BYTES", "FILE_DEADLINE_S", "MAX_FILE_BYTES", "MAX_PAGES", "BatchCallError",
            "PerLoop", "REQUEST_ENVELOPE", "request_bytes", "split_batches",
@@ -38,10 +37,6 @@ ENVELOPE_BYTES: Final[int] = 64 * 1024
 
 MAX_PAGES: Final[int] = 100
 """The most pages of batches :meth:`find` lists (newest first) before it gives up."""
-
-
-class BatchCallError(ModelCallError):
-    """A batch API call failed (the message says which, and the provider's words)."""
 
 
 class PerLoop:
