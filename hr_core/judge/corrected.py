@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from hr_core.analysis.benchmark import Benchmark
 
 __all__ = ["CorrectedAccuracy", "CorrectedArm", "CorrectedDifference",
-           "corrected_accuracy", "corrected_lines", "corrected_title"]
+           "corrected_accuracy", "corrected_lines", "corrected_title", "item_values"]
 
 
 def corrected_title(labels: int) -> str:
@@ -100,6 +100,16 @@ def _item_values(rows: pd.DataFrame) -> tuple[pd.Series, pd.DataFrame]:
     every = rows.groupby("item", sort=False)["f"].mean()
     labelled = rows[rows["y"].notna()].groupby("item", sort=False)[["y", "f"]].mean()
     return every, labelled
+
+
+def item_values(bench: Benchmark, labels: Sequence[HumanLabel]
+                ) -> dict[str, tuple[pd.Series, pd.DataFrame]]:
+    """Per arm with a label: the judge's share of every item (``f``), and for the items
+    with labels, people's share and the judge's over the labelled runs (``y``, ``f``): the
+    units of :func:`corrected_accuracy`, and of a pilot for ``hr plan``."""
+    table = _verdicts(bench, [x for x in labels if x.random])
+    return {arm: _item_values(table[table["arm"] == arm]) for arm in bench.arms
+            if table.loc[table["arm"] == arm, "y"].notna().any()}
 
 
 def _arm(rows: pd.DataFrame, level: float) -> PPIEstimate:
