@@ -14,7 +14,8 @@ from rich.text import Text
 from hr_cli.literal import cell
 from hr_core.analysis.items import arm_order
 from hr_core.core.errors import HrError
-from hr_core.judge.labels_needed import LabelPlanError, plan_labels
+from hr_core.judge.human_labels import HumanLabelError
+from hr_core.judge.labels_needed import plan_labels
 from hr_core.judge.validation import JudgeValidation, load_validation
 from hr_core.models.providers.openai import BATCH_SHARE
 from hr_core.stats.accuracy import item_accuracies
@@ -101,7 +102,7 @@ def _run_judge_record(bench: Any, path: Path | None) -> Any:
             return JudgeValidation.model_validate_json(path.read_bytes())
         except (OSError, ValueError) as exc:
             first = str(exc).splitlines()[0]
-            raise LabelPlanError(f"{path}: not a judge validation record ({first}); give "
+            raise HumanLabelError(f"{path}: not a judge validation record ({first}); give "
                                  "a file hr judge validate wrote (judges/HASH.json)") from None
     judge = bench.manifest.judge
     if judge is None or not judge.hash:

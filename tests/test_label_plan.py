@@ -13,8 +13,8 @@ import pytest
 from cli_support import hr
 
 from hr_core.judge import hr_judge_config, hr_scorer_judge
-from hr_core.judge.human_labels import import_labels, read_labels, sample_run
-from hr_core.judge.labels_needed import LabelPlanError, judge_rates, plan_labels
+from hr_core.judge.human_labels import HumanLabelError, import_labels, read_labels, sample_run
+from hr_core.judge.labels_needed import judge_rates, plan_labels
 from hr_core.run.session import BenchmarkSession, apply_judge_policy, plan_benchmark
 from hr_core.stats.label_plan import judge_moments, labels_for_width, ppi_se, true_share
 
@@ -72,9 +72,9 @@ def test_judge_rates_from_a_validation_record() -> None:
     no_verdict = {**record, "confusion": {"pass": {"pass": 25, "no verdict": 7},
                                           "fail": {"fail": 15, "pass": 1}}}
     assert judge_rates(no_verdict) == (25 / 32, 15 / 16)  # a missing verdict is a mistake
-    with pytest.raises(LabelPlanError, match="no item people labelled 'fail'"):
+    with pytest.raises(HumanLabelError, match="no item people labelled 'fail'"):
         judge_rates({**record, "confusion": {"pass": {"pass": 3}}})
-    with pytest.raises(LabelPlanError, match="a 'pairwise' judge's record"):
+    with pytest.raises(HumanLabelError, match="a 'pairwise' judge's record"):
         judge_rates({**record, "config": {"mode": "pairwise"}})
 
 

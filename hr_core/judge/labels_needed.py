@@ -23,20 +23,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from hr_core.core.errors import HrError
 from hr_core.judge.corrected import item_values
-from hr_core.judge.human_labels import read_labels, read_sample
+from hr_core.judge.human_labels import HumanLabelError, read_labels, read_sample
 from hr_core.judge.validation import JudgeValidation
 from hr_core.stats.label_plan import LabelPlan, judge_moments, labels_for_width, true_share
 
 if TYPE_CHECKING:
     from hr_core.analysis.benchmark import Benchmark
 
-__all__ = ["ArmLabelPlan", "LabelPlanError", "RunLabelPlan", "judge_rates", "plan_labels"]
-
-
-class LabelPlanError(HrError, ValueError):
-    """The labels cannot be planned: says what evidence to give."""
+__all__ = ["ArmLabelPlan", "RunLabelPlan", "judge_rates", "plan_labels"]
 
 
 @dataclass(frozen=True)
@@ -95,7 +90,7 @@ def judge_rates(record: JudgeValidation | Mapping[str, Any]) -> tuple[float, flo
     config = data.get("config") or {}
     name = str(data.get("hash") or "?")[:12]
     if config.get("mode") != "grade":
-        raise LabelPlanError(f"judge record {name}: a {config.get('mode')!r} judge's record; "
+        raise HumanLabelError(f"judge record {name}: a {config.get('mode')!r} judge's record; "
                              "planning labels needs a grade judge's (pass or fail)")
     grades = list(config.get("grades") or ["pass", "fail"])
     positive = str(config.get("positive") or grades[0])
@@ -108,7 +103,7 @@ def judge_rates(record: JudgeValidation | Mapping[str, Any]) -> tuple[float, flo
             no[str(k)] = no.get(str(k), 0) + int(v)
     if not sum(yes.values()) or not sum(no.values()):
         which = positive if not sum(yes.values()) else "/".join(negatives)
-        raise LabelPlanError(f"judge record {name}: no item people labelled {which!r}, so "
+        raise HumanLabelError(f"judge record {name}: no item people labelled {which!r}, so "
                              "its sensitivity and specificity are unknown; validate it on "
                              "items people passed and failed, or label a pilot sample")
     passed = yes.get(positive, 0) / sum(yes.values())
@@ -145,7 +140,7 @@ def plan_labels(bench: Benchmark, width: float, *, level: float = 0.95,
     one; else ``record``.
 
     Raises:
-        LabelPlanError: neither a pilot nor a record; or a record that cannot say.
+        HumanLabelError: neither a pilot nor a record; or a record that cannot say.
     """
     sample = read_sample(bench.run_dir) if bench.run_dir is not None else None
     sampled = None if sample is None else len(sample.items)
@@ -156,7 +151,7 @@ def plan_labels(bench: Benchmark, width: float, *, level: float = 0.95,
         return RunLabelPlan("pilot", f"the run's random human labels on {count} item(s) "
                             f"of up to {labelled}", sampled, arms)
     if record is None:
-        raise LabelPlanError(
+        raise HumanLabelError(
             f"{bench.run_dir}: no pilot labels and no validation record of the run's judge; "
             "label a pilot (hr label sample RUN_DIR --n 30, then hr label import) or give "
             "a record (--judge-record judges/HASH.json, made by hr judge validate)")
