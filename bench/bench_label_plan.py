@@ -4,11 +4,12 @@
 says how many of a run's ``N`` judged items to label for a 95% interval ``W`` wide,
 with PPI++ and from the labels alone. Each row plans ``n`` from the judge's sensitivity
 and specificity and the true accuracy (what a validation record gives), or from a pilot
-of 50 random labels (the moments estimated as hr does), then simulates ``--sims``
+of 50 random labels (the moments estimated as hr does), for the width of the interval
+hr shows (``mean=`` given, the share interval), then simulates ``--sims``
 benchmarks: ``N`` items correct with probability ``p``, the judge's verdicts with those
 error rates, ``n`` items labelled at random, and the interval hr computes
-(:func:`hr_core.stats.ppi.ppi_mean_ci`: PPI++'s normal interval, as planned, and
-``method="share"``, as hr shows it). Reported: the mean width over the target (1.00 is
+(:func:`hr_core.stats.ppi.ppi_mean_ci` with ``method="share"``, as hr shows it, and
+PPI++'s normal interval for contrast). Reported: the mean width over the target (1.00 is
 on target), the share of benchmarks whose interval is no wider than the target, the
 mean width with one label in ten fewer (the count is not generous), and the coverage.
 
@@ -63,7 +64,7 @@ def pilot_plan(rng: np.random.Generator, p: float, big_n: int, sens: float, spec
     lab = rng.permutation(big_n)[:pilot]
     y, f = truth[lab], verdicts[lab]
     plan = labels_for_width(width, float(y.var(ddof=1)), float(verdicts.var()),
-                            float(np.cov(y, f)[0, 1]), judged=big_n)
+                            float(np.cov(y, f)[0, 1]), judged=big_n, mean=float(y.mean()))
     return plan.labels_ppi
 
 
@@ -75,12 +76,12 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     print(f"Planned labels against simulated benchmarks ({args.sims} per row, seed "
           f"{args.seed}); widths are mean width / target")
-    print("| sens | spec | p | N | target | labels alone | PPI++ n | normal width | "
-          "share width | <= target | 0.9 n: width | coverage | pilot-50 n (median) "
+    print("| sens | spec | p | N | target | labels alone | PPI++ n | hr's width | "
+          "normal width | <= target | 0.9 n: width | coverage | pilot-50 n (median) "
           "| pilot width |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for sens, spec, p, big_n, width in SETTINGS:
-        plan = labels_for_width(width, *judge_moments(p, sens, spec), judged=big_n)
+        plan = labels_for_width(width, *judge_moments(p, sens, spec), judged=big_n, mean=p)
         assert plan.labels_ppi is not None
         got = simulate(rng, args.sims, p, big_n, plan.labels_ppi, sens, spec)
         fewer = simulate(rng, args.sims // 4, p, big_n, int(plan.labels_ppi * 0.9), sens,
@@ -89,10 +90,10 @@ def main() -> None:
         median = int(np.median([x for x in pilots if x is not None]))
         from_pilot = simulate(rng, args.sims // 4, p, big_n, median, sens, spec)
         print(f"| {sens} | {spec} | {p} | {big_n} | {width} | {plan.labels_only} | "
-              f"{plan.labels_ppi} | {got['normal'].mean() / width:.3f} | "
-              f"{got['share'].mean() / width:.3f} | {(got['normal'] <= width).mean():.0%} | "
-              f"{fewer['normal'].mean() / width:.3f} | {got['covered'].mean():.1%} | "
-              f"{median} | {from_pilot['normal'].mean() / width:.3f} |")
+              f"{plan.labels_ppi} | {got['share'].mean() / width:.3f} | "
+              f"{got['normal'].mean() / width:.3f} | {(got['share'] <= width).mean():.0%} | "
+              f"{fewer['share'].mean() / width:.3f} | {got['covered'].mean():.1%} | "
+              f"{median} | {from_pilot['share'].mean() / width:.3f} |")
 
 
 if __name__ == "__main__":

@@ -154,6 +154,7 @@ def plan_labels_run(console: Console, run_dir: str | Path, *, width: float, leve
                            f"({found.items_alone or 'more than judged'} without); the run's "
                            f"sample has {found.sampled}."))
     console.print(Text(
-        "With PPI++: the fewest labelled items n with 2 z se(n) <= width, se^2 = lam^2 "
-        "var(f) / (N - n) + var(y - lam f) / n at PPI++'s tuned lam; labels alone: "
-        "n = z^2 var(y) / (width / 2)^2. See docs/statistics.md, \"How many labels\"."))
+        "With PPI++: the fewest labelled items whose interval, as hr shows it, is at most "
+        "the width, from se^2 = lam^2 var(f) / (N - n) + var(y - lam f) / n at PPI++'s tuned "
+        "lam; labels alone: the same with lam = 0. See docs/statistics.md, \"How many "
+        "labels\"."))

@@ -16,6 +16,7 @@ from hr_core.judge import hr_judge_config, hr_scorer_judge
 from hr_core.judge.human_labels import HumanLabelError, import_labels, read_labels, sample_run
 from hr_core.judge.labels_needed import judge_rates, plan_labels
 from hr_core.run.session import BenchmarkSession, apply_judge_policy, plan_benchmark
+from hr_core.stats.intervals import effective_size_interval
 from hr_core.stats.label_plan import judge_moments, labels_for_width, ppi_se, true_share
 
 Z = 1.959963984540054  # z for 95%
@@ -56,6 +57,28 @@ def test_labels_for_a_width_by_hand() -> None:
     assert labels_for_width(0.1, var_y, var_f, cov, judged=10**6).labels_ppi == 185
     se, _ = ppi_se(np.array([195]), 2000, var_y, var_f, cov)
     assert se[0] == pytest.approx(_hand_se(195, 2000, var_y, var_f, cov))
+
+
+def test_the_shown_interval_needs_the_fewest_labels_that_give_its_width() -> None:
+    """With the accuracy expected, the width is the one hr shows (the share interval of
+    ppi_mean_ci): the planned n gives at most the width and n - 1 more."""
+    var_y, var_f, cov = 0.1875, 0.1875, 0.1125
+    plan = labels_for_width(0.1, var_y, var_f, cov, judged=2000, mean=0.75)
+    normal = labels_for_width(0.1, var_y, var_f, cov, judged=2000)
+    assert plan.labels_ppi is not None and plan.labels_only is not None
+    assert normal.labels_ppi is not None and normal.labels_only is not None
+    assert normal.labels_ppi <= plan.labels_ppi <= normal.labels_ppi * 1.1
+    assert (plan.labels_only, plan.labels_ppi) == (309, 210)  # docs/statistics.md
+
+    def shown(n: int) -> float:
+        _, low, high = effective_size_interval(0.75, _hand_se(n, 2000, var_y, var_f, cov) ** 2,
+                                               n, 2000)
+        return high - low
+
+    assert shown(plan.labels_ppi) <= 0.1 < shown(plan.labels_ppi - 1)
+    alone = plan.labels_only
+    widths = [effective_size_interval(0.75, var_y / n, n, n) for n in (alone - 1, alone)]
+    assert widths[1].high - widths[1].low <= 0.1 < widths[0].high - widths[0].low
 
 
 def test_a_useless_judge_needs_as_many_labels_and_too_narrow_is_none() -> None:
@@ -131,7 +154,7 @@ def test_a_pilot_sample_gives_the_moments(run_dir: Path) -> None:
         f = np.array([judged[arm.arm, i] for i in sample.items])
         every = np.array([judged[arm.arm, f"q{i}"] for i in range(60)])
         by_hand = labels_for_width(0.3, float(y.var(ddof=1)), float(every.var()),
-                                   float(np.cov(y, f)[0, 1]), judged=60)
+                                   float(np.cov(y, f)[0, 1]), judged=60, mean=y.mean())
         assert arm.plan[:5] == by_hand[:5]  # width, level, judged and both counts
         assert arm.plan[5:] == pytest.approx(by_hand[5:])
         assert arm.accuracy == pytest.approx(y.mean())

@@ -1,5 +1,6 @@
 """How many human labels a judged run needs for a target interval width (``hr plan
---label-width``), with PPI++ and without it (:mod:`hr_core.stats.label_plan`).
+--label-width``), with PPI++ and without it (:mod:`hr_core.stats.label_plan`), the width
+being that of the interval hr shows for a corrected accuracy.
 
 The moments come from the best evidence the run has:
 
@@ -123,7 +124,7 @@ def _pilot(bench: Benchmark, width: float, level: float) -> list[ArmLabelPlan]:
         cov = float(np.cov(y, f, ddof=1)[0, 1])
         plan = labels_for_width(width, float(np.var(y, ddof=1)),
                                 float(np.var(every.to_numpy(dtype=np.float64))), cov,
-                                judged=len(every), level=level)
+                                judged=len(every), level=level, mean=float(y.mean()))
         arms.append(ArmLabelPlan(arm, _share(summary.get(arm)), float(y.mean()), plan))
     return arms
 
@@ -164,7 +165,7 @@ def plan_labels(bench: Benchmark, width: float, *, level: float = 0.95,
             continue
         accuracy = true_share(judged, sensitivity, specificity)
         plan = labels_for_width(width, *judge_moments(accuracy, sensitivity, specificity),
-                                judged=items, level=level)
+                                judged=items, level=level, mean=accuracy)
         arms.append(ArmLabelPlan(str(row["arm"]), judged, accuracy, plan))
     data = record.model_dump() if isinstance(record, JudgeValidation) else dict(record)
     return RunLabelPlan("record", f"judge record {str(data.get('hash'))[:12]} ({data.get('n')} "

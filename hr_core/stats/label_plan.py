@@ -13,7 +13,10 @@ and ``f`` the judge's. A ``level`` interval ``estimate +- z se`` has width ``2 z
 a target width ``w`` needs the smallest ``n`` with ``2 z se(n) <= w``; the labels alone
 (``lam = 0``) need ``n = z^2 var(y) / (w / 2)^2``. With many judged units the PPI++
 count is the labels-alone one times ``1 - rho^2`` (``rho`` the correlation of ``y`` and
-``f``): the judge saves the share of the labels' variance it explains.
+``f``): the judge saves the share of the labels' variance it explains. Given the
+accuracy expected (``mean``), the width is that of the interval hr shows for an accuracy
+(the effective-size Clopper-Pearson interval of :func:`hr_core.stats.ppi.ppi_mean_ci`,
+``method="share"``), found by bisection: a few labels more than the normal formula's.
 
 For a judge known by its sensitivity and specificity on 0/1 units of accuracy ``p``
 (:func:`judge_moments`): ``var(y) = p(1 - p)``, ``q = p sens + (1 - p)(1 - spec)`` the
@@ -32,11 +35,13 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 
 from hr_core.stats.distributions import z_for
+from hr_core.stats.intervals import effective_size_interval
 
 __all__ = ["LabelPlan", "judge_moments", "labels_for_width", "ppi_se", "true_share"]
 
@@ -111,7 +116,7 @@ def ppi_se(labelled: int | np.ndarray, judged: int, var_y: float, var_f: float,
 
 
 def labels_for_width(width: float, var_y: float, var_f: float, cov: float, *, judged: int,
-                     level: float = 0.95) -> LabelPlan:
+                     level: float = 0.95, mean: float | None = None) -> LabelPlan:
     """The labels an interval of ``width`` needs, with PPI++ and from the labels alone.
 
     Args:
@@ -120,6 +125,10 @@ def labels_for_width(width: float, var_y: float, var_f: float, cov: float, *, ju
             over the units (population moments, as PPI++'s standard error uses).
         judged: the units the judge decided (every item of the arm).
         level: the interval's confidence level.
+        mean: the accuracy expected: the widths are then those of the interval hr shows
+            for an accuracy (``method="share"`` of :func:`hr_core.stats.ppi.ppi_mean_ci`:
+            Korn and Graubard's effective size, then Clopper-Pearson, a little wider
+            than the normal one at small ``n``); ``None``: the normal interval's.
     """
     if not 0.0 < width <= 1.0:
         raise ValueError(f"the width must be in (0, 1], not {width!r}")
@@ -127,12 +136,40 @@ def labels_for_width(width: float, var_y: float, var_f: float, cov: float, *, ju
         raise ValueError(f"judged must be at least 2, not {judged!r}")
     z = z_for(level)
     half = width / (2 * z)
-    labels_only = max(2, math.ceil(var_y / (half * half) - 1e-9))
     counts = np.arange(2, judged + 1)
     se, lam = ppi_se(counts, judged, var_y, var_f, cov)
-    enough = np.flatnonzero(se <= half * (1 + 1e-9))
     rho = cov / math.sqrt(var_y * var_f) if var_y > 0 and var_f > 0 else 0.0
-    first = int(enough[0]) if len(enough) else None
-    return LabelPlan(width, level, judged, labels_only if labels_only <= judged else None,
-                     None if first is None else int(counts[first]),
-                     0.0 if first is None else float(lam[first]), rho)
+    if mean is None:
+        alone = max(2, math.ceil(var_y / (half * half) - 1e-9))
+        labels_only = alone if alone <= judged else None
+        enough = np.flatnonzero(se <= half * (1 + 1e-9))
+        first = int(counts[enough[0]]) if len(enough) else None
+    else:
+        def shown_ppi(n: int) -> float:
+            _, low, high = effective_size_interval(mean, float(se[n - 2]) ** 2, n, judged,
+                                                   level)
+            return high - low
+
+        def shown_alone(n: int) -> float:
+            _, low, high = effective_size_interval(mean, var_y / n, n, n, level)
+            return high - low
+
+        labels_only, first = _first(shown_alone, width, judged), _first(shown_ppi, width,
+                                                                         judged)
+    return LabelPlan(width, level, judged, labels_only, first,
+                     0.0 if first is None else float(lam[first - 2]), rho)
+
+
+def _first(width_at: Callable[[int], float], width: float, judged: int) -> int | None:
+    """The fewest ``n`` in ``[2, judged]`` whose width is at most ``width`` (widths fall
+    as ``n`` grows: a bisection), ``None`` when even ``judged`` is too few."""
+    if width_at(judged) > width * (1 + 1e-9):
+        return None
+    low, high = 2, judged  # width_at(high) fits
+    while low < high:
+        middle = (low + high) // 2
+        if width_at(middle) <= width * (1 + 1e-9):
+            high = middle
+        else:
+            low = middle + 1
+    return high
