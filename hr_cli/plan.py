@@ -124,9 +124,11 @@ def plan_labels_run(console: Console, run_dir: str | Path, *, width: float, leve
     found = plan_labels(bench, width, level=level, record=record)
     table = Table(title=cell(f"Human labels for a {level:.0%} interval {width * 100:g} points "
                              f"wide: {bench.manifest.name} run {bench.manifest.run_id}"))
-    for header in ("arm", "judge's accuracy", "accuracy assumed", "items judged",
-                   "labels alone", "with PPI++", "judge weight", "saved"):
-        table.add_column(header, justify="left" if header == "arm" else "right")
+    longest = max((len(a.arm) for a in found.arms), default=3)
+    table.add_column("arm", min_width=min(longest, 30))
+    for header in ("judge says", "assumed", "items", "labels alone", "with PPI++",
+                   "weight", "saved"):
+        table.add_column(header, justify="right")
 
     def count(n: int | None) -> str:
         return "more than judged" if n is None else f"{n:,}"
@@ -140,19 +142,21 @@ def plan_labels_run(console: Console, run_dir: str | Path, *, width: float, leve
                       f"{arm.accuracy * 100:.1f}%", f"{p.judged:,}", count(p.labels_only),
                       count(p.labels_ppi), f"{p.lam:.2f}", saved)
     console.print(table)
-    console.print(Text(f"From {found.detail}."))
-    need = found.items_with_ppi
-    if need is None:
-        console.print(Text("No number of this run's items gives that width for every arm: "
-                           "ask for a wider interval."))
-    elif found.sampled is None:
-        console.print(Text(f"Label {need:,} items (every arm's runs on each; "
-                           f"{found.items_alone or 'more than judged'} without PPI): "
-                           f"hr label sample {run_dir} --n {need}"))
-    else:
+    console.print(Text(f"From {found.detail}. judge says: the arm's accuracy by the judge; "
+                       "assumed: the true accuracy planned for; weight: the judge's in PPI++."))
+    need, alone = found.items_with_ppi, found.items_alone
+    if found.out_of_reach:
+        console.print(Text(f"Too few items for that width even with every one labelled: "
+                           f"{', '.join(found.out_of_reach)} (ask for a wider interval for "
+                           "them)."))
+    if need is not None and found.sampled is None:
+        console.print(Text(f"Label {need:,} of the run's {found.frame:,} items (every arm's "
+                           f"runs on each; {alone if alone is not None else 'more than judged'}"
+                           f" without PPI): hr label sample {run_dir} --n {need}"))
+    elif need is not None:
         console.print(Text(f"Label {need:,} items with PPI++ "
-                           f"({found.items_alone or 'more than judged'} without); the run's "
-                           f"sample has {found.sampled}."))
+                           f"({alone if alone is not None else 'more than judged'} without); "
+                           f"the run's sample has {found.sampled}."))
     console.print(Text(
         "With PPI++: the fewest labelled items whose interval, as hr shows it, is at most "
         "the width, from se^2 = lam^2 var(f) / (N - n) + var(y - lam f) / n at PPI++'s tuned "

@@ -14,10 +14,10 @@ from cli_support import hr
 
 from hr_core.judge import hr_judge_config, hr_scorer_judge
 from hr_core.judge.human_labels import HumanLabelError, import_labels, read_labels, sample_run
-from hr_core.judge.labels_needed import judge_rates, plan_labels
+from hr_core.judge.labels_needed import ArmLabelPlan, RunLabelPlan, judge_rates, plan_labels
 from hr_core.run.session import BenchmarkSession, apply_judge_policy, plan_benchmark
 from hr_core.stats.intervals import effective_size_interval
-from hr_core.stats.label_plan import judge_moments, labels_for_width, ppi_se, true_share
+from hr_core.stats.label_plan import LabelPlan, judge_moments, labels_for_width, ppi_se, true_share
 
 Z = 1.959963984540054  # z for 95%
 
@@ -182,8 +182,22 @@ def test_hr_plan_label_width_from_a_record_and_without_evidence(
     expected = plan_labels(_load(run_dir), 0.3, record=json.loads(record.read_text()))
     need = expected.items_with_ppi
     assert need is not None
-    assert f"Label {need} items" in text and f"--n {need}" in text
+    assert f"Label {need} of the run's 60 items" in text and f"--n {need}" in text
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     code, out, err = hr(capsys, "plan", run_dir, "--label-width", "0.3", "--judge-record", bad)
     assert code == 2 and "not a judge validation record" in out + err
+
+
+def test_an_arm_on_fewer_items_sizes_the_sample() -> None:
+    """The sample is drawn from every item; an arm that ran on 45 of 69 gets labels on
+    about 45/69 of it, so its 31 labelled items need 31 * 69 / 45 = 47.5 -> 48 sampled."""
+    def arm(name: str, judged: int, ppi: int | None, alone: int | None) -> ArmLabelPlan:
+        return ArmLabelPlan(name, 0.5, 0.5, LabelPlan(0.35, 0.95, judged, alone, ppi, 0.2, 0.5))
+
+    found = RunLabelPlan("record", "", None, [arm("a", 69, 26, 37), arm("b", 45, 31, 37)], 69)
+    assert found.items_with_ppi == 48 and found.items_alone == 57  # ceil(37 * 69 / 45)
+    assert found.out_of_reach == []
+    short = RunLabelPlan("record", "", None, [arm("a", 69, 26, 37), arm("b", 45, None, None)],
+                         69)
+    assert short.items_with_ppi == 26 and short.out_of_reach == ["b"]

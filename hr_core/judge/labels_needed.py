@@ -17,6 +17,7 @@ The moments come from the best evidence the run has:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ import pandas as pd
 from hr_core.judge.corrected import item_values
 from hr_core.judge.human_labels import HumanLabelError, read_labels, read_sample
 from hr_core.judge.validation import JudgeValidation
+from hr_core.stats.accuracy import runs_made
 from hr_core.stats.label_plan import LabelPlan, judge_moments, labels_for_width, true_share
 
 if TYPE_CHECKING:
@@ -54,25 +56,39 @@ class RunLabelPlan:
         detail: the evidence in words (the pilot's labelled items, or the record's hash,
             items, sensitivity and specificity).
         sampled: items in the run's sample already drawn (``None``: no sample yet).
+        frame: the items a sample is drawn from (every item with a run made): an arm
+            that made runs on ``N`` of them gets labels on about ``N / frame`` of the
+            sample's items.
     """
 
     source: str
     detail: str
     sampled: int | None
     arms: list[ArmLabelPlan]
+    frame: int
 
     @property
     def items_with_ppi(self) -> int | None:
-        """Items to label so that every arm's interval has the width (``None``: not
-        possible with this run's items)."""
-        counts = [a.plan.labels_ppi for a in self.arms]
-        return None if not counts or None in counts else max(c for c in counts if c)
+        """Items to label so that every arm that can have the width has it (``None``: no
+        arm can with this run's items)."""
+        return self._items([a.plan.labels_ppi for a in self.arms])
 
     @property
     def items_alone(self) -> int | None:
         """The same from the labels alone."""
-        counts = [a.plan.labels_only for a in self.arms]
-        return None if not counts or None in counts else max(c for c in counts if c)
+        return self._items([a.plan.labels_only for a in self.arms])
+
+    def _items(self, labels: list[int | None]) -> int | None:
+        """The sample that gives each arm its labels: ``n`` labelled items of an arm's
+        ``N`` need about ``n * frame / N`` sampled ones (at most the frame)."""
+        counts = [min(self.frame, math.ceil(n * self.frame / a.plan.judged - 1e-9))
+                  for n, a in zip(labels, self.arms, strict=True) if n is not None]
+        return max(counts) if counts else None
+
+    @property
+    def out_of_reach(self) -> list[str]:
+        """Arms whose items are too few for the width even with PPI++ (all labelled)."""
+        return [a.arm for a in self.arms if a.plan.labels_ppi is None]
 
 
 def judge_rates(record: JudgeValidation | Mapping[str, Any]) -> tuple[float, float]:
@@ -144,23 +160,27 @@ def plan_labels(bench: Benchmark, width: float, *, level: float = 0.95,
         HumanLabelError: neither a pilot nor a record; or a record that cannot say.
     """
     sample = read_sample(bench.run_dir) if bench.run_dir is not None else None
+    runs = bench.stat_runs()
+    runs = runs[runs_made(runs).to_numpy(dtype=bool)]
+    made = runs.groupby("arm", observed=True)["item_id"].nunique()
+    frame = int(runs["item_id"].nunique())
     sampled = None if sample is None else len(sample.items)
     arms = _pilot(bench, width, level) if bench.run_dir is not None else []
     if arms:
         labelled = max(a.plan.judged for a in arms)
         count = len({x.item for x in read_labels(bench.run_dir or "") if x.random})
         return RunLabelPlan("pilot", f"the run's random human labels on {count} item(s) "
-                            f"of up to {labelled}", sampled, arms)
+                            f"of up to {labelled}", sampled, arms, frame)
     if record is None:
         raise HumanLabelError(
             f"{bench.run_dir}: no pilot labels and no validation record of the run's judge; "
             "label a pilot (hr label sample RUN_DIR --n 30, then hr label import) or give "
             "a record (--judge-record judges/HASH.json, made by hr judge validate)")
     sensitivity, specificity = judge_rates(record)
-    summary = bench.summary()
+    summary = bench.summary()  # its "items" count the items planned, not those made
     arms = []
     for row in summary.to_dict("records"):
-        judged, items = _share(row.get("accuracy")), int(row.get("items") or 0)
+        judged, items = _share(row.get("accuracy")), int(made.get(row["arm"], 0))
         if judged is None or items < 2:
             continue
         accuracy = true_share(judged, sensitivity, specificity)
@@ -170,4 +190,4 @@ def plan_labels(bench: Benchmark, width: float, *, level: float = 0.95,
     data = record.model_dump() if isinstance(record, JudgeValidation) else dict(record)
     return RunLabelPlan("record", f"judge record {str(data.get('hash'))[:12]} ({data.get('n')} "
                         f"labelled items): sensitivity {sensitivity:.1%}, specificity "
-                        f"{specificity:.1%}", sampled, arms)
+                        f"{specificity:.1%}", sampled, arms, frame)
