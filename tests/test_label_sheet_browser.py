@@ -67,6 +67,7 @@ def test_label_five_outputs_in_chromium_download_and_import(
     sheet = [json.loads(line) for line in
              (run_dir / SHEET_FILES[0]).read_text(encoding="utf-8").splitlines()]
     assert len(sheet) == 10  # 5 items x 2 arms x 1 run, in the page's order
+    assert "verdict" not in sheet[0]  # the judge's verdict: only in the HTML, shown late
     browser = DevTools(tmp_path)
     try:
         browser.open((run_dir / SHEET_HTML).as_uri(), tmp_path / "downloads")
@@ -93,8 +94,18 @@ def test_label_five_outputs_in_chromium_download_and_import(
         done = _state(browser)
         assert done["progress"] == "5 of 10 answered", done
         assert done["position"] == "Output 5 of 10" and done["revealed"]
+        # the answers are kept in the browser's storage; the page reads them back when
+        # opened again (the storage is put back before the page's script runs: Chromium
+        # commits a page's storage to disk a moment after it is written)
+        key = json.dumps(browser.evaluate(
+            "'hr-label-sheet:' + JSON.parse(document.getElementById('hr-sheet-data')"
+            ".textContent).key"))
+        kept = browser.evaluate(f"window.localStorage.getItem({key})")
+        assert sorted(json.loads(kept).values()) == ["correct"] * 4 + ["incorrect"]
+        browser.call("Page.addScriptToEvaluateOnNewDocument", {
+            "source": f"window.localStorage.setItem({key}, {json.dumps(kept)});"})
         browser.events.clear()
-        browser.call("Page.reload")  # the answers are kept in the browser
+        browser.call("Page.reload")
         browser.wait_event("Page.loadEventFired")
         again = _state(browser)
         assert again["progress"] == "5 of 10 answered"
@@ -118,3 +129,24 @@ def test_label_five_outputs_in_chromium_download_and_import(
     stored = {(x.arm, x.item, x.run): (x.label, x.random) for x in read_labels(run_dir)}
     assert stored == {(sheet[i]["arm"], sheet[i]["item"], sheet[i]["run"]):
                       (label == "correct", True) for i, label in expected.items()}
+
+
+def test_the_page_runs_no_script_but_its_own(run_dir: Path, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """The checks above can fail: a script whose hash the page's policy does not allow is
+    refused (and reported), and the sheet never starts."""
+    code, out, _ = hr(capsys, "label", "sample", run_dir, "--n", "5", "--seed", "7")
+    assert code == 0, out
+    page = (run_dir / SHEET_HTML).read_text(encoding="utf-8")
+    tampered = tmp_path / "tampered.html"
+    tampered.write_text(page.replace('"use strict";', '"use strict"; window.__hr_pwned = 3;'),
+                        encoding="utf-8")
+    browser = DevTools(tmp_path)
+    try:
+        browser.open(tampered.as_uri(), tmp_path / "downloads")
+        state = _state(browser)
+        errors = browser.errors()
+    finally:
+        browser.close()
+    assert state["script"] is None and state["pwned"] == 0
+    assert any("Content Security Policy" in e for e in errors), errors
