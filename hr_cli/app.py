@@ -196,8 +196,9 @@ def plan(
                            ] = None,
     judge_record: Annotated[Path | None, typer.Option(
         exists=True, dir_okay=False, readable=True,
-        help="With --label-width: the judge's validation record (judges/HASH.json); "
-        "default: the run's pilot labels, else its judge's record.")] = None,
+        help="With --label-width: plan from this judge validation record "
+        "(judges/HASH.json); default: the run's pilot labels, else its judge's record.")
+                            ] = None,
 ) -> None:
     """How many items a paired comparison needs, from a finished run (or a pilot): for each
     arm against the best, the smallest difference these items detect and the items needed

@@ -121,7 +121,8 @@ def plan_labels_run(console: Console, run_dir: str | Path, *, width: float, leve
 
     bench = load_benchmark(run_dir)
     record = _run_judge_record(bench, judge_record)
-    found = plan_labels(bench, width, level=level, record=record)
+    found = plan_labels(bench, width, level=level, record=record,
+                        pilot=judge_record is None)  # a record named is the one wanted
     table = Table(title=cell(f"Human labels for a {level:.0%} interval {width * 100:g} points "
                              f"wide: {bench.manifest.name} run {bench.manifest.run_id}"))
     longest = max((len(a.arm) for a in found.arms), default=3)

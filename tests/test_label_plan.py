@@ -160,6 +160,11 @@ def test_a_pilot_sample_gives_the_moments(run_dir: Path) -> None:
         assert arm.accuracy == pytest.approx(y.mean())
     assert found.items_with_ppi == max(a.plan.labels_ppi for a in found.arms)
     assert len(read_labels(run_dir)) == 40
+    record = {"hash": "h", "config": {"mode": "grade"}, "n": 48,
+              "confusion": {"pass": {"pass": 25, "fail": 7}, "fail": {"fail": 15, "pass": 1}}}
+    named = plan_labels(_load(run_dir), 0.3, record=record, pilot=False)  # --judge-record
+    assert named.source == "record" and "sensitivity 78.1%" in named.detail
+    assert plan_labels(_load(run_dir), 0.3, record=record).source == "pilot"
 
 
 def test_hr_plan_label_width_from_a_record_and_without_evidence(

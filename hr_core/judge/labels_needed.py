@@ -150,11 +150,12 @@ def _share(value: Any) -> float | None:
 
 
 def plan_labels(bench: Benchmark, width: float, *, level: float = 0.95,
-                record: JudgeValidation | Mapping[str, Any] | None = None) -> RunLabelPlan:
+                record: JudgeValidation | Mapping[str, Any] | None = None,
+                pilot: bool = True) -> RunLabelPlan:
     """The labels each arm of a judged run needs for an interval of ``width``.
 
     A pilot (random labels on two items or more of an arm) is used when the run has
-    one; else ``record``.
+    one and ``pilot`` is true; else ``record``.
 
     Raises:
         HumanLabelError: neither a pilot nor a record; or a record that cannot say.
@@ -165,7 +166,7 @@ def plan_labels(bench: Benchmark, width: float, *, level: float = 0.95,
     made = runs.groupby("arm", observed=True)["item_id"].nunique()
     frame = int(runs["item_id"].nunique())
     sampled = None if sample is None else len(sample.items)
-    arms = _pilot(bench, width, level) if bench.run_dir is not None else []
+    arms = _pilot(bench, width, level) if pilot and bench.run_dir is not None else []
     if arms:
         labelled = max(a.plan.judged for a in arms)
         count = len({x.item for x in read_labels(bench.run_dir or "") if x.random})
