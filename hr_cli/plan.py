@@ -13,7 +13,6 @@ from rich.text import Text
 
 from hr_cli.literal import cell
 from hr_core.analysis.items import arm_order
-from hr_core.core.errors import HrError
 from hr_core.judge.human_labels import HumanLabelError
 from hr_core.judge.labels_needed import plan_labels
 from hr_core.judge.validation import JudgeValidation, load_validation
@@ -107,10 +106,7 @@ def _run_judge_record(bench: Any, path: Path | None) -> Any:
     judge = bench.manifest.judge
     if judge is None or not judge.hash:
         return None
-    try:
-        return load_validation(judge.hash, judge.store or "judges")
-    except HrError:
-        return None
+    return load_validation(judge.hash, judge.store or "judges")  # a broken one: its error
 
 
 def plan_labels_run(console: Console, run_dir: str | Path, *, width: float, level: float,
