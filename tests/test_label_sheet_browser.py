@@ -71,19 +71,26 @@ def test_label_five_outputs_in_chromium_download_and_import(
     browser = DevTools(tmp_path)
     try:
         browser.open((run_dir / SHEET_HTML).as_uri(), tmp_path / "downloads")
+        page = browser.evaluate(
+            "JSON.parse(document.getElementById('hr-sheet-data').textContent).rows")
+        # the sheet's outputs, each item's in a seeded random order (the arm is blind)
+        key = [(r["arm"], r["item"], r["run"]) for r in sheet]
+        assert sorted((r["arm"], r["item"], r["run"]) for r in page) == sorted(key)
+        assert [r["item"] for r in page] == [r["item"] for r in sheet]
+        assert [r["arm"] for r in page] != [r["arm"] for r in sheet]  # seed 7 reorders
         first = _state(browser)
         assert first["script"] == "ready" and first["pwned"] == 0 and first["images"] == 0
         assert first["progress"] == "0 of 10 answered" and first["position"] == "Output 1 of 10"
-        assert first["question"] == sheet[0]["question"]  # the data, as text
-        assert first["output"] == sheet[0]["output"] and _PWN in first["question"]
+        assert first["question"] == page[0]["question"]  # the data, as text
+        assert first["output"] == page[0]["output"] and _PWN in first["question"]
         assert first["context"].startswith("document: doc ")
         # nothing that could steer the answer shows before it
         assert not first["revealed"] and first["reference"] == first["verdict"] == ""
         assert first["arm"] == ""
         browser.press("y")
         answered = _state(browser)
-        assert answered["revealed"] and answered["reference"] == sheet[0]["reference"]
-        assert answered["arm"] == sheet[0]["arm"]
+        assert answered["revealed"] and answered["reference"] == page[0]["reference"]
+        assert answered["arm"] == page[0]["arm"]
         assert answered["verdict"] in ("correct", "incorrect", "no verdict")
         assert answered["position"] == "Output 1 of 10"  # stays to show the reveal
         for key in ("ArrowRight", "n", "Enter", "s", "y", "j", "n", "ArrowRight", "y",
@@ -121,13 +128,13 @@ def test_label_five_outputs_in_chromium_download_and_import(
     downloaded = tmp_path / "downloads" / name
     lines = [json.loads(line) for line in downloaded.read_text(encoding="utf-8").splitlines()]
     expected = {0: "correct", 1: "incorrect", 3: "correct", 4: "correct", 5: "correct"}
-    assert lines == [{"arm": sheet[i]["arm"], "item": sheet[i]["item"], "run": sheet[i]["run"],
+    assert lines == [{"arm": page[i]["arm"], "item": page[i]["item"], "run": page[i]["run"],
                       "label": label} for i, label in expected.items()]
     code, out, _ = hr(capsys, "label", "import", run_dir, downloaded)
     assert code == 0, out
     assert "Imported 5 label(s)" in " ".join(out.split())
     stored = {(x.arm, x.item, x.run): (x.label, x.random) for x in read_labels(run_dir)}
-    assert stored == {(sheet[i]["arm"], sheet[i]["item"], sheet[i]["run"]):
+    assert stored == {(page[i]["arm"], page[i]["item"], page[i]["run"]):
                       (label == "correct", True) for i, label in expected.items()}
 
 

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict
 
 from hr_core.core.errors import HrError
 from hr_core.core.json_text import jsonl_lines
-from hr_core.judge.label_sheet import SHEET_HTML, render_sheet
+from hr_core.judge.label_sheet import SHEET_HTML, blind_order, render_sheet
 from hr_core.judge.labelled import cell_text, read_table
 from hr_core.stats.accuracy import runs_made
 from hr_core.store.folder import RunFolder, RunStore
@@ -192,7 +192,8 @@ def sample_run(bench: Benchmark, n: int, seed: int | None = None) -> tuple[Label
     shown = _sheet_rows(bench, sample)
     if SHEET_HTML in missing:
         store.write_text(SHEET_HTML, render_sheet(
-            shown, name=bench.manifest.name or "benchmark", run_id=bench.run_id,
+            blind_order(shown, sample.seed), name=bench.manifest.name or "benchmark",
+            run_id=bench.run_id,
             seed=sample.seed, verdict_of="judge" if bench.manifest.judge else "scorer"))
     rows = [{c: r[c] for c in SHEET_COLUMNS} for r in shown]  # the judge's verdict: not here
     if SHEET_FILES[0] in missing:

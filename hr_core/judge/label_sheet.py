@@ -7,7 +7,8 @@ are inline, a Content-Security-Policy forbids every fetch, and the rows are data
 :func:`hr_core.core.safe.script_json`, shown through ``textContent`` only, never as
 markup). It shows one output at a time with its question; the arm, the reference label
 and the judge's verdict stay hidden until the person answers (so neither steers the
-answer). Keys: ``y`` correct, ``n`` incorrect, ``s`` skip, the arrows (or ``j``/``k``)
+answer), and an item's outputs come in a seeded random order (:func:`blind_order`), so
+their place does not tell the arm either. Keys: ``y`` correct, ``n`` incorrect, ``s`` skip, the arrows (or ``j``/``k``)
 move, ``d`` downloads. Answers are kept in the browser's storage for this page (a reload
 loses nothing) and the "Download labels (JSONL)" button writes exactly what
 ``hr label import`` reads: one ``{"arm", "item", "run", "label"}`` object a line,
@@ -21,9 +22,11 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+import numpy as np
+
 from hr_core.core.safe import html_text, script_json
 
-__all__ = ["SHEET_HTML", "SHEET_SCRIPT", "render_sheet"]
+__all__ = ["SHEET_HTML", "SHEET_SCRIPT", "blind_order", "render_sheet"]
 
 SHEET_HTML: Final = "label_sheet.html"
 
@@ -138,6 +141,29 @@ kbd{border:1px solid #bbb;border-bottom-width:2px;border-radius:3px;padding:0 4p
 font-size:13px;background:#fff}
 .keys{color:#555;font-size:14px}#saved{color:#164}
 """
+
+
+def blind_order(rows: Sequence[Mapping[str, Any]], seed: int) -> list[Mapping[str, Any]]:
+    """``rows`` with each item's outputs (consecutive rows of one ``item``) in a random
+    order drawn from ``seed``: the items keep their order, the arms do not.
+
+    Example:
+        >>> rows = [{"item": i, "arm": a} for i in ("q1", "q2") for a in "abc"]
+        >>> [r["item"] for r in blind_order(rows, 3)]
+        ['q1', 'q1', 'q1', 'q2', 'q2', 'q2']
+        >>> blind_order(rows, 3) == blind_order(rows, 3)
+        True
+    """
+    rng = np.random.default_rng(seed)
+    out: list[Mapping[str, Any]] = []
+    start = 0
+    while start < len(rows):
+        end = start
+        while end < len(rows) and rows[end]["item"] == rows[start]["item"]:
+            end += 1
+        out.extend(rows[start + int(i)] for i in rng.permutation(end - start))
+        start = end
+    return out
 
 
 def _row(row: Mapping[str, Any]) -> dict[str, Any]:
