@@ -9,9 +9,10 @@ markup). It shows one output at a time with its question; the arm, the reference
 and the judge's verdict stay hidden until the person answers (so neither steers the
 answer), and an item's outputs come in a seeded random order (:func:`blind_order`), so
 their place does not tell the arm either. Keys: ``y`` correct, ``n`` incorrect, ``s``
-skip, the arrows (or ``j``/``k``) move, ``d`` downloads. Answers are kept in the browser's storage for this page (a reload
-loses nothing) and the "Download labels (JSONL)" button writes exactly what
-``hr label import`` reads: one ``{"arm", "item", "run", "label"}`` object a line,
+skip, the arrows (or ``j``/``k``) move, ``d`` downloads. Answers are kept in the
+browser's storage for this page (a reload loses nothing) and the "Download labels
+(JSONL)" button writes exactly what ``hr label import`` reads: one ``{"arm", "item",
+"run", "label"}`` object a line,
 ``label`` ``correct`` or ``incorrect``; skipped outputs are left out.
 """
 
