@@ -190,13 +190,28 @@ def plan(
                      ] = 0.8,
     level: Annotated[float, typer.Option(min=0.5, max=0.999, help="The confidence level.")
                      ] = 0.95,
+    label_width: Annotated[float | None, typer.Option(
+        min=0.001, max=1.0, help="Plan human labels instead: how many a corrected accuracy "
+        "(PPI++) needs for an interval this wide (0.1 = 10 points), and without PPI.")
+                           ] = None,
+    judge_record: Annotated[Path | None, typer.Option(
+        exists=True, dir_okay=False, readable=True,
+        help="With --label-width: plan from this judge validation record "
+        "(judges/HASH.json); default: the run's pilot labels, else its judge's record.")
+                            ] = None,
 ) -> None:
     """How many items a paired comparison needs, from a finished run (or a pilot): for each
     arm against the best, the smallest difference these items detect and the items needed
-    to detect --difference (McNemar's discordant rates, normal approximation)."""
+    to detect --difference (McNemar's discordant rates, normal approximation). With
+    --label-width: how many human labels a judged run's corrected accuracy needs, from a
+    pilot sample of labels or the judge's validation record."""
     command_module("hr_cli.plan")  # hr_core, pandas: collector paused
-    from hr_cli.plan import plan_run
+    from hr_cli.plan import plan_labels_run, plan_run
 
+    if label_width is not None:
+        plan_labels_run(console, run_dir, width=label_width, level=level,
+                        judge_record=judge_record)
+        return
     plan_run(console, run_dir, difference=difference, power=power, level=level)
 
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CorrectedAccuracy", "CorrectedArm", "CorrectedDifference", "arm_estimate",
            "corrected_accuracy", "corrected_difference", "corrected_lines", "corrected_title",
-           "verdict_table"]
+           "item_values", "verdict_table"]
 
 
 def corrected_title(labels: int) -> str:
@@ -110,6 +110,16 @@ def _item_values(rows: pd.DataFrame) -> tuple[pd.Series, pd.DataFrame]:
     every = rows.groupby("item", sort=False)["f"].mean()
     labelled = rows[rows["y"].notna()].groupby("item", sort=False)[["y", "f"]].mean()
     return every, labelled
+
+
+def item_values(bench: Benchmark, labels: Sequence[HumanLabel]
+                ) -> dict[str, tuple[pd.Series, pd.DataFrame]]:
+    """Per arm with a label: the judge's share of every item (``f``), and for the items
+    with labels, people's share and the judge's over the labelled runs (``y``, ``f``): the
+    units of :func:`corrected_accuracy`, and of a pilot for ``hr plan``."""
+    table = verdict_table(bench, [x for x in labels if x.random])
+    return {arm: _item_values(table[table["arm"] == arm]) for arm in bench.arms
+            if table.loc[table["arm"] == arm, "y"].notna().any()}
 
 
 def arm_estimate(rows: pd.DataFrame, level: float = 0.95) -> PPIEstimate:
