@@ -30,6 +30,7 @@ fingerprint (:meth:`Retriever.describe`); the index is built once per process an
 from __future__ import annotations
 
 import inspect
+import logging
 import string
 import threading
 from collections import OrderedDict
@@ -58,6 +59,10 @@ _BM25 = {"method": "lucene", "k1": 1.5, "b": 0.75, "stopwords": "en"}
 _INDEXES: OrderedDict[tuple[str, str | None], Any] = OrderedDict()
 _INDEXES_MAX = 4096  # (corpus, within value) indexes a process keeps
 _LOCK = threading.Lock()
+
+# bm25s sets its logger to DEBUG when imported: a line for every index built in a flow
+# run's log. Its information and warnings still show.
+logging.getLogger("bm25s").setLevel(logging.INFO)
 
 
 class RetrieverSpec(BaseModel):
