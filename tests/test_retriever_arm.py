@@ -199,18 +199,25 @@ def test_a_jsonl_corpus_and_a_python_retriever(tmp_path: Path) -> None:
                                             store=str(tmp_path / "s"))).run_sync()
     row = bench.runs.iloc[0]
     assert row["output"] == "1954" and row["contexts"].startswith("d1 (")
-    own = {"model": "mock:reader", "prompt": "Context: {contexts}\nQuestion: {question}",
-           "retriever": {"kind": "python:tests.test_retriever_arm:ferry_search", "k": 2,
-                         "format": "{text}", "separator": " "}}
-    bench = BenchmarkSession(plan_benchmark({"own": own}, items,
-                                            store=str(tmp_path / "s"))).run_sync()
-    assert bench.runs.iloc[0]["contexts"] == "ferry (2), \"The ferry was launched in 1954.\""
-    assert bench.runs.iloc[0]["output"] == "1954"
+    for function in ("ferry_search", "ferry_search_async"):
+        own = {"model": "mock:reader", "prompt": "Context: {contexts}\nQuestion: {question}",
+               "retriever": {"kind": f"python:tests.test_retriever_arm:{function}", "k": 2,
+                             "format": "{text}", "separator": " "}}
+        bench = BenchmarkSession(plan_benchmark({"own": own}, items,
+                                                store=str(tmp_path / "s"))).run_sync()
+        assert bench.runs.iloc[0]["contexts"] == ("ferry (2), \"The ferry was launched in "
+                                                  "1954.\"")
+        assert bench.runs.iloc[0]["output"] == "1954"
 
 
 def ferry_search(query: str, k: int) -> list[Any]:
     """A user's own retriever (for the test above): best first."""
     return [{"id": "ferry", "score": 2.0}, "The ferry was launched in 1954.", "never"][:k]
+
+
+async def ferry_search_async(query: str, k: int) -> list[Any]:
+    """The same, async."""
+    return ferry_search(query, k)
 
 
 @pytest.mark.parametrize(("arm", "message"), [

@@ -29,6 +29,7 @@ fingerprint (:meth:`Retriever.describe`); the index is built once per process an
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import string
@@ -253,37 +254,44 @@ class Retriever:
         fields.setdefault("payload", payload)
         query = self.spec.query.format_map(fields)
         if self.function is not None:
-            found = self.function(query, self.spec.k)
+            if inspect.iscoroutinefunction(self.function):
+                found = await self.function(query, self.spec.k)
+            else:  # a sync function: off the event loop, as a sync arm
+                found = await asyncio.to_thread(self.function, query, self.spec.k)
             if inspect.isawaitable(found):
                 found = await found
             return [_context(self.spec.kind, p) for p in list(found)[:self.spec.k]]
         group = str(fields[self.spec.within]) if self.spec.within is not None else None
-        index, passages = self._index(group)
-        if index is None:
+        # CPU work (the first item of a corpus builds its index): off the event loop
+        return await asyncio.to_thread(self._bm25, query, group)
+
+    def _bm25(self, query: str, group: str | None) -> list[Context]:
+        passages = self.passages.get(group, [])
+        if not passages:
             return []
-        tokens = _tokenize([query], ids=False)
-        documents, scores = index.retrieve(tokens, k=min(self.spec.k, len(passages)),
-                                           show_progress=False)
+        key = (self.corpus_hash, group)
+        with _LOCK:  # one build per index; bm25s's retrieve is not documented thread-safe
+            index = self._index(key, passages)
+            documents, scores = index.retrieve(
+                _tokenize([query], ids=False), k=min(self.spec.k, len(passages)),
+                show_progress=False)
         return [Context(id=passages[int(d)][0], text=passages[int(d)][1], score=float(s))
                 for d, s in zip(documents[0], scores[0], strict=True)]
 
-    def _index(self, group: str | None) -> tuple[Any, list[tuple[str, str]]]:
-        passages = self.passages.get(group, [])
-        if not passages:
-            return None, passages
-        key = (self.corpus_hash, group)
-        with _LOCK:
-            index = _INDEXES.get(key)
-            if index is None:
-                index = bm25s.BM25(method=_BM25["method"], k1=_BM25["k1"], b=_BM25["b"])
-                index.index(_tokenize([text for _, text in passages], ids=True),
-                            show_progress=False)
-                _INDEXES[key] = index
-                while len(_INDEXES) > _INDEXES_MAX:
-                    _INDEXES.popitem(last=False)
-            else:
-                _INDEXES.move_to_end(key)
-        return index, passages
+    @staticmethod
+    def _index(key: tuple[str, str | None], passages: list[tuple[str, str]]) -> Any:
+        """The BM25 index of ``passages`` (built on first use; the caller holds _LOCK)."""
+        index = _INDEXES.get(key)
+        if index is None:
+            index = bm25s.BM25(method=_BM25["method"], k1=_BM25["k1"], b=_BM25["b"])
+            index.index(_tokenize([text for _, text in passages], ids=True),
+                        show_progress=False)
+            _INDEXES[key] = index
+            while len(_INDEXES) > _INDEXES_MAX:
+                _INDEXES.popitem(last=False)
+        else:
+            _INDEXES.move_to_end(key)
+        return index
 
     def fill(self, contexts: Sequence[Context]) -> str:
         """The passages as the prompt's ``{contexts}``: each by ``format``, joined."""
