@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,21 @@ def test_reference_labels_cover_every_kind(reference: Any) -> None:
     assert sum(isinstance(label, list) and len(label) > 1 for label in labels) >= 10
     numeric = [label for label in labels if isinstance(label, int | float) and label is not True]
     assert len(numeric) >= 10 and any(isinstance(x, float) for x in numeric)
+
+
+def test_each_answerable_item_names_the_sentence_holding_its_answer(reference: Any) -> None:
+    from hr_core.scoring.relevance import normalise_passage
+
+    for item in reference:
+        gold = reference.gold(item.id)
+        if item.label in (None, "NOT_IN_DOCUMENT"):
+            assert gold == (), item.id
+            continue
+        (sentence_id,) = gold
+        sentences = re.split(r"(?<=[.!?])\s+", item.payload["document"].strip())
+        sentence = sentences[int(sentence_id[1:]) - 1]
+        assert any(normalise_passage(str(a)) in normalise_passage(sentence)
+                   for a in accepted_texts(item.label)), item.id
 
 
 def test_reference_documents_are_shared_by_several_questions(reference: Any) -> None:
