@@ -258,3 +258,20 @@ def test_bad_corpora_and_items_name_the_row_and_the_item(tmp_path: Path) -> None
     with pytest.raises(SpecError, match=r"1 of 1 items have a 'title' with no passage in the "
                                         r"corpus \(first: item 'x', title 'Atlantis'\)"):
         check_prompt_fields(arms, [("x", {"q": "?", "title": "Atlantis"}, "a")])
+
+
+def test_a_spec_s_retriever_errors_name_the_line_and_the_field(tmp_path: Path) -> None:
+    from hr_core.run.spec import load_spec
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text('reference: r.jsonl\narms:\n  a:\n    model: mock:reader\n'
+                    '    prompt: "{contexts} {question}"\n    retriever:\n      corpsu: x\n')
+    with pytest.raises(SpecError, match=r"spec.yaml, line 7, field 'arms.a.retriever.corpsu': "
+                                        r"Extra inputs are not permitted \(did you mean "
+                                        r"`corpus`\?\)"):
+        load_spec(spec)
+    spec.write_text('reference: r.jsonl\narms:\n  a:\n    model: mock:reader\n'
+                    '    prompt: "{question}"\n    retriever: {corpus: x.jsonl}\n')
+    with pytest.raises(SpecError, match=r"line 3, field 'arms.a': an arm with a retriever "
+                                        r"writes its passages into \{contexts\}"):
+        load_spec(spec)
