@@ -275,3 +275,16 @@ def test_a_spec_s_retriever_errors_name_the_line_and_the_field(tmp_path: Path) -
     with pytest.raises(SpecError, match=r"line 3, field 'arms.a': an arm with a retriever "
                                         r"writes its passages into \{contexts\}"):
         load_spec(spec)
+
+
+def test_a_format_a_passage_cannot_fill_makes_that_run_an_error_saying_why(
+        tmp_path: Path) -> None:
+    items = [{"id": "o1", "question": "When was the ferry launched?", "label": "1954"}]
+    own = {"model": "mock:reader", "prompt": "Context: {contexts}\nQuestion: {question}",
+           "retriever": {"kind": "python:tests.test_retriever_arm:ferry_search", "k": 2,
+                         "format": "{score:.1f} {text}"}}
+    bench = BenchmarkSession(plan_benchmark({"own": own}, items,
+                                            store=str(tmp_path / "s"))).run_sync()
+    row = bench.runs.iloc[0]
+    assert row["failure_kind"] == "error"
+    assert "retriever format '{score:.1f} {text}' cannot write passage 2" in row["error"]

@@ -294,11 +294,18 @@ class Retriever:
         return index
 
     def fill(self, contexts: Sequence[Context]) -> str:
-        """The passages as the prompt's ``{contexts}``: each by ``format``, joined."""
-        return self.spec.separator.join(
-            self.spec.format.format(rank=rank, id=c.id or "", text=c.text or "",
-                                    score=c.score if c.score is not None else "")
-            for rank, c in enumerate(contexts, start=1))
+        """The passages as the prompt's ``{contexts}``: each by ``format``, joined (a
+        passage without an id, text or score writes ``""`` for it)."""
+        written = []
+        for rank, c in enumerate(contexts, start=1):
+            try:
+                written.append(self.spec.format.format(
+                    rank=rank, id=c.id or "", text=c.text or "",
+                    score=c.score if c.score is not None else ""))
+            except (ValueError, TypeError) as exc:  # "{score:.2f}" of a passage without one
+                raise ValueError(f"retriever format {self.spec.format!r} cannot write "
+                                 f"passage {rank} ({exc})") from None
+        return self.spec.separator.join(written)
 
 
 def _tokenize(texts: list[str], ids: bool) -> Any:
