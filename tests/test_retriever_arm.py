@@ -288,3 +288,47 @@ def test_a_format_a_passage_cannot_fill_makes_that_run_an_error_saying_why(
     row = bench.runs.iloc[0]
     assert row["failure_kind"] == "error"
     assert "retriever format '{score:.1f} {text}' cannot write passage 2" in row["error"]
+
+
+def test_an_arm_with_a_retriever_travels_to_a_worker_process(tmp_path: Path) -> None:
+    """Chunks submitted to Dask or Ray carry the arm pickled (tasks/remote.py)."""
+    import asyncio
+    import pickle
+
+    path = _squad(tmp_path)
+    arm = normalise_arms({"r": {"model": "mock:reader", "prompt": "C: {contexts}\nQ: {question}",
+                                "retriever": {"corpus": str(path), "within": "title",
+                                              "k": 1}}})["r"]
+    copy = pickle.loads(pickle.dumps(arm))
+    payload = {"title": "Kell", "question": "When was the ferry pier rebuilt?"}
+    assert copy.spec == arm.spec
+    found = asyncio.run(copy.retriever.search(payload))  # type: ignore[union-attr]
+    assert [c.id for c in found] == ["Kell#p1"]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
+def test_a_corpus_file_of_each_kind_gives_the_same_passages_and_fingerprint(
+        tmp_path: Path, suffix: str) -> None:
+    import pandas as pd
+
+    rows = pd.DataFrame({"id": ["a", "b", "c"], "text": ARTICLES["Lake_Orsen"][:3],
+                         "title": ["L", "L", "M"]})
+    path = tmp_path / f"corpus{suffix}"
+    if suffix == ".jsonl":
+        rows.to_json(path, orient="records", lines=True)
+    elif suffix == ".csv":
+        rows.to_csv(path, index=False)
+    else:
+        rows.to_parquet(path)
+    arm = normalise_arms({"r": {"model": "mock:reader", "prompt": "{contexts} {question}",
+                                "retriever": {"corpus": str(path), "within": "title",
+                                              "k": 3}}})["r"]
+    assert arm.retriever is not None and arm.retriever.passages == {
+        "L": [("a", ARTICLES["Lake_Orsen"][0]), ("b", ARTICLES["Lake_Orsen"][1])],
+        "M": [("c", ARTICLES["Lake_Orsen"][2])]}
+    jsonl = tmp_path / "same.jsonl"
+    rows.to_json(jsonl, orient="records", lines=True)
+    same = normalise_arms({"r": {"model": "mock:reader", "prompt": "{contexts} {question}",
+                                 "retriever": {"corpus": str(jsonl), "within": "title",
+                                               "k": 3}}})["r"]
+    assert arm.spec == same.spec  # the passages decide, not the file's format or path
