@@ -229,6 +229,7 @@ async def ferry_search_async(query: str, k: int) -> list[Any]:
     ({"retriever": {"kind": "tfidf", "corpus": "c.jsonl"}}, r"use 'bm25' or 'python:"),
     ({"retriever": {"corpus": "c.jsonl", "format": "{rank}: {title}"}},
      r"format uses \{title\}; a passage's fields are id, rank, score, text"),
+    ({"retriever": {"corpus": "c.jsonl", "query": "{question"}}, r"template '\{question'"),
     ({"retriever": {"corpus": "missing.jsonl"}}, r"retriever corpus .*missing.jsonl: cannot "
                                                  r"read: no such file"),
 ])

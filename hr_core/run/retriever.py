@@ -24,7 +24,8 @@ Each passage is written with ``format`` (fields ``rank`` from 1, ``id``, ``text`
 corpus at most :data:`CORPUS_MAX` passages. What decides the passages (the kind, the
 library's version, k, the query, the corpus's content hash, ...) is in the arm's
 fingerprint (:meth:`Retriever.describe`); the index is built once per process and corpus
-(and ``within`` value), on first use, never per item.
+(and ``within`` value), on first use, never per item (a process keeps the most recently
+used indexes of up to 4,000,000 passages).
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ CORPUS_MAX = 2_000_000
 
 _PASSAGE_FIELDS = frozenset({"rank", "id", "text", "score"})
 _BM25 = {"method": "lucene", "k1": 1.5, "b": 0.75, "stopwords": "en"}
-_INDEXES: OrderedDict[tuple[str, str | None], Any] = OrderedDict()
-_INDEXES_MAX = 4096  # (corpus, within value) indexes a process keeps
+_INDEXES: OrderedDict[tuple[str, str | None], tuple[Any, int]] = OrderedDict()
+_INDEXED_MAX = 4_000_000  # passages a process keeps indexed (least recently used dropped)
 _LOCK = threading.Lock()
 
 # bm25s sets its logger to DEBUG when imported: a line for every index built in a flow
@@ -98,6 +99,12 @@ class RetrieverSpec(BaseModel):
         if value != "bm25" and not (value.startswith("python:") and ":" in value[7:]):
             raise ValueError(f"retriever kind {value!r}: use 'bm25' or "
                              "'python:pkg.module:function'")
+        return value
+
+    @field_validator("query")
+    @classmethod
+    def _query(cls, value: str) -> str:
+        _fields(value)  # a template str.format can read
         return value
 
     @field_validator("format")
@@ -281,16 +288,15 @@ class Retriever:
     @staticmethod
     def _index(key: tuple[str, str | None], passages: list[tuple[str, str]]) -> Any:
         """The BM25 index of ``passages`` (built on first use; the caller holds _LOCK)."""
-        index = _INDEXES.get(key)
-        if index is None:
-            index = bm25s.BM25(method=_BM25["method"], k1=_BM25["k1"], b=_BM25["b"])
-            index.index(_tokenize([text for _, text in passages], ids=True),
-                        show_progress=False)
-            _INDEXES[key] = index
-            while len(_INDEXES) > _INDEXES_MAX:
-                _INDEXES.popitem(last=False)
-        else:
+        found = _INDEXES.get(key)
+        if found is not None:
             _INDEXES.move_to_end(key)
+            return found[0]
+        index = bm25s.BM25(method=_BM25["method"], k1=_BM25["k1"], b=_BM25["b"])
+        index.index(_tokenize([text for _, text in passages], ids=True), show_progress=False)
+        _INDEXES[key] = (index, len(passages))
+        while len(_INDEXES) > 1 and sum(n for _, n in _INDEXES.values()) > _INDEXED_MAX:
+            _INDEXES.popitem(last=False)
         return index
 
     def fill(self, contexts: Sequence[Context]) -> str:
