@@ -333,3 +333,17 @@ def test_a_corpus_file_of_each_kind_gives_the_same_passages_and_fingerprint(
                                  "retriever": {"corpus": str(jsonl), "within": "title",
                                                "k": 3}}})["r"]
     assert arm.spec == same.spec  # the passages decide, not the file's format or path
+
+
+def test_readme_s_retriever_spec_is_a_valid_spec() -> None:
+    import yaml
+
+    from hr_core.run.spec import load_spec
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
+    block = next(b.split("```", 1)[0] for b in readme.split("```yaml\n")[1:]
+                 if "retriever:" in b.split("```", 1)[0])
+    spec = load_spec(yaml.safe_load(block))
+    arm = spec.arms["bm25_reader"]
+    assert isinstance(arm, LLMArm) and arm.retriever is not None
+    assert (arm.retriever.kind, arm.retriever.k, arm.retriever.within) == ("bm25", 5, "title")
