@@ -347,3 +347,20 @@ def test_readme_s_retriever_spec_is_a_valid_spec() -> None:
     arm = spec.arms["bm25_reader"]
     assert isinstance(arm, LLMArm) and arm.retriever is not None
     assert (arm.retriever.kind, arm.retriever.k, arm.retriever.within) == ("bm25", 5, "title")
+
+
+def which_run(query: str, k: int) -> list[Any]:
+    """A retriever that names the run it retrieves for (hr_core.current_run())."""
+    from hr_core import current_run
+
+    run = current_run()
+    return [{"id": f"{run.arm}/{run.item_id}/{run.run}" if run else "outside"}]
+
+
+def test_a_sync_python_retriever_knows_the_run_it_retrieves_for(tmp_path: Path) -> None:
+    items = [{"id": "o1", "question": "When was the ferry launched?", "label": "1954"}]
+    own = {"model": "mock:reader", "prompt": "Context: {contexts}\nQuestion: {question}",
+           "retriever": {"kind": "python:tests.test_retriever_arm:which_run", "k": 1}}
+    bench = BenchmarkSession(plan_benchmark({"own": own}, items, runs=2,
+                                            store=str(tmp_path / "s"))).run_sync()
+    assert sorted(bench.runs["contexts"]) == ["own/o1/1", "own/o1/2"]  # its own thread

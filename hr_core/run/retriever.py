@@ -31,6 +31,7 @@ used indexes of up to 4,000,000 passages).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import logging
 import string
@@ -49,6 +50,7 @@ from hr_core.core.identity import callable_spec, fingerprint
 from hr_core.data.reference_rows import read_rows
 from hr_core.data.squad_file import squad_corpus
 from hr_core.results import Context
+from hr_core.run.threads import DaemonPool
 from hr_core.store.record import CONTEXTS_MAX
 
 __all__ = ["CORPUS_MAX", "Retriever", "RetrieverSpec"]
@@ -61,6 +63,8 @@ _BM25 = {"method": "lucene", "k1": 1.5, "b": 0.75, "stopwords": "en"}
 _INDEXES: OrderedDict[tuple[str, str | None], tuple[Any, int]] = OrderedDict()
 _INDEXED_MAX = 4_000_000  # passages a process keeps indexed (least recently used dropped)
 _LOCK = threading.Lock()
+_POOL = DaemonPool(4, thread_name_prefix="hr-retriever")
+"""Daemon threads (as sync arms'): a search still running never holds up hr's exit."""
 
 # bm25s sets its logger to DEBUG when imported: a line for every index built in a flow
 # run's log. Its information and warnings still show.
@@ -264,13 +268,14 @@ class Retriever:
             if inspect.iscoroutinefunction(self.function):
                 found = await self.function(query, self.spec.k)
             else:  # a sync function: off the event loop, as a sync arm
-                found = await asyncio.to_thread(self.function, query, self.spec.k)
+                found = await _off_loop(self.function, query, self.spec.k)
             if inspect.isawaitable(found):
                 found = await found
             return [_context(self.spec.kind, p) for p in list(found)[:self.spec.k]]
         group = str(fields[self.spec.within]) if self.spec.within is not None else None
         # CPU work (the first item of a corpus builds its index): off the event loop
-        return await asyncio.to_thread(self._bm25, query, group)
+        passages: list[Context] = await _off_loop(self._bm25, query, group)
+        return passages
 
     def _bm25(self, query: str, group: str | None) -> list[Context]:
         passages = self.passages.get(group, [])
@@ -312,6 +317,13 @@ class Retriever:
                 raise ValueError(f"retriever format {self.spec.format!r} cannot write "
                                  f"passage {rank} ({exc})") from None
         return self.spec.separator.join(written)
+
+
+async def _off_loop(fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` in one of the retrievers' daemon threads, with the caller's context
+    (``hr_core.current_run()``)."""
+    return await asyncio.get_running_loop().run_in_executor(
+        _POOL, contextvars.copy_context().run, fn, *args)
 
 
 def _tokenize(texts: list[str], ids: bool) -> Any:
