@@ -111,7 +111,9 @@ while it runs, so `mymodule:my_arm` next to the spec works without PYTHONPATH):
                        {path, id, item, label, gold_contexts} to name the columns
                        (a SQuAD .json: {path, retrieval: true} for a retrieval benchmark)
   [bold]arms[/]                 name: pkg.module:function, or an LLM arm {model, prompt,
-                       system, params, price_in, price_out, base_url, api_key_env},
+                       system, params, price_in, price_out, base_url, api_key_env,
+                       retriever: {kind: bm25, corpus, k, within, query, format}
+                       filling the prompt's {contexts}},
                        or {arm: ..., runs: N, timeout_s: S} for an arm's own
   [bold]scorer[/]               exact (default), exact_raw, pkg.module:fn, or {judge: {...}}
   [bold]runs[/]                 runs per (arm, item), default 1 (10,000,000 runs at most)

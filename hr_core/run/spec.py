@@ -29,6 +29,7 @@ from hr_core.judge.jury import hr_judge_jury
 from hr_core.models.spec import CacheMode, ModelSpec
 from hr_core.run.arms import ArmEntry, LLMArm, import_object
 from hr_core.run.budget import Budget
+from hr_core.run.retriever import RetrieverSpec
 from hr_core.run.stopping import StopRule
 from hr_core.scoring.registry import SCORERS, builtin_scorer_named
 from hr_core.scoring.scorer import Scorer, hr_scorer
@@ -207,9 +208,25 @@ class BenchmarkSpec(BaseModel):
         return hr_reference(path, id=ref.id, item=ref.item, label=ref.label,
                             gold_contexts=ref.gold_contexts, retrieval=ref.retrieval)
 
+    def planned_arms(self) -> dict[str, str | LLMArm | ArmEntry]:
+        """The arms as planned: an LLM arm's retriever reads a relative ``corpus`` from
+        the spec's folder."""
+        if self.base_dir is None:
+            return dict(self.arms)
+        return {name: _at_base(arm, self.base_dir) for name, arm in self.arms.items()}
+
     def build_scorer(self) -> Scorer:
         """The scorer the spec names."""
         return scorer_from(self.scorer)
+
+
+def _at_base(arm: str | LLMArm | ArmEntry, base_dir: str) -> str | LLMArm | ArmEntry:
+    if isinstance(arm, ArmEntry) and isinstance(arm.arm, LLMArm):
+        return arm.model_copy(update={"arm": _at_base(arm.arm, base_dir)})
+    if isinstance(arm, LLMArm) and arm.retriever is not None:
+        return arm.model_copy(update={"retriever": arm.retriever.model_copy(
+            update={"base_dir": base_dir})})
+    return arm
 
 
 def _checked_scorer(value: str | Mapping[str, Any]) -> str | dict[str, Any]:
@@ -300,7 +317,8 @@ def spec_import_path(folder: str | os.PathLike[str] | None) -> Iterator[None]:
 
 def _field(loc: tuple[Any, ...]) -> str:
     # pydantic adds the member of a union it tried ("str", "LLMArm", ...): keep field names
-    parts = [str(p) for p in loc if not (isinstance(p, str) and (p[:1].isupper() or p in (
+    parts = [str(p) for p in loc if not (isinstance(p, str) and (
+        p[:1].isupper() or p.startswith("function-") or p in (
         "str", "int", "float", "dict[str,any]", "constrained-float",
         "dict[str,constrained-float]")))]
     return ".".join(parts) or "(top level)"
@@ -313,7 +331,7 @@ def _fields_at(loc: tuple[Any, ...]) -> list[str]:
     if names[:1] == ["budget"]:
         model = Budget
     elif names[:1] == ["arms"]:
-        model = LLMArm
+        model = RetrieverSpec if "retriever" in names else LLMArm
     elif names[:1] == ["reference"]:
         model = ReferenceSpec
     elif names[:1] == ["scorer"]:
