@@ -146,11 +146,12 @@ def _latest_lines(journal: Journal, positions: RunPositions, latest: list[Any] |
     for number, at, line, record in _journal_lines(journal):
         place = positions.of(record.arm, record.item_id, record.run)
         if place >= 0:
-            if contexts is not None and not contexts and record.contexts is not None:
-                contexts.append(True)  # the records' passages are not all kept: read again
-                if latest is not None:
-                    latest[:] = [None] * len(latest)
-                    latest = None
+            if contexts is not None and not contexts and (
+                    record.contexts is not None or record.contexts_line is not None):
+                contexts.append(True)
+            if latest is not None and record.contexts is not None:
+                latest[:] = [None] * len(latest)  # passages in the lines: not all kept
+                latest = None
             if latest is not None:  # read in written order: the last one read wins
                 latest[place] = record
             where.append(place)
@@ -237,12 +238,13 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
     else:
         files, source, offset, size, superseded = _latest_lines(journal, positions, latest,
                                                                 seen)
-        if seen:  # records with passages were not kept (_latest_lines)
+        if seen and latest is not None and not any(latest):  # _latest_lines let them go
             latest = None
     kept = list(journal.kept)
     kinds = journal.has_kinds if kinds is None else kinds
-    retrieval = bool(seen) or any(r.contexts is not None for r in (
-        *kept, *(r for r in latest or () if r is not None)))
+    retrieval = bool(seen) or any(
+        r.contexts is not None or r.contexts_line is not None
+        for r in (*kept, *(r for r in latest or () if r is not None)))
     frame_schema = runs_schema(judge, kinds)
     schema = frame_schema.append(pa.field(ITEM_INDEX, pa.int32()))
     if retrieval:
@@ -315,15 +317,19 @@ def _retrieval_columns(records: list[RunRecord], items: np.ndarray, reference: R
     gold = reference.gold_contexts
     for record, index in zip(records, items.tolist(), strict=True):
         contexts = record.contexts
-        if contexts is None:
+        item = every[index]
+        if record.contexts_line is not None:  # judged when journaled (Journal.reference)
+            found, count = record.gold_ranks, record.gold_n
+            lines.append(record.contexts_line)
+        elif contexts is None:
             lines.append(None)
             ranks.append(None)
             counts.append(None)
             blamed.append(None)
             continue
-        item = every[index]
-        found, count = judge_contexts(contexts, gold.get(item.id, ()), item.label)
-        lines.append(contexts_line(contexts, record.contexts_cut))
+        else:  # a line holding its passages (a worker's journal, an older hr)
+            found, count = judge_contexts(contexts, gold.get(item.id, ()), item.label)
+            lines.append(contexts_line(contexts, record.contexts_cut))
         ranks.append(found)
         counts.append(count)
         blamed.append(attribute(record.failure_kind, found, count, item.label))
