@@ -93,6 +93,7 @@ def measure(items: int, with_contexts: bool, work: Path) -> dict[str, float]:
     started = time.perf_counter()
     rows.write_runs(journal, positions, str(folder / "runs.parquet"))
     table_s = time.perf_counter() - started
+    table_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     bench = Benchmark.stored({"name": "bench", "scorer": "exact"}, folder, reference=reference)
     started = time.perf_counter()
     bench.summary()
@@ -102,7 +103,7 @@ def measure(items: int, with_contexts: bool, work: Path) -> dict[str, float]:
     figures_s = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"table_s": table_s, "figures_s": figures_s, "write_s": table_s + figures_s,
-            "peak_mb": peak}
+            "peak_mb": peak, "table_peak_mb": table_peak}
 
 
 def _p90(values: list[float]) -> float:
@@ -119,7 +120,7 @@ def reps(items: int, count: int, work: Path) -> None:
                                   str(int(with_contexts)), str(work)],
                                  check=True, capture_output=True, text=True).stdout
             got[with_contexts].append(json.loads(out.strip().splitlines()[-1]))
-    for key in ("write_s", "table_s", "figures_s", "peak_mb"):
+    for key in ("write_s", "table_s", "figures_s", "peak_mb", "table_peak_mb"):
         floor = [r[key] for r in got[False]]
         withc = [r[key] for r in got[True]]
         print(f"{key}: without median {statistics.median(floor):.3f} p90 {_p90(floor):.3f}; "

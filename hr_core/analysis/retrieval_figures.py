@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from hr_core.stats.accuracy import ITEM_INDEX
+from hr_core.stats.retrieval import KS, retrieval_figures
 from hr_core.store.manifest import RunManifest
 
 __all__ = ["RetrievalFigures"]
@@ -33,31 +34,25 @@ class RetrievalFigures:
         """Each arm's retrieval figures (hit@k, recall@k, precision@k, MRR, nDCG@k) with
         their intervals, over the items with gold passages and the runs that returned
         contexts (:func:`hr_core.stats.retrieval.retrieval_summary`; k: the spec's
-        ``retrieval_k``); empty when no run returned contexts. Computed once."""
-        found: pd.DataFrame | None = self._memo.get("retrieval")
-        if found is None:
-            from hr_core.stats.retrieval import retrieval_summary
-
-            found = self._memo["retrieval"] = retrieval_summary(
-                self._retrieval_runs(), self.retrieval_k)
-        return found
+        ``retrieval_k``); empty when no run returned contexts. Computed once, with the
+        differences."""
+        return self._retrieval()[0]
 
     def retrieval_differences(self) -> pd.DataFrame:
         """Paired differences of the retrieval figures between arms
         (:func:`hr_core.stats.retrieval.retrieval_differences`). Computed once."""
-        found: pd.DataFrame | None = self._memo.get("retrieval_differences")
-        if found is None:
-            from hr_core.stats.retrieval import retrieval_differences
+        return self._retrieval()[1]
 
-            found = self._memo["retrieval_differences"] = retrieval_differences(
-                self._retrieval_runs(), self.retrieval_k)
+    def _retrieval(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        found: tuple[pd.DataFrame, pd.DataFrame] | None = self._memo.get("retrieval")
+        if found is None:
+            found = self._memo["retrieval"] = retrieval_figures(self._retrieval_runs(),
+                                                                self.retrieval_k)
         return found
 
     @property
     def retrieval_k(self) -> tuple[int, ...]:
         """The depths of the retrieval figures: the spec's ``retrieval_k``, else 1, 3, 5, 10."""
-        from hr_core.stats.retrieval import KS
-
         return tuple(self.manifest.retrieval_k or KS)
 
     def attribution_summary(self) -> pd.DataFrame:
