@@ -6,6 +6,15 @@ figures, differences and attribution.
     .venv/bin/python bench/bench_retrieval.py measure 100000 1 /tmp/hr-retrieval  # one rep
     .venv/bin/python bench/bench_retrieval.py reps 100000 10 /tmp/hr-retrieval    # A/B
 
+    .venv/bin/python bench/bench_retrieval.py session-prepare 100000 /tmp/hr-retrieval
+    .venv/bin/python bench/bench_retrieval.py session-reps 100000 10 /tmp/hr-retrieval
+
+The ``session-`` modes measure the whole write phase of a benchmark (``session.finish()``,
+what ``hr_benchmark`` runs after its chunks: ``runs.parquet``, the summary and the
+retrieval figures, ``report.md``, ``report.html``, the summary files, the reference and the
+manifest) on a journal every run of which is done (a resume that calls no arm), with the
+peak RSS of the write phase itself (``VmHWM`` reset after the session opened).
+
 ITEMS items x 4 arms x 1 run; with contexts, each run returns 10 passages of ~1 KB (one of
 them the gold passage for ~60% of the runs). ``prepare`` writes both folders' journals
 through ``Journal`` as a benchmark does (the session's reference set: each run's contexts
@@ -18,7 +27,9 @@ median and p90 of each and their ratios.
 
 from __future__ import annotations
 
+import gc
 import json
+import os
 import random
 import resource
 import statistics
@@ -27,10 +38,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from hr_core import hr_reference
 from hr_core.analysis.benchmark import Benchmark
 from hr_core.data.reference import Reference
+from hr_core.run.session import BenchmarkSession, plan_benchmark
 from hr_core.store import rows
 from hr_core.store.journal import Journal
 from hr_core.store.record import RunRecord
@@ -106,21 +119,76 @@ def measure(items: int, with_contexts: bool, work: Path) -> dict[str, float]:
             "peak_mb": peak, "table_peak_mb": table_peak}
 
 
+def arm0(question: str) -> str:
+    """The bench's arms (never called: every run is in the journal)."""
+    return question
+
+
+def _session(items: int, with_contexts: bool, work: Path) -> Any:
+    reference = _reference(items)
+    arms = {f"arm{a}": arm0 for a in range(ARMS)}
+    return BenchmarkSession(plan_benchmark(arms, reference, store=str(
+        work / f"store-{items}-{int(with_contexts)}"), name="bench"))
+
+
+def session_prepare(items: int, work: Path) -> None:
+    """The journals of ``prepare``, each put where its benchmark's session finds it."""
+    prepare(items, work)
+    for with_contexts in (False, True):
+        session = _session(items, with_contexts, work)
+        folder = work / f"{items}-{int(with_contexts)}"
+        session.journal.path.parent.mkdir(parents=True, exist_ok=True)
+        for name in ("journal.jsonl", "journal.contexts.jsonl"):
+            if (folder / name).exists():
+                os.replace(folder / name, session.journal.path.with_name(name))
+
+
+def _hwm_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def session_measure(items: int, with_contexts: bool, work: Path) -> dict[str, float]:
+    """One repetition of the whole write phase (a fresh store copy is not needed: every
+    write replaces its file)."""
+    session = _session(items, with_contexts, work)
+    session.open()
+    try:
+        session.done = {}  # the resume's records: not the write phase's
+        gc.collect()
+        Path("/proc/self/clear_refs").write_text("5")  # VmHWM from here
+        before = _hwm_mb()
+        started = time.perf_counter()
+        bench = session.build()  # session.finish(), step by step
+        built = time.perf_counter()
+        summary, report = session.summarise(bench)
+        summarised = time.perf_counter()
+        session.write(bench, summary, report)
+        done = time.perf_counter()
+        return {"write_s": done - started, "table_s": built - started,
+                "summarise_s": summarised - built, "files_s": done - summarised,
+                "peak_mb": _hwm_mb(), "start_mb": before}
+    finally:
+        session.close()
+
+
 def _p90(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
 
 
-def reps(items: int, count: int, work: Path) -> None:
+def reps(items: int, count: int, work: Path, mode: str = "measure") -> None:
     """``count`` interleaved repetitions of each, in fresh processes."""
     got: dict[bool, list[dict[str, float]]] = {False: [], True: []}
     for _ in range(count):
         for with_contexts in (False, True):
-            out = subprocess.run([sys.executable, __file__, "measure", str(items),
+            out = subprocess.run([sys.executable, __file__, mode, str(items),
                                   str(int(with_contexts)), str(work)],
                                  check=True, capture_output=True, text=True).stdout
             got[with_contexts].append(json.loads(out.strip().splitlines()[-1]))
-    for key in ("write_s", "table_s", "figures_s", "peak_mb", "table_peak_mb"):
+    for key in got[False][0]:
         floor = [r[key] for r in got[False]]
         withc = [r[key] for r in got[True]]
         print(f"{key}: without median {statistics.median(floor):.3f} p90 {_p90(floor):.3f}; "
@@ -136,5 +204,12 @@ if __name__ == "__main__":
         prepare(int(sys.argv[2]), Path(sys.argv[3]))
     elif mode == "measure":
         print(json.dumps(measure(int(sys.argv[2]), sys.argv[3] == "1", Path(sys.argv[4]))))
+    elif mode == "session-prepare":
+        session_prepare(int(sys.argv[2]), Path(sys.argv[3]))
+    elif mode == "session-measure":
+        print(json.dumps(session_measure(int(sys.argv[2]), sys.argv[3] == "1",
+                                         Path(sys.argv[4]))))
+    elif mode == "session-reps":
+        reps(int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]), "session-measure")
     else:
         reps(int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]))

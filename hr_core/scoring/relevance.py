@@ -34,8 +34,8 @@ from typing import Any
 
 from hr_core.scoring.squad import NO_ANSWER
 
-__all__ = ["ATTRIBUTIONS", "RETRIEVAL_COLUMNS", "attribute", "contexts_line", "gold_ranks",
-           "judge_contexts", "normalise_passage"]
+__all__ = ["ATTRIBUTED", "ATTRIBUTIONS", "RETRIEVAL_COLUMNS", "attribute", "contexts_line",
+           "gold_ranks", "judge_contexts", "normalise_passage"]
 
 RETRIEVAL_COLUMNS = ("contexts", "gold_ranks", "gold_n", "attribution")
 """The columns ``runs.parquet`` has when any run returned contexts: the compact text of
@@ -47,6 +47,8 @@ ATTRIBUTIONS = ("retrieval miss", "reading error", "refusal despite evidence")
 
 _READING = frozenset({"wrong", "parse_failure"})
 _REFUSING = frozenset({"not_in_document", "refusal"})
+ATTRIBUTED = _READING | _REFUSING
+"""The failure kinds :func:`attribute` may attribute (any other run is never attributed)."""
 
 _SPACE = re.compile(r"\s+")
 _SHOWN = 5  # contexts a line names
@@ -176,7 +178,7 @@ def attribute(failure_kind: str | None, ranks: str | None, n_gold: int | None,
         ('refusal despite evidence', None)
     """
     if (n_gold is None or ranks is None or label == NO_ANSWER
-            or failure_kind not in _READING | _REFUSING):
+            or failure_kind not in ATTRIBUTED):
         return None
     if not ranks:
         return "retrieval miss"

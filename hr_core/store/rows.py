@@ -33,6 +33,7 @@ import numpy as np
 
 from hr_core.data.reference import Reference
 from hr_core.scoring.relevance import (
+    ATTRIBUTED,
     RETRIEVAL_COLUMNS,
     attribute,
     contexts_line,
@@ -308,31 +309,23 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
 def _retrieval_columns(records: list[RunRecord], items: np.ndarray, reference: Reference
                        ) -> dict[str, list[Any]]:
     """The :data:`RETRIEVAL_COLUMNS` of a batch of records (``items``: their items'
-    positions in ``reference``)."""
-    lines: list[str | None] = []
-    ranks: list[str | None] = []
-    counts: list[int | None] = []
-    blamed: list[str | None] = []
+    positions in ``reference``): a judged record's own fields (``Journal.reference``), and
+    the contexts of a line that holds them judged here."""
+    lines = [r.contexts_line for r in records]
+    ranks = [r.gold_ranks for r in records]
+    counts = [r.gold_n for r in records]
+    blamed: list[str | None] = [None] * len(records)
     every = reference.items
     gold = reference.gold_contexts
-    for record, index in zip(records, items.tolist(), strict=True):
-        contexts = record.contexts
-        item = every[index]
-        if record.contexts_line is not None:  # judged when journaled (Journal.reference)
-            found, count = record.gold_ranks, record.gold_n
-            lines.append(record.contexts_line)
-        elif contexts is None:
-            lines.append(None)
-            ranks.append(None)
-            counts.append(None)
-            blamed.append(None)
-            continue
-        else:  # a line holding its passages (a worker's journal, an older hr)
-            found, count = judge_contexts(contexts, gold.get(item.id, ()), item.label)
-            lines.append(contexts_line(contexts, record.contexts_cut))
-        ranks.append(found)
-        counts.append(count)
-        blamed.append(attribute(record.failure_kind, found, count, item.label))
+    for at, record in enumerate(records):
+        if record.contexts_line is None and record.contexts is not None:  # not judged yet
+            item = every[items[at]]
+            ranks[at], counts[at] = judge_contexts(record.contexts, gold.get(item.id, ()),
+                                                   item.label)
+            lines[at] = contexts_line(record.contexts, record.contexts_cut)
+        if record.failure_kind in ATTRIBUTED and counts[at] is not None:
+            blamed[at] = attribute(record.failure_kind, ranks[at], counts[at],
+                                   every[items[at]].label)
     return dict(zip(RETRIEVAL_COLUMNS, (lines, ranks, counts, blamed), strict=True))
 
 
