@@ -214,3 +214,25 @@ def test_hr_diff_says_why_the_answers_that_flipped_to_wrong_failed(tmp_path: Pat
     no_gold = diff_runs(_run(tmp_path, {"rag": _finds_all}),
                         _run(tmp_path, {"rag": lambda p: "wrong"}))
     assert no_gold.arms[0].flipped_blame == []  # now without contexts: nothing to blame
+
+
+def test_retrieval_figures_per_slice(tmp_path: Path) -> None:
+    """hit@k by slice: _finds_half finds every even item's passage and no odd one's; 4
+    items a slice (too few for a verdict), so each interval is Clopper-Pearson's of 4."""
+    items = [{**item, "parity": "even" if i % 2 == 0 else "odd"} for i, item in enumerate(ITEMS)]
+    plan = plan_benchmark({"half": _finds_half}, items, store=str(tmp_path), name="sliced",
+                          slices=["parity"])
+    bench = BenchmarkSession(plan).run_sync()
+    table = bench.retrieval_slices()
+    hit = table[(table["figure"] == "hit") & (table["k"] == 10)].set_index("slice_value")
+    assert hit.loc["even", "value"] == 1.0 and hit.loc["odd", "value"] == 0.0
+    assert (hit.loc["even", "ci_low"], hit.loc["even", "ci_high"]) == pytest.approx(
+        tuple(clopper_pearson(4, 4))[1:])
+    assert hit.loc["even", "ci_low"] == pytest.approx(0.3976, abs=1e-4)
+    assert (hit["items"] == 4).all() and (hit["note"] != "").all()
+    mrr = table[table["figure"] == "mrr"].set_index("slice_value")["value"]
+    assert mrr["even"] == 0.5 and mrr["odd"] == 0.0  # found at rank 2
+    text = report_markdown(Benchmark.load(bench.run_dir or ""))
+    assert "### Retrieval by slice" in text
+    assert "| parity | even | half | 4 | 1.000 (0.398–1.000) | 0.500 (" in text
+    assert _run(tmp_path, {"half": _finds_half}, name="unsliced").retrieval_slices().empty

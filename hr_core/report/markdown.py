@@ -248,10 +248,11 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
     if corrected is not None:
         heading, *rest = corrected_lines(corrected, name=_cell, bullet="- ")
         lines += ["", f"**{heading}**", "", *rest]
-    from hr_core.report.retrieval import retrieval_markdown
+    from hr_core.report.retrieval import retrieval_markdown, retrieval_slice_markdown
 
     lines += retrieval_markdown(bench.retrieval_summary(), bench.retrieval_differences(),
                                 bench.attribution_summary())
+    lines += retrieval_slice_markdown(bench.retrieval_slices())
     cut = bench.contexts_cut() if bench.has_contexts else 0
     if cut:
         from hr_core.store.record import CONTEXT_TEXT_MAX, CONTEXTS_MAX

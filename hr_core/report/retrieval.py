@@ -14,7 +14,7 @@ import pandas as pd
 from hr_core.core.safe import markdown_text
 from hr_core.report._format import escape, table
 
-__all__ = ["retrieval_html", "retrieval_markdown"]
+__all__ = ["SLICE_ROWS", "retrieval_html", "retrieval_markdown", "retrieval_slice_markdown"]
 
 _NAMES = {"hit": "hit", "recall": "recall", "precision": "precision", "ndcg": "nDCG"}
 
@@ -74,6 +74,43 @@ def retrieval_markdown(summary: pd.DataFrame, differences: pd.DataFrame,
         lines.append(f"Method: {markdown_text(differences['method'].iloc[0])}.")
     if attribution is not None and len(attribution):
         lines += _attribution_lines(attribution, level)
+    return lines
+
+
+SLICE_ROWS = 60
+"""Rows of the "Retrieval by slice" table in report.md."""
+
+
+def retrieval_slice_markdown(slices: pd.DataFrame) -> list[str]:
+    """report.md's "Retrieval by slice": each arm's hit@ the deepest k and MRR with their
+    intervals per slice value (``Benchmark.retrieval_slices()``; ``[]`` when empty).
+
+    Example:
+        >>> rows = pd.DataFrame({"slice": "kind", "slice_value": "x", "note": "",
+        ...     "arm": "a", "figure": ["hit", "mrr"], "k": [3, None], "items": 20,
+        ...     "value": 0.5, "ci_low": 0.1, "ci_high": 0.9})
+        >>> retrieval_slice_markdown(rows)[-1]
+        '| kind | x | a | 20 | 0.500 (0.100–0.900) | 0.500 (0.100–0.900) |  |'
+    """
+    if slices.empty:
+        return []
+    deepest = int(slices["k"].dropna().max())
+    shown = slices[((slices["figure"] == "hit") & (slices["k"] == deepest))
+                   | (slices["figure"] == "mrr")]
+    lines = ["", "### Retrieval by slice", "",
+             f"| slice | value | arm | items | hit@{deepest} | MRR | note |",
+             "|---|---|---|---|---|---|---|"]
+    groups = shown.groupby(["slice", "slice_value", "arm"], sort=False)
+    for count, ((field, value, arm), rows) in enumerate(groups):
+        if count == SLICE_ROWS:
+            lines.append("More slices in `hr summary` and `Benchmark.retrieval_slices()`.")
+            break
+        by = {str(r["figure"]): r for r in rows.to_dict("records")}
+        cells = [_with_ci(by[f]) if f in by else "–" for f in ("hit", "mrr")]
+        first = next(iter(by.values()))
+        lines.append(f"| {markdown_text(field)} | {markdown_text(value)} | "
+                     f"{markdown_text(arm)} | {int(first['items']):,} | {cells[0]} | "
+                     f"{cells[1]} | {markdown_text(first['note'])} |")
     return lines
 
 

@@ -39,9 +39,9 @@ import pyarrow.compute as pc
 from hr_core.stats.comparison import compare_paired
 from hr_core.stats.intervals import accuracy_interval
 
-__all__ = ["CONTAINMENT", "GOLD", "KS", "METRICS", "figures_of", "retrieval_change",
-           "retrieval_figures",
-           "retrieval_differences", "retrieval_summary", "run_figures"]
+__all__ = ["CONTAINMENT", "GOLD", "KS", "METRICS", "SUMMARY_COLUMNS", "figures_of",
+           "retrieval_change", "retrieval_differences", "retrieval_figures",
+           "retrieval_summary", "run_figures"]
 
 KS = (1, 3, 5, 10)
 """The depths k reported by default."""
@@ -53,7 +53,10 @@ GOLD = "gold passages"
 CONTAINMENT = "answer containment (DPR)"
 """The two kinds of relevance a figure can be computed on (its ``relevance`` column)."""
 
-_COLUMNS = ("arm", "figure", "k", "value", "ci_low", "ci_high", "items", "runs", "relevance")
+SUMMARY_COLUMNS = ("arm", "figure", "k", "value", "ci_low", "ci_high", "items", "runs",
+                   "relevance")
+"""The columns of :func:`retrieval_summary`."""
+_COLUMNS = SUMMARY_COLUMNS
 
 
 def run_figures(ranks: Sequence[int], n_gold: int | None, ks: Sequence[int] = KS
