@@ -1,0 +1,65 @@
+"""Groundedness where no gold passage exists (issue 36 item 5): a grade judge asks whether
+each answer is supported by its run's own passages; tested through the offline mock judge
+(a response is supported when it is, folded, one of the passages)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hr_core import ArmResult, Context
+from hr_core.analysis.benchmark import Benchmark
+from hr_core.judge.config import JudgeConfigError, hr_judge_config
+from hr_core.judge.groundedness import (
+    GROUNDEDNESS_RUBRIC,
+    groundedness_config,
+    groundedness_summary,
+    judge_groundedness,
+)
+from hr_core.run.session import BenchmarkSession, plan_benchmark
+from hr_core.stats import clopper_pearson
+
+ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}"} for i in range(8)]
+
+
+def _sometimes_grounded(payload: dict[str, Any]) -> ArmResult:
+    """Even items: the answer is the passage's text (supported); odd: the passage says
+    something else. Items 6 and 7 answer wrong, still judged (an answer makes a claim)."""
+    n = int(payload["question"][1:])
+    answer = f"a{n}" if n < 6 else "a-wrong"
+    text = answer if n % 2 == 0 else "the passage says nothing of it"
+    return ArmResult(answer=answer, contexts=[Context(id=f"p{n}", text=text),
+                                              Context(id="no-text")])
+
+
+def _refuses(payload: dict[str, Any]) -> ArmResult:
+    return ArmResult(answer="NOT_IN_DOCUMENT", contexts=[Context(text="a passage")])
+
+
+def test_the_share_of_answers_not_supported_by_their_own_passages(tmp_path: Path) -> None:
+    bench = BenchmarkSession(plan_benchmark({"rag": _sometimes_grounded, "shy": _refuses},
+                                            ITEMS, store=str(tmp_path))).run_sync()
+    config = groundedness_config("mock-model")
+    assert config.rubric == GROUNDEDNESS_RUBRIC and config.mode == "grade"
+    assert config.hash == groundedness_config("mock-model").hash  # one judge, one hash
+    verdicts = asyncio.run(judge_groundedness(Benchmark.load(bench.run_dir or ""), config))
+    assert set(verdicts["arm"]) == {"rag"}  # refusals make no claim: not judged
+    supported = verdicts.set_index("item_id")["supported"]
+    assert supported.to_dict() == {f"q{i}": i % 2 == 0 for i in range(8)}
+    row = groundedness_summary(verdicts, arms=["rag", "shy"]).set_index("arm")
+    assert (row.loc["rag", "judged"], row.loc["rag", "unsupported"]) == (8, 4)
+    assert row.loc["rag", "share_unsupported"] == 0.5
+    _, low, high = clopper_pearson(4, 8)  # one run per item
+    assert (row.loc["rag", "ci_low"], row.loc["rag", "ci_high"]) == pytest.approx((low, high))
+    assert row.loc["rag", "ci_low"] == pytest.approx(0.1570, abs=1e-4)
+    assert row.loc["shy", "judged"] == 0 and row.loc["rag", "judge_failures"] == 0
+
+
+def test_groundedness_needs_a_grade_judge(tmp_path: Path) -> None:
+    bench = BenchmarkSession(plan_benchmark({"rag": _sometimes_grounded}, ITEMS,
+                                            store=str(tmp_path))).run_sync()
+    with pytest.raises(JudgeConfigError, match="grade judge"):
+        asyncio.run(judge_groundedness(bench, hr_judge_config("mock-model", "Which?")))
