@@ -157,15 +157,18 @@ def session_measure(items: int, with_contexts: bool, work: Path) -> dict[str, fl
         gc.collect()
         Path("/proc/self/clear_refs").write_text("5")  # VmHWM from here
         before = _hwm_mb()
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         bench = session.build()  # session.finish(), step by step
-        built = time.perf_counter()
+        built, built_cpu = time.perf_counter(), time.process_time()
         summary, report = session.summarise(bench)
-        summarised = time.perf_counter()
+        summarised, summarised_cpu = time.perf_counter(), time.process_time()
         session.write(bench, summary, report)
-        done = time.perf_counter()
+        done, done_cpu = time.perf_counter(), time.process_time()
         return {"write_s": done - started, "table_s": built - started,
                 "summarise_s": summarised - built, "files_s": done - summarised,
+                "write_cpu_s": done_cpu - cpu, "table_cpu_s": built_cpu - cpu,
+                "summarise_cpu_s": summarised_cpu - built_cpu,
+                "files_cpu_s": done_cpu - summarised_cpu,
                 "peak_mb": _hwm_mb(), "start_mb": before}
     finally:
         session.close()

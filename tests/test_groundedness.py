@@ -63,3 +63,31 @@ def test_groundedness_needs_a_grade_judge(tmp_path: Path) -> None:
                                             store=str(tmp_path))).run_sync()
     with pytest.raises(JudgeConfigError, match="grade judge"):
         asyncio.run(judge_groundedness(bench, hr_judge_config("mock-model", "Which?")))
+
+
+def test_hr_judge_groundedness_puts_the_share_in_the_report(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from hr_cli import main
+
+    bench = BenchmarkSession(plan_benchmark({"rag": _sometimes_grounded}, ITEMS,
+                                            store=str(tmp_path))).run_sync()
+    run_dir = bench.run_dir or ""
+    assert "### Groundedness" not in (Path(run_dir) / "report.md").read_text("utf-8")
+    main(["judge", "groundedness", run_dir, "--model", "mock-model"])
+    printed = capsys.readouterr().out
+    assert "rag: 4 of 8 50.0% [15.7%, 84.3%]; no verdict 0" in printed
+    assert (Path(run_dir) / "groundedness.parquet").exists()
+    report = (Path(run_dir) / "report.md").read_text("utf-8")
+    assert "### Groundedness" in report
+    assert "| rag | 8 | 4 | 0.500 (0.157–0.843) | 0 |" in report
+    assert f"judge `{groundedness_config('mock-model').hash[:12]}`" in report
+
+
+def test_hr_judge_groundedness_refuses_a_run_without_contexts(tmp_path: Path) -> None:
+    from hr_cli import main
+
+    bench = BenchmarkSession(plan_benchmark({"plain": lambda p: "a0"}, ITEMS,
+                                            store=str(tmp_path))).run_sync()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["judge", "groundedness", bench.run_dir or "", "--model", "mock-model"])
+    assert exit_info.value.code != 0

@@ -33,8 +33,9 @@ from hr_core.models.base import ChatModel
 from hr_core.stats.intervals import pooled_share_ci
 from hr_core.store.folder import RunStore
 
-__all__ = ["GROUNDEDNESS_COLUMNS", "GROUNDEDNESS_RUBRIC", "JUDGED_KINDS", "groundedness_config",
-           "groundedness_summary", "judge_groundedness"]
+__all__ = ["GROUNDEDNESS_COLUMNS", "GROUNDEDNESS_FILE", "GROUNDEDNESS_RUBRIC", "JUDGED_KINDS",
+           "groundedness_config", "groundedness_summary", "judge_groundedness",
+           "read_groundedness", "save_groundedness"]
 
 GROUNDEDNESS_RUBRIC: Final[str] = (
     "The reference is the list of passages the system retrieved for this question. Grade "
@@ -52,6 +53,10 @@ GROUNDEDNESS_COLUMNS: Final[tuple[str, ...]] = (
 """The columns of :func:`groundedness_summary`."""
 
 _CONCURRENCY = 16
+
+GROUNDEDNESS_FILE: Final[str] = "groundedness.parquet"
+"""A run folder's groundedness verdicts (:func:`save_groundedness`), one row per judged
+run with the judge config's ``config_hash``; report.md shows their summary."""
 
 
 def groundedness_config(model: Any, orders: int = 2) -> JudgeConfig:
@@ -143,3 +148,21 @@ def groundedness_summary(verdicts: pd.DataFrame, level: float = 0.95,
                      "ci_low": low, "ci_high": high,
                      "judge_failures": int(mine["supported"].isna().sum())})
     return pd.DataFrame(rows, columns=list(GROUNDEDNESS_COLUMNS))
+
+
+def save_groundedness(run_dir: str, verdicts: pd.DataFrame, config: JudgeConfig) -> str:
+    """Write the verdicts of :func:`judge_groundedness` (with ``config_hash``) to the run
+    folder's :data:`GROUNDEDNESS_FILE`; returns where."""
+    store = RunStore.at(run_dir)
+    store.write_frame(GROUNDEDNESS_FILE, verdicts.assign(config_hash=config.hash))
+    return store.shown(GROUNDEDNESS_FILE)
+
+
+def read_groundedness(run_dir: str | None) -> pd.DataFrame | None:
+    """A run folder's stored groundedness verdicts; ``None`` when it has none."""
+    if run_dir is None:
+        return None
+    store = RunStore.at(run_dir)
+    if not store.exists(GROUNDEDNESS_FILE):
+        return None
+    return store.read_frame(GROUNDEDNESS_FILE)

@@ -14,7 +14,8 @@ import pandas as pd
 from hr_core.core.safe import markdown_text
 from hr_core.report._format import escape, table
 
-__all__ = ["SLICE_ROWS", "retrieval_html", "retrieval_markdown", "retrieval_slice_markdown"]
+__all__ = ["SLICE_ROWS", "groundedness_markdown", "retrieval_html", "retrieval_markdown",
+           "retrieval_slice_markdown"]
 
 _NAMES = {"hit": "hit", "recall": "recall", "precision": "precision", "ndcg": "nDCG"}
 
@@ -111,6 +112,35 @@ def retrieval_slice_markdown(slices: pd.DataFrame) -> list[str]:
         lines.append(f"| {markdown_text(field)} | {markdown_text(value)} | "
                      f"{markdown_text(arm)} | {int(first['items']):,} | {cells[0]} | "
                      f"{cells[1]} | {markdown_text(first['note'])} |")
+    return lines
+
+
+def groundedness_markdown(summary: pd.DataFrame, config_hash: str | None = None,
+                          level: float = 0.95) -> list[str]:
+    """report.md's "Groundedness": each arm's share of answers not supported by their own
+    passages (``hr_core.judge.groundedness.groundedness_summary``; ``[]`` when empty).
+
+    Example:
+        >>> rows = pd.DataFrame({"arm": ["a"], "judged": [8], "unsupported": [4],
+        ...     "share_unsupported": [0.5], "ci_low": [0.157], "ci_high": [0.843],
+        ...     "judge_failures": [0]})
+        >>> groundedness_markdown(rows)[-1]
+        '| a | 8 | 4 | 0.500 (0.157–0.843) | 0 |'
+    """
+    if summary.empty:
+        return []
+    judge = f" (judge `{config_hash[:12]}`)" if config_hash else ""
+    lines = ["", "### Groundedness", "",
+             f"Answers not supported by the run's own passages, as a grade judge{judge} "
+             f"found them; {level:.0%} intervals, items clustered (docs/statistics.md).", "",
+             "| arm | answers judged | not supported | share (CI) | judge gave no verdict |",
+             "|---|---|---|---|---|"]
+    for r in summary.to_dict("records"):
+        share = {"value": r["share_unsupported"], "ci_low": r["ci_low"],
+                 "ci_high": r["ci_high"]}
+        lines.append(f"| {markdown_text(r['arm'])} | {int(r['judged']):,} | "
+                     f"{int(r['unsupported']):,} | {_with_ci(share)} | "
+                     f"{int(r['judge_failures']):,} |")
     return lines
 
 
