@@ -81,6 +81,8 @@ def test_hr_judge_groundedness_puts_the_share_in_the_report(
     assert "### Groundedness" in report
     assert "| rag | 8 | 4 | 0.500 (0.157–0.843) | 0 |" in report
     assert f"judge `{groundedness_config('mock-model').hash[:12]}`" in report
+    page = (Path(run_dir) / "report.html").read_text("utf-8")  # re-made by the command
+    assert 'id="table-groundedness"' in page and "0.500 (0.157–0.843)" in page
 
 
 def test_hr_judge_groundedness_refuses_a_run_without_contexts(tmp_path: Path) -> None:

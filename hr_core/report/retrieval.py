@@ -220,6 +220,18 @@ def retrieval_html(parts: Mapping[str, pd.DataFrame] | None, level: float = 0.95
                           "by where the chain broke.</p>"
                           + table(["arm", "attributed", *kinds], rows, left=1,
                                   table_id="table-attribution"))
+    grounded = parts.get("groundedness") if parts is not None else None
+    if grounded is not None and len(grounded):
+        parts_html.append(
+            "<h3>Groundedness</h3><p>Answers not supported by the run's own passages, as a "
+            f"grade judge found them ({level:.0%} intervals, items clustered).</p>"
+            + table(["arm", "answers judged", "not supported", "share (CI)",
+                     "judge gave no verdict"],
+                    [[escape(r["arm"]), f"{int(r['judged']):,}", f"{int(r['unsupported']):,}",
+                      _with_ci({"value": r["share_unsupported"], "ci_low": r["ci_low"],
+                                "ci_high": r["ci_high"]}), f"{int(r['judge_failures']):,}"]
+                     for r in grounded.to_dict("records")],
+                    left=1, table_id="table-groundedness"))
     return "".join(parts_html)
 
 
