@@ -211,6 +211,10 @@ def test_hr_diff_says_why_the_answers_that_flipped_to_wrong_failed(tmp_path: Pat
     printed = _printed(run_diff, found.run_a, found.run_b, [], None, 10)
     assert "Why the 6 answer(s) that flipped right→wrong failed now" in printed
     assert "4 of 6" in printed and "[22.3%, 95.7%]" in printed
+    from hr_core.report.diff_html import write_diff_html
+
+    page = Path(write_diff_html(found, tmp_path / "diff.html")).read_text("utf-8")
+    assert 'id="table-blame-1"' in page and "4 of 6" in page
     no_gold = diff_runs(_run(tmp_path, {"rag": _finds_all}),
                         _run(tmp_path, {"rag": lambda p: "wrong"}))
     assert no_gold.arms[0].flipped_blame == []  # now without contexts: nothing to blame
