@@ -114,7 +114,12 @@ class RetrievalFigures:
         ``CONTEXTS_MAX`` passages, or a text over ``CONTEXT_TEXT_MAX`` characters)."""
         if not self.has_contexts:
             return 0
-        lines = self.columns(["contexts"])["contexts"]
+        names = self._file.names() if self._runs is None and self._file is not None else (
+            list(self.runs.columns))
+        if "contexts_cut" in names:  # one small column, not every run's contexts line
+            cuts = self.columns(["contexts_cut"])["contexts_cut"]
+            return int((cuts.fillna(0) > 0).sum())
+        lines = self.columns(["contexts"])["contexts"]  # a table before that column
         return int(lines.str.endswith(" cut)", na=False).sum())
 
     @property

@@ -37,10 +37,12 @@ from hr_core.scoring.squad import NO_ANSWER
 __all__ = ["ATTRIBUTED", "ATTRIBUTIONS", "RETRIEVAL_COLUMNS", "attribute", "contexts_line",
            "gold_ranks", "judge_contexts", "normalise_passage"]
 
-RETRIEVAL_COLUMNS = ("contexts", "gold_ranks", "gold_n", "attribution")
+RETRIEVAL_COLUMNS = ("contexts", "gold_ranks", "gold_n", "attribution", "contexts_cut")
 """The columns ``runs.parquet`` has when any run returned contexts: the compact text of
 the contexts (:func:`contexts_line`), the ranks of the gold passages found, how many the
-item names, and why a failed run failed (:func:`attribute`)."""
+item names, why a failed run failed (:func:`attribute`), and how many of its passages
+were dropped or cut to the record's bounds (missing: none; so a page's note on cut
+contexts reads one small column, not every run's contexts)."""
 
 ATTRIBUTIONS = ("retrieval miss", "reading error", "refusal despite evidence")
 """Where the chain broke for a failed run, in the order pages list them."""

@@ -249,8 +249,8 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
     frame_schema = runs_schema(judge, kinds)
     schema = frame_schema.append(pa.field(ITEM_INDEX, pa.int32()))
     if retrieval:
-        for name, kind in zip(RETRIEVAL_COLUMNS,
-                              (pa.string(), pa.string(), pa.int64(), pa.string()), strict=True):
+        for name, kind in zip(RETRIEVAL_COLUMNS, (pa.string(), pa.string(), pa.int64(),
+                                                  pa.string(), pa.int64()), strict=True):
             schema = schema.append(pa.field(name, kind))
     handles = [os.open(path, os.O_RDONLY) for path in files]
     pending: list[pa.Table] = []
@@ -326,7 +326,8 @@ def _retrieval_columns(records: list[RunRecord], items: np.ndarray, reference: R
         if record.failure_kind in ATTRIBUTED and counts[at] is not None:
             blamed[at] = attribute(record.failure_kind, ranks[at], counts[at],
                                    every[items[at]].label)
-    return dict(zip(RETRIEVAL_COLUMNS, (lines, ranks, counts, blamed), strict=True))
+    cuts = [r.contexts_cut for r in records]
+    return dict(zip(RETRIEVAL_COLUMNS, (lines, ranks, counts, blamed, cuts), strict=True))
 
 
 def compact_journal(journal: Journal) -> bool:
