@@ -252,7 +252,8 @@ class Journal:
         return len(sides)
 
     def clear(self) -> None:
-        """Delete the journal, its worker journals and its fallback (a run started over)."""
+        """Delete the journal, its contexts file, its worker journals and its fallback (a run
+        started over)."""
         for path in (self.path, self.contexts_path, *self.worker_files(), self.fallback):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
