@@ -359,13 +359,15 @@ def judge_groundedness(
     run_dir: RunDir,
     model: Annotated[str, typer.Option(help="The judge's model (as an LLM arm's).")],
     orders: Annotated[int, typer.Option(min=1, max=2, help="Presentation orders.")] = 2,
+    store: Annotated[Path, typer.Option(help="Where judge validation records are.")] = Path(
+        "judges"),
 ) -> None:
     """Judge whether each answer of a run is supported by its own retrieved passages; the
     share of unsupported answers per arm goes into the run's report."""
     command_module("hr_cli.judge_commands")  # hr_core, pandas: collector paused
     from hr_cli.judge_commands import judge_run_groundedness
 
-    judge_run_groundedness(console, run_dir, model, orders)
+    judge_run_groundedness(console, run_dir, model, orders, store)
 
 
 @judge_app.command("check")

@@ -173,8 +173,8 @@ def check_judge(console: Console, judge: Path, *, store: Path) -> bool:
     raise SystemExit(1)
 
 
-def judge_run_groundedness(console: Console, run_dir: str, model: str, orders: int = 2
-                           ) -> None:
+def judge_run_groundedness(console: Console, run_dir: str, model: str, orders: int = 2,
+                           store: Path = Path("judges")) -> None:
     """``hr judge groundedness RUN_DIR --model M``: judge whether each answer is supported
     by its run's own passages, save the verdicts (``groundedness.parquet``), print each
     arm's share of unsupported answers and re-make report.md (and report.html)."""
@@ -196,7 +196,12 @@ def judge_run_groundedness(console: Console, run_dir: str, model: str, orders: i
             f"{r['share_unsupported']:.1%} [{r['ci_low']:.1%}, {r['ci_high']:.1%}]")
         console.print(line(f"  {r['arm']}: {r['unsupported']} of {r['judged']} "
                            f"{share}; no verdict {r['judge_failures']}"), markup=False)
-    store = RunStore.at(run_dir)
-    store.write_text("report.md", report_markdown(Benchmark.load(run_dir)))
+    status = validation_status(config, store)  # an hr judge like any other: its record
+    standing = ("valid" if status.status == "valid" else
+                f"not validated ({status.status}: {'; '.join(status.reasons) or 'no record'})")
+    console.print(line(f"Judge {config.hash[:12]} against people's labels: {standing}; "
+                       f"validate it with `hr judge validate` on labelled (question, answer, "
+                       f"passages) rows, records in {store}"), markup=False)
+    RunStore.at(run_dir).write_text("report.md", report_markdown(Benchmark.load(run_dir)))
     console.print(f"[bold]Verdicts:[/] {lit(where)}")
     refresh_report(console, Path(run_dir))

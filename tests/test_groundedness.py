@@ -73,8 +73,10 @@ def test_hr_judge_groundedness_puts_the_share_in_the_report(
                                             store=str(tmp_path))).run_sync()
     run_dir = bench.run_dir or ""
     assert "### Groundedness" not in (Path(run_dir) / "report.md").read_text("utf-8")
-    main(["judge", "groundedness", run_dir, "--model", "mock-model"])
+    main(["judge", "groundedness", run_dir, "--model", "mock-model",
+          "--store", str(tmp_path / "judges")])
     printed = capsys.readouterr().out
+    assert "against people's labels: not validated (missing" in printed
     assert "rag: 4 of 8 50.0% [15.7%, 84.3%]; no verdict 0" in printed
     assert (Path(run_dir) / "groundedness.parquet").exists()
     report = (Path(run_dir) / "report.md").read_text("utf-8")
@@ -93,3 +95,16 @@ def test_hr_judge_groundedness_refuses_a_run_without_contexts(tmp_path: Path) ->
     with pytest.raises(SystemExit) as exit_info:
         main(["judge", "groundedness", bench.run_dir or "", "--model", "mock-model"])
     assert exit_info.value.code != 0
+
+
+def test_a_judge_file_with_the_groundedness_rubric_is_the_same_judge(tmp_path: Path) -> None:
+    """So `hr judge validate` on people's labels of (question, answer, passages) rows keeps
+    a validation record under the hash `hr judge groundedness` looks up."""
+    import yaml
+
+    from hr_cli.judges import load_judge
+
+    path = tmp_path / "groundedness.yaml"
+    path.write_text(yaml.safe_dump({"model": "mock-model", "mode": "grade", "orders": 2,
+                                    "rubric": GROUNDEDNESS_RUBRIC}), "utf-8")
+    assert load_judge(path).hash == groundedness_config("mock-model").hash
