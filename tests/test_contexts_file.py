@@ -95,3 +95,28 @@ def test_a_resumed_run_scores_its_unscored_runs_with_their_passages(tmp_path: Pa
     assert again.runs["correct"].all()
     assert again.runs["contexts"].tolist() == ["p-other, p2".replace("2", str(i))
                                                for i in range(4)]
+
+
+def test_a_worker_journals_runs_with_passages_in_their_lines_reach_the_table(
+        tmp_path: Path) -> None:
+    """A Dask/Ray worker's journal has no reference: its lines keep their passages. A
+    resume takes its runs (the arm is not called again) and the table judges them."""
+    calls: list[str] = []
+
+    def counted(payload: dict[str, Any]) -> ArmResult:
+        calls.append(payload["question"])
+        return _retriever(payload)
+
+    plan = plan_benchmark({"rag": counted}, ITEMS, store=str(tmp_path))
+    session = BenchmarkSession(plan)
+    worker = Journal(session.journal.worker_path(0))  # a finished attempt of chunk 0
+    worker.append(RunRecord(arm="rag", item_id="q1", run=1, output="a1", correct=True,
+                            outcome="a1", truncated=False, replayed=False,
+                            contexts=[{"id": "p1", "text": "passage 1"}]))
+    worker.flush()
+    assert b"passage 1" in worker.path.read_bytes()
+    bench = session.run_sync()
+    assert sorted(calls) == ["Q0", "Q2", "Q3"]  # q1 came from the worker's journal
+    runs = bench.runs.set_index("item_id")
+    assert runs.loc["q1", "contexts"] == "p1" and runs.loc["q1", "gold_ranks"] == "1"
+    assert runs.loc["q2", "contexts"] == "p-other, p2" and runs.loc["q2", "gold_ranks"] == "2"
