@@ -371,6 +371,19 @@ def judge_import(
                           arms=[*(arms or []), *extra], store=store, run_dir=run)
 
 
+@judge_app.command("groundedness")
+def judge_groundedness(
+    run_dir: RunDir,
+    model: Annotated[str, typer.Option(help="The judge's model (as an LLM arm's).")],
+    orders: Annotated[int, typer.Option(min=1, max=2, help="Presentation orders.")] = 2,
+    store: Annotated[Path, typer.Option(help="Where judge records are.")] = Path("judges"),
+) -> None:
+    """Judge whether each answer is supported by its own run's retrieved passages."""
+    command_module("hr_cli.judge_commands")  # hr_core, pandas: collector paused
+    from hr_cli.judge_commands import judge_run_groundedness
+    judge_run_groundedness(console, run_dir, model, orders, store)
+
+
 @judge_app.command("check")
 def judge_check(
     judge: ExistingFile,

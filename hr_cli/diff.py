@@ -180,6 +180,14 @@ def _print_arm(console: Console, diff: RunDiff, arm: ArmDiff, limit: int | None)
                           cell("–" if r.p_value is None else f"{r.p_value:.2g}"),
                           cell(r.decision, style=_STYLE.get(r.decision, "")))
         console.print(table)
+    if arm.flipped_blame:
+        table = _table(f"Why the {arm.right_to_wrong} answer(s) that flipped right→wrong "
+                       "failed now (runs; 95% CI, items clustered)",
+                       ["attribution", "runs", "share", "CI"])
+        for b in arm.flipped_blame:
+            table.add_row(cell(b.attribution), cell(f"{b.count} of {b.attributed}"),
+                          cell(_pct(b.share)), cell(_ci(b.ci_low, b.ci_high)))
+        console.print(table)
     if arm.transitions:
         table = _table("Failure kinds that moved (items)", ["then", "now", "items"])
         for t in arm.transitions[:12]:

@@ -5,6 +5,7 @@ and the helpers they share with ``hr_cli.stored`` and the demo; re-exported by
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,13 +22,22 @@ from hr_cli.tables import (
     position_bias_line,
     validation_table,
 )
+from hr_core.analysis.benchmark import Benchmark
 from hr_core.core.errors import SpecError
 from hr_core.judge import validation_status
+from hr_core.judge.groundedness import (
+    groundedness_config,
+    groundedness_summary,
+    judge_groundedness,
+    save_groundedness,
+)
 from hr_core.report import attach_comparison
+from hr_core.report.markdown import report_markdown
+from hr_core.store.folder import RunStore
 from hr_server.control import prepare_prefect
 
-__all__ = ["check_judge", "compare_arms", "compare_with_judge", "record_dict", "refresh_report",
-           "validate_judge"]
+__all__ = ["check_judge", "compare_arms", "compare_with_judge", "judge_run_groundedness",
+           "record_dict", "refresh_report", "validate_judge"]
 
 
 def record_dict(record: Any) -> dict[str, Any]:
@@ -161,3 +171,37 @@ def check_judge(console: Console, judge: Path, *, store: Path) -> bool:
                   f"{lit(record.hash[:12])} in: {lit(', '.join(status.differences))}; run "
                   f"`hr judge validate {lit(judge)} LABELS`")
     raise SystemExit(1)
+
+
+def judge_run_groundedness(console: Console, run_dir: str, model: str, orders: int = 2,
+                           store: Path = Path("judges")) -> None:
+    """``hr judge groundedness RUN_DIR --model M``: judge whether each answer is supported
+    by its run's own passages, save the verdicts (``groundedness.parquet``), print each
+    arm's share of unsupported answers and re-make report.md (and report.html)."""
+    from hr_cli.run_dirs import load_benchmark  # as compare_arms imports it
+
+    bench = load_benchmark(run_dir)
+    if not bench.has_contexts:
+        raise SpecError(f"{run_dir}: no run returned contexts (ArmResult.contexts); "
+                        "groundedness judges answers against their own passages")
+    config = groundedness_config(model, orders)
+    with interruptible():
+        verdicts = asyncio.run(judge_groundedness(bench, config))
+    where = save_groundedness(run_dir, verdicts, config)
+    summary = groundedness_summary(verdicts, arms=bench.arms)
+    console.print(line("Answers not supported by their own passages (95% CI, items "
+                       f"clustered; judge {config.hash[:12]}):"), markup=False)
+    for r in summary.to_dict("records"):
+        share = "–" if r["judged"] == 0 else (
+            f"{r['share_unsupported']:.1%} [{r['ci_low']:.1%}, {r['ci_high']:.1%}]")
+        console.print(line(f"  {r['arm']}: {r['unsupported']} of {r['judged']} "
+                           f"{share}; no verdict {r['judge_failures']}"), markup=False)
+    status = validation_status(config, store)  # an hr judge like any other: its record
+    standing = ("valid" if status.status == "valid" else
+                f"not validated ({status.status}: {'; '.join(status.reasons) or 'no record'})")
+    console.print(line(f"Judge {config.hash[:12]} against people's labels: {standing}; "
+                       f"validate it with `hr judge validate` on labelled (question, answer, "
+                       f"passages) rows, records in {store}"), markup=False)
+    RunStore.at(run_dir).write_text("report.md", report_markdown(Benchmark.load(run_dir)))
+    console.print(f"[bold]Verdicts:[/] {lit(where)}")
+    refresh_report(console, Path(run_dir))

@@ -87,10 +87,15 @@ def test_an_arms_contexts_are_journaled_once_and_come_back_with_its_output(
     journal = Journal(session.journal.path, fallback=tmp_path / "none.jsonl")
     records = journal.read()
     record = records[("rag", "q2", 1)]
+    assert record.contexts is None  # the journal's line: judged, the passages aside
+    assert (record.contexts_line, record.gold_ranks, record.gold_n) == (
+        "p2 (0.9), p-other", "", None)  # "passage 2" holds no accepted answer "a2"
+    assert journal.fill_contexts([record]) == 1
     assert record.contexts == [{"id": "p2", "text": "passage 2", "score": 0.9},
                                {"id": "p-other"}]
     assert record.contexts_cut is None
-    assert session.journal.path.read_bytes().count(b"passage 2") == 1  # stored once
+    assert session.journal.path.read_bytes().count(b"passage 2") == 0
+    assert journal.contexts_path.read_bytes().count(b"passage 2") == 1  # stored once
     output = load_output(record)  # what a re-scoring scorer sees
     assert isinstance(output, ArmResult)
     assert [c.id for c in output.contexts] == ["p2", "p-other"]
@@ -106,8 +111,9 @@ def test_an_arm_returning_too_many_contexts_is_cut_and_the_record_says_so(
     assert bench.contexts_cut() == 1
     assert "the contexts of 1 run(s) were cut" in report_markdown(bench)
     assert bench.runs["contexts"].iloc[0].endswith("(+45 more; 30 cut)")
-    record = Journal(session.journal.path, fallback=tmp_path / "none.jsonl").read()[
-        ("flood", "q0", 1)]
+    journal = Journal(session.journal.path, fallback=tmp_path / "none.jsonl")
+    record = journal.read()[("flood", "q0", 1)]
+    journal.fill_contexts([record])
     assert record.contexts is not None and len(record.contexts) == CONTEXTS_MAX
     assert record.contexts_cut == 80 - CONTEXTS_MAX
 

@@ -225,3 +225,37 @@ def test_hr_diff_reads_two_runs_from_s3_and_writes_its_page_there(
     assert "8 broke (right→wrong)" in out
     fs, path = fsspec.core.url_to_fs(page)
     assert "right→wrong" in fs.cat(path).decode()
+
+
+def _retriever(question: str) -> Any:
+    from hr_core import ArmResult
+    from hr_core.results import Context
+
+    return ArmResult(answer=f"a{question}", contexts=[
+        Context(id=f"p{question}", text=f"passage {question}", score=0.5)])
+
+
+def test_a_run_on_s3_keeps_its_contexts_file_for_another_machine(
+    prefect_harness: None, s3: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    """The passages are beside the journal (``journal.contexts.jsonl``): copied to the
+    store with it, and fetched with it by a run on another machine that takes the outputs
+    over (another scorer: its scorer sees each run's passages)."""
+    from hr_core import hr_scorer
+
+    first = hr_benchmark({"rag": _retriever}, _reference(3), store=s3, name="ctx")
+    assert {"journal.jsonl", "journal.contexts.jsonl"} <= _ls(first.run_dir or "")
+    monkeypatch.setenv("HR_JOURNAL_DIR", str(tmp_path / "other-machine"))
+    seen: list[str] = []
+
+    def strict(question: Any, output: Any, label: Any) -> dict[str, Any]:
+        seen.append(output.contexts[0].text)
+        right = output.answer == label
+        return {"correct": right, "outcome": output.answer,
+                "failure_kind": None if right else "wrong"}
+
+    again = hr_benchmark({"rag": _retriever}, _reference(3), store=s3, name="ctx",
+                         scorer=hr_scorer(strict, name="strict"))
+    assert again.run_id != first.run_id and again.runs["correct"].all()
+    assert sorted(seen) == ["passage 0", "passage 1", "passage 2"]  # no arm called again
+    assert again.runs["contexts"].tolist() == ["p0 (0.5)", "p1 (0.5)", "p2 (0.5)"]

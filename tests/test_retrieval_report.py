@@ -180,3 +180,63 @@ def compare_runs_plain(now: Benchmark, then: Benchmark) -> Any:
 
     return compare_runs(now.runs[["arm", "item_id", "run", "correct"]],
                         then.runs[["arm", "item_id", "run", "correct"]])
+
+
+def _misreads_or_misses(payload: dict[str, Any]) -> ArmResult:
+    """Items 0-3: the gold passage never retrieved, answer wrong (retrieval misses); 4-5:
+    retrieved and misread (reading errors); 6-7: right."""
+    n = _number(payload)
+    found = n >= 4
+    return ArmResult(answer=f"a{n}" if n >= 6 else "wrong", contexts=[
+        Context(id=f"p{n}" if found else "elsewhere")])
+
+
+def test_hr_diff_says_why_the_answers_that_flipped_to_wrong_failed(tmp_path: Path) -> None:
+    """"Of the 6 answers that flipped to wrong, 4 never saw the passage": one run per
+    item, so the share's interval is Clopper-Pearson's (4 of 6: 0.223-0.957)."""
+    from hr_cli.diff import run_diff
+
+    found = diff_runs(_run(tmp_path, {"rag": _finds_all}),
+                      _run(tmp_path, {"rag": _misreads_or_misses}))
+    arm = found.arms[0]
+    assert arm.right_to_wrong == 6
+    blame = {b.attribution: b for b in arm.flipped_blame}
+    miss, misread = blame["retrieval miss"], blame["reading error"]
+    assert (miss.count, miss.attributed, misread.count) == (4, 6, 2)
+    assert miss.share == pytest.approx(4 / 6)
+    assert (miss.ci_low, miss.ci_high) == pytest.approx((0.2228, 0.9567), abs=1e-4)
+    assert (miss.ci_low, miss.ci_high) == pytest.approx(tuple(clopper_pearson(4, 6))[1:])
+    assert blame["refusal despite evidence"].count == 0
+    assert "| rag | retrieval miss | 4 of 6 | 67% | 22%-96% |" in found.to_markdown()
+    printed = _printed(run_diff, found.run_a, found.run_b, [], None, 10)
+    assert "Why the 6 answer(s) that flipped right→wrong failed now" in printed
+    assert "4 of 6" in printed and "[22.3%, 95.7%]" in printed
+    from hr_core.report.diff_html import write_diff_html
+
+    page = Path(write_diff_html(found, tmp_path / "diff.html")).read_text("utf-8")
+    assert 'id="table-blame-1"' in page and "4 of 6" in page
+    no_gold = diff_runs(_run(tmp_path, {"rag": _finds_all}),
+                        _run(tmp_path, {"rag": lambda p: "wrong"}))
+    assert no_gold.arms[0].flipped_blame == []  # now without contexts: nothing to blame
+
+
+def test_retrieval_figures_per_slice(tmp_path: Path) -> None:
+    """hit@k by slice: _finds_half finds every even item's passage and no odd one's; 4
+    items a slice (too few for a verdict), so each interval is Clopper-Pearson's of 4."""
+    items = [{**item, "parity": "even" if i % 2 == 0 else "odd"} for i, item in enumerate(ITEMS)]
+    plan = plan_benchmark({"half": _finds_half}, items, store=str(tmp_path), name="sliced",
+                          slices=["parity"])
+    bench = BenchmarkSession(plan).run_sync()
+    table = bench.retrieval_slices()
+    hit = table[(table["figure"] == "hit") & (table["k"] == 10)].set_index("slice_value")
+    assert hit.loc["even", "value"] == 1.0 and hit.loc["odd", "value"] == 0.0
+    assert (hit.loc["even", "ci_low"], hit.loc["even", "ci_high"]) == pytest.approx(
+        tuple(clopper_pearson(4, 4))[1:])
+    assert hit.loc["even", "ci_low"] == pytest.approx(0.3976, abs=1e-4)
+    assert (hit["items"] == 4).all() and (hit["note"] != "").all()
+    mrr = table[table["figure"] == "mrr"].set_index("slice_value")["value"]
+    assert mrr["even"] == 0.5 and mrr["odd"] == 0.0  # found at rank 2
+    text = report_markdown(Benchmark.load(bench.run_dir or ""))
+    assert "### Retrieval by slice" in text
+    assert "| parity | even | half | 4 | 1.000 (0.398–1.000) | 0.500 (" in text
+    assert _run(tmp_path, {"half": _finds_half}, name="unsliced").retrieval_slices().empty

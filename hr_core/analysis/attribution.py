@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from hr_core.scoring.relevance import ATTRIBUTIONS
@@ -38,16 +39,19 @@ def attribution_summary(runs: pd.DataFrame, level: float = 0.95) -> pd.DataFrame
     columns = ["arm", "attribution", "count", "attributed", "share", "ci_low", "ci_high"]
     if "attribution" not in runs.columns:
         return pd.DataFrame(columns=columns)
-    blamed = runs[runs["attribution"].notna()]
-    item = "item_index" if "item_index" in blamed.columns else "item_id"
+    blamed = runs["attribution"].notna().to_numpy()
+    item = "item_index" if "item_index" in runs.columns else "item_id"
+    arm_codes, arms = pd.factorize(runs["arm"][blamed], sort=False)
+    items, _ = pd.factorize(runs[item][blamed], sort=True)
+    kinds = pd.Categorical(runs["attribution"][blamed], categories=ATTRIBUTIONS).codes
     rows: list[dict[str, Any]] = []
-    for arm in pd.unique(blamed["arm"]):
-        mine = blamed[blamed["arm"] == arm]
-        totals = mine.groupby(item, sort=True).size()
-        for kind in ATTRIBUTIONS:
-            hits = (mine["attribution"] == kind).groupby(mine[item], sort=True).sum()
-            share, low, high = pooled_share_ci(hits.reindex(totals.index).to_numpy(),
-                                               totals.to_numpy(), level)
+    for a, arm in enumerate(arms):
+        mine = arm_codes == a
+        groups, at = np.unique(items[mine], return_inverse=True)  # the arm's items, in order
+        totals = np.bincount(at.ravel(), minlength=len(groups))
+        for k, kind in enumerate(ATTRIBUTIONS):
+            hits = np.bincount(at.ravel(), weights=kinds[mine] == k, minlength=len(groups))
+            share, low, high = pooled_share_ci(hits, totals, level)
             rows.append({"arm": str(arm), "attribution": kind, "count": int(hits.sum()),
                          "attributed": int(totals.sum()), "share": share, "ci_low": low,
                          "ci_high": high})

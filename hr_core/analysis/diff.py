@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hr_core.analysis.attribution import attribution_summary
 from hr_core.analysis.benchmark import Benchmark
 from hr_core.analysis.diff_items import (
     KINDS,
@@ -41,6 +42,7 @@ from hr_core.analysis.diff_result import (
     ArmDiff,
     DiffVerdict,
     Flip,
+    FlipBlame,
     KindTransition,
     ReferenceDiff,
     RetrievalDiff,
@@ -184,6 +186,8 @@ def diff_runs(
     arm_diffs: list[ArmDiff] = []
     flips: list[Flip] = []
     retrieval = _retrieval_runs(bench_a, bench_b)
+    blamed = (bench_b.columns(["arm", "item_id", "attribution"]) if bench_b.has_contexts
+              else None)
     for name_a, name_b in pairs:
         ia, ib = out_a.arms.index(name_a), out_b.arms.index(name_b)
         label = name_a if name_a == name_b else f"{name_a} → {name_b}"
@@ -238,6 +242,7 @@ def diff_runs(
             cost_a=out_a.cost[name_a], cost_b=out_b.cost[name_b],
             cost_kinds_a=out_a.cost_kinds[name_a], cost_kinds_b=out_b.cost_kinds[name_b],
             slices=by_slice,
+            flipped_blame=_flipped_blame(blamed, name_b, out_b.ids[cb[down]], level),
             retrieval=[] if retrieval is None else [
                 RetrievalDiff(**{**row, **{k: _num(row[k]) for k in (
                     "diff", "ci_low", "ci_high", "p_value")}})
@@ -318,6 +323,21 @@ def _retrieval_runs(bench_a: Benchmark, bench_b: Benchmark
         return None
     names = ["arm", "item_id", "gold_ranks", "gold_n"]
     return bench_a.columns(names), bench_b.columns(names)
+
+
+def _flipped_blame(runs: pd.DataFrame | None, arm: str, flipped: Any, level: float
+                   ) -> list[FlipBlame]:
+    """Why run b's runs of the items that flipped right→wrong failed (attributed runs
+    only; ``[]`` without contexts, gold passages or such flips)."""
+    if runs is None or not len(flipped):
+        return []
+    mine = runs[(runs["arm"] == arm).to_numpy(dtype=bool)
+                & runs["item_id"].isin(flipped).to_numpy(dtype=bool)]
+    summary = attribution_summary(mine, level)
+    return [FlipBlame(attribution=row["attribution"], count=int(row["count"]),
+                      attributed=int(row["attributed"]), share=_num(row["share"]),
+                      ci_low=_num(row["ci_low"]), ci_high=_num(row["ci_high"]))
+            for row in summary.to_dict("records") if row["attributed"]]
 
 
 def _first_contexts(outcomes: RunOutcomes, arm: int, items: list[int]) -> list[str | None]:

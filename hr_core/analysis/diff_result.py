@@ -18,8 +18,8 @@ from hr_core.core.safe import markdown_text as md_cell
 from hr_core.stats.comparison import Decision
 from hr_core.store.folder import location
 
-__all__ = ["ArmDiff", "DiffVerdict", "Flip", "KindTransition", "ReferenceDiff", "RunDiff",
-           "SliceDiff"]
+__all__ = ["ArmDiff", "DiffVerdict", "Flip", "FlipBlame", "KindTransition",
+           "ReferenceDiff", "RunDiff", "SliceDiff"]
 
 DiffVerdict = Decision
 """An arm's verdict (:func:`hr_core.stats.compare_paired`, the one comparison): the paired
@@ -102,6 +102,33 @@ class RetrievalDiff(BaseModel):
     method: str = ""
 
 
+class FlipBlame(BaseModel):
+    """Why the answers that flipped right→wrong failed now: one attribution
+    (``retrieval miss``, ``reading error``, ``refusal despite evidence``) of run b's failed
+    runs of those items, as a count, a share of the attributed runs and its item-clustered
+    interval (:func:`hr_core.analysis.attribution.attribution_summary`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    attribution: str
+    count: int
+    attributed: int
+    share: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+    @property
+    def sentence(self) -> str:
+        """``9 of 12 (75%, CI 43-95%) were retrieval misses``."""
+        share = "" if self.share is None else (
+            f" ({self.share:.0%}, CI {_pct(self.ci_low)}-{_pct(self.ci_high)})")
+        return f"{self.count} of {self.attributed}{share}: {self.attribution}"
+
+
+def _pct(value: float | None) -> str:
+    return "?" if value is None else f"{value:.0%}"
+
+
 class ArmDiff(BaseModel):
     """One arm then (``arm_a`` in run a) and now (``arm_b`` in run b)."""
 
@@ -142,6 +169,9 @@ class ArmDiff(BaseModel):
     slices: list[SliceDiff] = Field(default_factory=list)
     retrieval: list[RetrievalDiff] = Field(default_factory=list)
     """The retrieval figures then and now, when both runs' arms returned contexts."""
+    flipped_blame: list[FlipBlame] = Field(default_factory=list)
+    """Why the answers that flipped right→wrong failed now, where run b's items name gold
+    passages ("of the 12 answers that flipped to wrong, 9 never saw the passage")."""
 
     @property
     def label(self) -> str:
@@ -309,6 +339,13 @@ class RunDiff(BaseModel):
                       f"{r.now:.3f} | {_fmt(r.diff)} | "
                       f"{'' if r.ci_low is None else f'[{r.ci_low:+.3f}, {r.ci_high:+.3f}]'} "
                       f"| {md_cell(r.decision)} |" for a, r in changed]
+        blamed = [a for a in self.arms if a.flipped_blame]
+        if blamed:
+            lines += ["", "| arm | flipped right→wrong, now | runs | share | CI |",
+                      "|---|---|---|---|---|"]
+            lines += [f"| {md_cell(a.label)} | {md_cell(b.attribution)} | {b.count} of "
+                      f"{b.attributed} | {_pct(b.share)} | {_pct(b.ci_low)}-{_pct(b.ci_high)} |"
+                      for a in blamed for b in a.flipped_blame]
         for a in self.arms:
             flips = [f for direction in ("right→wrong", "wrong→right")
                      for f in [f for f in self.flips

@@ -166,6 +166,14 @@ def _flips(diff: RunDiff) -> str:
                   "–" if r.p_value is None else f"{r.p_value:.2g}",
                   f'<span class="{r.verdict.split()[0]}">{escape(r.verdict)}</span>']
                  for r in arm.slices], left=2, table_id=f"table-slices-{index}"))
+        if arm.flipped_blame:
+            parts.append(
+                f"<h4>Why the {fmt(arm.right_to_wrong)} answers that flipped right→wrong "
+                "failed now</h4>" + table(
+                    ["attribution", "runs", "share", "CI"],
+                    [[escape(b.attribution), f"{fmt(b.count)} of {fmt(b.attributed)}",
+                      fmt(b.share, "pct"), _ci(b.ci_low, b.ci_high)]
+                     for b in arm.flipped_blame], left=1, table_id=f"table-blame-{index}"))
         if arm.transitions:
             parts.append("<h4>Failure kinds that moved</h4>" + table(
                 ["then", "now", "items"],

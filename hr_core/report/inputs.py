@@ -23,6 +23,7 @@ import pandas as pd
 from hr_core.analysis.items import ItemText, ItemTexts
 from hr_core.core.errors import CorruptRunError, HrError
 from hr_core.core.json_text import jsonl_lines
+from hr_core.judge.groundedness import groundedness_summary, read_groundedness
 from hr_core.report._corrected import read_corrected
 from hr_core.store.folder import RunFolder, rerun_hint
 from hr_core.store.manifest import RunManifest, read_manifest
@@ -310,6 +311,10 @@ def load_report_inputs(run_dir: str | Path) -> ReportInputs:
         retrieval = (retrieval_parts(stored.read(["arm", "item_id", "gold_ranks", "gold_n",
                                                   "attribution"]), manifest)
                      if "gold_ranks" in stored.names() else None)
+        grounded = read_groundedness(folder.run_dir)
+        if retrieval is not None and grounded is not None and len(grounded):
+            retrieval["groundedness"] = groundedness_summary(
+                grounded, arms=list(pd.unique(runs["arm"])))
     else:
         runs = _read_frame(folder, "runs")
         retrieval = None
@@ -344,8 +349,9 @@ def retrieval_parts(runs: pd.DataFrame, manifest: RunManifest
                     ) -> dict[str, pd.DataFrame]:
     """:attr:`ReportInputs.retrieval` from the runs table's retrieval columns."""
     from hr_core.analysis.attribution import attribution_summary
-    from hr_core.stats.retrieval import KS, retrieval_differences, retrieval_summary
+    from hr_core.stats.retrieval import KS, retrieval_figures
 
     ks = tuple(manifest.retrieval_k or KS)
-    return {"summary": retrieval_summary(runs, ks), "differences": retrieval_differences(runs, ks),
+    summary, differences = retrieval_figures(runs, ks)  # one pass for both
+    return {"summary": summary, "differences": differences,
             "attribution": attribution_summary(runs)}

@@ -14,8 +14,14 @@ from hr_core.core.failures import FAILURE_KINDS
 from hr_core.core.frames import records
 from hr_core.core.safe import markdown_text, visible
 from hr_core.judge.corrected import corrected_accuracy, corrected_lines
+from hr_core.judge.groundedness import groundedness_summary, read_groundedness
 from hr_core.judge.validation import scorer_judge_standing
 from hr_core.report.costs import cost_by_kind, has_kinds, token_kinds
+from hr_core.report.retrieval import (
+    groundedness_markdown,
+    retrieval_markdown,
+    retrieval_slice_markdown,
+)
 from hr_core.stats.accuracy import coverage_warnings
 from hr_core.stats.slice_compare import comparison_text, correction_text
 from hr_core.store.folder import location
@@ -248,10 +254,13 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
     if corrected is not None:
         heading, *rest = corrected_lines(corrected, name=_cell, bullet="- ")
         lines += ["", f"**{heading}**", "", *rest]
-    from hr_core.report.retrieval import retrieval_markdown
-
     lines += retrieval_markdown(bench.retrieval_summary(), bench.retrieval_differences(),
                                 bench.attribution_summary())
+    lines += retrieval_slice_markdown(bench.retrieval_slices())
+    grounded = read_groundedness(bench.run_dir)
+    if grounded is not None and len(grounded):
+        lines += groundedness_markdown(groundedness_summary(grounded, arms=bench.arms),
+                                       str(grounded["config_hash"].iloc[0]))
     cut = bench.contexts_cut() if bench.has_contexts else 0
     if cut:
         from hr_core.store.record import CONTEXT_TEXT_MAX, CONTEXTS_MAX

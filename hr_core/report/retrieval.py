@@ -14,7 +14,8 @@ import pandas as pd
 from hr_core.core.safe import markdown_text
 from hr_core.report._format import escape, table
 
-__all__ = ["retrieval_html", "retrieval_markdown"]
+__all__ = ["SLICE_ROWS", "groundedness_markdown", "retrieval_html", "retrieval_markdown",
+           "retrieval_slice_markdown"]
 
 _NAMES = {"hit": "hit", "recall": "recall", "precision": "precision", "ndcg": "nDCG"}
 
@@ -74,6 +75,72 @@ def retrieval_markdown(summary: pd.DataFrame, differences: pd.DataFrame,
         lines.append(f"Method: {markdown_text(differences['method'].iloc[0])}.")
     if attribution is not None and len(attribution):
         lines += _attribution_lines(attribution, level)
+    return lines
+
+
+SLICE_ROWS = 60
+"""Rows of the "Retrieval by slice" table in report.md."""
+
+
+def retrieval_slice_markdown(slices: pd.DataFrame) -> list[str]:
+    """report.md's "Retrieval by slice": each arm's hit@ the deepest k and MRR with their
+    intervals per slice value (``Benchmark.retrieval_slices()``; ``[]`` when empty).
+
+    Example:
+        >>> rows = pd.DataFrame({"slice": "kind", "slice_value": "x", "note": "",
+        ...     "arm": "a", "figure": ["hit", "mrr"], "k": [3, None], "items": 20,
+        ...     "value": 0.5, "ci_low": 0.1, "ci_high": 0.9})
+        >>> retrieval_slice_markdown(rows)[-1]
+        '| kind | x | a | 20 | 0.500 (0.100–0.900) | 0.500 (0.100–0.900) |  |'
+    """
+    if slices.empty:
+        return []
+    deepest = int(slices["k"].dropna().max())
+    shown = slices[((slices["figure"] == "hit") & (slices["k"] == deepest))
+                   | (slices["figure"] == "mrr")]
+    lines = ["", "### Retrieval by slice", "",
+             f"| slice | value | arm | items | hit@{deepest} | MRR | note |",
+             "|---|---|---|---|---|---|---|"]
+    groups = shown.groupby(["slice", "slice_value", "arm"], sort=False)
+    for count, ((field, value, arm), rows) in enumerate(groups):
+        if count == SLICE_ROWS:
+            lines.append("More slices in `hr summary` and `Benchmark.retrieval_slices()`.")
+            break
+        by = {str(r["figure"]): r for r in rows.to_dict("records")}
+        cells = [_with_ci(by[f]) if f in by else "–" for f in ("hit", "mrr")]
+        first = next(iter(by.values()))
+        lines.append(f"| {markdown_text(field)} | {markdown_text(value)} | "
+                     f"{markdown_text(arm)} | {int(first['items']):,} | {cells[0]} | "
+                     f"{cells[1]} | {markdown_text(first['note'])} |")
+    return lines
+
+
+def groundedness_markdown(summary: pd.DataFrame, config_hash: str | None = None,
+                          level: float = 0.95) -> list[str]:
+    """report.md's "Groundedness": each arm's share of answers not supported by their own
+    passages (``hr_core.judge.groundedness.groundedness_summary``; ``[]`` when empty).
+
+    Example:
+        >>> rows = pd.DataFrame({"arm": ["a"], "judged": [8], "unsupported": [4],
+        ...     "share_unsupported": [0.5], "ci_low": [0.157], "ci_high": [0.843],
+        ...     "judge_failures": [0]})
+        >>> groundedness_markdown(rows)[-1]
+        '| a | 8 | 4 | 0.500 (0.157–0.843) | 0 |'
+    """
+    if summary.empty:
+        return []
+    judge = f" (judge `{config_hash[:12]}`)" if config_hash else ""
+    lines = ["", "### Groundedness", "",
+             f"Answers not supported by the run's own passages, as a grade judge{judge} "
+             f"found them; {level:.0%} intervals, items clustered (docs/statistics.md).", "",
+             "| arm | answers judged | not supported | share (CI) | judge gave no verdict |",
+             "|---|---|---|---|---|"]
+    for r in summary.to_dict("records"):
+        share = {"value": r["share_unsupported"], "ci_low": r["ci_low"],
+                 "ci_high": r["ci_high"]}
+        lines.append(f"| {markdown_text(r['arm'])} | {int(r['judged']):,} | "
+                     f"{int(r['unsupported']):,} | {_with_ci(share)} | "
+                     f"{int(r['judge_failures']):,} |")
     return lines
 
 
@@ -153,6 +220,18 @@ def retrieval_html(parts: Mapping[str, pd.DataFrame] | None, level: float = 0.95
                           "by where the chain broke.</p>"
                           + table(["arm", "attributed", *kinds], rows, left=1,
                                   table_id="table-attribution"))
+    grounded = parts.get("groundedness") if parts is not None else None
+    if grounded is not None and len(grounded):
+        parts_html.append(
+            "<h3>Groundedness</h3><p>Answers not supported by the run's own passages, as a "
+            f"grade judge found them ({level:.0%} intervals, items clustered).</p>"
+            + table(["arm", "answers judged", "not supported", "share (CI)",
+                     "judge gave no verdict"],
+                    [[escape(r["arm"]), f"{int(r['judged']):,}", f"{int(r['unsupported']):,}",
+                      _with_ci({"value": r["share_unsupported"], "ci_low": r["ci_low"],
+                                "ci_high": r["ci_high"]}), f"{int(r['judge_failures']):,}"]
+                     for r in grounded.to_dict("records")],
+                    left=1, table_id="table-groundedness"))
     return "".join(parts_html)
 
 

@@ -77,6 +77,7 @@ class BenchmarkSession(SessionResults):
         self.flow_run_id = flow_run_id
         self.store = RunStore(plan.store, plan.name, plan.run_id)
         self.journal = self.store.journal
+        self.journal.reference = plan.reference  # contexts judged when journaled
         self.lock = lock if lock is not None else self.store.lock
         self._own_lock = False
         self._halted = False
@@ -369,6 +370,7 @@ class BenchmarkSession(SessionResults):
         """Score journaled runs a broken scorer left unscored (no arm is called)."""
         assert self._ctx is not None
         pending = self.unscored()
+        self.journal.fill_contexts(pending)  # the scorer sees the passages again
         for record in pending:
             item = self.plan.reference.get(record.item_id)
             await score_record(record, item, load_output(record), self.plan.scorer,

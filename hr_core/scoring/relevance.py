@@ -34,19 +34,23 @@ from typing import Any
 
 from hr_core.scoring.squad import NO_ANSWER
 
-__all__ = ["ATTRIBUTIONS", "RETRIEVAL_COLUMNS", "attribute", "contexts_line", "gold_ranks",
-           "judge_contexts", "normalise_passage"]
+__all__ = ["ATTRIBUTED", "ATTRIBUTIONS", "RETRIEVAL_COLUMNS", "attribute", "contexts_line",
+           "gold_ranks", "judge_contexts", "normalise_passage"]
 
-RETRIEVAL_COLUMNS = ("contexts", "gold_ranks", "gold_n", "attribution")
+RETRIEVAL_COLUMNS = ("contexts", "gold_ranks", "gold_n", "attribution", "contexts_cut")
 """The columns ``runs.parquet`` has when any run returned contexts: the compact text of
 the contexts (:func:`contexts_line`), the ranks of the gold passages found, how many the
-item names, and why a failed run failed (:func:`attribute`)."""
+item names, why a failed run failed (:func:`attribute`), and how many of its passages
+were dropped or cut to the record's bounds (missing: none; so a page's note on cut
+contexts reads one small column, not every run's contexts)."""
 
 ATTRIBUTIONS = ("retrieval miss", "reading error", "refusal despite evidence")
 """Where the chain broke for a failed run, in the order pages list them."""
 
 _READING = frozenset({"wrong", "parse_failure"})
 _REFUSING = frozenset({"not_in_document", "refusal"})
+ATTRIBUTED = _READING | _REFUSING
+"""The failure kinds :func:`attribute` may attribute (any other run is never attributed)."""
 
 _SPACE = re.compile(r"\s+")
 _SHOWN = 5  # contexts a line names
@@ -176,7 +180,7 @@ def attribute(failure_kind: str | None, ranks: str | None, n_gold: int | None,
         ('refusal despite evidence', None)
     """
     if (n_gold is None or ranks is None or label == NO_ANSWER
-            or failure_kind not in _READING | _REFUSING):
+            or failure_kind not in ATTRIBUTED):
         return None
     if not ranks:
         return "retrieval miss"

@@ -139,13 +139,14 @@ def clustered_mean_ci(
         >>> [round(x, 3) for x in clustered_mean_ci([1.0, 1.0, 1.0, 1.0])]
         [1.0, 0.398, 1.0]
     """
-    values = [float(v) for v in item_means if not math.isnan(float(v))]
-    n = len(values)
+    kept = np.asarray(item_means, dtype=np.float64).ravel()
+    kept = kept[~np.isnan(kept)]  # numpy per value, Python's own sums (the same figures)
+    n = len(kept)
     if n == 0:
         return Interval(_NAN, _NAN, _NAN)
-    mean = sum(values) / n
+    mean = sum(kept.tolist()) / n
     cap = float(n if trials is None else max(trials, n))
-    var = sum((v - mean) ** 2 for v in values) / (n - 1) / n if n > 1 else 0.0
+    var = sum(((kept - mean) ** 2).tolist()) / (n - 1) / n if n > 1 else 0.0
     return effective_size_interval(mean, var, n, cap, level)
 
 
@@ -170,7 +171,7 @@ def effective_size_interval(mean: float, variance: float, n: int, cap: float,
     return Interval(mean, low, high)
 
 
-def pooled_share_ci(successes: Sequence[float], totals: Sequence[int],
+def pooled_share_ci(successes: Sequence[float] | np.ndarray, totals: Sequence[int] | np.ndarray,
                     level: float = 0.95) -> Interval:
     """The pooled share ``sum(successes) / sum(totals)`` with an item-clustered interval
     centred on it (rows of one item are not independent).
@@ -186,23 +187,30 @@ def pooled_share_ci(successes: Sequence[float], totals: Sequence[int],
         >>> [round(x, 3) for x in pooled_share_ci([1, 1, 0], [1, 1, 1])]
         [0.667, 0.094, 0.992]
     """
-    pairs = [(float(a), int(m)) for a, m in zip(successes, totals, strict=True) if m > 0]
-    if not pairs:
+    a_all = np.asarray(successes, dtype=np.float64).ravel()
+    m_all = np.asarray(totals, dtype=np.int64).ravel()
+    if len(a_all) != len(m_all):
+        raise ValueError(f"successes and totals need equal lengths, got {len(a_all)} and "
+                         f"{len(m_all)}")
+    used = m_all > 0  # numpy per item, Python's own sums (the same figures)
+    a_k, m_k = a_all[used], m_all[used]
+    n = len(m_k)
+    if not n:
         return Interval(_NAN, _NAN, _NAN)
-    hits = math.fsum(a for a, _ in pairs)
-    rows = sum(m for _, m in pairs)
+    hits = math.fsum(a_k.tolist())
+    rows = int(m_k.sum())
     ratio = hits / rows
-    n = len(pairs)
-    if all(m == 1 for _, m in pairs) and hits.is_integer():
+    if bool((m_k == 1).all()) and hits.is_integer():
         return clopper_pearson(hits, n, level)
     mbar = rows / n
-    var = (math.fsum((a - ratio * m) ** 2 for a, m in pairs) / (n * (n - 1) * mbar * mbar)
+    var = (math.fsum(((a_k - ratio * m_k) ** 2).tolist()) / (n * (n - 1) * mbar * mbar)
            if n > 1 else 0.0)
     return effective_size_interval(ratio, var, n, float(rows), level)
 
 
 def accuracy_interval(
-    correct: Sequence[float], scored: Sequence[int], level: float = 0.95
+    correct: Sequence[float] | np.ndarray, scored: Sequence[int] | np.ndarray,
+    level: float = 0.95,
 ) -> Interval:
     """Accuracy over items (mean of each item's share of correct scored runs) with a CI.
 

@@ -281,6 +281,11 @@ class RunStore(RunFolder):
         if self.local or self.journal.path.exists() or not self.exists(JOURNAL):
             return False
         self.journal.path.parent.mkdir(parents=True, exist_ok=True)
+        aside = self.journal.contexts_path
+        if self.exists(aside.name):  # the passages first: the journal's lines name them
+            tmp = aside.with_suffix(".download")
+            self.fs.get_file(self.path(aside.name), str(tmp))
+            os.replace(tmp, aside)
         tmp = self.journal.path.with_suffix(".download")
         self.fs.get_file(self.path(JOURNAL), str(tmp))
         os.replace(tmp, self.journal.path)
@@ -386,8 +391,11 @@ class RunStore(RunFolder):
                 raise self.corrupt_error(filename, exc) from None
 
     def copy_journal(self) -> None:
-        """Copy a local journal next to the results of a remote store."""
+        """Copy a local journal (and its contexts file) next to the results of a remote store."""
         if self.local or not self.journal.path.exists():
             return
         self._ensure_dir()
+        aside = self.journal.contexts_path
+        if aside.exists():
+            self.fs.put_file(str(aside), self.path(aside.name))
         self.fs.put_file(str(self.journal.path), self.path(JOURNAL))

@@ -7,7 +7,7 @@ import contextlib
 import os
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -16,7 +16,14 @@ import orjson
 from hr_core.core.errors import StoreWriteError
 from hr_core.core.identity import fingerprint
 from hr_core.core.json_text import jsonl_lines
+from hr_core.data.reference import Reference
 from hr_core.results import USAGE_KINDS
+from hr_core.store.contexts_file import (
+    append_contexts,
+    fill_contexts,
+    judge_record,
+    read_contexts,
+)
 from hr_core.store.record import RunKey, RunRecord, decode, encode
 
 __all__ = ["FLUSH_INTERVAL_S", "Journal", "RunKey", "fallback_path", "journal_lines",
@@ -52,21 +59,28 @@ def fallback_path(path: str | os.PathLike[str]) -> Path:
     return Path(base) / f"fallback-{digest}.jsonl"
 
 
-def _append(path: Path, records: list[RunRecord] | bytes) -> None:
+def _append(path: Path, records: list[RunRecord] | bytes, aside: Path | None = None) -> None:
     """Append records (or whole journal lines) to ``path`` and fsync.
 
     Records go through the file's 64 KB buffer a line at a time: each line's bytes are
     freed as soon as they are copied, so a flush reuses the same few pages instead of
     holding every line and then their join (fresh memory for every flush, page faults
     that cost more than encoding the records, dear on a virtual machine).
+
+    ``aside`` (the journal's contexts file): the passages of the judged records
+    (``contexts_line`` set) are appended and fsync'ed there first, and their journal lines
+    leave them out, so a journal line never names passages its contexts file lacks.
     """
+    if aside is not None and not isinstance(records, bytes):
+        append_contexts(aside, records)
     with path.open("ab", buffering=1 << 16) as handle:
         if isinstance(records, bytes):
             handle.write(records)
         else:
             write = handle.write
+            keep_out = aside is not None
             for record in records:
-                write(encode(record))
+                write(encode(record, keep_out))
         handle.flush()
         os.fsync(handle.fileno())
 
@@ -129,6 +143,27 @@ class Journal:
         runs table of a small new run is built from them, not read back
         (:func:`hr_core.store.rows.write_runs`). The first record with contexts sets it
         to ``None``: a run's passages are not all kept in memory."""
+        self.reference: Reference | None = None
+        """The benchmark's reference, set by the session: each record with contexts is
+        then judged when written (:func:`judge_record`) and its passages go to
+        :attr:`contexts_path`, not the journal (the runs table reads only the journal).
+        Unset (worker journals, a journal read elsewhere): the passages stay in the line."""
+
+    @property
+    def contexts_path(self) -> Path:
+        """The journal's contexts file: ``journal.contexts.jsonl`` beside ``journal.jsonl``,
+        one line per judged run with contexts (``{"arm", "item_id", "run", "contexts"}``;
+        the latest line of a run wins)."""
+        return self.path.with_name(f"{self.path.stem}.contexts.jsonl")
+
+    def read_contexts(self, keys: set[RunKey] | None = None) -> dict[RunKey, list[dict[str, Any]]]:
+        """The passages :attr:`contexts_path` holds, by run (:func:`read_contexts`)."""
+        return read_contexts(self.contexts_path, keys)
+
+    def fill_contexts(self, records: Iterable[RunRecord]) -> int:
+        """Put back the passages of records read from the journal without them
+        (:func:`fill_contexts`); returns how many."""
+        return fill_contexts(self.contexts_path, records)
 
     def read(self) -> dict[RunKey, RunRecord]:
         """Every complete record (the worker journals' and then the fallback's after the
@@ -217,8 +252,9 @@ class Journal:
         return len(sides)
 
     def clear(self) -> None:
-        """Delete the journal, its worker journals and its fallback (a run started over)."""
-        for path in (self.path, *self.worker_files(), self.fallback):
+        """Delete the journal, its contexts file, its worker journals and its fallback (a run
+        started over)."""
+        for path in (self.path, self.contexts_path, *self.worker_files(), self.fallback):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
@@ -240,13 +276,14 @@ class Journal:
         journal."""
         if not self.path.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        else:
-            with self.path.open("rb+") as handle:
-                end, newline = _records_end(handle)
-                handle.truncate(end)
-                if newline:
-                    handle.seek(end)
-                    handle.write(b"\n")
+        for path in (self.path, self.contexts_path):
+            if path.exists():
+                with path.open("rb+") as handle:
+                    end, newline = _records_end(handle)
+                    handle.truncate(end)
+                    if newline:
+                        handle.seek(end)
+                        handle.write(b"\n")
         if self.fallback.exists():  # left by a run whose store could not be written
             with self.fallback.open("rb") as handle:
                 end, newline = _records_end(handle)
@@ -285,7 +322,13 @@ class Journal:
                 if not self._repaired:
                     self._repair()
                 if buffer:
-                    _append(self.path, buffer)
+                    aside = None
+                    if self.reference is not None:
+                        aside = self.contexts_path
+                        for record in buffer:
+                            if record.contexts is not None and record.contexts_line is None:
+                                judge_record(record, self.reference)
+                    _append(self.path, buffer, aside)
                     self.written += len(buffer)
                 return len(buffer)
             except OSError as exc:

@@ -169,10 +169,11 @@ def stored_runs(store: str, name: str, reference_hash: str, arms: Mapping[str, s
         with contextlib.suppress(OSError):
             run_store.fetch_journal()  # a remote store's copy
         journal: Journal = run_store.journal
-        for key, record in journal.read().items():
-            if key[0] in wanted:
-                records[key] = record
-                origin[key] = run_id
+        taken = [(key, record) for key, record in journal.read().items() if key[0] in wanted]
+        journal.fill_contexts(record for _, record in taken)  # re-scored: passages back
+        for key, record in taken:
+            records[key] = record
+            origin[key] = run_id
     counts: dict[str, int] = {}
     for run_id in origin.values():
         counts[run_id] = counts.get(run_id, 0) + 1

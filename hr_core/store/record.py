@@ -28,7 +28,16 @@ Size rules, all here:
   they are stored once, here.
 
 ``contexts`` and ``contexts_cut`` are optional fields of format 2 (a line without them
-is a run without contexts, as every line written before they existed).
+is a run without contexts, as every line written before they existed). A run folder's
+journal does not hold the passages themselves: when the record is written they are judged
+against the item's gold passages (:func:`~hr_core.scoring.relevance.judge_contexts`) into
+``gold_ranks`` and ``gold_n``, summed up in ``contexts_line``
+(:func:`~hr_core.scoring.relevance.contexts_line`), and the passages go to the journal's
+contexts file (:func:`encode_contexts`, ``Journal.contexts_path``): the runs table needs
+only those three short fields, not 10 KB of passages a run (issue 36's write-phase
+target). A line with ``contexts_line`` and no ``contexts`` is such a run; a line with
+``contexts`` (a worker's or fallback journal, or hr before the contexts file) is judged
+when the table is written.
 
 Lines written before the record had ``v`` still read: a line without ``v`` is format 2
 (every field optional but ``arm``, ``item_id``, ``run``), or format 1 when it has
@@ -50,8 +59,8 @@ from hr_core.results import USAGE_KINDS
 from hr_core.scoring.answers import has_label
 
 __all__ = ["CONTEXTS_MAX", "CONTEXT_TEXT_MAX", "OUTCOME_MAX", "RECORD_FIELDS", "RECORD_VERSION",
-           "RunKey", "RunRecord", "bound_contexts", "decode", "encode", "short_outcome",
-           "stopped_record"]
+           "RunKey", "RunRecord", "bound_contexts", "decode", "decode_contexts", "encode",
+           "encode_contexts", "short_outcome", "stopped_record"]
 
 RECORD_VERSION = 2
 """The journal format a record is written in (its ``v``; the manifest's ``journal_format``)."""
@@ -126,6 +135,9 @@ class RunRecord:
     cost_output_usd: float | None = None
     contexts: list[dict[str, Any]] | None = None
     contexts_cut: int | None = None
+    contexts_line: str | None = None
+    gold_ranks: str | None = None
+    gold_n: int | None = None
 
     def __init__(self, **fields: Any) -> None:
         """A record of these fields (``arm``, ``item_id`` and ``run`` at least); unknown
@@ -153,8 +165,9 @@ class RunRecord:
 _NAMES = tuple(f.name for f in dataclasses.fields(RunRecord))
 _KNOWN = frozenset(_NAMES)
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(RunRecord)}
+_CONTEXT_FIELDS = ("contexts", "contexts_cut", "contexts_line", "gold_ranks", "gold_n")
 _OWN = ("arm_output", "scored", "judge_tokens_in", "judge_tokens_out", "judge_cost_usd",
-        *USAGE_KINDS, "contexts", "contexts_cut")
+        *USAGE_KINDS, *_CONTEXT_FIELDS)
 _BASE = {k: v for k, v in _DEFAULTS.items() if k not in _OWN}
 """The fields every record holds itself (its line has them all, ``v`` first). The others
 are read from the class (their defaults) until set: a line leaves them out unless set."""
@@ -171,15 +184,17 @@ def _from_fields(fields: dict[str, Any]) -> RunRecord:
 
 
 RECORD_FIELDS = tuple(n for n in _NAMES
-                      if n not in ("v", "arm_output", "scored", "contexts", "contexts_cut"))
+                      if n not in ("v", "arm_output", "scored", *_CONTEXT_FIELDS))
 """The fields of one journaled run that are columns of ``Benchmark.runs`` (with
 ``judge_status`` and the judge's tokens and cost)."""
 
 _OPTIONS = orjson.OPT_APPEND_NEWLINE
 
 
-def encode(record: RunRecord) -> bytes:
-    """One record as its journal line (ending in a newline).
+def encode(record: RunRecord, aside: bool = False) -> bytes:
+    """One record as its journal line (ending in a newline); ``aside``: without the
+    passages of a judged record (``contexts_line`` set), which its journal's contexts file
+    holds (:func:`encode_contexts`).
 
     Example:
         >>> encode(RunRecord(arm="a", item_id="q1", run=1))[:40]
@@ -188,12 +203,45 @@ def encode(record: RunRecord) -> bytes:
         b'"truncated":false,"replayed":null}\\n'
     """
     outcome = record.outcome
+    data = record.__dict__
     if outcome is not None and len(outcome) > _SHORT and outcome == record.output:
-        data = {k: v for k, v in record.__dict__.items() if k != "outcome"}
-        line = orjson.dumps(data, option=_OPTIONS)
-    else:
-        line = orjson.dumps(record.__dict__, option=_OPTIONS)
-    return line
+        data = {k: v for k, v in data.items() if k != "outcome"}
+    if aside and data.get("contexts_line") is not None and data.get("contexts") is not None:
+        data = {k: v for k, v in data.items() if k != "contexts"}
+    return orjson.dumps(data, option=_OPTIONS)
+
+
+def encode_contexts(record: RunRecord) -> bytes:
+    """The contexts file line of a record's passages (:func:`decode_contexts` reads it).
+
+    Example:
+        >>> encode_contexts(RunRecord(arm="a", item_id="q1", run=1, contexts=[{"id": "p1"}]))
+        b'{"arm":"a","item_id":"q1","run":1,"contexts":[{"id":"p1"}]}\\n'
+    """
+    return orjson.dumps({"arm": record.arm, "item_id": record.item_id, "run": record.run,
+                         "contexts": record.contexts}, option=_OPTIONS)
+
+
+def decode_contexts(line: bytes) -> tuple[RunKey, list[dict[str, Any]]] | None:
+    """A contexts file line's run and passages; ``None`` for a line that is not one (torn
+    by a kill: the run's journal line was never written after it, see ``Journal``).
+
+    Example:
+        >>> decode_contexts(b'{"arm":"a","item_id":"q1","run":1,"contexts":[{"id":"p1"}]}')
+        (('a', 'q1', 1), [{'id': 'p1'}])
+        >>> decode_contexts(b'{"arm":"a","item_') is None
+        True
+    """
+    try:
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("contexts"), list):
+        return None
+    arm, item_id, run = data.get("arm"), data.get("item_id"), data.get("run")
+    if not (isinstance(arm, str) and isinstance(item_id, str) and type(run) is int):
+        return None
+    return (arm, item_id, run), data["contexts"]
 
 
 def decode(line: bytes, path: str | os.PathLike[str], number: int) -> RunRecord | None:

@@ -33,6 +33,7 @@ import numpy as np
 
 from hr_core.data.reference import Reference
 from hr_core.scoring.relevance import (
+    ATTRIBUTED,
     RETRIEVAL_COLUMNS,
     attribute,
     contexts_line,
@@ -146,11 +147,12 @@ def _latest_lines(journal: Journal, positions: RunPositions, latest: list[Any] |
     for number, at, line, record in _journal_lines(journal):
         place = positions.of(record.arm, record.item_id, record.run)
         if place >= 0:
-            if contexts is not None and not contexts and record.contexts is not None:
-                contexts.append(True)  # the records' passages are not all kept: read again
-                if latest is not None:
-                    latest[:] = [None] * len(latest)
-                    latest = None
+            if contexts is not None and not contexts and (
+                    record.contexts is not None or record.contexts_line is not None):
+                contexts.append(True)
+            if latest is not None and record.contexts is not None:
+                latest[:] = [None] * len(latest)  # passages in the lines: not all kept
+                latest = None
             if latest is not None:  # read in written order: the last one read wins
                 latest[place] = record
             where.append(place)
@@ -237,17 +239,18 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
     else:
         files, source, offset, size, superseded = _latest_lines(journal, positions, latest,
                                                                 seen)
-        if seen:  # records with passages were not kept (_latest_lines)
+        if seen and latest is not None and not any(latest):  # _latest_lines let them go
             latest = None
     kept = list(journal.kept)
     kinds = journal.has_kinds if kinds is None else kinds
-    retrieval = bool(seen) or any(r.contexts is not None for r in (
-        *kept, *(r for r in latest or () if r is not None)))
+    retrieval = bool(seen) or any(
+        r.contexts is not None or r.contexts_line is not None
+        for r in (*kept, *(r for r in latest or () if r is not None)))
     frame_schema = runs_schema(judge, kinds)
     schema = frame_schema.append(pa.field(ITEM_INDEX, pa.int32()))
     if retrieval:
-        for name, kind in zip(RETRIEVAL_COLUMNS,
-                              (pa.string(), pa.string(), pa.int64(), pa.string()), strict=True):
+        for name, kind in zip(RETRIEVAL_COLUMNS, (pa.string(), pa.string(), pa.int64(),
+                                                  pa.string(), pa.int64()), strict=True):
             schema = schema.append(pa.field(name, kind))
     handles = [os.open(path, os.O_RDONLY) for path in files]
     pending: list[pa.Table] = []
@@ -306,28 +309,25 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
 def _retrieval_columns(records: list[RunRecord], items: np.ndarray, reference: Reference
                        ) -> dict[str, list[Any]]:
     """The :data:`RETRIEVAL_COLUMNS` of a batch of records (``items``: their items'
-    positions in ``reference``)."""
-    lines: list[str | None] = []
-    ranks: list[str | None] = []
-    counts: list[int | None] = []
-    blamed: list[str | None] = []
+    positions in ``reference``): a judged record's own fields (``Journal.reference``), and
+    the contexts of a line that holds them judged here."""
+    lines = [r.contexts_line for r in records]
+    ranks = [r.gold_ranks for r in records]
+    counts = [r.gold_n for r in records]
+    blamed: list[str | None] = [None] * len(records)
     every = reference.items
     gold = reference.gold_contexts
-    for record, index in zip(records, items.tolist(), strict=True):
-        contexts = record.contexts
-        if contexts is None:
-            lines.append(None)
-            ranks.append(None)
-            counts.append(None)
-            blamed.append(None)
-            continue
-        item = every[index]
-        found, count = judge_contexts(contexts, gold.get(item.id, ()), item.label)
-        lines.append(contexts_line(contexts, record.contexts_cut))
-        ranks.append(found)
-        counts.append(count)
-        blamed.append(attribute(record.failure_kind, found, count, item.label))
-    return dict(zip(RETRIEVAL_COLUMNS, (lines, ranks, counts, blamed), strict=True))
+    for at, record in enumerate(records):
+        if record.contexts_line is None and record.contexts is not None:  # not judged yet
+            item = every[items[at]]
+            ranks[at], counts[at] = judge_contexts(record.contexts, gold.get(item.id, ()),
+                                                   item.label)
+            lines[at] = contexts_line(record.contexts, record.contexts_cut)
+        if record.failure_kind in ATTRIBUTED and counts[at] is not None:
+            blamed[at] = attribute(record.failure_kind, ranks[at], counts[at],
+                                   every[items[at]].label)
+    cuts = [r.contexts_cut for r in records]
+    return dict(zip(RETRIEVAL_COLUMNS, (lines, ranks, counts, blamed, cuts), strict=True))
 
 
 def compact_journal(journal: Journal) -> bool:
