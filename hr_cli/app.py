@@ -372,9 +372,8 @@ def judge_import(
 
 
 @judge_app.command("groundedness")
-def judge_groundedness(
-    run_dir: RunDir,
-    model: Annotated[str, typer.Option(help="The judge's model (as an LLM arm's).")],
+def judge_groundedness(run_dir: RunDir, model: Annotated[str, typer.Option(
+        help="The judge's model (as an LLM arm's).")],
     orders: Annotated[int, typer.Option(min=1, max=2, help="Presentation orders.")] = 2,
     store: Annotated[Path, typer.Option(help="Where judge records are.")] = Path("judges"),
 ) -> None:
