@@ -231,13 +231,16 @@ def rescore(
         help="The scorer: a built-in name (exact, exact_raw, f1, includes, pattern, numeric, "
              "choice, json_field), one with options as YAML ('{f1: {threshold: 0.8}}'), or "
              "an import path pkg.module:scorer (modules in the current folder import).")],
+    judge_store: Annotated[Path, typer.Option(
+        help="Where a judge scorer's validation records are (its standing is recorded).")
+    ] = Path("judges"),
 ) -> None:
     """Score a finished run's stored outputs with another scorer, calling no arm; the
     result is a new run beside the original (hr summary / hr report work on it)."""
     command_module("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import rescore_run_dir
 
-    rescore_run_dir(console, run_dir, scorer)
+    rescore_run_dir(console, run_dir, scorer, judge_store)
 
 
 @app.command()
