@@ -391,13 +391,16 @@ def label_sample(
                                    "each are to be labelled).")] = 200,
     seed: Annotated[int | None, typer.Option(
         min=0, help="The sampling seed (default: a random one, recorded).")] = None,
+    grow: Annotated[bool, typer.Option(
+        "--grow", help="Grow the run's sample to --n items: the new ones drawn uniformly "
+                       "from the rest of its frame, with a sheet of their own.")] = False,
 ) -> None:
     """Draw a uniformly random, seeded sample of a finished run's items and write a
     labelling sheet (CSV and JSONL); the seed and sampling frame are recorded in the run."""
     command_module("hr_cli.label_commands")  # hr_core, pandas: collector paused
     from hr_cli.label_commands import sample_labels
 
-    sample_labels(console, run_dir, n, seed)
+    sample_labels(console, run_dir, n, seed, grow=grow)
 
 
 @label_app.command("import")
