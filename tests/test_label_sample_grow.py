@@ -103,7 +103,9 @@ def test_a_sample_grows_with_new_items_from_the_rest_of_its_frame_recorded_for_a
     with (folder / new_sheet[1]).open(newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == 6 * 2 * 2 and {r["item"] for r in rows} == set(added)
-    assert (folder / new_sheet[2]).read_text().startswith("<!DOCTYPE html>")
+    page = (folder / new_sheet[2]).read_text()
+    assert page.startswith("<!DOCTYPE html>")
+    assert f'"file": "labels-{folder.name}-3-grow1.jsonl"' in page  # its own download
     assert len((folder / new_sheet[0]).read_text().splitlines()) == 24
     # the labels already imported stay random; the new ones are random too
     _label(folder, new_sheet[1], tmp_path / "more.csv")

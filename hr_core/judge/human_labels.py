@@ -229,7 +229,8 @@ def _write_sheets(bench: Benchmark, store: RunStore, sample: LabelSample, items:
         store.write_text(html, render_sheet(
             blind_order(shown, order_seed), name=bench.manifest.name or "benchmark",
             run_id=bench.run_id,
-            seed=sample.seed, verdict_of="judge" if bench.manifest.judge else "scorer"))
+            seed=sample.seed, verdict_of="judge" if bench.manifest.judge else "scorer",
+            part="" if tuple(names) == SHEET_FILES else f"-grow{len(sample.grown)}"))
     rows = [{c: r[c] for c in SHEET_COLUMNS} for r in shown]  # the judge's verdict: not here
     if jsonl in missing:
         store.write_text(jsonl, "".join(json.dumps(r, ensure_ascii=False) + "\n"

@@ -211,7 +211,7 @@ def _data(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def render_sheet(rows: Sequence[Mapping[str, Any]], *, name: str, run_id: str | None,
-                 seed: int, verdict_of: str = "judge") -> str:
+                 seed: int, verdict_of: str = "judge", part: str = "") -> str:
     """The labelling sheet of a run's sample as one self-contained HTML document.
 
     Args:
@@ -224,6 +224,7 @@ def render_sheet(rows: Sequence[Mapping[str, Any]], *, name: str, run_id: str | 
         run_id: the run's id (names the download and the answers kept in the browser).
         seed: the sample's seed (the same).
         verdict_of: whose verdict ``verdict`` is (``judge`` or ``scorer``).
+        part: added to the download's name (``-grow1``: the sheet of a sample's growth).
 
     Example:
         >>> page = render_sheet([{"arm": "a", "item": "q1", "run": 1, "question": "2+2?",
@@ -233,7 +234,7 @@ def render_sheet(rows: Sequence[Mapping[str, Any]], *, name: str, run_id: str | 
         True
     """
     data = {**_data(rows), "key": f"{run_id}:{seed}",
-            "file": f"labels-{run_id or 'run'}-{seed}.jsonl"[:120]}
+            "file": f"labels-{run_id or 'run'}-{seed}{part}"[:114] + ".jsonl"}
     title = f"hr labelling sheet: {name}"
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
