@@ -87,7 +87,7 @@ def judge_standing(record: Mapping[str, Any] | Any,
     low = ci.get("low") if isinstance(ci, Mapping) else (
         ci[0] if isinstance(ci, list | tuple) and ci else None)
     problems += threshold_problems(data.get("n"), low, thresholds or ValidityThresholds())
-    return "not valid: " + "; ".join(problems) if problems else "valid"
+    return standing_text("insufficient" if problems else "valid", problems)
 
 
 def standing_text(status: str | None, reasons: Sequence[Any] = (),
