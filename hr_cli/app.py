@@ -94,7 +94,6 @@ def demo(
     """Run the bundled document-QA demo offline, end to end, and write its report."""
     command_module("hr_cli.demo")  # hr_core, pandas: collector paused
     from hr_cli.demo import run_demo
-
     run_demo(console, store=store, judges=judges)
 
 
@@ -176,7 +175,6 @@ def run(
 ) -> None:
     command_module("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import run_spec
-
     run_spec(console, spec, runs=runs, store=store, fresh=fresh, budget_calls=budget_calls,
              budget_cost=budget_cost, concurrency=concurrency, max_error_rate=max_error_rate,
              wait=wait, shared_cache=shared_cache, stop_when_clear=stop_when_clear)
@@ -209,7 +207,6 @@ def plan(
     pilot sample of labels or the judge's validation record."""
     command_module("hr_cli.plan")  # hr_core, pandas: collector paused
     from hr_cli.plan import plan_labels_run, plan_run
-
     if label_width is not None:
         plan_labels_run(console, run_dir, width=label_width, level=level,
                         judge_record=judge_record)
@@ -222,7 +219,6 @@ def summary(run_dir: RunDir) -> None:
     """Print the summary table of a finished run."""
     command_module("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import show_summary
-
     show_summary(console, run_dir)
 
 
@@ -233,13 +229,15 @@ def rescore(
         help="The scorer: a built-in name (exact, exact_raw, f1, includes, pattern, numeric, "
              "choice, json_field), one with options as YAML ('{f1: {threshold: 0.8}}'), or "
              "an import path pkg.module:scorer (modules in the current folder import).")],
+    judge_store: Annotated[Path, typer.Option(
+        help="Where a judge scorer's validation records are (its standing is recorded).")
+    ] = Path("judges"),
 ) -> None:
     """Score a finished run's stored outputs with another scorer, calling no arm; the
     result is a new run beside the original (hr summary / hr report work on it)."""
     command_module("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import rescore_run_dir
-
-    rescore_run_dir(console, run_dir, scorer)
+    rescore_run_dir(console, run_dir, scorer, judge_store)
 
 
 @app.command()
@@ -252,7 +250,6 @@ def report(
     """Write the self-contained HTML report of a finished run."""
     command_module("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import make_report
-
     make_report(console, run_dir, output)
 
 
@@ -269,7 +266,6 @@ def compare(
     """Compare arms of a finished run with a judge (--arms A B)."""
     command_module("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import compare_arms
-
     compare_arms(console, run_dir, judge, [*arms, *ctx.args])
 
 
@@ -290,7 +286,6 @@ def show(
     or with --diff A B the items where two arms disagree."""
     command_module("hr_cli.show")  # hr_core, pandas: collector paused
     from hr_cli.show import show_run
-
     show_run(console, run_dir, arm=arm, kind=kind, item=item, diff=diff, limit=limit)
 
 
@@ -324,7 +319,6 @@ def diff(
 ) -> int:
     command_module("hr_cli.diff")  # hr_core, pandas: collector paused
     from hr_cli.diff import run_diff
-
     return run_diff(console, run_a, run_b, arm or [], output, None if every else limit)
 
 
@@ -339,7 +333,6 @@ def judge_validate(
     """Judge items people labelled and save the agreement record (JUDGE.yaml LABELS)."""
     command_module("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import validate_judge
-
     validate_judge(console, judge, labels, store=store, attach=attach)
 
 
@@ -363,7 +356,6 @@ def judge_import(
     describes: validated, compared and reported as if hr's judge had made them."""
     command_module("hr_cli.stored")  # hr_core, pandas: collector paused
     from hr_cli.stored import import_judge_verdicts
-
     extra = [*ctx.args]
     if extra and not arms:
         raise typer.BadParameter(f"unexpected argument(s): {' '.join(extra)}")
@@ -391,7 +383,6 @@ def judge_check(
     """Say whether a judge is validated, or which fields changed since its last record."""
     command_module("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import check_judge
-
     check_judge(console, judge, store=store)
 
 
@@ -402,13 +393,15 @@ def label_sample(
                                    "each are to be labelled).")] = 200,
     seed: Annotated[int | None, typer.Option(
         min=0, help="The sampling seed (default: a random one, recorded).")] = None,
+    grow: Annotated[bool, typer.Option(
+        "--grow", help="Grow the run's sample to --n items: the new ones drawn uniformly "
+                       "from the rest of its frame, with a sheet of their own.")] = False,
 ) -> None:
     """Draw a uniformly random, seeded sample of a finished run's items and write a
     labelling sheet (CSV and JSONL); the seed and sampling frame are recorded in the run."""
     command_module("hr_cli.label_commands")  # hr_core, pandas: collector paused
     from hr_cli.label_commands import sample_labels
-
-    sample_labels(console, run_dir, n, seed)
+    sample_labels(console, run_dir, n, seed, grow=grow)
 
 
 @label_app.command("import")
@@ -417,7 +410,6 @@ def label_import(run_dir: RunDir, labels: ExistingFile) -> None:
     or 1/0) into the run and print the accuracies they correct."""
     command_module("hr_cli.label_commands")  # hr_core, pandas: collector paused
     from hr_cli.label_commands import import_run_labels
-
     import_run_labels(console, run_dir, labels)
 
 
@@ -430,7 +422,6 @@ def server_start(
 ) -> None:
     """Start the hr server (a Prefect server on 127.0.0.1) in the background."""
     from hr_cli.server_commands import start
-
     start(console, port=port, timeout=timeout)
 
 
@@ -438,7 +429,6 @@ def server_start(
 def server_stop() -> None:
     """Stop the hr server and every process it started."""
     from hr_cli.server_commands import stop
-
     stop(console)
 
 
@@ -446,5 +436,4 @@ def server_stop() -> None:
 def server_status() -> None:
     """Print whether the hr server runs, and its dashboard URL (exit 1 when it does not)."""
     from hr_cli.server_commands import status
-
     status(console)

@@ -250,6 +250,7 @@ def print_results(console: Console, bench: Any) -> str | Path:
                                         title=f"Summary: {bench.manifest.name}"),
                  SUMMARY_DROP)
     print_verdict(console, bench)
+    print_judge_standing(console, bench)
     print_item_tables(console, bench)
     print_health(console, bench)
     run_dir = bench.run_dir
@@ -338,6 +339,19 @@ def print_item_tables(console: Console, bench: Any) -> None:
         console.print(retrieval_table(retrieval))
 
 
+def print_judge_standing(console: Console, bench: Any) -> None:
+    """Under the accuracies a judge scorer gave: the judge (or jury) and its standing,
+    ``valid`` or ``not valid: <why>`` as ``hr judge check`` says it."""
+    judge = bench.manifest.judge
+    if judge is None or not judge.hash:
+        return
+    from hr_core.judge import scorer_judge_line, scorer_judge_standing
+
+    valid = scorer_judge_standing(judge.to_dict()) == "valid"
+    console.print(f"[{'green' if valid else 'bold red'}]{lit(scorer_judge_line(judge.to_dict()))}"
+                  "[/] (the accuracies above are its verdicts)")
+
+
 def show_summary(console: Console, run_dir: str | Path) -> None:
     """``hr summary RUN_DIR``."""
     bench = load_benchmark(run_dir)
@@ -347,14 +361,7 @@ def show_summary(console: Console, run_dir: str | Path) -> None:
                   f"{lit(str(bench.reference_hash)[:12])}, scorer {lit(bench.scorer)}")
     print_fitted(console, summary_table(bench.summary()), SUMMARY_DROP)
     print_verdict(console, bench)
-    judge = manifest.judge
-    if judge is not None and judge.hash:
-        from hr_core.judge import scorer_judge_standing
-
-        standing = scorer_judge_standing(judge.to_dict())
-        console.print(f"Judge {lit(judge.hash[:12])}: "
-                      f"[{'green' if standing == 'valid' else 'bold red'}]{lit(standing)}[/]"
-                      " (the accuracies above are the judge's verdicts)")
+    print_judge_standing(console, bench)
     from hr_cli.label_commands import print_corrected
 
     print_corrected(console, corrected_accuracy(bench))
@@ -382,12 +389,13 @@ def parse_scorer_option(text: str) -> Any:
     return value
 
 
-def rescore_run_dir(console: Console, run_dir: str | Path, scorer: str) -> str | Path:
+def rescore_run_dir(console: Console, run_dir: str | Path, scorer: str,
+                    judge_store: str | Path = "judges") -> str | Path:
     """``hr rescore RUN_DIR --scorer NAME_OR_PATH``: re-score, print the summary and paths."""
 
     load_benchmark(run_dir)  # a clear one-line error when it is no finished run
     with spec_import_path(os.getcwd()):
-        bench = rescore_run(os.fspath(run_dir), parse_scorer_option(scorer))
+        bench = rescore_run(os.fspath(run_dir), parse_scorer_option(scorer), judge_store)
     manifest = bench.manifest
     console.print(f"Re-scored run {lit(manifest.rescored_from)} with scorer "
                   f"{lit(bench.scorer)}: no arm called, new run {lit(manifest.run_id)}.")

@@ -24,7 +24,7 @@ from hr_cli.tables import (
 )
 from hr_core.analysis.benchmark import Benchmark
 from hr_core.core.errors import SpecError
-from hr_core.judge import validation_status
+from hr_core.judge import standing_text, validation_status
 from hr_core.judge.groundedness import (
     groundedness_config,
     groundedness_summary,
@@ -147,6 +147,7 @@ def check_judge(console: Console, judge: Path, *, store: Path) -> bool:
     limits = judge_thresholds(judge)
     status = validation_status(config, store, limits)
     record = status.record
+    standing = lit(standing_text(status.status, status.reasons, status.differences))
     if status.status in ("valid", "insufficient") and record is not None:
         agreement = "–" if record.agreement is None else f"{record.agreement:.1%}"
         low = "–" if record.agreement_ci is None else f"{record.agreement_ci[0]:.1%}"
@@ -155,20 +156,18 @@ def check_judge(console: Console, judge: Path, *, store: Path) -> bool:
                  f"{agreement} (lower bound {low}), kappa {kappa} (recorded "
                  f"{record.created_at:%Y-%m-%d %H:%M} UTC)")
         if status.status == "valid":
-            console.print(f"[green]valid[/]: {facts}; thresholds min_items "
+            console.print(f"[green]{standing}[/]: {facts}; thresholds min_items "
                           f"{limits.min_items}, min_agreement {limits.min_agreement:.1%}")
             return True
-        console.print(f"[red]not valid[/]: {facts}; {lit('; '.join(status.reasons))}; "
-                      f"validate on more labelled items or set min_items / min_agreement "
-                      f"in {lit(judge)}")
+        console.print(f"[red]{standing}[/]; {facts}; validate on more labelled items or set "
+                      f"min_items / min_agreement in {lit(judge)}")
         raise SystemExit(1)
     if status.status == "missing" or record is None:
-        console.print(f"[red]not validated[/]: no record in {lit(store)}/ for judge "
-                      f"{config.hash[:12]}; run `hr judge validate {lit(judge)} LABELS`")
+        console.print(f"[red]{standing}[/] in {lit(store)}/ for judge {config.hash[:12]}; "
+                      f"run `hr judge validate {lit(judge)} LABELS`")
         raise SystemExit(1)
-    console.print(f"[red]not validated[/]: changed config: judge {config.hash[:12]} differs "
-                  f"from the last validated {lit(record.config.get('mode'))} judge "
-                  f"{lit(record.hash[:12])} in: {lit(', '.join(status.differences))}; run "
+    console.print(f"[red]{standing}[/]: judge {config.hash[:12]} against the last validated "
+                  f"{lit(record.config.get('mode'))} judge {lit(record.hash[:12])}; run "
                   f"`hr judge validate {lit(judge)} LABELS`")
     raise SystemExit(1)
 

@@ -15,33 +15,42 @@ from hr_core.judge.corrected import corrected_accuracy, corrected_lines
 from hr_core.judge.human_labels import (
     LABELS_FILE,
     SAMPLE_FILE,
-    SHEET_FILES,
-    SHEET_HTML,
     import_labels,
     read_sample,
     sample_run,
+    sheet_names,
 )
 from hr_core.store.folder import RunFolder
 
 __all__ = ["import_run_labels", "print_corrected", "sample_labels"]
 
 
-def sample_labels(console: Console, run_dir: str | Path, n: int, seed: int | None) -> Any:
-    """``hr label sample RUN_DIR --n N [--seed S]``: draw (or find again) the sample,
-    write the sheet, print where both are."""
+def sample_labels(console: Console, run_dir: str | Path, n: int, seed: int | None, *,
+                  grow: bool = False) -> Any:
+    """``hr label sample RUN_DIR --n N [--seed S] [--grow]``: draw (or find again, or grow)
+    the sample, write the sheet, print where both are."""
     from hr_cli.run_dirs import load_benchmark
 
     bench = load_benchmark(run_dir)
-    sample, drawn = sample_run(bench, n, seed)
+    sample, drawn = sample_run(bench, n, seed, grow=grow)
     folder = RunFolder(run_dir)
-    said = "Drew" if drawn else "The run's sample, drawn before:"
-    console.print(f"{said} {len(sample.items)} of {len(sample.frame)} items uniformly at "
-                  f"random (seed {sample.seed}); the seed and the sampling frame are in "
-                  f"{lit(folder.shown(SAMPLE_FILE))}.")
-    console.print(f"[bold]Labelling sheet:[/] {lit(folder.shown(SHEET_HTML))}: open it in a "
+    names = sheet_names(len(sample.grown))
+    if drawn and sample.grown:
+        growth = sample.grown[-1]
+        console.print(f"Grew the sample from {growth.n_before} to {len(sample.items)} of "
+                      f"{len(sample.frame)} items: {len(growth.added)} new ones drawn uniformly "
+                      f"from the rest of its frame (entropy {growth.entropy}); recorded in "
+                      f"{lit(folder.shown(SAMPLE_FILE))}. Label the new items' sheet; the "
+                      "labels already imported stay.")
+    else:
+        said = "Drew" if drawn else "The run's sample, drawn before:"
+        console.print(f"{said} {len(sample.items)} of {len(sample.frame)} items uniformly at "
+                      f"random (seed {sample.seed}); the seed and the sampling frame are in "
+                      f"{lit(folder.shown(SAMPLE_FILE))}.")
+    console.print(f"[bold]Labelling sheet:[/] {lit(folder.shown(names[2]))}: open it in a "
                   "browser (it loads nothing), answer each output with y (correct) or n "
                   "(incorrect), then Download labels (JSONL). Or write correct or incorrect "
-                  f"in the label column of {lit(SHEET_FILES[1])} (or {lit(SHEET_FILES[0])}): "
+                  f"in the label column of {lit(names[1])} (or {lit(names[0])}): "
                   "every arm's output on each sampled item. Then run "
                   f"`hr label import {lit(run_dir)} FILE`.")
     return sample

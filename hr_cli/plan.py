@@ -151,9 +151,12 @@ def plan_labels_run(console: Console, run_dir: str | Path, *, width: float, leve
                            f"runs on each; {alone if alone is not None else 'more than judged'}"
                            f" without PPI): hr label sample {run_dir} --n {need}"))
     elif need is not None:
+        more = (f": grow it with hr label sample {run_dir} --n {need} --grow (the new items "
+                "drawn uniformly from the rest of its frame)"
+                if need > (found.sampled or 0) else "")
         console.print(Text(f"Label {need:,} items with PPI++ "
                            f"({alone if alone is not None else 'more than judged'} without); "
-                           f"the run's sample has {found.sampled}."))
+                           f"the run's sample has {found.sampled}{more}."))
     console.print(Text(
         "With PPI++: the fewest labelled items whose interval, as hr shows it, is at most "
         "the width, from se^2 = lam^2 var(f) / (N - n) + var(y - lam f) / n at PPI++'s tuned "

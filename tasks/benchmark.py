@@ -25,6 +25,7 @@ from prefect.context import FlowRunContext, TaskRunContext
 
 from hr_core.analysis.benchmark import Benchmark
 from hr_core.core.safe import markdown_text
+from hr_core.judge.standing import scorer_judge_line
 from hr_core.report.markdown import report_markdown, summary_records
 from hr_core.run.progress import ProgressRow
 from hr_core.run.session import BenchmarkSession
@@ -100,6 +101,10 @@ async def publish_benchmark(bench: Benchmark, summary: pd.DataFrame | None = Non
     name = str(bench.manifest.name or "benchmark")
     summary = bench.summary() if summary is None else summary
     report = report_markdown(bench, summary) if report is None else report
+    judge = bench.manifest.judge
+    standing = ("" if judge is None or not judge.hash else
+                f"; {markdown_text(scorer_judge_line(judge.to_dict()))} (the accuracies are "
+                "its verdicts)")
     client = run_client()
     await asyncio.gather(
         TableArtifact(
@@ -107,7 +112,7 @@ async def publish_benchmark(bench: Benchmark, summary: pd.DataFrame | None = Non
             description=f"Per-arm summary of benchmark {markdown_text(name)} "
                         f"({markdown_text(bench.run_id)}): {len(summary.columns)} columns, "
                         "numbers rounded as in the report; scroll the table sideways for "
-                        "failure kinds, latency, tokens and cost",
+                        f"failure kinds, latency, tokens and cost{standing}",
         ).acreate(client),
         MarkdownArtifact(
             key=artifact_key(name, "report"), markdown=report,

@@ -32,6 +32,11 @@ REGRESSION_EVENT = "hr.regression.detected"
 """The event emitted once per regressed arm; point a Prefect automation at it."""
 
 
+_CORRECTED = {"corrected_previous", "corrected_now", "corrected_diff", "corrected_ci_low",
+              "corrected_ci_high", "corrected_decision"}
+"""The regression table's columns of accuracies corrected by human labels (``hr diff``'s)."""
+
+
 def spec_resource_id(name: str) -> str:
     """The event resource id of a benchmark spec: ``hr.spec.<name>``.
 
@@ -61,7 +66,9 @@ def check_regression(run_dir: str, *, threshold: float = 0.05,
     ``hr diff`` of the pair, computed once (its HTML page written beside the run:
     :func:`tasks.diff.diff_two_runs`), and the regression policy over its decisions
     (:func:`hr_core.analysis.regression.regression_check`). The report holds the diff
-    (``report.diff``) and its page's path (``report.diff_page``).
+    (``report.diff``) and its page's path (``report.diff_page``). When either run has random
+    human labels, each arm also carries ``hr diff``'s accuracies corrected by them
+    (``corrected_*``, PPI++), shown beside its status; the status stays the judge's.
 
     Returns ``None`` when the store holds no earlier completed run of the name: its first.
     """
@@ -124,9 +131,11 @@ async def publish_regression(report: RegressionReport | None, *, name: str,
     markdown = f"{heading}\n{said}{rest}" + ("\n" + diff if diff else "")
     await acreate_markdown_artifact(key=key, markdown=markdown,
                                     description=f"hr regression check of {markdown_text(name)}")
+    corrected = any(a.corrected_decision for a in report.arms)  # else no corrected_* columns
     await acreate_table_artifact(key=f"{key}-arms",
-                                 table=table_records(a.model_dump(mode="json")
-                                                     for a in report.arms),
+                                 table=table_records(a.model_dump(
+                                     mode="json", exclude=None if corrected else _CORRECTED)
+                                     for a in report.arms),
                                  description=f"hr regression check of {markdown_text(name)}, "
                                              "per arm (numbers rounded as in the report)")
     resource = {"prefect.resource.id": spec_resource_id(name),

@@ -5,7 +5,9 @@ and the paired difference now - then corrected, on the terminal, markdown and HT
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -175,3 +177,75 @@ def test_hr_diff_shows_the_corrected_figures_on_every_page(
     markdown = diff_runs_corrected(a, b).to_markdown()
     assert "### Accuracy corrected by human labels (PPI++)" in markdown
     assert "| x | " in markdown and "labels alone" in markdown
+
+
+def test_the_regression_check_shows_hr_diff_s_corrected_figures_beside_the_judge_s_status(
+        runs: tuple[Path, Path], tmp_path: Path) -> None:
+    """Before: the scheduled regression check's report and its per-arm table artifact held
+    the judge's figures only, although hr diff of the same pair showed the corrected ones."""
+    from hr_core.analysis.diff import diff_runs
+    from hr_core.analysis.regression import regression_check
+    from tasks.regression import check_regression
+
+    a, b = _copies(runs, tmp_path)
+    plain = check_regression.fn(str(b))  # no labels yet: no corrected block
+    assert plain is not None and plain.previous_run_id == a.name
+    assert "human labels" not in plain.to_markdown() and not plain.arms[0].corrected_decision
+    _label(a, "then", 16, seed=5)
+    _label(b, "now", 16, seed=5)
+    report = check_regression.fn(str(b))
+    assert report is not None
+    [arm] = report.arms
+    [row] = diff_runs_corrected(a, b).corrected  # hr diff's corrected figures
+    assert row.diff is not None and row.then is not None and row.now is not None
+    assert (arm.corrected_previous, arm.corrected_now, arm.corrected_diff,
+            arm.corrected_ci_low, arm.corrected_ci_high) == pytest.approx(
+        (row.then.estimate, row.now.estimate, row.diff, row.ci_low, row.ci_high))
+    assert arm.corrected_decision == row.verdict
+    # the decision stays the judge's: the status of the uncorrected diff, its figures too
+    judged = regression_check(diff_runs(a, b)).arms[0]
+    assert (arm.status, arm.diff, arm.decision) == (judged.status, judged.diff, judged.decision)
+    assert abs(arm.corrected_diff - arm.diff) > 0.02  # the judge's difference is biased
+    markdown = report.to_markdown()
+    block = markdown[markdown.index("## Accuracy corrected by human labels (PPI++)"):]
+    assert "The status above stays the judge's decision" in block
+    assert (f"| x | {row.then.estimate:.3f} | {row.now.estimate:.3f} | {row.diff:.3f} | "
+            f"[{row.ci_low:.3f}, {row.ci_high:.3f}] | {row.verdict} |") in block
+
+
+def test_the_regression_artifacts_carry_the_corrected_figures(
+        prefect_harness: None, runs: tuple[Path, Path], tmp_path: Path) -> None:
+    """The dashboard's regression artifacts (markdown and per-arm table) with labels."""
+    import asyncio
+
+    from prefect import flow
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    from tasks.regression import check_regression, publish_regression
+
+    a, b = _copies(runs, tmp_path)
+    _label(a, "then", 16, seed=5)
+    _label(b, "now", 16, seed=5)
+    report = check_regression.fn(str(b))
+    assert report is not None
+
+    @flow
+    async def publish() -> list[str]:  # as the scheduled flow publishes it
+        return await publish_regression(report, name="corrected-regression")
+
+    asyncio.run(publish())
+
+    async def read(key: str) -> Any:
+        async with get_client() as client:
+            found = await client.read_artifacts(
+                artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
+        return max(found, key=lambda x: x.created)
+
+    markdown = asyncio.run(read("hr-regression-corrected-regression")).data
+    assert "## Accuracy corrected by human labels (PPI++)" in markdown
+    table = asyncio.run(read("hr-regression-corrected-regression-arms")).data
+    [row] = json.loads(table) if isinstance(table, str) else table
+    [arm] = report.arms
+    assert row["corrected_decision"] == arm.corrected_decision
+    assert row["corrected_diff"] == pytest.approx(arm.corrected_diff, abs=5e-4)

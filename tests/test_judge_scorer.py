@@ -166,7 +166,7 @@ def test_hr_summary_states_the_judge_scorer_s_standing_beside_its_figures(
     bench = BenchmarkSession(plan).run_sync()
     code, out, err = hr(capsys, "summary", bench.run_dir)
     assert code == 0, err
-    assert f"Judge {CFG.hash[:12]}: not validated (no record)" in " ".join(out.split())
+    assert f"Judge {CFG.hash[:12]}: not validated: no validation record" in " ".join(out.split())
 
 
 def test_a_judge_verdict_carries_its_usage_and_the_run_records_that_usage(tmp_path) -> None:

@@ -35,6 +35,13 @@ def documented_commands() -> list[str]:
             if line.strip() and not line.lstrip().startswith("#")]
 
 
+def _section_text() -> str:
+    text = DOC.read_text(encoding="utf-8")
+    start = text.index(SECTION)
+    end = text.find("\n## ", start + len(SECTION))
+    return text[start:end if end > 0 else len(text)]
+
+
 def _fold(text: str) -> str:
     return " ".join(str(text).casefold().split())
 
@@ -109,3 +116,14 @@ def test_the_documented_workflow_runs_to_a_corrected_accuracy(
     assert line is not None and float(line.group(1)) > float(line.group(2))
     report = (judged / "report.html").read_text(encoding="utf-8")
     assert title in report
+    # the judge's standing beside its figures, as the section shows it (before: "not
+    # checked (None)" in hr summary, "validation: unknown" in the report)
+    standing = ("Judge c57e0340bab5: not valid: too few items: 48 < min_items 50; agreement "
+                "too low: lower bound 69.8% < min_agreement 70.0% (the accuracies above are "
+                "its verdicts)")
+    assert " ".join(standing.split()) in " ".join(_section_text().split())
+    assert standing in outputs["rescore results/docqa-demo/" + ids["RUN_ID"]]
+    assert standing in outputs["summary " + str(Path("results") / "docqa-demo" /
+                                                ids["JUDGED_ID"])]
+    assert ("Judge c57e0340bab5: not valid: too few items: 48 &lt; min_items 50" in report
+            and "validation: unknown" not in report)

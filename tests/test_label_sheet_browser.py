@@ -71,8 +71,10 @@ def test_label_five_outputs_in_chromium_download_and_import(
     browser = DevTools(tmp_path)
     try:
         browser.open((run_dir / SHEET_HTML).as_uri(), tmp_path / "downloads")
-        page = browser.evaluate(
-            "JSON.parse(document.getElementById('hr-sheet-data').textContent).rows")
+        data = browser.evaluate(
+            "JSON.parse(document.getElementById('hr-sheet-data').textContent)")
+        # each output with its item's question, context and reference (kept once an item)
+        page = [{**data["items"][r["at"]], **r} for r in data["rows"]]
         # the sheet's outputs, each item's in a seeded random order (the arm is blind)
         key = [(r["arm"], r["item"], r["run"]) for r in sheet]
         assert sorted((r["arm"], r["item"], r["run"]) for r in page) == sorted(key)

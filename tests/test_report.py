@@ -94,7 +94,7 @@ def test_judge_hash_and_validation_status_appear_when_the_scorer_is_a_judge() ->
     manifest = {**inputs.manifest, "judge": {"hash": "feedbeef" * 8, "validation": "valid"}}
     page = render_report(type(inputs)(manifest, inputs.runs, inputs.summary))
     assert "feedbeef" * 8 in page
-    assert "validation: valid" in page
+    assert 'Judge feedbeeffeed: valid</span>' in page  # hr judge check's words
 
 
 def test_validation_shows_agreement_kappa_consistency_and_confusion(page: str) -> None:
@@ -213,7 +213,7 @@ def test_a_judge_scorer_s_record_comes_from_the_store_the_run_named(tmp_path: Pa
     inputs = load_report_inputs(run_dir)
     assert [v["hash"] for v in inputs.validations] == [VALIDATION["hash"]]
     page = render_report(inputs)
-    assert "validation: stale (differs in: rubric)" in page
+    assert "not validated: changed config: differs in rubric" in page
     assert 'id="fig-confusion-1"' in page
 
 
@@ -226,8 +226,8 @@ def test_a_judge_below_the_thresholds_shows_why_in_the_report(tmp_path: Path) ->
                              "agreement too low: lower bound 66.3% < min_agreement 70.0%"]}
     (run_dir / "manifest.json").write_text(json.dumps(manifest))
     page = render_report(load_report_inputs(run_dir))
-    assert ("validation: insufficient (too few items: 48 &lt; min_items 50; agreement too low: "
-            "lower bound 66.3% &lt; min_agreement 70.0%)") in page
+    assert ("not valid: too few items: 48 &lt; min_items 50; agreement too low: "
+            "lower bound 66.3% &lt; min_agreement 70.0%</span>") in page
 
 
 def test_judge_failure_counts_appear_in_the_summary_when_there_are_any() -> None:

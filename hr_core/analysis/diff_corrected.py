@@ -9,13 +9,16 @@ with its standard error); the records and their words are here, beside the diff'
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from hr_core.core.safe import markdown_text as md_cell
 from hr_core.stats.comparison import Decision
 
 __all__ = ["CORRECTED_NOTE", "CORRECTED_TITLE", "CorrectedArmDiff", "CorrectedSide",
-           "corrected_markdown", "corrected_summary", "corrected_text", "side_text"]
+           "corrected_fields", "corrected_markdown", "corrected_summary", "corrected_text",
+           "side_text"]
 
 CORRECTED_TITLE = "Accuracy corrected by human labels (PPI++)"
 
@@ -65,6 +68,23 @@ class CorrectedArmDiff(BaseModel):
     labels_only: tuple[float | None, float | None] | None = None
     """The difference's interval from the labels alone, by the same comparison."""
     note: str | None = None
+
+
+def corrected_fields(row: CorrectedArmDiff) -> dict[str, Any]:
+    """An arm's corrected figures as the regression check's
+    :class:`~hr_core.analysis.regression.ArmChange` holds them (``corrected_*``): each run's
+    corrected accuracy, the difference, its interval, and its decision or why there is none.
+
+    Example:
+        >>> row = CorrectedArmDiff(arm="a", then=None, now=None, note="run a has no labels")
+        >>> corrected_fields(row)["corrected_decision"]
+        'none: run a has no labels'
+    """
+    return {"corrected_previous": None if row.then is None else row.then.estimate,
+            "corrected_now": None if row.now is None else row.now.estimate,
+            "corrected_diff": row.diff, "corrected_ci_low": row.ci_low,
+            "corrected_ci_high": row.ci_high,
+            "corrected_decision": str(row.verdict or f"none: {row.note or 'no labels'}")}
 
 
 def side_text(side: CorrectedSide | None) -> str:

@@ -20,6 +20,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from hr_core.analysis.diff import diff_runs
+from hr_core.analysis.diff_corrected import CORRECTED_TITLE, corrected_fields
 from hr_core.analysis.diff_result import RetrievalDiff, RunDiff
 from hr_core.core.errors import CorruptRunError
 from hr_core.core.identity import fingerprint
@@ -101,6 +102,16 @@ class ArmChange(BaseModel):
     retrieval: list[RetrievalDiff] = Field(default_factory=list)
     """The retrieval figures before and now, when both runs' arm returned contexts
     (shown, not part of ``status``)."""
+    corrected_previous: float | None = None
+    """``hr diff``'s accuracies corrected by each run's random human labels (PPI++,
+    :class:`~hr_core.analysis.diff_corrected.CorrectedArmDiff`), when either run has some:
+    shown beside ``status``, never deciding it (the decision stays the judge's)."""
+    corrected_now: float | None = None
+    corrected_diff: float | None = None
+    corrected_ci_low: float | None = None
+    corrected_ci_high: float | None = None
+    corrected_decision: str = ""
+    """The corrected difference's decision, or why there is none (what to label)."""
 
 
 class RegressionReport(BaseModel):
@@ -154,19 +165,29 @@ class RegressionReport(BaseModel):
             "|---|---|---|---|---|---|---|---|---|",
         ]
         for a in self.arms:
-            ci = "" if a.ci_low is None else f"[{_fmt(a.ci_low)}, {_fmt(a.ci_high)}]"
+            ci = _ci(a.ci_low, a.ci_high)
             lines.append(
                 f"| {markdown_text(a.arm)} | {_STATUS_TEXT.get(a.status, a.status)} | {a.n_items} "
                 f"| {_fmt(a.previous_accuracy)} | {_fmt(a.accuracy)} | {_fmt(a.diff)} | {ci} "
                 f"| {a.right_to_wrong} / {a.wrong_to_right} | {a.flaky_flips} |"
             )
+        corrected = [a for a in self.arms if a.corrected_decision]
+        if corrected:  # hr diff's corrected figures, beside the judge's decision
+            lines += ["", f"## {CORRECTED_TITLE}", "", "The status above stays the judge's "
+                      "decision; these figures (`hr diff`'s, from people's labels on a random "
+                      "sample: docs/judges.md) are shown beside it.", "",
+                      "| arm | previous | now | diff | CI | decision |", "|---|" * 6]
+            lines += [f"| {markdown_text(a.arm)} | {_fmt(a.corrected_previous)} | "
+                      f"{_fmt(a.corrected_now)} | {_fmt(a.corrected_diff)} | "
+                      f"{_ci(a.corrected_ci_low, a.corrected_ci_high)} | "
+                      f"{markdown_text(a.corrected_decision)} |" for a in corrected]
         sliced = [a for a in self.arms if a.slices]
         if sliced:
             lines += ["", "## By slice", "", "| arm | slice | value | items | diff | CI "
                       "| verdict |", "|---|---|---|---|---|---|---|"]
             for a in sliced:
                 for s in a.slices:
-                    ci = "" if s.ci_low is None else f"[{_fmt(s.ci_low)}, {_fmt(s.ci_high)}]"
+                    ci = _ci(s.ci_low, s.ci_high)
                     lines.append(f"| {markdown_text(a.arm)} | {markdown_text(s.slice)} | "
                                  f"{markdown_text(s.value)} | {s.n_items} | {_fmt(s.diff)} | {ci} "
                                  f"| {s.verdict} |")
@@ -175,7 +196,7 @@ class RegressionReport(BaseModel):
             lines += ["", "## Retrieval", "", "| arm | figure | items | previous | now | diff "
                       "| CI | verdict |", "|---|---|---|---|---|---|---|---|"]
             for a, r in retrieved:
-                ci = "" if r.ci_low is None else f"[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]"
+                ci = _ci(r.ci_low, r.ci_high)
                 lines.append(f"| {markdown_text(a.arm)} | {markdown_text(r.figure)} | "
                              f"{r.n_items} | {_fmt(r.then)} | {_fmt(r.now)} | {_fmt(r.diff)} "
                              f"| {ci} | {markdown_text(r.decision)} |")
@@ -197,6 +218,10 @@ _STATUS_TEXT = {"too_few_items": TOO_FEW_ITEMS, "no_change": "no clear change",
 
 def _fmt(value: float | None) -> str:
     return "" if value is None else f"{value:.3f}"
+
+
+def _ci(low: float | None, high: float | None) -> str:
+    return "" if low is None else f"[{_fmt(low)}, {_fmt(high)}]"
 
 
 def _status(diff: float | None, decision: str, n_items: int, threshold: float) -> ArmStatus:
@@ -235,8 +260,11 @@ def regression_check(diff: RunDiff, *, threshold: float = 0.05) -> RegressionRep
     if not 0 <= threshold < 1:
         raise ValueError(f"threshold must be in [0, 1), not {threshold!r}")
     changes: list[ArmChange] = []
+    corrected = {c.arm: c for c in diff.corrected}
     for a in diff.arms:
+        fixed = corrected.get(a.label)
         changes.append(ArmChange(
+            **({} if fixed is None else corrected_fields(fixed)),
             arm=a.label, status=_status(a.diff, a.verdict, a.n_items, threshold),
             n_items=a.n_items, accuracy=a.accuracy_b, previous_accuracy=a.accuracy_a,
             diff=a.diff, ci_low=a.ci_low, ci_high=a.ci_high, p_value=a.p_value,

@@ -24,7 +24,10 @@ from hr_core.judge.validation import (
     latest_validation,
     load_validation,
     save_validation,
+    scorer_judge_line,
+    scorer_judge_name,
     scorer_judge_standing,
+    standing_text,
     validation_status,
     validity_problems,
 )
@@ -71,7 +74,10 @@ __all__ = [
     "read_labels",
     "sample_run",
     "save_validation",
+    "scorer_judge_line",
+    "scorer_judge_name",
     "scorer_judge_standing",
+    "standing_text",
     "validation_status",
     "validity_problems",
 ]

@@ -19,20 +19,28 @@ sample is kept but marked ``random: false``: the corrected estimates
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import secrets
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from hr_core.core.errors import HrError
 from hr_core.core.json_text import jsonl_lines
+from hr_core.judge.label_sample import (
+    GROW_METHOD,
+    LabelSample,
+    SampleGrowth,
+    draw_items,
+    frame_hash,
+    grow_items,
+    redraw_items,
+)
 from hr_core.judge.label_sheet import SHEET_HTML, blind_order, render_sheet
 from hr_core.judge.labelled import cell_text, read_table
 from hr_core.stats.accuracy import runs_made
@@ -41,16 +49,15 @@ from hr_core.store.folder import RunFolder, RunStore
 if TYPE_CHECKING:
     from hr_core.analysis.benchmark import Benchmark
 
-__all__ = ["LABELS_FILE", "SAMPLE_FILE", "SHEET_FILES", "SHEET_HTML", "HumanLabel",
-           "HumanLabelError", "LabelSample", "draw_items", "import_labels", "read_labels",
-           "read_sample", "sample_run"]
+__all__ = ["GROW_METHOD", "LABELS_FILE", "SAMPLE_FILE", "SHEET_FILES", "SHEET_HTML",
+           "HumanLabel", "HumanLabelError", "LabelSample", "SampleGrowth", "draw_items",
+           "grow_items", "import_labels", "read_labels", "read_sample", "redraw_items",
+           "sample_run", "sheet_names"]
 
 SAMPLE_FILE: Final = "human_sample.json"
 LABELS_FILE: Final = "human_labels.jsonl"
 SHEET_FILES: Final = ("label_sheet.jsonl", "label_sheet.csv", SHEET_HTML)
 SHEET_COLUMNS: Final = ("arm", "item", "run", "question", "reference", "output", "label")
-METHOD: Final = ("numpy.random.default_rng(seed).choice(len(frame), size=n, replace=False): "
-                 "the items at those positions of the frame, in that order")
 _VERDICT: Final = {True: "correct", False: "incorrect"}
 _TRUE: Final = frozenset({"correct", "1", "true", "yes"})
 _FALSE: Final = frozenset({"incorrect", "0", "false", "no", "wrong"})
@@ -58,23 +65,6 @@ _FALSE: Final = frozenset({"incorrect", "0", "false", "no", "wrong"})
 
 class HumanLabelError(HrError, ValueError):
     """A sample or labels cannot be made or read: names the file, row and column."""
-
-
-class LabelSample(BaseModel):
-    """The record of a run's random sample of items (``human_sample.json``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    version: Literal[1] = 1
-    run_id: str | None
-    seed: int
-    n: int
-    method: str = METHOD
-    frame: list[str]
-    """Every item of the run with a run made, in the runs table's order: what was drawn from."""
-    frame_sha256: str
-    items: list[str]
-    arms: list[str]
-    created_at: datetime
 
 
 class HumanLabel(BaseModel):
@@ -89,23 +79,6 @@ class HumanLabel(BaseModel):
     """True when the item was in the run's random sample: only these are used."""
     source: str
     imported_at: datetime
-
-
-def draw_items(frame: Sequence[str], n: int, seed: int) -> list[str]:
-    """``min(n, len(frame))`` items of ``frame``, uniformly at random without replacement.
-
-    Example:
-        >>> draw_items(["q1", "q2", "q3", "q4"], 2, seed=1) == draw_items(
-        ...     ["q1", "q2", "q3", "q4"], 2, seed=1)
-        True
-    """
-    rng = np.random.default_rng(seed)
-    picks = rng.choice(len(frame), size=min(n, len(frame)), replace=False)
-    return [frame[int(i)] for i in picks]
-
-
-def _frame_hash(frame: Sequence[str]) -> str:
-    return hashlib.sha256(json.dumps(list(frame)).encode("utf-8")).hexdigest()
 
 
 def _made_runs(bench: Benchmark, *, outputs: bool = False) -> Any:
@@ -150,30 +123,53 @@ def _context(payload: Any) -> str:
         for key, value in payload.items() if not (isinstance(value, str) and value == question))
 
 
-def sample_run(bench: Benchmark, n: int, seed: int | None = None) -> tuple[LabelSample, bool]:
-    """Draw (or find again) the run's random sample of ``n`` items and write the sheet.
+def sample_run(bench: Benchmark, n: int, seed: int | None = None, *,
+               grow: bool = False) -> tuple[LabelSample, bool]:
+    """Draw (or find again, or grow) the run's random sample of ``n`` items and write the
+    sheet.
 
     A run has one sample: asking again with the same ``n`` (and seed, when given) finds
     it, writing the sheet only where it is missing (never over one being filled in);
-    another ``n`` or seed is refused (choosing among samples after
-    seeing them would make the sample no longer random). Returns the sample and whether
-    it was drawn now.
+    another seed is refused, and so is another ``n`` (choosing among samples after seeing
+    them would make the sample no longer random) unless ``grow``: then a larger ``n``
+    adds ``n - n_before`` items drawn uniformly from the rest of the sample's frame
+    (:func:`grow_items`, recorded in ``grown``), and a sheet of the added items only
+    (``label_sheet_grow<step>.*``). Returns the sample and whether it was drawn (or grew)
+    now.
 
     Raises:
-        HumanLabelError: the run has another sample, or no run made.
+        HumanLabelError: the run has another sample, a growth asks for fewer items, or no
+            run was made.
     """
     if n < 1:
         raise HumanLabelError(f"--n {n}: the sample needs at least 1 item")
     assert bench.run_dir is not None
     store = RunStore.at(bench.run_dir)
     existing = read_sample(bench.run_dir)
+    names: tuple[str, ...] = SHEET_FILES
     if existing is not None:
-        if existing.n != n or (seed is not None and seed != existing.seed):
+        if seed is not None and seed != existing.seed:
+            raise HumanLabelError(
+                f"{store.shown(SAMPLE_FILE)}: this run's sample was drawn with seed "
+                f"{existing.seed}, not {seed}; a run keeps one sample (label it, or grow it "
+                "with --grow and a larger --n)")
+        if existing.n != n and not grow:
             raise HumanLabelError(
                 f"{store.shown(SAMPLE_FILE)}: this run already has a sample ({existing.n} "
                 f"items, seed {existing.seed}); label that one (its sheet: "
-                f"{store.shown(SHEET_FILES[1])}), or delete the file to draw another")
+                f"{store.shown(SHEET_FILES[1])}), grow it with `--n {max(n, existing.n + 1)} "
+                "--grow` (new items drawn uniformly from the rest of its frame), or delete "
+                "the file to draw another")
+        if existing.n != n:
+            sample = _grown(store, existing, n)
+            store.write_text(SAMPLE_FILE, sample.model_dump_json(indent=1) + "\n")
+            names = sheet_names(len(sample.grown))
+            _write_sheets(bench, store, sample, sample.grown[-1].added, names, names,
+                          sample.seed + len(sample.grown))
+            return sample, True
         sample, drawn = existing, False
+        if sample.grown:  # the latest growth's sheet, if deleted
+            names = sheet_names(len(sample.grown))
     else:
         runs = _made_runs(bench)
         frame = [str(i) for i in dict.fromkeys(runs["item_id"])]
@@ -181,38 +177,78 @@ def sample_run(bench: Benchmark, n: int, seed: int | None = None) -> tuple[Label
             raise HumanLabelError(f"{bench.run_dir}: no run was made; nothing to label")
         seed = secrets.randbits(63) if seed is None else seed
         sample = LabelSample(run_id=bench.run_id, seed=seed, n=n, frame=frame,
-                             frame_sha256=_frame_hash(frame),
+                             frame_sha256=frame_hash(frame),
                              items=draw_items(frame, n, seed), arms=bench.arms,
                              created_at=datetime.now(UTC))
         store.write_text(SAMPLE_FILE, sample.model_dump_json(indent=1) + "\n")
         drawn = True
-    missing = [name for name in SHEET_FILES if drawn or not store.exists(name)]
-    if not missing:
-        return sample, drawn  # never over a sheet someone may be filling in
-    shown = _sheet_rows(bench, sample)
-    if SHEET_HTML in missing:
-        store.write_text(SHEET_HTML, render_sheet(
-            blind_order(shown, sample.seed), name=bench.manifest.name or "benchmark",
+    missing = [name for name in names if drawn or not store.exists(name)]
+    if missing:  # never over a sheet someone may be filling in
+        items = sample.grown[-1].added if sample.grown else sample.items
+        _write_sheets(bench, store, sample, items, names, missing,
+                      sample.seed + len(sample.grown))
+    return sample, drawn
+
+
+def sheet_names(step: int) -> tuple[str, ...]:
+    """The sheet files of a sample (``step`` 0) or of its growth ``step``.
+
+    Example:
+        >>> sheet_names(2)
+        ('label_sheet_grow2.jsonl', 'label_sheet_grow2.csv', 'label_sheet_grow2.html')
+    """
+    if step == 0:
+        return SHEET_FILES
+    return tuple(name.replace("label_sheet.", f"label_sheet_grow{step}.") for name in SHEET_FILES)
+
+
+def _grown(store: RunStore, sample: LabelSample, n: int) -> LabelSample:
+    """``sample`` grown to ``n`` items (:func:`grow_items`), or why it cannot grow."""
+    if n < sample.n:
+        raise HumanLabelError(f"--n {n} --grow: the sample already asks for {sample.n} items; "
+                              f"a sample only grows (give --n above {sample.n})")
+    if len(sample.items) >= len(sample.frame):
+        raise HumanLabelError(f"{store.shown(SAMPLE_FILE)}: the sample already holds every "
+                              f"item of its frame ({len(sample.frame)}); nothing to add")
+    step = len(sample.grown) + 1
+    entropy = [sample.seed, step]
+    added = grow_items(sample.frame, sample.items, n, entropy)
+    growth = SampleGrowth(step=step, n_before=sample.n, n=n, entropy=entropy, added=added,
+                          created_at=datetime.now(UTC))
+    return sample.model_copy(update={"n": n, "items": [*sample.items, *added],
+                                     "grown": [*sample.grown, growth]})
+
+
+def _write_sheets(bench: Benchmark, store: RunStore, sample: LabelSample, items: list[str],
+                  names: Sequence[str], missing: Sequence[str], order_seed: int) -> None:
+    """Write the sheets of ``items`` (every sampled arm's runs of each) to those of
+    ``names`` (jsonl, csv, html) that are ``missing``."""
+    shown = _sheet_rows(bench, items, sample.arms)
+    jsonl, csv_name, html = names
+    if html in missing:
+        store.write_text(html, render_sheet(
+            blind_order(shown, order_seed), name=bench.manifest.name or "benchmark",
             run_id=bench.run_id,
-            seed=sample.seed, verdict_of="judge" if bench.manifest.judge else "scorer"))
+            seed=sample.seed, verdict_of="judge" if bench.manifest.judge else "scorer",
+            part="" if tuple(names) == SHEET_FILES else f"-grow{len(sample.grown)}"))
     rows = [{c: r[c] for c in SHEET_COLUMNS} for r in shown]  # the judge's verdict: not here
-    if SHEET_FILES[0] in missing:
-        store.write_text(SHEET_FILES[0], "".join(json.dumps(r, ensure_ascii=False) + "\n"
-                                                 for r in rows))
-    if SHEET_FILES[1] in missing:
+    if jsonl in missing:
+        store.write_text(jsonl, "".join(json.dumps(r, ensure_ascii=False) + "\n"
+                                        for r in rows))
+    if csv_name in missing:
         text = io.StringIO()
         writer = csv.DictWriter(text, fieldnames=list(SHEET_COLUMNS), lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
-        store.write_text(SHEET_FILES[1], text.getvalue())
-    return sample, drawn
+        store.write_text(csv_name, text.getvalue())
 
 
-def _sheet_rows(bench: Benchmark, sample: LabelSample) -> list[dict[str, Any]]:
+def _sheet_rows(bench: Benchmark, items: Sequence[str],
+                sampled_arms: Sequence[str]) -> list[dict[str, Any]]:
     runs = _made_runs(bench, outputs=True)
-    chosen = runs[runs["item_id"].isin(sample.items) & runs["arm"].isin(sample.arms)]
-    order = {item: i for i, item in enumerate(sample.items)}
-    arms = {arm: i for i, arm in enumerate(sample.arms)}
+    chosen = runs[runs["item_id"].isin(items) & runs["arm"].isin(sampled_arms)]
+    order = {item: i for i, item in enumerate(items)}
+    arms = {arm: i for i, arm in enumerate(sampled_arms)}
     chosen = chosen.assign(_item=chosen["item_id"].map(order), _arm=chosen["arm"].map(arms))
     chosen = chosen.sort_values(["_item", "_arm", "run"], kind="stable")
     reference = bench.reference

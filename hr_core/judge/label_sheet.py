@@ -27,9 +27,15 @@ import numpy as np
 
 from hr_core.core.safe import html_text, script_json
 
-__all__ = ["SHEET_HTML", "SHEET_SCRIPT", "blind_order", "render_sheet"]
+__all__ = ["FIELD_MAX", "SHEET_HTML", "SHEET_SCRIPT", "blind_order", "render_sheet",
+           "shown_text"]
 
 SHEET_HTML: Final = "label_sheet.html"
+
+FIELD_MAX: Final = 5000
+"""Characters of a question, context, reference or output the HTML sheet shows (the rest
+is cut, saying so; the JSONL and CSV sheets keep it whole): a sample of 500 outputs stays
+a page a browser opens at once (docs/judges.md)."""
 
 SHEET_SCRIPT: Final = r"""(function () {
 "use strict";
@@ -56,15 +62,16 @@ function show() {
   if (!rows.length) { $("position").textContent = "Nothing to label."; return; }
   var row = rows[at], answer = answers[key(row)];
   $("position").textContent = "Output " + (at + 1) + " of " + rows.length;
-  $("question").textContent = row.question;
-  $("context").textContent = row.context;
-  $("context-card").hidden = !row.context;
+  var item = data.items[row.at];
+  $("question").textContent = item.question;
+  $("context").textContent = item.context;
+  $("context-card").hidden = !item.context;
   $("output").textContent = row.output;
   $("reveal").hidden = !answer;
   $("answer").textContent = answer || "";
   $("arm").textContent = answer ? row.arm : "";
   $("item").textContent = answer ? row.item + ", run " + row.run : "";
-  $("reference").textContent = answer ? row.reference : "";
+  $("reference").textContent = answer ? item.reference : "";
   $("verdict").textContent = answer ? row.verdict : "";
   $("agree").textContent = !answer || row.verdict === "no verdict" ? "" :
     (row.verdict === answer ? "you agree with it" : "you disagree with it");
@@ -167,17 +174,44 @@ def blind_order(rows: Sequence[Mapping[str, Any]], seed: int) -> list[Mapping[st
     return out
 
 
-def _row(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {"arm": str(row["arm"]), "item": str(row["item"]), "run": int(row["run"]),
-            "question": str(row.get("question") or ""),
-            "context": str(row.get("context") or ""),
-            "reference": str(row.get("reference") or ""),
-            "output": str(row.get("output") or ""),
-            "verdict": str(row.get("verdict") or "no verdict")}
+def shown_text(value: Any, limit: int = FIELD_MAX) -> str:
+    """A field as the HTML sheet shows it: at most ``limit`` characters, and a cut one
+    says so (the JSONL and CSV sheets keep the whole text).
+
+    Example:
+        >>> print(shown_text("abcdef", limit=4))
+        abcd
+        <BLANKLINE>
+        [... cut at 4 characters of 6: the whole text is in the .jsonl sheet beside this page]
+    """
+    text = str(value or "")
+    if len(text) <= limit:
+        return text
+    return (f"{text[:limit]}\n\n[... cut at {limit:,} characters of {len(text):,}: the whole "
+            "text is in the .jsonl sheet beside this page]")
+
+
+def _data(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The page's data: each item's question, context and reference once (``items``), and
+    per output its arm, item, run, the item's place in ``items`` (``at``), the output and
+    the verdict; every text field cut at :data:`FIELD_MAX` characters."""
+    items: list[dict[str, str]] = []
+    where: dict[str, int] = {}
+    shown = []
+    for row in rows:
+        item = str(row["item"])
+        if item not in where:
+            where[item] = len(items)
+            items.append({field: shown_text(row.get(field))
+                          for field in ("question", "context", "reference")})
+        shown.append({"arm": str(row["arm"]), "item": item, "run": int(row["run"]),
+                      "at": where[item], "output": shown_text(row.get("output")),
+                      "verdict": str(row.get("verdict") or "no verdict")})
+    return {"rows": shown, "items": items}
 
 
 def render_sheet(rows: Sequence[Mapping[str, Any]], *, name: str, run_id: str | None,
-                 seed: int, verdict_of: str = "judge") -> str:
+                 seed: int, verdict_of: str = "judge", part: str = "") -> str:
     """The labelling sheet of a run's sample as one self-contained HTML document.
 
     Args:
@@ -190,6 +224,7 @@ def render_sheet(rows: Sequence[Mapping[str, Any]], *, name: str, run_id: str | 
         run_id: the run's id (names the download and the answers kept in the browser).
         seed: the sample's seed (the same).
         verdict_of: whose verdict ``verdict`` is (``judge`` or ``scorer``).
+        part: added to the download's name (``-grow1``: the sheet of a sample's growth).
 
     Example:
         >>> page = render_sheet([{"arm": "a", "item": "q1", "run": 1, "question": "2+2?",
@@ -198,8 +233,8 @@ def render_sheet(rows: Sequence[Mapping[str, Any]], *, name: str, run_id: str | 
         >>> page.startswith("<!DOCTYPE html>") and "</script>4" not in page
         True
     """
-    data = {"rows": [_row(r) for r in rows], "key": f"{run_id}:{seed}",
-            "file": f"labels-{run_id or 'run'}-{seed}.jsonl"[:120]}
+    data = {**_data(rows), "key": f"{run_id}:{seed}",
+            "file": f"labels-{run_id or 'run'}-{seed}{part}"[:114] + ".jsonl"}
     title = f"hr labelling sheet: {name}"
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

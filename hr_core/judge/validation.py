@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -26,6 +26,17 @@ from hr_core.judge.config import CONFIG_FIELDS, JudgeConfig, config_hash
 from hr_core.judge.judging import JudgeResult, judge_item
 from hr_core.judge.jury import AnyJudge, JudgeJury, JuryModels
 from hr_core.judge.labelled import LabelledDataError, LabelledRow, read_labelled
+from hr_core.judge.standing import (
+    DEFAULT_MIN_AGREEMENT,
+    DEFAULT_MIN_ITEMS,
+    ValidityThresholds,
+    judge_standing,
+    scorer_judge_line,
+    scorer_judge_name,
+    scorer_judge_standing,
+    standing_text,
+    threshold_problems,
+)
 from hr_core.models.base import ChatModel
 
 __all__ = [
@@ -45,32 +56,13 @@ __all__ = [
     "latest_validation",
     "load_validation",
     "save_validation",
+    "scorer_judge_line",
+    "scorer_judge_name",
     "scorer_judge_standing",
+    "standing_text",
     "validation_status",
     "validity_problems",
 ]
-
-DEFAULT_MIN_ITEMS = 50
-"""Fewest labelled items a valid record rests on (docs/judges.md, "When a judge is valid")."""
-
-DEFAULT_MIN_AGREEMENT = 0.7
-"""Lowest lower bound of the agreement interval a valid record may have (docs/judges.md)."""
-
-
-class ValidityThresholds(BaseModel):
-    """When a validation record makes its judge valid: at least ``min_items`` labelled
-    items and the lower bound of agreement's 95% interval at least ``min_agreement``.
-
-    They decide trust, not answers: never part of the judge config's hash. Set per
-    benchmark spec (``judge_min_items``, ``judge_min_agreement``) or judge file
-    (``min_items``, ``min_agreement``).
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    min_items: int = Field(default=DEFAULT_MIN_ITEMS, ge=0, strict=True)
-    min_agreement: float = Field(default=DEFAULT_MIN_AGREEMENT, ge=0, le=1)
-
 
 class JudgeValidation(BaseModel):
     """A judge's agreement with people under one exact configuration.
@@ -187,70 +179,7 @@ def validity_problems(record: JudgeValidation,
         agreement too low: lower bound 21.0% < min_agreement 70.0%
     """
     low = record.agreement_ci[0] if record.agreement_ci is not None else None
-    return _threshold_problems(record.n, low, thresholds or ValidityThresholds())
-
-
-def _threshold_problems(n: Any, low: Any, limits: ValidityThresholds) -> list[str]:
-    """Why ``n`` labelled items and an agreement interval's lower bound ``low`` miss
-    ``limits`` (one rule for :func:`validity_problems` and :func:`judge_standing`)."""
-    problems = []
-    if not isinstance(n, int) or n < limits.min_items:
-        problems.append(f"too few items: {n} < min_items {limits.min_items}")
-    if not isinstance(low, int | float):
-        if limits.min_agreement > 0:
-            problems.append(f"agreement too low: no interval < min_agreement "
-                            f"{limits.min_agreement:.1%}")
-    elif low < limits.min_agreement:
-        problems.append(f"agreement too low: lower bound {low:.1%} < min_agreement "
-                        f"{limits.min_agreement:.1%}")
-    return problems
-
-
-def judge_standing(record: Mapping[str, Any] | JudgeValidation,
-                   thresholds: ValidityThresholds | None = None) -> str:
-    """A validation record's standing in one line, as ``hr judge check`` words it:
-    ``valid`` or ``not valid: <why>`` (too few items, agreement too low, or a record whose
-    stored config no longer hashes to its hash). Every page that shows a judge's
-    figures shows it beside them.
-
-    Example:
-        >>> standing = judge_standing({"hash": "x", "config": {}, "n": 48,
-        ...                            "agreement_ci": [0.75, 0.95]})
-        >>> for part in standing.split("; "):
-        ...     print(part)
-        not valid: the record was edited (its config does not hash to x)
-        too few items: 48 < min_items 50
-    """
-    data = record.model_dump() if isinstance(record, JudgeValidation) else record
-    problems = []
-    config = data.get("config")
-    if not isinstance(config, Mapping) or config_hash(config) != data.get("hash"):
-        problems.append(f"the record was edited (its config does not hash to "
-                        f"{str(data.get('hash'))[:12]})")
-    ci = data.get("agreement_ci")
-    low = ci.get("low") if isinstance(ci, Mapping) else (
-        ci[0] if isinstance(ci, list | tuple) and ci else None)
-    problems += _threshold_problems(data.get("n"), low, thresholds or ValidityThresholds())
-    return "not valid: " + "; ".join(problems) if problems else "valid"
-
-
-def scorer_judge_standing(judge: Mapping[str, Any]) -> str:
-    """The standing of a run's judge scorer, from what its manifest's ``judge`` recorded
-    when the run was planned (:func:`hr_core.run.plan.apply_judge_policy`'s status).
-
-    Example:
-        >>> scorer_judge_standing({"validation": "insufficient",
-        ...                        "reasons": ["too few items: 48 < min_items 50"]})
-        'not valid: too few items: 48 < min_items 50'
-    """
-    status = judge.get("validation")
-    if status == "insufficient":
-        return "not valid: " + "; ".join(map(str, judge.get("reasons") or ["thresholds"]))
-    if status == "stale":
-        return ("not validated (changed config: differs in "
-                f"{', '.join(map(str, judge.get('differences') or [])) or 'hash'})")
-    return {"valid": "valid", "missing": "not validated (no record)"}.get(
-        str(status), f"not checked ({status})")
+    return threshold_problems(record.n, low, thresholds or ValidityThresholds())
 
 
 def hr_judge_valid(record: JudgeValidation | None, config: AnyJudge,

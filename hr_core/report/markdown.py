@@ -15,7 +15,7 @@ from hr_core.core.frames import records
 from hr_core.core.safe import markdown_text, visible
 from hr_core.judge.corrected import corrected_accuracy, corrected_lines
 from hr_core.judge.groundedness import groundedness_summary, read_groundedness
-from hr_core.judge.validation import scorer_judge_standing
+from hr_core.judge.standing import scorer_judge_line
 from hr_core.report.costs import cost_by_kind, has_kinds, token_kinds
 from hr_core.report.retrieval import (
     groundedness_markdown,
@@ -207,6 +207,10 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
         lines.append(f"| {_cell(r.arm)} | {_pct(r.accuracy)} ({_pct(r.ci_low)}–"
                      f"{_pct(r.ci_high)}) | {versus} | {p} | {_pct(r.coverage)} | "
                      f"{r.errors} |")
+    judge = m.judge.to_dict() if m.judge is not None and m.judge.hash else None
+    if judge is not None:  # the judge's standing beside the accuracies it gave
+        lines += ["", f"**{_cell(scorer_judge_line(judge))}** (the accuracies are its "
+                      "verdicts; docs/judges.md, \"When a judge is valid\")"]
     ordered = records(summary.set_index(summary["arm"].astype(str)).loc[result.order]
                       .reset_index(drop=True) if result.order else summary)
     lines += ["", "## Summary", "",
@@ -292,7 +296,6 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
               f"scorer: `{_code(m.scorer)}`",
               f"- status: {_cell(m.status)}, started {_cell(m.started_at)}, "
               f"ended {_cell(m.ended_at)}"]
-    if m.judge is not None and m.judge.to_dict():
-        standing = scorer_judge_standing(m.judge.to_dict())
-        lines.append(f"- judge `{_code(str(m.judge.hash)[:12])}`: {_cell(standing)}")
+    if judge is not None:
+        lines.append(f"- {_cell(scorer_judge_line(judge))}")
     return "\n".join(lines) + "\n"

@@ -16,6 +16,7 @@ from hr_core.analysis.outcomes import outcome_counts
 from hr_core.analysis.verdict import Verdict, sequential_note, verdict
 from hr_core.core.failures import FAILURE_KINDS
 from hr_core.core.frames import records
+from hr_core.judge.standing import scorer_judge_line, scorer_judge_standing
 from hr_core.report import figures
 from hr_core.report._corrected import corrected_html
 from hr_core.report._format import compact, escape, figure, fmt, table
@@ -63,21 +64,10 @@ def facts_section(inputs: ReportInputs) -> str:
     arms = m.arms or {}
     arm_rows = "<br>".join(f"<b>{escape(k)}</b>: <code>{escape(_arm_text(v))}</code>"
                            for k, v in arms.items())
-    judge = m.judge
-    judge_hash = None if judge is None else judge.hash
-    judge_status = None if judge is None else judge.validation
-    changed = None if judge is None else judge.differences
-    reasons = None if judge is None else judge.reasons
-    if judge_status and reasons:  # too few items, agreement too low, changed config
-        judge_status = f"{judge_status} ({'; '.join(map(str, reasons))})"
-    elif judge_status and changed:
-        judge_status = f"{judge_status} (differs in: {', '.join(map(str, changed))})"
+    judge = None if m.judge is None or not m.judge.hash else m.judge.to_dict()
     validated = [v for v in inputs.validations if v.get("hash")]
-    judge_cell = (
-        f"<code>{escape(judge_hash)}</code> — validation: {escape(judge_status or 'unknown')}"
-        if judge_hash
-        else "none (scorer is not a judge)"
-    )
+    judge_cell = (f"<code>{escape(judge['hash'])}</code> — {_standing_html(judge)}"
+                  if judge is not None else "none (scorer is not a judge)")
     if validated:
         judge_cell += "<br>attached validations: " + ", ".join(
             f"<code>{escape(str(v['hash'])[:12])}</code>" for v in validated
@@ -323,12 +313,22 @@ def differences_section(inputs: ReportInputs) -> str:
     return fig + html_table
 
 
-def accuracy_section(inputs: ReportInputs) -> str:
-    """Accuracy by arm: dot plot with 95% intervals."""
+def _standing_html(judge: dict[str, Any]) -> str:
+    """A judge scorer and its standing (:func:`hr_core.judge.standing.scorer_judge_line`),
+    marked valid or not."""
+    mark = "ok" if scorer_judge_standing(judge) == "valid" else "bad"
+    return f'<span class="{mark}">{escape(scorer_judge_line(judge))}</span>'
 
+
+def accuracy_section(inputs: ReportInputs) -> str:
+    """Accuracy by arm: dot plot with 95% intervals; a judge scorer's standing under it."""
+    judge = inputs.manifest.judge
+    standing = ("" if judge is None or not judge.hash else
+                f'<p id="judge-standing">{_standing_html(judge.to_dict())} (the accuracies '
+                "are its verdicts; docs/judges.md, \"When a judge is valid\")</p>")
     return figure(figures.accuracy_figure(inputs.summary), "fig-accuracy",
-                  "Accuracy per arm (dot) with its 95% interval (bar).") + corrected_html(
-                      inputs.corrected)
+                  "Accuracy per arm (dot) with its 95% interval (bar).") + standing + \
+        corrected_html(inputs.corrected)
 
 
 def outcomes_section(inputs: ReportInputs) -> str:

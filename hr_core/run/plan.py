@@ -363,7 +363,9 @@ def apply_judge_policy(plan: BenchmarkPlan, policy: JudgePolicy = "warn",
     plan.judge = {"hash": judge.hash, "validation": status, "differences": list(differences),
                   "reasons": list(reasons), "min_items": limits.min_items,
                   "min_agreement": limits.min_agreement,
-                  "policy": policy, "store": str(judge_store)}
+                  "policy": policy, "store": str(judge_store),
+                  **({"members": len(judge.members), "aggregation": str(judge.aggregation)}
+                     if isinstance(getattr(judge, "members", None), tuple) else {})}
     if status == "valid":
         return status
     if status == "missing":

@@ -19,7 +19,9 @@ from typing import Any
 from hr_core.analysis.benchmark import Benchmark
 from hr_core.core.errors import CorruptRunError, HrTypeError, RunNotFoundError
 from hr_core.data.reference import Reference
+from hr_core.judge.standing import ValidityThresholds
 from hr_core.run.arms import Arm
+from hr_core.run.plan import apply_judge_policy
 from hr_core.run.session import DEFAULT_CHUNK_SIZE, BenchmarkPlan, BenchmarkSession
 from hr_core.run.spec import scorer_from
 from hr_core.scoring.scorer import Scorer
@@ -74,11 +76,15 @@ def _arm_order(store: RunStore, specs: dict[str, Any]) -> list[str]:
 
 
 def rescore_plan(run_dir: str | os.PathLike[str],
-                 scorer: Scorer | str | Mapping[str, Any]) -> BenchmarkPlan:
+                 scorer: Scorer | str | Mapping[str, Any],
+                 judge_store: str | os.PathLike[str] = "judges") -> BenchmarkPlan:
     """The plan that re-scores ``run_dir`` with ``scorer`` (no arm is ever called).
 
     ``scorer`` is a :class:`Scorer` or what a spec's ``scorer:`` takes: a built-in
-    name (``"f1"``), ``{"f1": {"threshold": 0.8}}`` or an import path.
+    name (``"f1"``), ``{"f1": {"threshold": 0.8}}`` or an import path. A judge scorer's
+    standing (``apply_judge_policy``, from the validation records in ``judge_store``, under
+    the original run's thresholds when it had a judge, else the defaults) is recorded in
+    the new run's manifest, as a benchmark's is, so every page states it.
     """
     if not isinstance(scorer, Scorer | str | Mapping):
         raise HrTypeError(f"rescore_run needs a Scorer (hr_scorer(...)), a scorer's name or "
@@ -106,7 +112,7 @@ def rescore_plan(run_dir: str | os.PathLike[str],
         spec["arm_runs"] = own_runs
     judge = None if scorer.judge is None else {"hash": str(scorer.judge.hash),
                                                "validation": None}
-    return BenchmarkPlan(
+    plan = BenchmarkPlan(
         arms=arms, reference=reference, scorer=scorer, runs=runs, budget=None,
         concurrency=int(manifest.concurrency or 16), store=original.store,
         name=original.name, run_id=run_id_for(spec), resume=True,
@@ -114,10 +120,18 @@ def rescore_plan(run_dir: str | os.PathLike[str],
         outputs_from=original.run_id,
         slices=list(manifest.slices or []),  # an analysis setting: kept as it was
     )
+    before = manifest.judge
+    thresholds = None
+    if before is not None and before.min_items is not None and before.min_agreement is not None:
+        thresholds = ValidityThresholds(min_items=before.min_items,
+                                        min_agreement=float(before.min_agreement))
+    apply_judge_policy(plan, "ignore", os.fspath(judge_store), thresholds)
+    return plan
 
 
 def rescore_run(run_dir: str | os.PathLike[str],
-                scorer: Scorer | str | Mapping[str, Any]) -> Benchmark:
+                scorer: Scorer | str | Mapping[str, Any],
+                judge_store: str | os.PathLike[str] = "judges") -> Benchmark:
     """Score a finished run's stored outputs with ``scorer``; write the result beside it.
 
     No arm is called (arms given as callables need not even be importable). The
@@ -134,7 +148,7 @@ def rescore_run(run_dir: str | os.PathLike[str],
         bench = rescore_run("results/demo/0123abcd", hr_scorer_f1())
         bench = rescore_run("results/demo/0123abcd", {"f1": {"threshold": 0.8}})
     """
-    session = BenchmarkSession(rescore_plan(run_dir, scorer))
+    session = BenchmarkSession(rescore_plan(run_dir, scorer, judge_store))
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -66,6 +66,10 @@ class JudgeRecord(_Block):
     min_agreement: float | int | None = None
     policy: str | None = None
     store: str | None = None
+    members: int | None = None
+    """A jury's number of members (``None``: one judge)."""
+    aggregation: str | None = None
+    """A jury's aggregation: ``majority``, ``mean`` or ``unanimous``."""
 
 
 class SequencePair(_Block):
