@@ -242,6 +242,10 @@ class Arm:
                                         concurrency=self.concurrency)
         return self._model
 
+    def wrap_model(self, wrap: Callable[[Any], Any]) -> None:
+        """Put ``wrap(model)`` in place of the LLM arm's model (the batch engine's)."""
+        self._model = wrap(self.model())
+
     async def aclose(self) -> None:
         """Close an LLM arm's HTTP client of the running event loop (when it has one)."""
         if self._model is not None:
