@@ -396,7 +396,7 @@ async def cancel_batches(journal_path: Path) -> list[str]:
     clients: dict[str, BatchClient] = {}
     try:
         for batch in ledger.open_batches():
-            if batch.batch_id is None:
+            if batch.batch_id is None or batch.canceled:  # asked already: once is enough
                 continue
             client = clients.get(batch.label)
             if client is None:
