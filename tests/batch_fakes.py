@@ -44,7 +44,8 @@ class FakeBatch:
 
 
 class CrashAfterCreate(Exception):
-    """The fake's stand-in for a kill between the create call and hr's record of it."""
+    """The fake's stand-in for a kill at one moment of a batch's life (by default between
+    the create call and hr's record of it)."""
 
 
 class FakeBatchServer:
@@ -59,6 +60,9 @@ class FakeBatchServer:
         self.submissions: Counter[str] = Counter()  # request key -> times submitted
         self.billed_tokens = 0
         self.crash_next_create = False
+        self.crash_before_create = False
+        self.crash_status = False
+        self.crash_outcomes_after: int | None = None
         self.status_calls = 0
 
     @property
@@ -71,6 +75,9 @@ class FakeBatchServer:
 
     def create(self, requests: Sequence[BatchRequest], nonce: str) -> str:
         assert len(requests) <= self.limits.max_requests
+        if self.crash_before_create:
+            self.crash_before_create = False
+            raise CrashAfterCreate("before the create call reached the provider")
         batch_id = f"batch_{len(self.batches) + 1}"
         self.batches[batch_id] = FakeBatch(batch_id, nonce, list(requests), self.polls)
         for request in requests:
@@ -124,6 +131,9 @@ class FakeBatchClient:
 
     async def status(self, batch_id: str) -> BatchStatus:
         self.server.status_calls += 1
+        if self.server.crash_status:
+            self.server.crash_status = False
+            raise CrashAfterCreate("while polling")
         batch = self.server.batches[batch_id]
         if batch.polls_left > 0 and not batch.canceled:
             batch.polls_left -= 1
@@ -134,7 +144,10 @@ class FakeBatchClient:
         return BatchStatus(batch_id, "ended", dict(counts))
 
     async def outcomes(self, batch_id: str) -> AsyncIterator[BatchOutcome]:
-        for outcome in self.server.batches[batch_id].outcomes:
+        for number, outcome in enumerate(self.server.batches[batch_id].outcomes):
+            if number == self.server.crash_outcomes_after:
+                self.server.crash_outcomes_after = None
+                raise CrashAfterCreate("while reading the outcomes")
             yield outcome
 
     async def cancel(self, batch_id: str) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from batch_fakes import CrashAfterCreate, FakeBatchServer, use_fake_batches
 
-from hr_core.core.errors import SpecError
+from hr_core.core.errors import CorruptRunError, SpecError
 from hr_core.judge import hr_judge_config, hr_scorer_judge
 from hr_core.models.batch_api import BatchLimits
 from hr_core.run.batch.ledger import BatchLedger
@@ -95,6 +95,41 @@ def test_a_kill_between_the_create_call_and_its_record_is_reconciled_by_nonce(
     assert (server.created, server.requests) == (2, 24)
     assert max(server.submissions.values()) == 1
     assert len(bench.runs) == 24 and bench.runs["failure_kind"].ne("budget_stop").all()
+
+
+@pytest.mark.parametrize("moment", ["before_create", "after_create", "status", "outcomes"])
+def test_a_crash_at_any_moment_resumes_without_paying_twice_or_losing_a_run(
+        server: FakeBatchServer, tmp_path: Path, moment: str) -> None:
+    if moment == "before_create":
+        server.crash_before_create = True
+    elif moment == "after_create":
+        server.crash_next_create = True
+    elif moment == "status":
+        server.crash_status = True
+    else:
+        server.crash_outcomes_after = 5
+    with pytest.raises(CrashAfterCreate):
+        _run(_plan(tmp_path, batch=True, judge_batch=True))
+    bench = _run(_plan(tmp_path, batch=True, judge_batch=True))
+    assert max(server.submissions.values()) == 1  # no request submitted twice
+    assert server.requests == 24 + 48
+    assert bench.runs["correct"].sum() == 12 and bench.runs["judge_status"].eq("ok").all()
+
+
+def test_a_torn_last_ledger_line_is_never_acted_on(server: FakeBatchServer,
+                                                   tmp_path: Path) -> None:
+    with pytest.raises(BatchesSubmitted):
+        _run(_plan(tmp_path, batch=True), submit_only=True)
+    path = next(tmp_path.glob("b/*/batches/ledger.jsonl"))
+    with path.open("ab") as handle:
+        handle.write(b'{"e": "outcome", "id": "r0", "ki')  # a kill while appending
+    bench = _run(_plan(tmp_path, batch=True))
+    assert bench.runs["correct"].sum() == 12 and server.requests == 24
+    assert b'"id": "r0", "ki' not in path.read_bytes()  # cut, so the appends after it stay lines
+    assert len(BatchLedger(path.parent).outcomes) == 24
+    path.write_bytes(b'{"e": "garbled"\n' + path.read_bytes())
+    with pytest.raises(CorruptRunError, match=r"ledger.jsonl is corrupt or truncated \(line 1"):
+        BatchLedger(path.parent)
 
 
 def test_errored_requests_are_the_runs_failures_and_expired_ones_are_not_made(

@@ -48,3 +48,18 @@ def test_azure_s_batch_deployment_on_azure_only() -> None:
     assert spec.batch_deployment == "gpt4o-global-batch"
     with pytest.raises(HrError, match="batch_deployment is for azure-openai models only"):
         ModelSpec.of({"model": "openai:gpt-4o", "batch_deployment": "x"})
+
+
+def test_a_model_without_a_batch_api_or_azure_without_its_deployment_is_refused() -> None:
+    from hr_core.core.errors import SpecError
+    from hr_core.run.batch.engine import adapter_for
+
+    azure = ModelSpec.of({"model": "azure-openai:gpt4o", "batch": True})
+    with pytest.raises(SpecError, match="arm 'a': azure-openai's batch API runs on a "
+                                        "Global-Batch deployment: name it as the model's "
+                                        "batch_deployment"):
+        adapter_for(azure, None, "arm 'a'")
+    local = ModelSpec.of({"model": "openai-compatible:llama", "base_url": "http://h/v1",
+                          "batch": True})
+    with pytest.raises(SpecError, match="batch: true needs a provider with a batch API"):
+        adapter_for(local, None, "the judge")

@@ -115,13 +115,16 @@ class BatchLedger:
             return
         data = self.path.read_bytes()
         lines = list(jsonl_lines(data))
-        for position, (number, _, line) in enumerate(lines):
+        for position, (number, start, line) in enumerate(lines):
             try:
                 event = orjson.loads(line)
                 self._apply(event)
             except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
                 if position == len(lines) - 1 and not data.endswith(b"\n"):
-                    break  # a torn last line (a kill while appending): never acted on
+                    # a torn last line (a kill while appending): never acted on, and cut
+                    # so the next append starts a line of its own (the run lock is held)
+                    os.truncate(self.path, start)
+                    break
                 raise corrupt_file_error(str(self.path), exc, line=number) from None
 
     def _apply(self, event: Mapping[str, Any]) -> None:
