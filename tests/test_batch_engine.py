@@ -183,3 +183,16 @@ def test_a_stop_rule_with_batch_is_refused_in_one_line(server: FakeBatchServer,
                                                         tmp_path: Path) -> None:
     with pytest.raises(SpecError, match=r"batch: true and a stop rule \(stop:\)"):
         _run(_plan(tmp_path, batch=True, stop=True))
+
+
+def test_batches_still_open_hold_their_share_of_the_budget(server: FakeBatchServer,
+                                                           tmp_path: Path) -> None:
+    budget = {"max_tokens": 1000}
+    with pytest.raises(BatchesSubmitted), pytest.warns(UserWarning, match="not submitted"):
+        _run(_plan(tmp_path, batch=True, budget=budget), submit_only=True)
+    first = server.requests
+    assert 0 < first < 24
+    # the first batches have not ended: their requests keep the room they were admitted in
+    with pytest.raises(BatchesSubmitted), pytest.warns(UserWarning, match="not submitted"):
+        _run(_plan(tmp_path, batch=True, budget=budget), submit_only=True)
+    assert server.requests == first

@@ -140,14 +140,16 @@ class BudgetLedger:
             account = self._accounts[arm]
             account.calls = max(0, account.calls - 1)
 
-    def hold(self, arm: str, tokens: int, cost_usd: float, kind: str = "arm") -> bool:
+    def hold(self, arm: str, tokens: int, cost_usd: float, kind: str = "arm",
+             force: bool = False) -> bool:
         """Admit a batched call before its output is known, at ``tokens`` (its input and
         its ``max_tokens``) and ``cost_usd`` (at the batch rate), if the account has room
         for it beside what it spent and what is held; ``False``: never submitted.
 
         Strict where :meth:`reserve` is not: a batch is never submitted beyond the
         budget. Holds last until :meth:`release_holds` (the batch's answers are then
-        counted by :meth:`settle` as live runs' are).
+        counted by :meth:`settle` as live runs' are). ``force``: held whatever the room
+        (a batch submitted earlier and not ended: it was admitted then).
 
         Example:
             >>> ledger = BudgetLedger(Budget(max_cost_usd=1.0), ["a"])
@@ -155,15 +157,18 @@ class BudgetLedger:
             (True, False)
         """
         budget = self.budget
-        if arm in self.halts:
+        if arm in self.halts and not force:
             return False
-        if budget is None:
-            return True
+        if budget is None or arm not in self._accounts:
+            return budget is None
         account = self._accounts[arm]
-        if account.stopped:
-            return False
         calls = 1 if kind == "arm" else 0
         held_calls, held_tokens, held_cost = account.held
+        if force:
+            account.held = [held_calls + calls, held_tokens + tokens, held_cost + cost_usd]
+            return True
+        if account.stopped:
+            return False
         if budget.max_calls is not None and account.calls + held_calls + calls > budget.max_calls:
             return False
         if budget.counted(kind):

@@ -35,7 +35,7 @@ from hr_core.models.ratelimit.headers import estimate_tokens
 from hr_core.models.registry import resolve_model
 from hr_core.models.spec import ModelSpec
 from hr_core.run.batch.desk import BatchAdapter, BatchDesk, BatchModel, Collected
-from hr_core.run.batch.ledger import BATCHES, BatchLedger, BatchRecord
+from hr_core.run.batch.ledger import BATCHES, BatchLedger, BatchRecord, LedgerRequest
 from hr_core.run.batch.pending import BatchesSubmitted
 from hr_core.run.plan import Chunk
 from hr_core.store.record import RunRecord
@@ -193,11 +193,11 @@ class BatchEngine:
                 break
             await self.wait()
             self.replan()
+        for line in self.warnings():  # said once, at the end (as a resume's garbled lines)
+            warnings.warn(line, stacklevel=2)
         if submit_only and self.ledger.open_batches() and not self.session.halted():
             self.session.journal.flush()
             raise BatchesSubmitted(self.submitted_line())
-        for line in self.warnings():  # said once the runs are made (as a resume's garble)
-            warnings.warn(line, stacklevel=2)
 
     def recorded(self, record: RunRecord) -> None:
         """A record was journaled: one whose judge waits for its batch is re-scored in
@@ -233,6 +233,9 @@ class BatchEngine:
         ledger = self.session.ledger
         groups: dict[str, list[tuple[Collected, int, float]]] = {}
         try:
+            for request in self._unanswered():  # batches not ended keep their room
+                ledger.hold(request.arm, request.tokens, request.cost, kind=request.role,
+                            force=True)
             for collected in self.desk.collected.values():
                 batched = self.models[collected.label]
                 body = collected.body
@@ -256,6 +259,13 @@ class BatchEngine:
                 count += await self._create(self.models[label], part)
         self.seconds += time.perf_counter() - started
         return count
+
+    def _unanswered(self) -> list[LedgerRequest]:
+        """The requests of open batches without an outcome (``--submit-only`` again
+        before they ended), at the tokens and cost they were admitted at."""
+        ledger = self.ledger
+        return [ledger.requests[cid] for batch in ledger.open_batches() for cid in batch.ids
+                if cid not in ledger.outcomes]
 
     def _split(self, batched: _Batched, admitted: list[tuple[Collected, int, float]]
                ) -> list[list[tuple[Collected, int, float]]]:
