@@ -25,6 +25,9 @@ arms:
   reader: {model: "mock:reader", prompt: "Document: {document}\\nQuestion: {question}",
            batch: true}
   echo: {model: "mock:echo", prompt: "{question}", batch: true}
+scorer:
+  judge: {model: mock-model, rubric: "Is the response's answer the reference's?",
+          batch: true}
 """
 
 
@@ -56,8 +59,12 @@ def test_submit_only_returns_and_a_later_hr_run_collects(
     code, out, err = hr(capsys, "run", spec)
     assert code == 0, err
     assert "batch batch_1 (arm:reader): ended, succeeded 12" in out
-    assert (server.created, server.requests) == (2, 24)
+    assert "batch batch_3 (judge): ended, succeeded 48" in out  # 24 runs x 2 orders
+    assert (server.created, server.requests) == (3, 72)
     assert max(server.submissions.values()) == 1
+    (run_dir,) = (tmp_path / "results" / "batched").iterdir()
+    runs = __import__("pandas").read_parquet(run_dir / "runs.parquet")
+    assert runs["correct"].sum() == 12 and runs["judge_status"].eq("ok").all()
 
 
 def test_hr_cancel_cancels_the_open_batches_and_their_runs_say_so(
@@ -84,8 +91,8 @@ def test_an_interrupt_while_batches_run_says_they_keep_running_and_how_to_cancel
     from hr_core.run.plan import plan_benchmark
 
     spec = load_spec(_spec(tmp_path))
-    arms = {name: arm for name, arm in spec.arms.items()}
-    plan = plan_benchmark(arms, ITEMS, store=str(tmp_path / "results"), name="batched")
+    plan = plan_benchmark(dict(spec.arms), ITEMS, store=str(tmp_path / "results"),
+                          name="batched")
     session = BenchmarkSession(plan)
     session.batch_options = {"submit_only": True, "poll_s": 0}
     with pytest.raises(Exception, match="are running at the provider"):
