@@ -161,8 +161,9 @@ class FakeBatchAdapter:
     """The fake provider's batch adapter: a body the mock model answers, its reply priced
     at the batch rate of :data:`LIVE_PRICE`."""
 
-    def __init__(self, server: FakeBatchServer, model: str) -> None:
-        self.client = FakeBatchClient(server)
+    def __init__(self, server: FakeBatchServer | None, model: str,
+                 client: Any = None) -> None:
+        self.client = client if client is not None else FakeBatchClient(server)  # type: ignore[arg-type]
         self.price: Price | None = LIVE_PRICE
         self.model = model
 
