@@ -82,7 +82,8 @@ def adapter_for(spec: ModelSpec, model: Any, label: str) -> BatchAdapter:
                         "deployment: name it as the model's batch_deployment")
     # the providers' adapters and their SDKs' batch clients load only when a run batches
     batching = importlib.import_module("hr_core.models.batching")
-    adapter: BatchAdapter = batching.batch_adapter(model, spec=spec)
+    adapter: BatchAdapter = batching.batch_adapter(model,
+                                                   azure_deployment=spec.batch_deployment)
     return adapter
 
 

@@ -4,7 +4,7 @@ in-memory fake provider of tests/batch_fakes.py, the fake's own time (answering 
 mock model) taken out; beside it the same benchmark live (the mock model called in
 process), whose CPU per run is the floor the engine adds to.
 
-    .venv/bin/python bench/bench_batch.py [--n 10000] [--repeat 3]
+    .venv/bin/python bench/bench_batch_engine.py [--n 10000] [--repeat 3]
 
 Target (issue 34): at most 1 ms of hr's CPU per batched request.
 """
