@@ -241,8 +241,11 @@ async def _benchmark(invocation: Invocation) -> Benchmark:
 
 
 def _kept(session: BenchmarkSession) -> str:
-    """Flush the journal and mark the manifest ``interrupted``; what was kept (one line)."""
-    return session.interrupt().split("; run the same benchmark again")[0]
+    """Flush the journal and mark the manifest ``interrupted``; what was kept (one line),
+    and the batches that keep running at the provider with how to collect or cancel them."""
+    kept = session.interrupt().split("; run the same benchmark again")[0]
+    note = None if session.batch is None else session.batch.interrupt_note()
+    return kept if note is None else f"{kept}; {note}"
 
 
 def _untagged_tasks() -> TagsContext:

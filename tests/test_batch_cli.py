@@ -1,16 +1,25 @@
-"""`hr run --submit-only`, a later `hr run` collecting, and `hr cancel RUN_DIR`, through the
-command line and the real hr-benchmark flow, against the in-memory fake batch provider."""
+"""`hr run --submit-only`, a later `hr run` collecting, `hr cancel RUN_DIR` and a flow run
+cancelled while it waits, through the command line and the real hr-benchmark flow, against
+the in-memory fake batch provider."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from batch_fakes import FakeBatchServer, use_fake_batches
 from cli_support import hr
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterTags
+from prefect.states import Cancelling
 
+from flows import hr_benchmark
+from hr_core.core.errors import BenchmarkCancelled
+from hr_core.run.plan import plan_benchmark
 from hr_core.run.session import BenchmarkSession
 from hr_core.run.spec import load_spec
 
@@ -88,8 +97,6 @@ def test_hr_cancel_cancels_the_open_batches_and_their_runs_say_so(
 
 def test_an_interrupt_while_batches_run_says_they_keep_running_and_how_to_cancel(
         server: FakeBatchServer, tmp_path: Path) -> None:
-    from hr_core.run.plan import plan_benchmark
-
     spec = load_spec(_spec(tmp_path))
     plan = plan_benchmark(dict(spec.arms), ITEMS, store=str(tmp_path / "results"),
                           name="batched")
@@ -105,3 +112,35 @@ def test_an_interrupt_while_batches_run_says_they_keep_running_and_how_to_cancel
         again.close()
     assert "2 batch(es) keep running at the provider" in message
     assert f"`hr cancel {again.store.run_dir}` cancels them" in message
+
+
+def test_a_flow_run_cancelled_while_waiting_says_its_batches_keep_running(
+        prefect_harness: None, tmp_path: Path) -> None:
+    fake = FakeBatchServer(polls=10**6)  # never ends while the test waits
+    undo = use_fake_batches(fake)
+
+    async def cancel() -> None:
+        async with get_client() as client:
+            for _ in range(2400):
+                runs = await client.read_flow_runs(flow_run_filter=FlowRunFilter(
+                    tags=FlowRunFilterTags(all_=["batched-cancel"])))
+                running = [r for r in runs if r.state is not None and r.state.is_running()]
+                if running and fake.status_calls:
+                    await client.set_flow_run_state(running[0].id, Cancelling(), force=True)
+                    return
+                await asyncio.sleep(0.05)
+
+    thread = threading.Thread(target=lambda: asyncio.run(cancel()), daemon=True)
+    try:
+        spec = _spec(tmp_path)
+        spec.write_text(spec.read_text().replace("name: batched", "name: batched-cancel"))
+        thread.start()
+        with pytest.raises(BenchmarkCancelled) as raised:
+            hr_benchmark(str(spec), batch={"poll_s": 0.05}, require_valid_judge="ignore")
+    finally:
+        thread.join(timeout=120)
+        undo()
+    message = str(raised.value)
+    assert "2 batch(es) keep running at the provider" in message
+    assert "`hr cancel " in message and "run the same benchmark again to collect them" in message
+    assert fake.created == 2
