@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -11,7 +10,8 @@ from rich.console import Console
 from hr_cli.literal import line
 from hr_core.core.errors import RunNotFoundError
 from hr_core.models.batch_api import BatchStatus
-from hr_core.run.batch.engine import cancel_batches
+from hr_core.run.batch.engine import batch_folder, cancel_batches
+from hr_core.run.batch.ledger import LEDGER
 from hr_core.store.folder import RunStore
 
 __all__ = ["cancel_run_batches", "status_printer"]
@@ -20,8 +20,9 @@ __all__ = ["cancel_run_batches", "status_printer"]
 def cancel_run_batches(console: Console, run_dir: str) -> None:
     """Ask the provider to cancel every open batch of the run in ``run_dir``."""
     store = RunStore.at(run_dir)
-    if not store.local or not Path(store.run_dir).is_dir():
-        raise RunNotFoundError(f"{run_dir}: no run folder here (results/<name>/<run id>/)")
+    if not (batch_folder(store.journal.path) / LEDGER).is_file():
+        raise RunNotFoundError(f"{run_dir}: no batches recorded for this run (a run folder "
+                               "results/<name>/<run id>/ of a spec with batch: true)")
     asked = asyncio.run(cancel_batches(store.journal.path))
     if not asked:
         console.print(line(f"hr: {run_dir}: no batch to cancel (none open, or every open "

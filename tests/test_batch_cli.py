@@ -144,3 +144,11 @@ def test_a_flow_run_cancelled_while_waiting_says_its_batches_keep_running(
     assert "2 batch(es) keep running at the provider" in message
     assert "`hr cancel " in message and "run the same benchmark again to collect them" in message
     assert fake.created == 2
+
+
+def test_hr_cancel_of_a_folder_without_batches_says_so_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = hr(capsys, "cancel", tmp_path / "results" / "x" / "abc")
+    assert code == 2
+    assert err.startswith("hr: error: ") and "no batches recorded for this run" in err
+    assert len(err.strip().splitlines()) == 1
