@@ -28,6 +28,8 @@ from hr_core.core.errors import (
     SpecError,
     StoreWriteError,
 )
+from hr_core.models.batch_api import BatchStatus
+from hr_core.run.batch.engine import StatusFn
 from hr_core.run.batch.pending import BatchesSubmitted
 from hr_core.run.progress import ProgressFn, progress_callback
 from hr_core.run.session import BenchmarkPlan, BenchmarkSession, JudgePolicy
@@ -126,7 +128,10 @@ async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,
     if on_progress is not None:
         watchers.append(asyncio.ensure_future(session.watch(
             lambda rows: [on_progress(*row) for row in rows], CALLBACK_INTERVAL_S)))
+    if session.batch is not None:  # the batches' counts while hr waits: the artifact too
+        session.batch.on_status = _publishing(session.batch.on_status, progress)
     started = loop.time()
+
     async def one_pass() -> None:
         if session.unscored():
             await rescore_benchmark(session)
@@ -238,6 +243,23 @@ async def _benchmark(invocation: Invocation) -> Benchmark:
         session.close()
     _check_health(bench, invocation.plan)
     return bench
+
+
+def _publishing(shown: StatusFn | None, progress: ProgressPublisher) -> StatusFn:
+    """An ``on_status`` that also shows every polled batch's counts as the flow run's
+    progress artifact (besides ``shown``, the caller's: the terminal's lines)."""
+    statuses: dict[str, tuple[str, BatchStatus]] = {}
+    sending: set[asyncio.Future[None]] = set()
+
+    def publish(label: str, status: BatchStatus) -> None:
+        if shown is not None:
+            shown(label, status)
+        statuses[status.batch_id] = (label, status)
+        update = asyncio.ensure_future(progress.batches(list(statuses.values())))
+        sending.add(update)  # kept until sent (a task only weakly referenced may vanish)
+        update.add_done_callback(sending.discard)
+
+    return publish
 
 
 def _kept(session: BenchmarkSession) -> str:

@@ -9,10 +9,12 @@ import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from batch_fakes import FakeBatchServer, use_fake_batches
 from cli_support import hr
+from deploy_support import run_artifacts
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterTags
 from prefect.states import Cancelling
@@ -118,6 +120,7 @@ def test_a_flow_run_cancelled_while_waiting_says_its_batches_keep_running(
         prefect_harness: None, tmp_path: Path) -> None:
     fake = FakeBatchServer(polls=10**6)  # never ends while the test waits
     undo = use_fake_batches(fake)
+    cancelled: list[Any] = []
 
     async def cancel() -> None:
         async with get_client() as client:
@@ -125,8 +128,12 @@ def test_a_flow_run_cancelled_while_waiting_says_its_batches_keep_running(
                 runs = await client.read_flow_runs(flow_run_filter=FlowRunFilter(
                     tags=FlowRunFilterTags(all_=["batched-cancel"])))
                 running = [r for r in runs if r.state is not None and r.state.is_running()]
-                if running and fake.status_calls:
+                shown = running and [a for a in await run_artifacts(client, running[0].id)
+                                     if a.type == "progress" and "in_progress" in
+                                     str(a.description) and "arm:echo" in str(a.description)]
+                if shown:  # waiting for its batches, as the progress artifact says
                     await client.set_flow_run_state(running[0].id, Cancelling(), force=True)
+                    cancelled.append(running[0].id)
                     return
                 await asyncio.sleep(0.05)
 
@@ -144,6 +151,16 @@ def test_a_flow_run_cancelled_while_waiting_says_its_batches_keep_running(
     assert "2 batch(es) keep running at the provider" in message
     assert "`hr cancel " in message and "run the same benchmark again to collect them" in message
     assert fake.created == 2
+    artifacts = asyncio.run(_artifacts(cancelled[0]))
+    (progress,) = [a for a in artifacts if a.type == "progress"]
+    assert progress.description == ("batch batch\\_1 (arm:reader): in_progress, processing "
+                                    "12; batch batch\\_2 (arm:echo): in_progress, processing 12")
+    assert progress.data == 0.0  # no request of the batches ended yet
+
+
+async def _artifacts(flow_run_id: Any) -> list[Any]:
+    async with get_client() as client:
+        return await run_artifacts(client, flow_run_id)
 
 
 def test_hr_cancel_of_a_folder_without_batches_says_so_in_one_line(
