@@ -158,6 +158,10 @@ def run_benchmark(console: Console, spec: Any, *, fresh: bool = False,
             exc.resume = _resume_command(spec, fresh)
             raise
         _mark_budget_stops(progress, bench)
+    if submit_only:  # nothing was left to a batch: the run is made
+        console.print("hr: --submit-only: no call waits for a batch (no arm or judge has "
+                      "batch: true, or every batched call is answered); the run is complete",
+                      style="yellow", markup=False)
     return bench
 
 

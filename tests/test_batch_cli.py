@@ -69,6 +69,7 @@ def test_submit_only_returns_and_a_later_hr_run_collects(
     assert code == 0 and "(0 submitted now)" in out, err
     code, out, err = hr(capsys, "run", spec)
     assert code == 0, err
+    assert "--submit-only: no call waits" not in out
     assert "batch batch_1 (arm:reader): ended, succeeded 12" in out
     assert "batch batch_3 (judge): ended, succeeded 48" in out  # 24 runs x 2 orders
     assert (server.created, server.requests) == (3, 72)
@@ -76,6 +77,10 @@ def test_submit_only_returns_and_a_later_hr_run_collects(
     (run_dir,) = (tmp_path / "results" / "batched").iterdir()
     runs = __import__("pandas").read_parquet(run_dir / "runs.parquet")
     assert runs["correct"].sum() == 12 and runs["judge_status"].eq("ok").all()
+    code, out, err = hr(capsys, "run", spec, "--submit-only")  # all answered: nothing to do
+    assert code == 0, err
+    assert "hr: --submit-only: no call waits for a batch" in out
+    assert server.requests == 72
 
 
 def test_hr_cancel_cancels_the_open_batches_and_their_runs_say_so(
