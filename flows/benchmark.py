@@ -138,9 +138,6 @@ async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,
         await (run_chunks_submitted(session) if submit else _run_chunks(session))
 
     try:
-        if submit and session.batch is not None:
-            raise SpecError("batch: true runs its batches in the flow's own process; run it "
-                            "without a Dask or Ray task runner")
         # passes of collect, submit, wait, serve when a model batches (hr_core.run.batch)
         work = one_pass() if session.batch is None else session.batch.run(one_pass)
         # a flow run cancelled or deleted from the API stops the chunks (flows._cancel)

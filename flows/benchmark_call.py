@@ -20,6 +20,7 @@ from hr_core.core.errors import (
     HrTypeError,
     SpecError,
 )
+from hr_core.run.batch.engine import batched
 from hr_core.run.budget import Budget
 from hr_core.run.session import (
     BenchmarkPlan,
@@ -264,6 +265,9 @@ def run_plan(plan: BenchmarkPlan, *, on_progress: ProgressFn | None = None,
     if submit and plan.stop is not None:
         raise SpecError("stop (sequential mode) runs its batches in the flow's own process; "
                         "run it without a Dask or Ray task runner")
+    if submit and any(batched(plan.arms, plan.scorer)):
+        raise SpecError("batch: true runs its batches in the flow's own process; run it "
+                        "without a Dask or Ray task runner")
     invocation = Invocation(plan, on_progress, submit, provider_limits)
     invocation.batch_options = dict(batch or {})
     return call_flow(named, invocation, flow_parameters(plan, spec, fresh), wait)

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from batch_fakes import CrashAfterCreate, FakeBatchServer, use_fake_batches
 
+from flows import hr_benchmark
+from flows.runners import make_task_runner
 from hr_core.core.errors import CorruptRunError, SpecError
 from hr_core.judge import hr_judge_config, hr_scorer_judge
 from hr_core.models.batch_api import BatchLimits
@@ -196,3 +198,11 @@ def test_batches_still_open_hold_their_share_of_the_budget(server: FakeBatchServ
     with pytest.raises(BatchesSubmitted), pytest.warns(UserWarning, match="not submitted"):
         _run(_plan(tmp_path, batch=True, budget=budget), submit_only=True)
     assert server.requests == first
+
+
+def test_a_dask_task_runner_with_batch_is_refused_before_the_flow_starts(
+        server: FakeBatchServer, tmp_path: Path) -> None:
+    arms = {"reader": {"model": "mock:reader", "prompt": PROMPT, "batch": True}}
+    with pytest.raises(SpecError, match="batch: true runs its batches in the flow's own "
+                                        "process; run it without a Dask or Ray task runner"):
+        hr_benchmark(arms, ITEMS, store=str(tmp_path), task_runner=make_task_runner("dask"))

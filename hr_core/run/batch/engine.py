@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from hr_core.run.session import BenchmarkSession
 
 __all__ = ["ADAPTERS", "BATCH_PROVIDERS", "DEFAULT_MAX_TOKENS", "BatchEngine", "StatusFn",
-           "adapter_for", "batch_folder", "cancel_batches", "register_adapter"]
+           "adapter_for", "batch_folder", "batched", "cancel_batches", "register_adapter"]
 
 BATCH_PROVIDERS = ("openai", "azure-openai", "anthropic")
 """The providers whose batch API hr speaks (``hr_core.models.batching``)."""
@@ -85,6 +85,23 @@ def adapter_for(spec: ModelSpec, model: Any, label: str) -> BatchAdapter:
     adapter: BatchAdapter = batching.batch_adapter(model,
                                                    azure_deployment=spec.batch_deployment)
     return adapter
+
+
+def batched(arms: Mapping[str, Any], scorer: Any) -> tuple[list[str], bool]:
+    """The names of the LLM arms with ``batch: true``, and whether the judge scorer has it.
+
+    Example:
+        >>> from hr_core.run.arms import normalise_arms
+        >>> batched(normalise_arms({"a": {"model": "mock:x", "prompt": "{q}",
+        ...                                "batch": True}}), None)
+        (['a'], False)
+    """
+    names = [name for name, arm in arms.items()
+             if arm.llm is not None and arm.llm.model_spec().batch]
+    judge = getattr(scorer, "judge", None)
+    judged = bool(judge is not None and getattr(judge, "batch", False)
+                  and isinstance(getattr(scorer, "models", None), list))
+    return names, judged
 
 
 def batch_folder(journal_path: Path) -> Path:
@@ -135,12 +152,9 @@ class BatchEngine:
     def of(cls, session: BenchmarkSession, **options: Any) -> BatchEngine | None:
         """The engine for the session's batched arms and judge, or ``None`` (none)."""
         plan = session.plan
-        arms = [name for name, arm in plan.arms.items()
-                if arm.llm is not None and arm.llm.model_spec().batch]
+        arms, judged = batched(plan.arms, plan.scorer)
         judge = getattr(plan.scorer, "judge", None)
         models = getattr(plan.scorer, "models", None)
-        judged = bool(judge is not None and getattr(judge, "batch", False)
-                      and isinstance(models, list))
         if not arms and not judged:
             return None
         if plan.stop is not None:
