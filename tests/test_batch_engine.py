@@ -206,3 +206,27 @@ def test_a_dask_task_runner_with_batch_is_refused_before_the_flow_starts(
     with pytest.raises(SpecError, match="batch: true runs its batches in the flow's own "
                                         "process; run it without a Dask or Ray task runner"):
         hr_benchmark(arms, ITEMS, store=str(tmp_path), task_runner=make_task_runner("dask"))
+
+
+def test_a_judge_answered_in_a_later_pass_counts_against_the_budget(
+        server: FakeBatchServer, tmp_path: Path) -> None:
+    def live(payload: dict[str, Any]) -> str:  # answered live in the first pass
+        return payload["document"].split(" is ")[1].rstrip(".").lower()
+
+    config = hr_judge_config({"model": "mock-model", "batch": True}, RUBRIC, mode="grade")
+    arms = {"live": live,
+            "reader": {"model": "mock:reader", "prompt": PROMPT, "batch": True}}
+    limit = 0.0012
+    budget = {"max_cost_usd": limit, "per": "benchmark", "counts": "judge"}
+    plan = plan_benchmark(arms, ITEMS, hr_scorer_judge(config), store=str(tmp_path),
+                          name="b", budget=budget)
+    with pytest.warns(UserWarning, match="not submitted: the budget"):
+        bench = _run(plan)
+    # the live arm's judge calls were answered in the second pass, the reader's admitted
+    # after them: against what the first ones spent, at their estimates
+    spent = bench.runs.loc[bench.runs["arm"] == "live", "judge_cost_usd"].sum()
+    ledger = BatchLedger(next(tmp_path.glob("b/*/batches")))
+    admitted = sum(r.cost for r in ledger.requests.values()
+                   if r.role == "judge" and r.arm == "reader")
+    assert spent > 0 and admitted > 0
+    assert spent + admitted <= limit

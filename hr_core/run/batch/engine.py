@@ -200,7 +200,9 @@ class BatchEngine:
             self.desk.collected.clear()
             self.desk.pending_runs.clear()
             self.desk.judge_pending.clear()
+            waiting = [r for r in self.session.done.values() if not r.scored]
             await run_pass()
+            self._spent(waiting)
             if self.session.halted() or not self.desk.collected:
                 break
             await self.submit()
@@ -213,6 +215,15 @@ class BatchEngine:
         if submit_only and self.ledger.open_batches() and not self.session.halted():
             self.session.journal.flush()
             raise BatchesSubmitted(self.submitted_line())
+
+    def _spent(self, rescored: list[RunRecord]) -> None:
+        """Count in the budget the judge calls of the runs re-scored in the last pass (a
+        run scored in a chunk counts its own): later batches are admitted against them."""
+        for record in rescored:
+            if record.scored and (record.judge_tokens_in, record.judge_cost_usd) != (None, None):
+                self.session.ledger.settle(record.arm, record.judge_tokens_in,
+                                           record.judge_tokens_out, record.judge_cost_usd,
+                                           kind="judge")
 
     def recorded(self, record: RunRecord) -> None:
         """A record was journaled: one whose judge waits for its batch is re-scored in
