@@ -20,7 +20,7 @@ from hr_core.core.errors import (
     HrTypeError,
     SpecError,
 )
-from hr_core.run.batch.engine import batched
+from hr_core.run.batch.adapters import batched
 from hr_core.run.budget import Budget
 from hr_core.run.session import (
     BenchmarkPlan,

@@ -10,8 +10,8 @@ from rich.console import Console
 from hr_cli.literal import line
 from hr_core.core.errors import RunNotFoundError
 from hr_core.models.batch_api import BatchStatus
-from hr_core.run.batch.engine import batch_folder, cancel_batches
-from hr_core.run.batch.ledger import LEDGER
+from hr_core.run.batch.adapters import cancel_batches
+from hr_core.run.batch.ledger import LEDGER, batch_folder
 from hr_core.store.folder import RunStore
 
 __all__ = ["cancel_run_batches", "status_printer"]

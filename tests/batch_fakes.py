@@ -28,7 +28,7 @@ from hr_core.models.batch_api import (
 )
 from hr_core.models.mock import MockModel
 from hr_core.results import Usage
-from hr_core.run.batch.engine import ADAPTERS, register_adapter
+from hr_core.run.batch.adapters import ADAPTERS, register_adapter
 
 LIVE_PRICE = Price(1.0, 2.0)
 

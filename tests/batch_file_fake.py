@@ -120,7 +120,7 @@ def plan(store: str) -> Any:
 
 
 def main(state: str, store: str) -> None:
-    from hr_core.run.batch.engine import register_adapter
+    from hr_core.run.batch.adapters import register_adapter
     from hr_core.run.session import BenchmarkSession
 
     register_adapter("mock", lambda spec, model: FakeBatchAdapter(

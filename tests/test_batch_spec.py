@@ -52,7 +52,7 @@ def test_azure_s_batch_deployment_on_azure_only() -> None:
 
 def test_a_model_without_a_batch_api_or_azure_without_its_deployment_is_refused() -> None:
     from hr_core.core.errors import SpecError
-    from hr_core.run.batch.engine import adapter_for
+    from hr_core.run.batch.adapters import adapter_for
 
     azure = ModelSpec.of({"model": "azure-openai:gpt4o", "batch": True})
     with pytest.raises(SpecError, match="arm 'a': azure-openai's batch API runs on a "

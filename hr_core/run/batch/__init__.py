@@ -11,5 +11,7 @@ call each. The engine is provider-independent: it talks to a
   (intents written and fsynced before each create call, batch ids, outcomes);
 - :mod:`hr_core.run.batch.desk`: the model wrapper that answers a call from the ledger
   or collects its request;
+- :mod:`hr_core.run.batch.adapters`: which models batch, through which adapter, and
+  cancelling a run's batches (``hr cancel``);
 - :mod:`hr_core.run.batch.engine`: collect, submit, wait, serve, in passes.
 """

@@ -19,12 +19,10 @@ open batches: nothing is submitted twice and nothing is lost.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,10 +30,10 @@ import numpy as np
 from hr_core.core.errors import SpecError
 from hr_core.models.batch_api import BatchClient, BatchOutcome, BatchRequest, BatchStatus
 from hr_core.models.ratelimit.headers import estimate_tokens
-from hr_core.models.registry import resolve_model
 from hr_core.models.spec import ModelSpec
+from hr_core.run.batch import adapters
 from hr_core.run.batch.desk import BatchAdapter, BatchDesk, BatchModel, Collected
-from hr_core.run.batch.ledger import BATCHES, BatchLedger, BatchRecord, LedgerRequest
+from hr_core.run.batch.ledger import BatchLedger, BatchRecord, LedgerRequest, batch_folder
 from hr_core.run.batch.pending import BatchesSubmitted
 from hr_core.run.plan import Chunk
 from hr_core.store.record import RunRecord
@@ -43,11 +41,7 @@ from hr_core.store.record import RunRecord
 if TYPE_CHECKING:
     from hr_core.run.session import BenchmarkSession
 
-__all__ = ["ADAPTERS", "BATCH_PROVIDERS", "DEFAULT_MAX_TOKENS", "BatchEngine", "StatusFn",
-           "adapter_for", "batch_folder", "batched", "cancel_batches", "register_adapter"]
-
-BATCH_PROVIDERS = ("openai", "azure-openai", "anthropic")
-"""The providers whose batch API hr speaks (``hr_core.models.batching``)."""
+__all__ = ["DEFAULT_MAX_TOKENS", "BatchEngine", "StatusFn"]
 
 DEFAULT_MAX_TOKENS = 4096
 """A request's reply tokens for the budget when its body names no ``max_tokens``."""
@@ -55,58 +49,8 @@ DEFAULT_MAX_TOKENS = 4096
 OUTCOMES_PER_WRITE = 1000
 """Outcomes appended (and fsynced) at once while a batch's results are read."""
 
-AdapterFactory = Callable[[ModelSpec, Any], BatchAdapter]
-ADAPTERS: dict[str, AdapterFactory] = {}
-"""Batch adapters by provider beside hr's own (a test's fake provider, say)."""
-
 StatusFn = Callable[[str, BatchStatus], Any]
 """Called with a model's label and each status a poll returns (the progress)."""
-
-
-def register_adapter(provider: str, factory: AdapterFactory) -> None:
-    """Use ``factory(spec, model)`` for the batched models of ``provider``."""
-    ADAPTERS[provider] = factory
-
-
-def adapter_for(spec: ModelSpec, model: Any, label: str) -> BatchAdapter:
-    """The batch adapter of a model, or a one-line ``SpecError`` saying why none."""
-    factory = ADAPTERS.get(spec.provider)
-    if factory is not None:
-        return factory(spec, model)
-    if spec.provider not in BATCH_PROVIDERS:
-        raise SpecError(f"{label}: batch: true needs a provider with a batch API "
-                        f"({', '.join(BATCH_PROVIDERS)}), not {spec.provider!r}; remove "
-                        "batch: true to call it live")
-    if spec.provider == "azure-openai" and spec.batch_deployment is None:
-        raise SpecError(f"{label}: azure-openai's batch API runs on a Global-Batch "
-                        "deployment: name it as the model's batch_deployment")
-    # the providers' adapters and their SDKs' batch clients load only when a run batches
-    batching = importlib.import_module("hr_core.models.batching")
-    adapter: BatchAdapter = batching.batch_adapter(model,
-                                                   azure_deployment=spec.batch_deployment)
-    return adapter
-
-
-def batched(arms: Mapping[str, Any], scorer: Any) -> tuple[list[str], bool]:
-    """The names of the LLM arms with ``batch: true``, and whether the judge scorer has it.
-
-    Example:
-        >>> from hr_core.run.arms import normalise_arms
-        >>> batched(normalise_arms({"a": {"model": "mock:x", "prompt": "{q}",
-        ...                                "batch": True}}), None)
-        (['a'], False)
-    """
-    names = [name for name, arm in arms.items()
-             if arm.llm is not None and arm.llm.model_spec().batch]
-    judge = getattr(scorer, "judge", None)
-    judged = bool(judge is not None and getattr(judge, "batch", False)
-                  and isinstance(getattr(scorer, "models", None), list))
-    return names, judged
-
-
-def batch_folder(journal_path: Path) -> Path:
-    """The run's ``batches/`` folder (beside its journal)."""
-    return Path(journal_path).parent / BATCHES
 
 
 def _max_tokens(body: Mapping[str, Any]) -> int:
@@ -152,7 +96,7 @@ class BatchEngine:
     def of(cls, session: BenchmarkSession, **options: Any) -> BatchEngine | None:
         """The engine for the session's batched arms and judge, or ``None`` (none)."""
         plan = session.plan
-        arms, judged = batched(plan.arms, plan.scorer)
+        arms, judged = adapters.batched(plan.arms, plan.scorer)
         judge = getattr(plan.scorer, "judge", None)
         models = getattr(plan.scorer, "models", None)
         if not arms and not judged:
@@ -179,7 +123,7 @@ class BatchEngine:
     def _wrap(self, model: Any, spec: ModelSpec, label: str, role: str, shown: str) -> Any:
         inner = getattr(model, "inner", None)
         provider_model = model if inner is None else inner
-        batched = _Batched(label, spec, adapter_for(spec, provider_model, shown))
+        batched = _Batched(label, spec, adapters.adapter_for(spec, provider_model, shown))
         self.models[label] = batched
         wrapped = BatchModel(provider_model, batched.adapter, self.desk, label, role)
         if inner is None:
@@ -421,30 +365,3 @@ class BatchEngine:
             lines.append(f"{self.refused} batched request(s) not submitted: the budget "
                          "admits no more (priced at max_tokens at the batch rate)")
         return lines
-
-
-async def cancel_batches(journal_path: Path) -> list[str]:
-    """Ask the provider to cancel every open batch of a run (``hr cancel RUN_DIR``): the
-    ids of the batches asked. Their finished requests stay billed; a later ``hr run``
-    collects what they answered."""
-    ledger = BatchLedger(batch_folder(journal_path))
-    asked = []
-    clients: dict[str, BatchClient] = {}
-    try:
-        for batch in ledger.open_batches():
-            if batch.batch_id is None or batch.canceled:  # asked already: once is enough
-                continue
-            client = clients.get(batch.label)
-            if client is None:
-                spec = ModelSpec.of(batch.spec) if batch.spec else None
-                if spec is None:
-                    continue
-                client = adapter_for(spec, resolve_model(spec), batch.label).client
-                clients[batch.label] = client
-            await client.cancel(batch.batch_id)
-            ledger.record_cancel(batch)
-            asked.append(batch.batch_id)
-    finally:
-        for client in clients.values():
-            await client.aclose()
-    return asked

@@ -37,7 +37,8 @@ from hr_core.core.json_text import jsonl_lines
 from hr_core.models.batch_api import BatchOutcome
 from hr_core.store.folder import corrupt_file_error
 
-__all__ = ["BATCHES", "LEDGER", "BatchLedger", "BatchRecord", "KeyState", "LedgerRequest"]
+__all__ = ["BATCHES", "LEDGER", "BatchLedger", "BatchRecord", "KeyState", "LedgerRequest",
+           "batch_folder"]
 
 BATCHES = "batches"
 LEDGER = "ledger.jsonl"
@@ -45,6 +46,11 @@ LEDGER = "ledger.jsonl"
 KeyState = Literal["new", "waiting", "answered", "expired"]
 """A call's state in the ledger: never submitted (or dropped), in a batch not ended,
 answered (succeeded, errored or canceled), expired (not answered: submitted again)."""
+
+
+def batch_folder(journal_path: Path) -> Path:
+    """The run's ``batches/`` folder (beside its journal)."""
+    return Path(journal_path).parent / BATCHES
 
 
 @dataclass(frozen=True)
