@@ -54,7 +54,14 @@ def test_a_model_without_a_batch_api_or_azure_without_its_deployment_is_refused(
     from hr_core.core.errors import SpecError
     from hr_core.run.batch.adapters import adapter_for
 
-    azure = ModelSpec.of({"model": "azure-openai:gpt4o", "batch": True})
+    with pytest.raises(HrError, match="azure-openai's batch API runs on a Global-Batch "
+                                      "deployment: name it as batch_deployment"):
+        ModelSpec.of({"model": "azure-openai:gpt4o", "batch": True})
+    arms = {"a": {"model": "azure-openai:gpt4o", "prompt": "{q}", "batch": True}}
+    with pytest.raises(SpecError, match="LLM arm: .*name it as batch_deployment"):
+        normalise_arms(arms)["a"].llm.model_spec()
+    azure = ModelSpec.model_construct(provider="azure-openai", model="gpt4o", batch=True,
+                                      batch_deployment=None)  # past the spec's own check
     with pytest.raises(SpecError, match="arm 'a': azure-openai's batch API runs on a "
                                         "Global-Batch deployment: name it as the model's "
                                         "batch_deployment"):

@@ -190,6 +190,9 @@ class ModelSpec(BaseModel):
         if self.batch_deployment is not None and self.provider != "azure-openai":
             raise ValueError(f"batch_deployment is for azure-openai models only, not "
                              f"{self.provider}")
+        if self.batch and self.provider == "azure-openai" and self.batch_deployment is None:
+            raise ValueError("azure-openai's batch API runs on a Global-Batch deployment: "
+                             "name it as batch_deployment")
         if self.token_command is not None and self.api_key_env is not None:
             raise ValueError("give api_key_env or token_command, not both")
         return self
