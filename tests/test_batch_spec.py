@@ -58,7 +58,7 @@ def test_a_model_without_a_batch_api_or_azure_without_its_deployment_is_refused(
                                       "deployment: name it as batch_deployment"):
         ModelSpec.of({"model": "azure-openai:gpt4o", "batch": True})
     arms = {"a": {"model": "azure-openai:gpt4o", "prompt": "{q}", "batch": True}}
-    with pytest.raises(SpecError, match="LLM arm: .*name it as batch_deployment"):
+    with pytest.raises(SpecError, match=r"LLM arm: .*name it as batch_deployment"):
         normalise_arms(arms)["a"].llm.model_spec()
     azure = ModelSpec.model_construct(provider="azure-openai", model="gpt4o", batch=True,
                                       batch_deployment=None)  # past the spec's own check
