@@ -230,3 +230,20 @@ def test_a_judge_answered_in_a_later_pass_counts_against_the_budget(
                    if r.role == "judge" and r.arm == "reader")
     assert spent > 0 and admitted > 0
     assert spent + admitted <= limit
+
+
+def test_the_budget_s_max_seconds_stops_the_wait_and_a_later_run_collects(
+        tmp_path: Path) -> None:
+    server = FakeBatchServer(polls=10**6)  # never ends while the first run waits
+    undo = use_fake_batches(server)
+    try:
+        with pytest.warns(UserWarning, match=r"2 batch\(es\) still running at the provider "
+                                             r"when the budget's max_seconds ran out"):
+            first = _run(_plan(tmp_path, batch=True, budget={"max_seconds": 1.0}), poll_s=0.05)
+        assert first.runs["failure_kind"].eq("budget_stop").all()
+        for batch in server.batches.values():
+            batch.polls_left = 0
+        again = _run(_plan(tmp_path, batch=True, budget={"max_seconds": 60.0}))
+    finally:
+        undo()
+    assert again.runs["correct"].sum() == 12 and server.requests == 24

@@ -90,6 +90,7 @@ class BatchEngine:
         self.batches_created = 0
         self.refused = 0
         self.expired = 0
+        self.running = 0  # batches still open when the last wait ended
         self.seconds = 0.0  # hr's own time in the engine (writing, reading, journaling)
 
     @classmethod
@@ -286,20 +287,26 @@ class BatchEngine:
 
     async def wait(self) -> None:
         """Poll the open batches until each has ended (its outcomes recorded), or the
-        session is halted (Ctrl-C: the batches keep running at the provider)."""
-        while not self.session.halted():
+        session is halted (Ctrl-C: the batches keep running at the provider), or the
+        budget's ``max_seconds`` runs out (the same; the next run collects them)."""
+        while not self._stopped():
             open_batches = [b for b in self.ledger.open_batches()
                             if b.batch_id is not None and b.label in self.models]
             if not open_batches:
                 return
             for batch in open_batches:
                 await self._poll(batch)
-            if any(b.open for b in open_batches):
+            self.running = sum(1 for b in open_batches if b.open)
+            if self.running:
                 await self._sleep()
+
+    def _stopped(self) -> bool:
+        deadline = self.session.ledger.deadline
+        return self.session.halted() or (deadline is not None and time.monotonic() >= deadline)
 
     async def _sleep(self) -> None:
         deadline = time.monotonic() + self.poll_s
-        while not self.session.halted() and time.monotonic() < deadline:
+        while not self._stopped() and time.monotonic() < deadline:
             await asyncio.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
 
     async def _poll(self, batch: BatchRecord) -> None:
@@ -364,4 +371,8 @@ class BatchEngine:
         if self.refused:
             lines.append(f"{self.refused} batched request(s) not submitted: the budget "
                          "admits no more (priced at max_tokens at the batch rate)")
+        if self.running and not self.session.halted() and not self.submit_only:
+            lines.append(f"{self.running} batch(es) still running at the provider when the "
+                         "budget's max_seconds ran out: their runs are not made; run the "
+                         "same benchmark again to collect them")
         return lines
