@@ -12,7 +12,7 @@ from prefect import get_run_logger, tags
 from prefect.context import TagsContext
 from prefect.exceptions import Abort
 from prefect.runtime import flow_run
-from prefect.states import Cancelled, Failed
+from prefect.states import Cancelled, Completed, Failed
 
 from flows._cancel import run_watched
 from flows._invocation import InvocationVar
@@ -28,6 +28,9 @@ from hr_core.core.errors import (
     SpecError,
     StoreWriteError,
 )
+from hr_core.models.batch_api import BatchStatus
+from hr_core.run.batch.engine import StatusFn
+from hr_core.run.batch.pending import BatchesSubmitted
 from hr_core.run.progress import ProgressFn, progress_callback
 from hr_core.run.session import BenchmarkPlan, BenchmarkSession, JudgePolicy
 from hr_core.run.spec import spec_import_path
@@ -58,7 +61,8 @@ class Invocation:
     the call's inputs (:func:`flow_parameters`).
     """
 
-    __slots__ = ("limits", "lock", "on_progress", "plan", "stopped", "submit")
+    __slots__ = ("batch_options", "limits", "lock", "on_progress", "plan", "stopped", "submit",
+                 "submitted")
 
     def __init__(self, plan: BenchmarkPlan, on_progress: ProgressFn | None,
                  submit: bool = False, limits: Sequence[ProviderLimit] = (),
@@ -69,6 +73,8 @@ class Invocation:
         self.limits = list(limits)  # cross-process provider limits (tasks.limits)
         self.lock = lock  # the run folder's lock, taken before the flow starts
         self.stopped: FlowRunStopped | None = None  # its flow run was cancelled or deleted
+        self.batch_options: dict[str, Any] = {}  # the batch engine's (hr_core.run.batch)
+        self.submitted: BatchesSubmitted | None = None  # submit_only: batches submitted
 
 
 _INVOCATION: InvocationVar[Invocation] = InvocationVar(__name__, "_INVOCATION")
@@ -122,13 +128,20 @@ async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,
     if on_progress is not None:
         watchers.append(asyncio.ensure_future(session.watch(
             lambda rows: [on_progress(*row) for row in rows], CALLBACK_INTERVAL_S)))
+    if session.batch is not None:  # the batches' counts while hr waits: the artifact too
+        session.batch.on_status = _publishing(session.batch.on_status, progress)
     started = loop.time()
-    try:
+
+    async def one_pass() -> None:
         if session.unscored():
             await rescore_benchmark(session)
-        chunks = run_chunks_submitted(session) if submit else _run_chunks(session)
+        await (run_chunks_submitted(session) if submit else _run_chunks(session))
+
+    try:
+        # passes of collect, submit, wait, serve when a model batches (hr_core.run.batch)
+        work = one_pass() if session.batch is None else session.batch.run(one_pass)
         # a flow run cancelled or deleted from the API stops the chunks (flows._cancel)
-        await run_watched(chunks, session.flow_run_id, run_client(), session.halt)
+        await run_watched(work, session.flow_run_id, run_client(), session.halt)
     except FlowRunStopped as exc:
         created.cancel()
         exc.kept = _kept(session)
@@ -208,11 +221,15 @@ async def _benchmark(invocation: Invocation) -> Benchmark:
     flow_run_id = flow_run.get_id()
     session = BenchmarkSession(invocation.plan, lock=invocation.lock)
     session.flow_run_id = None if flow_run_id is None else str(flow_run_id)
+    session.batch_options = invocation.batch_options
     try:
         with spec_import_path(invocation.plan.import_dir), _untagged_tasks():
             bench = await _run(session, invocation.on_progress, invocation.submit)
     except StoreWriteError as exc:  # an expected stop: a failed flow run, no traceback
         return Failed(message=f"StoreWriteError: {exc}", data=exc)  # type: ignore[return-value]
+    except BatchesSubmitted as exc:  # submit_only: the flow run did what it was asked
+        invocation.submitted = exc
+        return Completed(message=str(exc))  # type: ignore[return-value]
     except FlowRunStopped as exc:  # cancelled: the flow run ends Cancelled, the call raises
         invocation.stopped = exc
         if not isinstance(exc, BenchmarkCancelled):  # deleted: no state to report (Abort)
@@ -225,9 +242,29 @@ async def _benchmark(invocation: Invocation) -> Benchmark:
     return bench
 
 
+def _publishing(shown: StatusFn | None, progress: ProgressPublisher) -> StatusFn:
+    """An ``on_status`` that also shows every polled batch's counts as the flow run's
+    progress artifact (besides ``shown``, the caller's: the terminal's lines)."""
+    statuses: dict[str, tuple[str, BatchStatus]] = {}
+    sending: set[asyncio.Future[None]] = set()
+
+    def publish(label: str, status: BatchStatus) -> None:
+        if shown is not None:
+            shown(label, status)
+        statuses[status.batch_id] = (label, status)
+        update = asyncio.ensure_future(progress.batches(list(statuses.values())))
+        sending.add(update)  # kept until sent (a task only weakly referenced may vanish)
+        update.add_done_callback(sending.discard)
+
+    return publish
+
+
 def _kept(session: BenchmarkSession) -> str:
-    """Flush the journal and mark the manifest ``interrupted``; what was kept (one line)."""
-    return session.interrupt().split("; run the same benchmark again")[0]
+    """Flush the journal and mark the manifest ``interrupted``; what was kept (one line),
+    and the batches that keep running at the provider with how to collect or cancel them."""
+    kept = session.interrupt().split("; run the same benchmark again")[0]
+    note = None if session.batch is None else session.batch.interrupt_note()
+    return kept if note is None else f"{kept}; {note}"
 
 
 def _untagged_tasks() -> TagsContext:
@@ -274,6 +311,8 @@ async def call_flow(named: Any, invocation: Invocation, parameters: dict[str, An
     finally:
         _INVOCATION.reset(token)
         lock.release()
+    if invocation.submitted is not None:  # submit_only: the batches run at the provider
+        raise invocation.submitted
     return bench
 
 

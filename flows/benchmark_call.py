@@ -20,6 +20,7 @@ from hr_core.core.errors import (
     HrTypeError,
     SpecError,
 )
+from hr_core.run.batch.adapters import batched
 from hr_core.run.budget import Budget
 from hr_core.run.session import (
     BenchmarkPlan,
@@ -67,6 +68,7 @@ def hr_benchmark(
     max_error_rate: float | None = None,
     stop: Mapping[str, Any] | bool | None = None,
     slices: Sequence[str] | None = None,
+    batch: Mapping[str, Any] | None = None,
 ) -> Benchmark:
     """Run every arm on every item ``runs`` times, score, and store the results.
 
@@ -139,6 +141,14 @@ def hr_benchmark(
         slices: item fields (payload keys) to give accuracy by, per value
             (:mod:`hr_core.stats.slices`; default: the spec's ``slices``); not part of the run
             id. An item without the field is in the slice ``(missing)``.
+        batch: options of the batch engine, for arms and judges with ``batch: true``
+            (:mod:`hr_core.run.batch`): ``{"submit_only": True}`` submits the
+            pending requests as batches and raises
+            :class:`~hr_core.run.batch.pending.BatchesSubmitted` (a later call
+            collects them), ``poll_s`` (seconds between polls, default 30),
+            ``on_status`` (called with a model's label and each
+            :class:`~hr_core.models.batch_api.BatchStatus` polled). Not a Prefect
+            parameter.
 
     Raises:
         ErrorRateExceeded: an arm erred above ``max_error_rate`` (see above).
@@ -155,7 +165,7 @@ def hr_benchmark(
         wait=wait, shared_cache=shared_cache, require_valid_judge=require_valid_judge,
         judge_store=judge_store, on_progress=on_progress, task_runner=task_runner,
         provider_limits=provider_limits, max_error_rate=max_error_rate, stop=stop,
-        slices=slices))
+        slices=slices, batch=batch))
 
 
 def hr_benchmark_async(
@@ -182,6 +192,7 @@ def hr_benchmark_async(
     max_error_rate: float | None = None,
     stop: Mapping[str, Any] | bool | None = None,
     slices: Sequence[str] | None = None,
+    batch: Mapping[str, Any] | None = None,
 ) -> Coroutine[Any, Any, Benchmark]:
 
     """:func:`hr_benchmark` for async code: ``bench = await hr_benchmark_async(...)``.
@@ -225,7 +236,7 @@ def hr_benchmark_async(
         plan.slices = check_slice_fields(slices, plan.reference)
     return run_plan(plan, on_progress=on_progress, task_runner=task_runner,
                     provider_limits=provider_limits,
-                    spec=_spec_path(arms), fresh=fresh, wait=wait)
+                    spec=_spec_path(arms), fresh=fresh, wait=wait, batch=batch)
 
 
 def _spec_path(arms: Any) -> str | None:
@@ -245,7 +256,8 @@ def _rate(value: Any) -> float:
 def run_plan(plan: BenchmarkPlan, *, on_progress: ProgressFn | None = None,
              task_runner: TaskRunner[Any] | None = None,
              provider_limits: Sequence[ProviderLimit] = (), spec: str | None = None,
-             fresh: bool = False, wait: bool = False) -> Coroutine[Any, Any, Benchmark]:
+             fresh: bool = False, wait: bool = False, batch: Mapping[str, Any] | None = None
+             ) -> Coroutine[Any, Any, Benchmark]:
     """The ``hr-benchmark`` flow run of a resolved plan (named ``<name>-<run id>``, tagged
     ``hr`` and the name, with its real parameters), to await; see :func:`hr_benchmark`."""
     named = with_run_name(benchmark_flow, f"{plan.name}-{plan.run_id}", task_runner)
@@ -253,5 +265,9 @@ def run_plan(plan: BenchmarkPlan, *, on_progress: ProgressFn | None = None,
     if submit and plan.stop is not None:
         raise SpecError("stop (sequential mode) runs its batches in the flow's own process; "
                         "run it without a Dask or Ray task runner")
-    return call_flow(named, Invocation(plan, on_progress, submit, provider_limits),
-                 flow_parameters(plan, spec, fresh), wait)
+    if submit and any(batched(plan.arms, plan.scorer)):
+        raise SpecError("batch: true runs its batches in the flow's own process; run it "
+                        "without a Dask or Ray task runner")
+    invocation = Invocation(plan, on_progress, submit, provider_limits)
+    invocation.batch_options = dict(batch or {})
+    return call_flow(named, invocation, flow_parameters(plan, spec, fresh), wait)

@@ -172,12 +172,23 @@ def run(
         "--stop-when-clear", help="Sequential mode: run the items batch by batch in a random "
         "order and stop once every comparison with the leading arm is decided (the spec's "
         "stop: settings, else margin 0.02, level 0.95, min 30 items, batches of 20).")] = False,
+    submit_only: Annotated[bool, typer.Option("--submit-only", help="Batched arms and "
+        "judges: submit pending requests as batches, return; `hr run` collects.")] = False,
 ) -> None:
     command_module("hr_cli.commands")  # hr_core, pandas: collector paused
     from hr_cli.commands import run_spec
     run_spec(console, spec, runs=runs, store=store, fresh=fresh, budget_calls=budget_calls,
              budget_cost=budget_cost, concurrency=concurrency, max_error_rate=max_error_rate,
-             wait=wait, shared_cache=shared_cache, stop_when_clear=stop_when_clear)
+             wait=wait, shared_cache=shared_cache, stop_when_clear=stop_when_clear,
+             submit_only=submit_only)
+
+
+@app.command()
+def cancel(run_dir: RunDir) -> None:
+    """Cancel a run's open batches (batch: true); a later `hr run` collects what they did."""
+    command_module("hr_cli.batch_commands")  # hr_core: collector paused
+    from hr_cli.batch_commands import cancel_run_batches
+    cancel_run_batches(console, run_dir)
 
 
 @app.command()

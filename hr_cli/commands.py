@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 
 from hr_cli._fit import print_fitted
+from hr_cli.batch_commands import status_printer
 from hr_cli.judge_commands import (
     check_judge,
     compare_arms,
@@ -32,6 +33,7 @@ from hr_core.data.yaml_file import load_yaml_text
 from hr_core.judge.corrected import corrected_accuracy
 from hr_core.models.ratelimit.reach import halted_error
 from hr_core.report import write_report
+from hr_core.run.batch.pending import BatchesSubmitted
 from hr_core.run.budget import Budget
 from hr_core.run.rescore import rescore_run
 from hr_core.run.spec import load_spec, spec_import_path
@@ -111,11 +113,16 @@ def load_spec_with_overrides(spec: Path, **overrides: Any) -> Any:
 
 
 def run_benchmark(console: Console, spec: Any, *, fresh: bool = False,
-                  max_error_rate: float | None = None, wait: bool = False) -> Any:
+                  max_error_rate: float | None = None, wait: bool = False,
+                  submit_only: bool = False) -> Any:
     """Run a ``BenchmarkSpec`` through the Prefect flow with live progress bars.
 
     Ctrl-C or SIGTERM stops it within seconds, journal flushed (``hr_cli.signals``);
     ``wait``: wait for another process running the same spec to finish.
+
+    Batched arms and judges (``batch: true``): the batches' counts are printed as they
+    change; ``submit_only``: the batches are submitted and ``None`` is returned after a
+    line saying how to collect them.
 
     Raises:
         ErrorRateExceeded: an arm erred above ``max_error_rate`` (its ``benchmark``
@@ -136,7 +143,12 @@ def run_benchmark(console: Console, spec: Any, *, fresh: bool = False,
             ArmProgress(console) as progress:
         try:
             bench = hr_benchmark(spec, fresh=fresh, on_progress=progress,
-                                 max_error_rate=max_error_rate, wait=wait)
+                                 max_error_rate=max_error_rate, wait=wait,
+                                 batch={"submit_only": submit_only,
+                                        "on_status": status_printer(console)})
+        except BatchesSubmitted as exc:  # --submit-only: nothing more to do now
+            console.print(f"hr: {line(str(exc))}", markup=False)
+            return None
         except ErrorRateExceeded as exc:  # the results are written: show them, then fail
             if exc.benchmark is None:
                 raise
@@ -146,6 +158,10 @@ def run_benchmark(console: Console, spec: Any, *, fresh: bool = False,
             exc.resume = _resume_command(spec, fresh)
             raise
         _mark_budget_stops(progress, bench)
+    if submit_only:  # nothing was left to a batch: the run is made
+        console.print("hr: --submit-only: no call waits for a batch (no arm or judge has "
+                      "batch: true, or every batched call is answered); the run is complete",
+                      style="yellow", markup=False)
     return bench
 
 
@@ -276,7 +292,7 @@ def run_spec(console: Console, spec: Path, *, runs: int | None, store: str | Pat
              budget_calls: int | None, budget_cost: float | None,
              concurrency: int | None, max_error_rate: float | None = None,
              wait: bool = False, shared_cache: bool = False,
-             stop_when_clear: bool = False) -> None:
+             stop_when_clear: bool = False, submit_only: bool = False) -> None:
     """``hr run SPEC.yaml``: run, print the summary, write the report, print the paths.
 
     An arm erring above ``max_error_rate``: the same, then ``ErrorRateExceeded``
@@ -294,7 +310,9 @@ def run_spec(console: Console, spec: Path, *, runs: int | None, store: str | Pat
 
         loaded = loaded.model_copy(update={"stop": StopRule()})
     try:
-        bench = run_benchmark(console, loaded, fresh=fresh, wait=wait)
+        bench = run_benchmark(console, loaded, fresh=fresh, wait=wait, submit_only=submit_only)
+        if bench is None:  # --submit-only: the batches run at the provider
+            return
     except ErrorRateExceeded as exc:
         if exc.benchmark is not None:
             print_results(console, exc.benchmark)

@@ -51,6 +51,7 @@ from hr_core.models.ratelimit.reach import EndpointsHalted
 from hr_core.models.ratelimit.types import EndpointStoppedError
 from hr_core.report import ReportError
 from hr_core.results import ArmResult, Context, ScoreResult, Usage
+from hr_core.run.batch.pending import BatchesSubmitted
 from hr_core.run.budget import Budget, LedgerUnreachableError
 from hr_core.run.context import current_run
 from hr_core.run.spec import BenchmarkSpec
@@ -62,6 +63,7 @@ _moved.install()
 __all__ = [
     "ArmResult",
     "BatchCallError",
+    "BatchesSubmitted",
     "Benchmark",
     "BenchmarkCancelled",
     "BenchmarkSpec",

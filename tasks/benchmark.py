@@ -26,6 +26,7 @@ from prefect.context import FlowRunContext, TaskRunContext
 from hr_core.analysis.benchmark import Benchmark
 from hr_core.core.safe import markdown_text
 from hr_core.judge.standing import scorer_judge_line
+from hr_core.models.batch_api import BatchStatus
 from hr_core.report.markdown import report_markdown, summary_records
 from hr_core.run.progress import ProgressRow
 from hr_core.run.session import BenchmarkSession
@@ -152,6 +153,23 @@ class ProgressPublisher:
         self.last = percent
         # the arm names are data (escaped); hr's own words stay plain
         text = "; ".join(progress_text(markdown_text(arm), *rest) for arm, *rest in rows)
+        await self._publish(percent, text)
+
+    async def batches(self, statuses: list[tuple[str, BatchStatus]]) -> None:
+        """While hr waits for batches: the provider's request counts of each (percent: the
+        requests that ended, of all in these batches); the arms' next update shows again."""
+        total = sum(sum(s.counts.values()) for _, s in statuses) or 1
+        ended = sum(n for _, s in statuses for kind, n in s.counts.items()
+                    if kind != "processing")
+        text = "; ".join(
+            f"batch {markdown_text(s.batch_id)} ({markdown_text(label)}): {s.state}, "
+            + (", ".join(f"{kind} {n}" for kind, n in sorted(s.counts.items())) or "no counts")
+            for label, s in statuses)
+        async with self._lock:
+            self.last = -1.0
+            await self._publish(round(100.0 * ended / total, 1), text)
+
+    async def _publish(self, percent: float, text: str) -> None:
         client = run_client()
         if self.id is None:
             created = await ProgressArtifact(

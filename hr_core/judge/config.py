@@ -189,6 +189,17 @@ class JudgeConfig:
             out["model_spec"] = decides
         return out
 
+    @property
+    def batch(self) -> bool:
+        """Whether the judge's calls go through the provider's batch API (its model spec's
+        ``batch``): when and at what price a call is answered, not what: not hashed.
+
+        Example:
+            >>> hr_judge_config({"model": "mock-model", "batch": True}, "Same?").batch
+            True
+        """
+        return bool(self.model_spec is not None and self.model_spec.batch)
+
     def chat_model(self, **options: Any) -> Any:
         """The judge's chat model from its model (string or spec), through
         :func:`hr_core.models.registry.resolve_model` (``options``: ``cache``,

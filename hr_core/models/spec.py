@@ -20,14 +20,15 @@ this mapping::
       params: {temperature: 0, max_tokens: 64}
       structured_output: json_schema   # or instructions (the schema in the system message)
       cache: auto                      # or off: Anthropic's prompt cache on the stable prefix
+      batch: true                      # through the provider's batch API (half the price)
       api_version: 2024-10-21          # azure-openai only (also token_command: an Entra token)
 
 :func:`hr_core.models.registry.resolve_model` builds the chat model from it.
 :meth:`ModelSpec.decides` is what decides an answer (provider, model, endpoint,
 request parameters, structured output): the part fingerprinted
 (:func:`hr_core.core.identity.fingerprint`); prices, timeouts, retries, concurrency, the
-``rpm``/``tpm`` pacing, the reply size limit and prompt caching (``cache``) decide no
-answer, and the key is never in it.
+``rpm``/``tpm`` pacing, the reply size limit, prompt caching (``cache``) and the batch
+API (``batch``, ``batch_deployment``) decide no answer, and the key is never in it.
 """
 
 from __future__ import annotations
@@ -168,6 +169,14 @@ class ModelSpec(BaseModel):
     ``cached_prefix``) for Anthropic's cache (``cache_control``); OpenAI caches by
     itself (hr never reorders a prompt). It changes what a call costs, not what it
     answers: not in the fingerprint, the run id or a judge's hash."""
+    batch: bool = Field(default=False, strict=True)
+    """Send this model's calls through the provider's batch API (``openai``, ``azure-openai``,
+    ``anthropic``: half the price, answers within hours; :mod:`hr_core.run.batch`). It
+    changes when and at what price a call is answered, not what it answers: not in the
+    fingerprint, the run id or a judge's hash."""
+    batch_deployment: str | None = Field(default=None, min_length=1, max_length=256)
+    """``azure-openai`` with ``batch: true``: the Global-Batch deployment the batch
+    requests go to (Azure batches only on such a deployment); not in the fingerprint."""
     token_command: str | list[str] | None = Field(default=None, min_length=1)
     """``azure-openai`` only: a command printing an Entra ID token, sent instead of a
     key (the command is not the key; it decides no answer)."""
@@ -178,6 +187,12 @@ class ModelSpec(BaseModel):
             if getattr(self, field) is not None and self.provider != "azure-openai":
                 raise ValueError(f"{field} is for azure-openai models only, not "
                                  f"{self.provider}")
+        if self.batch_deployment is not None and self.provider != "azure-openai":
+            raise ValueError(f"batch_deployment is for azure-openai models only, not "
+                             f"{self.provider}")
+        if self.batch and self.provider == "azure-openai" and self.batch_deployment is None:
+            raise ValueError("azure-openai's batch API runs on a Global-Batch deployment: "
+                             "name it as batch_deployment")
         if self.token_command is not None and self.api_key_env is not None:
             raise ValueError("give api_key_env or token_command, not both")
         return self

@@ -83,6 +83,14 @@ class LLMArm(BaseModel):
                              "put {contexts} in the prompt (or cached_prefix)")
         return self
 
+    batch: bool | None = None
+    """Answer through the provider's batch API (the model spec's ``batch``, default off):
+    half the price, answers within hours (:mod:`hr_core.run.batch`). It decides no answer:
+    not in the arm's fingerprint or the run id."""
+    batch_deployment: str | None = None
+    """``azure-openai`` with ``batch: true``: the Global-Batch deployment (the model spec's
+    ``batch_deployment``); not in the fingerprint."""
+
     @field_validator("model")
     @classmethod
     def _model_named(cls, value: str | ModelSpec) -> str | ModelSpec:
@@ -104,7 +112,8 @@ class LLMArm(BaseModel):
             prices = {"input": self.price_in or 0.0, "output": self.price_out or 0.0}
         try:
             return ModelSpec.of(self.model, base_url=self.base_url, api_key_env=self.api_key_env,
-                                prices=prices, cache=self.cache)
+                                prices=prices, cache=self.cache, batch=self.batch,
+                                batch_deployment=self.batch_deployment)
         except HrError as exc:
             raise SpecError(f"LLM arm: {exc}") from None
 
@@ -260,6 +269,10 @@ class Arm:
                                         concurrency=self.concurrency)
         return self._model
 
+    def wrap_model(self, wrap: Callable[[Any], Any]) -> None:
+        """Put ``wrap(model)`` in place of the LLM arm's model (the batch engine's)."""
+        self._model = wrap(self.model())
+
     async def aclose(self) -> None:
         """Close an LLM arm's HTTP client of the running event loop (when it has one)."""
         if self._model is not None:
@@ -351,10 +364,12 @@ def _one_arm(name: str, value: Any) -> Arm:
             raise SpecError(f"arm {name!r}: not a valid LLM arm: {exc}") from None
     if isinstance(value, LLMArm):
         # pacing, the size limit and prompt caching decide no answer: not in the run id
-        exclude: dict[str, Any] = {"runs": True, "timeout_s": True, "cache": True}
+        # ... nor does the batch API (when and at what price, not what, a call answers)
+        exclude: dict[str, Any] = {"runs": True, "timeout_s": True, "cache": True,
+                                   "batch": True, "batch_deployment": True}
         if isinstance(value.model, ModelSpec):
             exclude["model"] = {"rpm": True, "tpm": True, "max_reply_bytes": True,
-                                "cache": True}
+                                "cache": True, "batch": True, "batch_deployment": True}
         described = {"kind": "llm", **value.model_dump(mode="json", exclude=exclude)}
         if described.get("cached_prefix") is None:  # an arm without one: the spec it had
             described.pop("cached_prefix", None)

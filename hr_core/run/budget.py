@@ -57,13 +57,14 @@ class Budget(BaseModel):
 
 
 class _Account:
-    __slots__ = ("calls", "cost_usd", "stopped", "tokens")
+    __slots__ = ("calls", "cost_usd", "held", "stopped", "tokens")
 
     def __init__(self) -> None:
         self.calls = 0
         self.tokens = 0
         self.cost_usd = 0.0
         self.stopped = False
+        self.held = [0, 0, 0.0]  # batched calls admitted, not yet answered: calls, tokens, cost
 
 
 class BudgetLedger:
@@ -131,6 +132,61 @@ class BudgetLedger:
             return False
         account.calls += 1
         return True
+
+    def release(self, arm: str) -> None:
+        """Give back a call :meth:`reserve` counted that was not made (a batched call
+        waiting for its batch: counted when it is answered)."""
+        if self.budget is not None and arm not in self.halts:
+            account = self._accounts[arm]
+            account.calls = max(0, account.calls - 1)
+
+    def hold(self, arm: str, tokens: int, cost_usd: float, kind: str = "arm",
+             force: bool = False) -> bool:
+        """Admit a batched call before its output is known, at ``tokens`` (its input and
+        its ``max_tokens``) and ``cost_usd`` (at the batch rate), if the account has room
+        for it beside what it spent and what is held; ``False``: never submitted.
+
+        Strict where :meth:`reserve` is not: a batch is never submitted beyond the
+        budget. Holds last until :meth:`release_holds` (the batch's answers are then
+        counted by :meth:`settle` as live runs' are). ``force``: held whatever the room
+        (a batch submitted earlier and not ended: it was admitted then).
+
+        Example:
+            >>> ledger = BudgetLedger(Budget(max_cost_usd=1.0), ["a"])
+            >>> ledger.hold("a", 100, 0.6), ledger.hold("a", 100, 0.6)
+            (True, False)
+        """
+        budget = self.budget
+        if arm in self.halts and not force:
+            return False
+        if budget is None or arm not in self._accounts:
+            return budget is None
+        account = self._accounts[arm]
+        calls = 1 if kind == "arm" else 0
+        held_calls, held_tokens, held_cost = account.held
+        if force:
+            account.held = [held_calls + calls, held_tokens + tokens, held_cost + cost_usd]
+            return True
+        if account.stopped:
+            return False
+        if budget.max_calls is not None and account.calls + held_calls + calls > budget.max_calls:
+            return False
+        if budget.counted(kind):
+            if (budget.max_tokens is not None
+                    and account.tokens + held_tokens + tokens > budget.max_tokens):
+                return False
+            if (budget.max_cost_usd is not None
+                    and account.cost_usd + held_cost + cost_usd > budget.max_cost_usd + 1e-12):
+                return False
+            account.held = [held_calls + calls, held_tokens + tokens, held_cost + cost_usd]
+        else:
+            account.held = [held_calls + calls, held_tokens, held_cost]
+        return True
+
+    def release_holds(self) -> None:
+        """Drop every hold (the held calls are then counted as they are answered)."""
+        for account in self._accounts.values():
+            account.held = [0, 0, 0.0]
 
     def settle(self, arm: str, tokens_in: int | None, tokens_out: int | None,
                cost_usd: float | None, kind: str = "arm") -> None:

@@ -19,6 +19,7 @@ from hr_core.data.reference import Item
 from hr_core.models.ratelimit.endpoint import CALL_DEADLINE, EndpointStoppedError
 from hr_core.results import USAGE_KINDS, ArmResult, ScoreResult, Usage
 from hr_core.run.arms import Arm
+from hr_core.run.batch.pending import BatchPending
 from hr_core.run.budget import BudgetLedger
 from hr_core.run.context import CURRENT_RUN, RunContext
 from hr_core.scoring.answers import has_label
@@ -119,12 +120,16 @@ async def score_record(record: RunRecord, item: Item, output: Any, scorer: Score
     """
     labelled = has_label(item.label)
     result: ScoreResult | None = None
+    token = CURRENT_RUN.set(RunContext(record.arm, item.id, record.run))  # a judge's calls
     try:
         if scorer.is_async if is_async is None else is_async:
             result = await scorer.ascore(item.payload, output, item.label)
         else:
             result = scorer.validate(scorer.fn(item.payload, output, item.label))
         settled = settle_score(result, labelled)
+    except BatchPending:  # a batched judge's call waits for its batch: scored later
+        record.scored = False
+        return False
     except Exception as exc:  # the user's scorer: the output is kept, report at the end
         record.scored = False
         message = f"{type(exc).__name__}: {exc}"
@@ -132,6 +137,8 @@ async def score_record(record: RunRecord, item: Item, output: Any, scorer: Score
             message = f"scorer {scorer.name!r} raised {message}"
         errors.append(f"arm {record.arm!r}, item {item.id!r}, run {record.run}: {message}")
         return _spent(record, None if result is None else result.usage)
+    finally:
+        CURRENT_RUN.reset(token)
     record.correct, outcome, record.failure_kind = settled[:3]
     record.outcome = short_outcome(outcome, record.output)
     record.score = settled.score
@@ -246,6 +253,8 @@ async def run_one(arm: Arm, item: Item, run: int, ctx: ChunkContext) -> RunRecor
         return None
     except _TimedOut:
         error = f"timed out after {arm.timeout_s:g} s"
+    except BatchPending:
+        raise  # a batched call waits for its batch: no record (run_chunk runs it later)
     except BaseException as exc:  # an arm that raises (or exits) is a row, not a crash
         error = f"{type(exc).__name__}: {exc}".rstrip(": ")
         spent = getattr(exc, "usage", None)  # a model call's: its failed attempts' tokens
@@ -339,7 +348,11 @@ async def run_chunk(arm: Arm, work: Sequence[tuple[Item, int]], ctx: ChunkContex
             async with semaphore:
                 if halted() or not ledger.reserve(arm.name):
                     return
-                record = await run_one(arm, item, run, ctx)
+                try:
+                    record = await run_one(arm, item, run, ctx)
+                except BatchPending:  # waits for its batch: not made yet, not counted
+                    ledger.release(arm.name)
+                    continue
             if record is None:
                 return
             finished += 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -32,7 +32,8 @@ from hr_core.stats.slices import check_slice_fields
 from hr_core.store.folder import fresh_run_id, local_dir, run_id_for
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "MAX_PLANNED_RUNS", "RESPONSES", "BenchmarkPlan",
-           "Chunk", "JudgePolicy", "apply_judge_policy", "check_plan_size", "plan_benchmark",
+           "Chunk", "JudgePolicy", "apply_judge_policy", "check_plan_size", "pending_runs",
+           "plan_benchmark",
            "response_cache_path"]
 
 DEFAULT_CHUNK_SIZE = 2000
@@ -385,3 +386,19 @@ def apply_judge_policy(plan: BenchmarkPlan, policy: JudgePolicy = "warn",
     if policy == "warn":
         warnings.warn(message, stacklevel=3)
     return status
+
+
+def pending_runs(plan: BenchmarkPlan, arm: str, done: Iterable[tuple[str, str, int]]
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The runs of ``arm`` not in ``done`` (keys ``(arm, item id, run)``): item positions
+    and run numbers, items in reference order and each item's runs in order."""
+    n, runs = len(plan.reference), plan.runs_of(arm)
+    todo = np.ones((n, runs), dtype=bool)
+    made = [(item_id, run) for (a, item_id, run) in done if a == arm]
+    if made:
+        index = {item.id: i for i, item in enumerate(plan.reference)}
+        for item_id, run in made:
+            if item_id in index and 1 <= run <= runs:
+                todo[index[item_id], run - 1] = False
+    items, run_numbers = np.nonzero(todo)
+    return items.astype(np.int32), (run_numbers + 1).astype(np.int32)

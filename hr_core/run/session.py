@@ -20,6 +20,7 @@ import numpy as np
 
 from hr_core.analysis.benchmark import Benchmark
 from hr_core.core.errors import RunNotFoundError
+from hr_core.run.batch.engine import BatchEngine
 from hr_core.run.budget import BudgetLedger
 from hr_core.run.chunk import ChunkContext, run_chunk, score_record
 from hr_core.run.finish import HTML_REPORT as HTML_REPORT
@@ -37,6 +38,7 @@ from hr_core.run.plan import (
     Chunk,
     JudgePolicy,
     apply_judge_policy,
+    pending_runs,
     plan_benchmark,
 )
 from hr_core.run.plan import MAX_PLANNED_RUNS as MAX_PLANNED_RUNS
@@ -100,6 +102,8 @@ class BenchmarkSession(SessionResults):
         self.monitor: SequentialMonitor | None = None
         self._round_items: list[np.ndarray] = []
         self._positions: dict[str, int] = {}
+        self.batch: BatchEngine | None = None  # open(): an arm or the judge batches
+        self.batch_options: dict[str, Any] = {}  # BatchEngine's submit_only, poll_s, on_status
 
     # -- opening: resume from the journal, plan the chunks -------------------------------
 
@@ -160,6 +164,11 @@ class BenchmarkSession(SessionResults):
                                     thread_name_prefix="hr-arm")
         self._ctx = ChunkContext(plan.scorer, self.ledger, self._executor, plan.concurrency,
                                  self._record, self.halted)
+        try:
+            self.batch = BatchEngine.of(self, **self.batch_options)
+        except BaseException:  # refused (a stop rule, a provider without a batch API)
+            self.close()
+            raise
         self._opened = True
         self.timings["open_s"] = time.perf_counter() - started
         write_manifest(self.store, self.manifest("running"))
@@ -215,18 +224,8 @@ class BenchmarkSession(SessionResults):
         return monitor.stopped
 
     def _pending(self, arm: str) -> tuple[np.ndarray, np.ndarray]:
-        """The runs of ``arm`` not done yet: item positions and run numbers, items in
-        reference order and each item's runs in order."""
-        n, runs = len(self.plan.reference), self.plan.runs_of(arm)
-        todo = np.ones((n, runs), dtype=bool)
-        done = [(item_id, run) for (a, item_id, run) in self.done if a == arm]
-        if done:
-            index = {item.id: i for i, item in enumerate(self.plan.reference)}
-            for item_id, run in done:
-                if item_id in index and 1 <= run <= runs:
-                    todo[index[item_id], run - 1] = False
-        items, run_numbers = np.nonzero(todo)
-        return items.astype(np.int32), (run_numbers + 1).astype(np.int32)
+        """The runs of ``arm`` not done yet (:func:`~hr_core.run.plan.pending_runs`)."""
+        return pending_runs(self.plan, arm, self.done)
 
     def interrupt(self) -> str:
         """The user interrupted (any thread): flush and seal the journal (a call ending later
@@ -238,10 +237,10 @@ class BenchmarkSession(SessionResults):
         failure = self.journal.failure()
         if failure is not None:
             return str(failure)
-        kept = self.journal.read()
-        made = sum(1 for key in kept if key[0] in self.plan.arms)
-        return (f"{made} finished run(s) of {self.total} are "
-                f"journaled in {self.store.run_dir}; run the same benchmark again to resume")
+        made = sum(1 for key in self.journal.read() if key[0] in self.plan.arms)
+        note = None if self.batch is None else self.batch.interrupt_note()
+        return (f"{made} finished run(s) of {self.total} are journaled in {self.store.run_dir}"
+                f"; run the same benchmark again to resume{'' if note is None else '; ' + note}")
 
     def close(self) -> None:
         """The invocation is over (finished or not): release the run folder's lock."""
@@ -306,6 +305,8 @@ class BenchmarkSession(SessionResults):
         self.journal.append(record)
         self._count(record)
         self._monitor(record)
+        if self.batch is not None:
+            self.batch.recorded(record)
 
     def halted(self) -> bool:
         """Whether no new call may start: the journal cannot be written, the user
@@ -362,8 +363,7 @@ class BenchmarkSession(SessionResults):
     # -- running --------------------------------------------------------------------------
 
     def unscored(self) -> list[RunRecord]:
-        """The journaled runs a broken scorer left unscored: :meth:`rescore` scores them
-        before any chunk runs."""
+        """Journaled runs left unscored (a broken scorer, a batched judge): rescored first."""
         return [r for r in self.done.values() if not r.scored]
 
     async def rescore(self) -> int:
@@ -409,11 +409,10 @@ class BenchmarkSession(SessionResults):
                 helpers.append(asyncio.ensure_future(self.watch(
                     lambda rows: [on_progress(*row) for row in rows], 0.25)))
             try:
-                await self.rescore()
-                for number, chunks in enumerate(self.rounds):
-                    await asyncio.gather(*(self.run_chunk(i) for i in chunks))
-                    if self.halted() or self.end_round(number):
-                        break
+                if self.batch is None:
+                    await self._run_pass()
+                else:  # passes: collect, submit, wait, serve (hr_core.run.batch.engine)
+                    await self.batch.run(self._run_pass)
             finally:
                 for helper in helpers:
                     helper.cancel()
@@ -428,8 +427,18 @@ class BenchmarkSession(SessionResults):
             await self.close_clients()
             self.close()
 
+    async def _run_pass(self) -> None:
+        """Re-score what waits for it, then run the rounds of chunks."""
+        await self.rescore()
+        for number, chunks in enumerate(self.rounds):
+            await asyncio.gather(*(self.run_chunk(i) for i in chunks))
+            if self.halted() or self.end_round(number):
+                break
+
     async def close_clients(self) -> None:
         """Close the arms' and the judge scorer's HTTP clients of this event loop."""
+        if self.batch is not None:
+            await self.batch.aclose()
         for arm in self.plan.arms.values():
             await arm.aclose()
         close = getattr(self.plan.scorer, "aclose", None)

@@ -74,6 +74,10 @@ class JudgeScorerSpec(BaseModel):
     """Prompt caching of the judge's instructions and rubric (the model spec's ``cache``,
     default ``auto``): a cost, not an answer, so not in the judge's hash."""
 
+    batch: bool | None = None
+    """The judge's calls through the provider's batch API (the model spec's ``batch``):
+    a price, not an answer, so not in the judge's hash."""
+
     def config(self) -> Any:
         """The judge's grade :class:`~hr_core.judge.config.JudgeConfig`."""
         return hr_judge_config(self.model_spec(), self.rubric, mode="grade",
@@ -82,13 +86,13 @@ class JudgeScorerSpec(BaseModel):
 
     def model_spec(self) -> ModelSpec | str:
         """The judge's model: the string as given, or one spec with the connection
-        fields (and ``cache``) folded in."""
+        fields (and ``cache``, ``batch``) folded in."""
         if (isinstance(self.model, str) and self.base_url is None and self.api_key_env is None
-                and self.cache is None):
+                and self.cache is None and self.batch is None):
             return self.model
         try:
             return ModelSpec.of(self.model, base_url=self.base_url, api_key_env=self.api_key_env,
-                                cache=self.cache)
+                                cache=self.cache, batch=self.batch)
         except HrError as exc:
             raise SpecError(f"judge.model: {exc}") from None
 
