@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from hr_core.analysis.attribution import attribution_summary
 from hr_core.stats.accuracy import ITEM_INDEX
+from hr_core.stats.retrieval import KS, retrieval_differences, retrieval_summary
 from hr_core.store.manifest import RunManifest
 
 __all__ = ["RetrievalFigures"]
@@ -36,8 +38,6 @@ class RetrievalFigures:
         ``retrieval_k``); empty when no run returned contexts. Computed once."""
         found: pd.DataFrame | None = self._memo.get("retrieval")
         if found is None:
-            from hr_core.stats.retrieval import retrieval_summary
-
             found = self._memo["retrieval"] = retrieval_summary(
                 self._retrieval_runs(), self.retrieval_k)
         return found
@@ -47,8 +47,6 @@ class RetrievalFigures:
         (:func:`hr_core.stats.retrieval.retrieval_differences`). Computed once."""
         found: pd.DataFrame | None = self._memo.get("retrieval_differences")
         if found is None:
-            from hr_core.stats.retrieval import retrieval_differences
-
             found = self._memo["retrieval_differences"] = retrieval_differences(
                 self._retrieval_runs(), self.retrieval_k)
         return found
@@ -56,7 +54,6 @@ class RetrievalFigures:
     @property
     def retrieval_k(self) -> tuple[int, ...]:
         """The depths of the retrieval figures: the spec's ``retrieval_k``, else 1, 3, 5, 10."""
-        from hr_core.stats.retrieval import KS
 
         return tuple(self.manifest.retrieval_k or KS)
 
@@ -66,8 +63,6 @@ class RetrievalFigures:
         intervals (:func:`hr_core.analysis.attribution.attribution_summary`). Computed once."""
         found: pd.DataFrame | None = self._memo.get("attribution")
         if found is None:
-            from hr_core.analysis.attribution import attribution_summary
-
             runs = (self.columns(["arm", ITEM_INDEX, "item_id", "attribution"])
                     if self.has_contexts else pd.DataFrame({"arm": []}))
             found = self._memo["attribution"] = attribution_summary(runs)

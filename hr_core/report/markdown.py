@@ -16,9 +16,11 @@ from hr_core.core.safe import markdown_text, visible
 from hr_core.judge.corrected import corrected_accuracy, corrected_lines
 from hr_core.judge.validation import scorer_judge_standing
 from hr_core.report.costs import cost_by_kind, has_kinds, token_kinds
+from hr_core.report.retrieval import retrieval_markdown
 from hr_core.stats.accuracy import coverage_warnings
 from hr_core.stats.slice_compare import comparison_text, correction_text
 from hr_core.store.folder import location
+from hr_core.store.record import CONTEXT_TEXT_MAX, CONTEXTS_MAX
 
 if TYPE_CHECKING:
     from hr_core.analysis.benchmark import Benchmark
@@ -248,14 +250,11 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
     if corrected is not None:
         heading, *rest = corrected_lines(corrected, name=_cell, bullet="- ")
         lines += ["", f"**{heading}**", "", *rest]
-    from hr_core.report.retrieval import retrieval_markdown
 
     lines += retrieval_markdown(bench.retrieval_summary(), bench.retrieval_differences(),
                                 bench.attribution_summary())
     cut = bench.contexts_cut() if bench.has_contexts else 0
     if cut:
-        from hr_core.store.record import CONTEXT_TEXT_MAX, CONTEXTS_MAX
-
         lines += ["", f"> **Note:** the contexts of {cut:,} run(s) were cut to what a record "
                   f"keeps ({CONTEXTS_MAX} passages, {CONTEXT_TEXT_MAX:,} characters each); "
                   "the figures look no deeper."]

@@ -24,6 +24,7 @@ from hr_core.core.errors import HrError, SpecError
 from hr_core.core.safe import safe_segment
 from hr_core.data.reference import GOLD_CONTEXTS, Reference, hr_reference
 from hr_core.data.yaml_file import line_of, read_yaml_mapping
+from hr_core.judge import hr_judge_config, hr_scorer_judge
 from hr_core.models.spec import CacheMode, ModelSpec
 from hr_core.run.arms import ArmEntry, LLMArm, import_object
 from hr_core.run.budget import Budget
@@ -31,6 +32,7 @@ from hr_core.run.stopping import StopRule
 from hr_core.scoring.registry import SCORERS, builtin_scorer_named
 from hr_core.scoring.scorer import Scorer, hr_scorer
 from hr_core.stats.slices import check_slices
+from hr_core.store.record import CONTEXTS_MAX
 
 __all__ = ["BenchmarkSpec", "JudgeScorerSpec", "ReferenceSpec", "load_spec", "scorer_from",
            "spec_import_path"]
@@ -138,8 +140,6 @@ class BenchmarkSpec(BaseModel):
     @field_validator("retrieval_k")
     @classmethod
     def _depths(cls, value: list[int] | None) -> list[int] | None:
-        from hr_core.store.record import CONTEXTS_MAX
-
         if value is None:
             return None
         if not value or any(not 1 <= k <= CONTEXTS_MAX for k in value):
@@ -232,7 +232,6 @@ def scorer_from(value: Scorer | str | Mapping[str, Any]) -> Scorer:
         if name != "judge":
             return builtin_scorer_named(name, options)
         judge = options
-        from hr_core.judge import hr_judge_config, hr_scorer_judge
 
         config = hr_judge_config(judge.model_spec(), judge.rubric, mode="grade",
                                  orders=judge.orders, schema=judge.schema_,

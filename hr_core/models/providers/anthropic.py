@@ -46,6 +46,8 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal, cast
 
+from anthropic import AsyncAnthropic, Omit
+
 from hr_core.models._bounded import DEFAULT_MAX_REPLY_BYTES, bounded_client
 from hr_core.models._prices import price_for
 from hr_core.models.base import (
@@ -244,8 +246,6 @@ class AnthropicChatModel:
         loop = asyncio.get_running_loop()
         state = self._loops.get(loop)
         if state is None:
-            from anthropic import AsyncAnthropic, Omit
-
             key = self._key.reveal()
             # the API's documented x-api-key header, whatever the SDK version would send
             # (2.x sends an API key as a Bearer token); an explicit key also keeps the SDK

@@ -37,6 +37,9 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NoReturn
 
+import openai
+from openai import AsyncOpenAI
+
 from hr_core.models._api_keys import check_api_key, key_variable
 from hr_core.models._bounded import DEFAULT_MAX_REPLY_BYTES, bounded_client
 from hr_core.models._prices import (
@@ -245,7 +248,6 @@ class OpenAIChatModel:
 
     def _new_client(self) -> Any:
         """The SDK client of one event loop (the Azure provider builds its own)."""
-        from openai import AsyncOpenAI
 
         # no key declared: a placeholder the SDK insists on, never sent (the
         # Authorization header is omitted from every request: omitted_headers)
@@ -307,7 +309,6 @@ class OpenAIChatModel:
         """Attempts until a reply: rate limits (429) are waited out and retried until the
         run's deadline (:data:`CALL_DEADLINE`, else ``rate_limit_wait_s``); other transient
         failures ``max_retries`` times; a hard quota halts the endpoint."""
-        import openai
 
         base: dict[str, Any] = {**self.params, **(params or {}), "model": self.name}
         omit = omitted_headers(self.provider, has_key=client.api_key != NO_KEY)
