@@ -36,6 +36,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import httpx
+
+from hr_cli.literal import line
+from hr_cli.signals import finishing, stop_children
 from hr_core.run.interrupt import flush_open, request_stop, stop_requested
 from hr_server.control import is_prefect_server, process_alive
 
@@ -81,7 +85,6 @@ class WatchedApi:
 def _refused(client: httpx.Client, health: str) -> bool:
     """Whether ``GET health`` fails to connect (refused, reset, unreachable); a slow
     answer (timeout) or an error status is an answer, not a refusal."""
-    import httpx
 
     try:
         client.get(health)
@@ -122,8 +125,6 @@ def _console_handlers() -> list[logging.Handler]:
 
 def _lost(url: str, resume: str | None, why: str) -> None:
     """Stop as an interrupt does, say why in one line, exit with :data:`EXIT_API_LOST`."""
-    from hr_cli.literal import line
-    from hr_cli.signals import finishing, stop_children
 
     if stop_requested() or not finishing.acquire(blocking=False):
         return  # Ctrl-C / SIGTERM is stopping hr already: it says so itself
@@ -147,7 +148,6 @@ def _watch(api_of: Callable[[], WatchedApi], on_lost: Callable[[str, str], objec
            done: threading.Event) -> None:
     """Look at the API every :data:`POLL_S` until ``done``; call ``on_lost(url, why)``
     once when it is lost, then return."""
-    import httpx
 
     # one client for the watch: a client per probe loaded the CA bundle each second
     # (CPU every second), and a probe's client was still loading it when a refused run

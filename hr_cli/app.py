@@ -1,25 +1,79 @@
-"""The ``hr`` commands (typer). Prefect and the flows are imported inside the commands only."""
+"""The ``hr`` commands (typer): each command's options and help here, its work in its own
+module, imported when the command runs (:func:`lazy_command`): ``hr --help`` and ``hr CMD
+--help`` import neither hr_core (pandas) nor Prefect."""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from importlib import import_module
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from typer.core import TyperOption
 
 from hr_server.gcpause import command_module
 
-__all__ = ["app", "console", "console_width", "judge_app", "label_app", "make_console",
-           "server_app"]
+__all__ = ["app", "console", "console_width", "judge_app", "label_app",
+           "lazy_command", "make_console", "server_app"]
+
+_LIGHT = frozenset({"hr_cli.server_commands"})
+"""Command modules that import no pandas: imported as they are, nothing frozen."""
+
+
+def lazy_command(module: str, name: str) -> Callable[..., Any]:
+    """``module.name``, a function imported on its first call: a heavy module through
+    :func:`hr_server.gcpause.command_module` (collector paused, objects frozen, Arrow on
+    ``malloc``), a light one (:data:`_LIGHT`) as it is.
+
+    Example:
+        >>> lazy_command("hr_cli.show", "show_run").__name__
+        'show_run'
+    """
+    def call(*args: Any, **kwargs: Any) -> Any:
+        loaded = import_module(module) if module in _LIGHT else command_module(module)
+        return getattr(loaded, name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+if TYPE_CHECKING:  # the real signatures, for mypy; at run time the lazy functions below
+    from hr_cli.commands import make_report, rescore_run_dir, show_summary
+    from hr_cli.demo import run_demo
+    from hr_cli.diff import run_diff
+    from hr_cli.judge_commands import check_judge, compare_arms, validate_judge
+    from hr_cli.label_commands import import_run_labels, sample_labels
+    from hr_cli.plan import plan_run
+    from hr_cli.run_command import run_spec
+    from hr_cli.server_commands import start, status, stop
+    from hr_cli.show import show_run
+    from hr_cli.stored import import_judge_verdicts
+else:  # each command's module, imported when the command runs (click's lazy group, by name)
+    make_report = lazy_command("hr_cli.commands", "make_report")
+    rescore_run_dir = lazy_command("hr_cli.commands", "rescore_run_dir")
+    show_summary = lazy_command("hr_cli.commands", "show_summary")
+    run_demo = lazy_command("hr_cli.demo", "run_demo")
+    run_diff = lazy_command("hr_cli.diff", "run_diff")
+    check_judge = lazy_command("hr_cli.judge_commands", "check_judge")
+    compare_arms = lazy_command("hr_cli.judge_commands", "compare_arms")
+    validate_judge = lazy_command("hr_cli.judge_commands", "validate_judge")
+    import_run_labels = lazy_command("hr_cli.label_commands", "import_run_labels")
+    sample_labels = lazy_command("hr_cli.label_commands", "sample_labels")
+    plan_run = lazy_command("hr_cli.plan", "plan_run")
+    run_spec = lazy_command("hr_cli.run_command", "run_spec")
+    start = lazy_command("hr_cli.server_commands", "start")
+    status = lazy_command("hr_cli.server_commands", "status")
+    stop = lazy_command("hr_cli.server_commands", "stop")
+    show_run = lazy_command("hr_cli.show", "show_run")
+    import_judge_verdicts = lazy_command("hr_cli.stored", "import_judge_verdicts")
 
 def _flags_as_flags() -> None:
     """Typer's rich help shows a flag as ``--fresh <bool>``, as if it took a value: show
     flags bare (``--fresh``), like click's plain help does."""
-    from typer.core import TyperOption
-
     shown = getattr(TyperOption, "display_type_rich", None)
     if shown is None or getattr(shown, "_hr_flags", False):
         return
@@ -37,12 +91,11 @@ def _flags_as_flags() -> None:
 _flags_as_flags()
 
 
-
 def console_width() -> int | None:
     """The width hr prints at: ``COLUMNS`` when set, else the terminal's (``None``: rich
     asks it), else 140 for piped output (CI logs, ``make demo | tee``: a readable width
     instead of 80 columns). Tables leave out their least important columns to fit it
-    (:func:`hr_cli._fit.print_fitted`)."""
+    (:func:`hr_cli.fit.print_fitted`)."""
     columns = os.environ.get("COLUMNS", "").strip()
     if columns.isdigit() and int(columns) > 0:
         return int(columns)
@@ -92,8 +145,6 @@ def demo(
         "judges"),
 ) -> None:
     """Run the bundled document-QA demo offline, end to end, and write its report."""
-    command_module("hr_cli.demo")  # hr_core, pandas: collector paused
-    from hr_cli.demo import run_demo
 
     run_demo(console, store=store, judges=judges)
 
@@ -172,8 +223,6 @@ def run(
         "order and stop once every comparison with the leading arm is decided (the spec's "
         "stop: settings, else margin 0.02, level 0.95, min 30 items, batches of 20).")] = False,
 ) -> None:
-    command_module("hr_cli.commands")  # hr_core, pandas: collector paused
-    from hr_cli.commands import run_spec
 
     run_spec(console, spec, runs=runs, store=store, fresh=fresh, budget_calls=budget_calls,
              budget_cost=budget_cost, concurrency=concurrency, max_error_rate=max_error_rate,
@@ -194,8 +243,6 @@ def plan(
     """How many items a paired comparison needs, from a finished run (or a pilot): for each
     arm against the best, the smallest difference these items detect and the items needed
     to detect --difference (McNemar's discordant rates, normal approximation)."""
-    command_module("hr_cli.plan")  # hr_core, pandas: collector paused
-    from hr_cli.plan import plan_run
 
     plan_run(console, run_dir, difference=difference, power=power, level=level)
 
@@ -203,8 +250,6 @@ def plan(
 @app.command()
 def summary(run_dir: RunDir) -> None:
     """Print the summary table of a finished run."""
-    command_module("hr_cli.commands")  # hr_core, pandas: collector paused
-    from hr_cli.commands import show_summary
 
     show_summary(console, run_dir)
 
@@ -219,8 +264,6 @@ def rescore(
 ) -> None:
     """Score a finished run's stored outputs with another scorer, calling no arm; the
     result is a new run beside the original (hr summary / hr report work on it)."""
-    command_module("hr_cli.commands")  # hr_core, pandas: collector paused
-    from hr_cli.commands import rescore_run_dir
 
     rescore_run_dir(console, run_dir, scorer)
 
@@ -233,8 +276,6 @@ def report(
                                                 )] = None,
 ) -> None:
     """Write the self-contained HTML report of a finished run."""
-    command_module("hr_cli.commands")  # hr_core, pandas: collector paused
-    from hr_cli.commands import make_report
 
     make_report(console, run_dir, output)
 
@@ -250,8 +291,6 @@ def compare(
         "select; --arms A --arms B and --arms A,B work too).")],
 ) -> None:
     """Compare arms of a finished run with a judge (--arms A B)."""
-    command_module("hr_cli.commands")  # hr_core, pandas: collector paused
-    from hr_cli.commands import compare_arms
 
     compare_arms(console, run_dir, judge, [*arms, *ctx.args])
 
@@ -271,8 +310,6 @@ def show(
 ) -> None:
     """Print a finished run's failed runs (item, question, label, output, error) as a table,
     or with --diff A B the items where two arms disagree."""
-    command_module("hr_cli.show")  # hr_core, pandas: collector paused
-    from hr_cli.show import show_run
 
     show_run(console, run_dir, arm=arm, kind=kind, item=item, diff=diff, limit=limit)
 
@@ -305,8 +342,6 @@ def diff(
         "--all", help="Show every flipped item, not the first --limit of each direction.")
     ] = False,
 ) -> int:
-    command_module("hr_cli.diff")  # hr_core, pandas: collector paused
-    from hr_cli.diff import run_diff
 
     return run_diff(console, run_a, run_b, arm or [], output, None if every else limit)
 
@@ -320,8 +355,6 @@ def judge_validate(
         file_okay=False, help="Also attach the record to this run directory's report.")] = None,
 ) -> None:
     """Judge items people labelled and save the agreement record (JUDGE.yaml LABELS)."""
-    command_module("hr_cli.commands")  # hr_core, pandas: collector paused
-    from hr_cli.commands import validate_judge
 
     validate_judge(console, judge, labels, store=store, attach=attach)
 
@@ -344,8 +377,6 @@ def judge_import(
 ) -> None:
     """Import stored per-order verdicts (JSONL/CSV/Parquet) made by the judge JUDGE.yaml
     describes: validated, compared and reported as if hr's judge had made them."""
-    command_module("hr_cli.stored")  # hr_core, pandas: collector paused
-    from hr_cli.stored import import_judge_verdicts
 
     extra = [*ctx.args]
     if extra and not arms:
@@ -360,8 +391,6 @@ def judge_check(
     store: Annotated[Path, typer.Option(help="Where validation records are.")] = Path("judges"),
 ) -> None:
     """Say whether a judge is validated, or which fields changed since its last record."""
-    command_module("hr_cli.commands")  # hr_core, pandas: collector paused
-    from hr_cli.commands import check_judge
 
     check_judge(console, judge, store=store)
 
@@ -376,8 +405,6 @@ def label_sample(
 ) -> None:
     """Draw a uniformly random, seeded sample of a finished run's items and write a
     labelling sheet (CSV and JSONL); the seed and sampling frame are recorded in the run."""
-    command_module("hr_cli.label_commands")  # hr_core, pandas: collector paused
-    from hr_cli.label_commands import sample_labels
 
     sample_labels(console, run_dir, n, seed)
 
@@ -386,8 +413,6 @@ def label_sample(
 def label_import(run_dir: RunDir, labels: ExistingFile) -> None:
     """Read people's labels (JSONL/CSV/Parquet: arm, item, run, label as correct/incorrect
     or 1/0) into the run and print the accuracies they correct."""
-    command_module("hr_cli.label_commands")  # hr_core, pandas: collector paused
-    from hr_cli.label_commands import import_run_labels
 
     import_run_labels(console, run_dir, labels)
 
@@ -400,7 +425,6 @@ def server_start(
                        ] = 120.0,
 ) -> None:
     """Start the hr server (a Prefect server on 127.0.0.1) in the background."""
-    from hr_cli.server_commands import start
 
     start(console, port=port, timeout=timeout)
 
@@ -408,7 +432,6 @@ def server_start(
 @server_app.command("stop")
 def server_stop() -> None:
     """Stop the hr server and every process it started."""
-    from hr_cli.server_commands import stop
 
     stop(console)
 
@@ -416,6 +439,5 @@ def server_stop() -> None:
 @server_app.command("status")
 def server_status() -> None:
     """Print whether the hr server runs, and its dashboard URL (exit 1 when it does not)."""
-    from hr_cli.server_commands import status
 
     status(console)

@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from hr_cli.literal import line, lit
+from hr_cli.run_dirs import load_benchmark
 from hr_core.judge.corrected import corrected_accuracy, corrected_lines
 from hr_core.judge.human_labels import (
     LABELS_FILE,
@@ -28,7 +29,6 @@ __all__ = ["import_run_labels", "print_corrected", "sample_labels"]
 def sample_labels(console: Console, run_dir: str | Path, n: int, seed: int | None) -> Any:
     """``hr label sample RUN_DIR --n N [--seed S]``: draw (or find again) the sample,
     write the sheet, print where both are."""
-    from hr_cli.run_dirs import load_benchmark
 
     bench = load_benchmark(run_dir)
     sample, drawn = sample_run(bench, n, seed)
@@ -47,7 +47,6 @@ def sample_labels(console: Console, run_dir: str | Path, n: int, seed: int | Non
 def import_run_labels(console: Console, run_dir: str | Path, file: Path) -> Any:
     """``hr label import RUN_DIR FILE``: store the labels, print what was kept and the
     corrected accuracies."""
-    from hr_cli.run_dirs import load_benchmark
 
     bench = load_benchmark(run_dir)
     labels, skipped = import_labels(bench, file)

@@ -23,7 +23,6 @@ KINDS = OUTCOMES
 
 
 def _items(run_dir: str) -> Mapping[str, Any]:
-
     stored = read_stored_reference(RunStore.at(run_dir))
     return {} if stored is None else item_texts(stored.records())
 

@@ -23,7 +23,7 @@ def check_database(home: Path) -> None:
     Example:
         >>> check_database(Path("/nonexistent"))  # no database yet: nothing to say
     """
-    # lazy for start-up: `hr server status` imports this module, Prefect (0.6 s) is needed
+    # lazy for start-up: `hr server status` imports this module; Prefect (a long import)
     # only once a server starts
     import prefect.settings
 

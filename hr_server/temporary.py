@@ -84,7 +84,7 @@ def temporary_api_url() -> str | None:
 def _command(port: int) -> tuple[list[str], dict[str, str]]:
     """The command and environment Prefect's ``SubprocessASGIServer`` runs (Prefect 3)."""
     # lazy for start-up: the quick commands import this module (temporary_api_url), Prefect
-    # (0.6 s) is needed only once a temporary server starts
+    # (a long import) is needed only once a temporary server starts
     import prefect.settings
 
     args = [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent),
