@@ -212,6 +212,26 @@ def test_tests_import_no_private_module_but_those_listed() -> None:
     assert listed <= set(imported), sorted(listed - set(imported))
 
 
+SDK_PROBE = """\
+import sys
+import flows, tasks, hr_cli.commands, hr_cli.demo, hr_cli.judge_commands, hr_cli.run_command
+import hr_core.run.plan, hr_core.run.session
+from hr_core.models import resolve_model
+print(sorted(m for m in ("openai", "anthropic") if m in sys.modules))
+resolve_model("openai:gpt-4o-mini", api_key="sk-test")
+print(sorted(m for m in ("openai", "anthropic") if m in sys.modules))
+"""
+
+
+def test_a_providers_sdk_is_imported_only_when_an_arm_uses_it() -> None:
+    """A provider's module imports its SDK at module level; only the registry imports it,
+    when a model of that provider is resolved (the SDKs are long imports)."""
+    done = subprocess.run([sys.executable, "-c", SDK_PROBE], capture_output=True, text=True,
+                          timeout=120, check=False, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines()[-2:] == ["[]", "['openai']"]
+
+
 def test_hr_core_has_few_modules_at_its_top() -> None:
     top = sorted(p.name for p in (ROOT / "hr_core").glob("*.py"))
     assert len(top) <= MAX_TOP_MODULES, top
