@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = ["EXIT_API_LOST", "LOST_AFTER_S", "POLL_S", "PROBE_TIMEOUT_S", "WatchedApi",
-           "watching_api"]
+           "watch_api", "watching_api"]
 
 EXIT_API_LOST = 6
 """Exit status when the Prefect API was lost mid-run (the journal is flushed)."""
@@ -144,8 +144,8 @@ def _lost(url: str, resume: str | None, why: str) -> None:
     os._exit(EXIT_API_LOST)
 
 
-def _watch(api_of: Callable[[], WatchedApi], on_lost: Callable[[str, str], object],
-           done: threading.Event) -> None:
+def watch_api(api_of: Callable[[], WatchedApi], on_lost: Callable[[str, str], object],
+              done: threading.Event) -> None:
     """Look at the API every :data:`POLL_S` until ``done``; call ``on_lost(url, why)``
     once when it is lost, then return."""
 
@@ -201,7 +201,7 @@ def watching_api(api_of: Callable[[], WatchedApi], resume: str | None) -> Iterat
     def lost(url: str, why: str) -> None:
         _lost(url, resume, why)
 
-    thread = threading.Thread(target=_watch, args=(api_of, lost, done), name="hr-api-watch",
+    thread = threading.Thread(target=watch_api, args=(api_of, lost, done), name="hr-api-watch",
                               daemon=True)
     thread.start()
     try:
