@@ -71,6 +71,7 @@ else:  # each command's module, imported when the command runs (click's lazy gro
     show_run = lazy_command("hr_cli.show", "show_run")
     import_judge_verdicts = lazy_command("hr_cli.stored", "import_judge_verdicts")
 
+
 def _flags_as_flags() -> None:
     """Typer's rich help shows a flag as ``--fresh <bool>``, as if it took a value: show
     flags bare (``--fresh``), like click's plain help does."""
@@ -145,7 +146,6 @@ def demo(
         "judges"),
 ) -> None:
     """Run the bundled document-QA demo offline, end to end, and write its report."""
-
     run_demo(console, store=store, judges=judges)
 
 
@@ -243,14 +243,12 @@ def plan(
     """How many items a paired comparison needs, from a finished run (or a pilot): for each
     arm against the best, the smallest difference these items detect and the items needed
     to detect --difference (McNemar's discordant rates, normal approximation)."""
-
     plan_run(console, run_dir, difference=difference, power=power, level=level)
 
 
 @app.command()
 def summary(run_dir: RunDir) -> None:
     """Print the summary table of a finished run."""
-
     show_summary(console, run_dir)
 
 
@@ -264,7 +262,6 @@ def rescore(
 ) -> None:
     """Score a finished run's stored outputs with another scorer, calling no arm; the
     result is a new run beside the original (hr summary / hr report work on it)."""
-
     rescore_run_dir(console, run_dir, scorer)
 
 
@@ -276,7 +273,6 @@ def report(
                                                 )] = None,
 ) -> None:
     """Write the self-contained HTML report of a finished run."""
-
     make_report(console, run_dir, output)
 
 
@@ -291,7 +287,6 @@ def compare(
         "select; --arms A --arms B and --arms A,B work too).")],
 ) -> None:
     """Compare arms of a finished run with a judge (--arms A B)."""
-
     compare_arms(console, run_dir, judge, [*arms, *ctx.args])
 
 
@@ -310,7 +305,6 @@ def show(
 ) -> None:
     """Print a finished run's failed runs (item, question, label, output, error) as a table,
     or with --diff A B the items where two arms disagree."""
-
     show_run(console, run_dir, arm=arm, kind=kind, item=item, diff=diff, limit=limit)
 
 
@@ -355,7 +349,6 @@ def judge_validate(
         file_okay=False, help="Also attach the record to this run directory's report.")] = None,
 ) -> None:
     """Judge items people labelled and save the agreement record (JUDGE.yaml LABELS)."""
-
     validate_judge(console, judge, labels, store=store, attach=attach)
 
 
@@ -391,7 +384,6 @@ def judge_check(
     store: Annotated[Path, typer.Option(help="Where validation records are.")] = Path("judges"),
 ) -> None:
     """Say whether a judge is validated, or which fields changed since its last record."""
-
     check_judge(console, judge, store=store)
 
 
@@ -405,7 +397,6 @@ def label_sample(
 ) -> None:
     """Draw a uniformly random, seeded sample of a finished run's items and write a
     labelling sheet (CSV and JSONL); the seed and sampling frame are recorded in the run."""
-
     sample_labels(console, run_dir, n, seed)
 
 
@@ -413,7 +404,6 @@ def label_sample(
 def label_import(run_dir: RunDir, labels: ExistingFile) -> None:
     """Read people's labels (JSONL/CSV/Parquet: arm, item, run, label as correct/incorrect
     or 1/0) into the run and print the accuracies they correct."""
-
     import_run_labels(console, run_dir, labels)
 
 
@@ -425,19 +415,16 @@ def server_start(
                        ] = 120.0,
 ) -> None:
     """Start the hr server (a Prefect server on 127.0.0.1) in the background."""
-
     start(console, port=port, timeout=timeout)
 
 
 @server_app.command("stop")
 def server_stop() -> None:
     """Stop the hr server and every process it started."""
-
     stop(console)
 
 
 @server_app.command("status")
 def server_status() -> None:
     """Print whether the hr server runs, and its dashboard URL (exit 1 when it does not)."""
-
     status(console)
