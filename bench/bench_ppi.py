@@ -89,7 +89,8 @@ def difference_setting(rng: np.random.Generator, sims: int, p_a: float, p_b: flo
         labelled, rest = split(rng, big_n, n)
         d, g = a - b, fa - fb
         est = ppi_mean_ci(d[labelled], g[labelled], g[rest], bounds=(-1, 1))
-        shown = compare_estimate(est.estimate, est.se, est.labelled, bounds=(-1, 1))
+        shown = compare_estimate(est.estimate, est.se, est.labelled, bounds=(-1, 1),
+                                 continuity=1 / est.labelled)  # as hr_core.judge.corrected
         naive = compare_paired(fa, fb)  # the judge's own paired difference, as hr diff shows
         for name, (low, high) in {"judge": (naive.low, naive.high),
                                   "ppi": (shown.low, shown.high)}.items():

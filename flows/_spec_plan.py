@@ -78,7 +78,7 @@ def _plan_spec(spec: BenchmarkSpec, *, store: str | None, name: str | None, fres
 
     scorer = overrides["scorer"] if "scorer" in overrides else spec.build_scorer()
     plan = plan_benchmark(
-        spec.arms, spec.load_reference(), scorer, given("runs", spec.runs),
+        spec.planned_arms(), spec.load_reference(), scorer, given("runs", spec.runs),
         budget=given("budget", spec.budget), concurrency=given("concurrency", spec.concurrency),
         store=store or spec.store, name=name or spec.name, resume=resume, fresh=fresh,
         chunk_size=given("chunk_size", spec.chunk_size),

@@ -19,6 +19,7 @@ from hr_core.core.checks import path_arg, positive_int
 from hr_core.core.errors import CorruptRunError, HrTypeError, SpecError
 from hr_core.judge.config import JudgeConfig, hr_judge_config
 from hr_core.judge.judging import JudgeResult
+from hr_core.judge.jury import AnyJudge, JudgeJury, JuryModels, hr_judge_jury
 from hr_core.judge.labelled import LabelledRow
 from hr_core.judge.validation import JudgeValidation, labelled_rows
 from hr_core.models.base import ChatModel
@@ -36,7 +37,8 @@ class _Invocation:
 
     __slots__ = ("config", "model", "rows")
 
-    def __init__(self, config: JudgeConfig, model: ChatModel, rows: list[LabelledRow]) -> None:
+    def __init__(self, config: AnyJudge, model: ChatModel | JuryModels,
+                 rows: list[LabelledRow]) -> None:
         self.config = config
         self.model = model
         self.rows = rows
@@ -71,7 +73,10 @@ def log_belongs_to(facts: Mapping[str, Any]) -> None:
             facts.get("run_dir"))
 
 
-def _config_args(config: JudgeConfig) -> dict[str, Any]:
+def _config_args(config: AnyJudge) -> dict[str, Any]:
+    if isinstance(config, JudgeJury):
+        return {"aggregation": config.aggregation,
+                "members": [_config_args(m) for m in config.members]}
     model = config.model if config.model_spec is None else config.model_spec.model_dump()
     return {"model": model, "rubric": config.rubric, "mode": config.mode,
             "orders": config.orders, "schema": config.schema, "positive": config.positive}
@@ -112,12 +117,20 @@ async def judge_validate_flow(
         if config is None or labelled is None:
             raise SpecError("hr-judge-validate needs config (hr_judge_config arguments) and "
                              "labelled (a path to the labelled items)")
-        judge = hr_judge_config(**config)
+        judge = _judge_from_args(config)
         key = await _resolve_key(api_key_block)
         model = judge.chat_model(base_url=base_url, api_key=key, api_key_env=api_key_env,
                                  concurrency=concurrency)
         invocation = _Invocation(judge, model, labelled_rows(judge, labelled))
     return await _validate(invocation, store, concurrency, chunk_size)
+
+
+def _judge_from_args(config: Mapping[str, Any]) -> AnyJudge:
+    """The judge (or jury) of the flow's ``config`` parameter (:func:`_config_args`)."""
+    if "members" in config:
+        return hr_judge_jury([hr_judge_config(**m) for m in config["members"]],
+                             config.get("aggregation", "majority"))
+    return hr_judge_config(**config)
 
 
 async def _validate(invocation: _Invocation, store: str, concurrency: int,
@@ -138,11 +151,11 @@ async def _validate(invocation: _Invocation, store: str, concurrency: int,
 
 
 def hr_judge_validate(
-    config: JudgeConfig,
+    config: AnyJudge,
     labelled: Any,
     *,
     store: str | os.PathLike[str] = "judges",
-    model: ChatModel | None = None,
+    model: ChatModel | JuryModels | None = None,
     concurrency: int = 16,
     chunk_size: int = CHUNK_SIZE,
     benchmark: str | os.PathLike[str] | None = None,
@@ -155,7 +168,9 @@ def hr_judge_validate(
     :func:`hr_judge_validate_async`.
 
     Args:
-        config: the judge configuration (:func:`hr_core.hr_judge_config`).
+        config: the judge configuration (:func:`hr_core.hr_judge_config`), or a jury
+            (:func:`hr_core.judge.jury.hr_judge_jury`): the record then has each member's
+            agreement with people, theirs with each other and the cost by member.
         labelled: a DataFrame, a list of dicts or a path (.csv/.jsonl/.parquet) with
             the columns of the mode (grade ``item, response, reference, human``;
             pairwise ``item, a, b, human``; select ``item, candidates, human``).
@@ -181,11 +196,11 @@ def hr_judge_validate(
 
 
 def hr_judge_validate_async(
-    config: JudgeConfig,
+    config: AnyJudge,
     labelled: Any,
     *,
     store: str | os.PathLike[str] = "judges",
-    model: ChatModel | None = None,
+    model: ChatModel | JuryModels | None = None,
     concurrency: int = 16,
     chunk_size: int = CHUNK_SIZE,
     benchmark: str | os.PathLike[str] | None = None,
@@ -196,10 +211,12 @@ def hr_judge_validate_async(
     there); the coroutine returned runs the flow in the awaiting event loop and gives the
     :class:`JudgeValidation`. Arguments and errors are :func:`hr_judge_validate`'s.
     """
-    if not isinstance(config, JudgeConfig):
+    if not isinstance(config, JudgeConfig | JudgeJury):
         raise HrTypeError(f"hr_judge_validate: config must be a JudgeConfig (hr_judge_config("
-                          f"model, rubric, mode=...)), not {type(config).__name__}")
-    if model is not None and not callable(getattr(model, "complete", None)):
+                          f"model, rubric, mode=...)) or a JudgeJury (hr_judge_jury(...)), "
+                          f"not {type(config).__name__}")
+    if model is not None and not isinstance(model, JuryModels) and not callable(
+            getattr(model, "complete", None)):
         raise HrTypeError(f"hr_judge_validate: model must be a chat model (resolve_model(...)), "
                           f"not {type(model).__name__}")
     store = path_arg("hr_judge_validate", "store", store)

@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # the real signatures, for mypy; at run time the lazy functio
     from hr_cli.diff import run_diff
     from hr_cli.judge_commands import check_judge, compare_arms, validate_judge
     from hr_cli.label_commands import import_run_labels, sample_labels
-    from hr_cli.plan import plan_run
+    from hr_cli.plan import plan_labels_run, plan_run
     from hr_cli.run_command import run_spec
     from hr_cli.server_commands import start, status, stop
     from hr_cli.show import show_run
@@ -63,6 +63,7 @@ else:  # each command's module, imported when the command runs (click's lazy gro
     validate_judge = lazy_command("hr_cli.judge_commands", "validate_judge")
     import_run_labels = lazy_command("hr_cli.label_commands", "import_run_labels")
     sample_labels = lazy_command("hr_cli.label_commands", "sample_labels")
+    plan_labels_run = lazy_command("hr_cli.plan", "plan_labels_run")
     plan_run = lazy_command("hr_cli.plan", "plan_run")
     run_spec = lazy_command("hr_cli.run_command", "run_spec")
     start = lazy_command("hr_cli.server_commands", "start")
@@ -162,7 +163,9 @@ while it runs, so `mymodule:my_arm` next to the spec works without PYTHONPATH):
                        {path, id, item, label, gold_contexts} to name the columns
                        (a SQuAD .json: {path, retrieval: true} for a retrieval benchmark)
   [bold]arms[/]                 name: pkg.module:function, or an LLM arm {model, prompt,
-                       system, params, price_in, price_out, base_url, api_key_env},
+                       system, params, price_in, price_out, base_url, api_key_env,
+                       retriever: {kind: bm25, corpus, k, within, query, format}
+                       filling the prompt's {contexts}},
                        or {arm: ..., runs: N, timeout_s: S} for an arm's own
   [bold]scorer[/]               exact (default), exact_raw, pkg.module:fn, or {judge: {...}}
   [bold]runs[/]                 runs per (arm, item), default 1 (10,000,000 runs at most)
@@ -239,10 +242,25 @@ def plan(
                      ] = 0.8,
     level: Annotated[float, typer.Option(min=0.5, max=0.999, help="The confidence level.")
                      ] = 0.95,
+    label_width: Annotated[float | None, typer.Option(
+        min=0.001, max=1.0, help="Plan human labels instead: how many a corrected accuracy "
+        "(PPI++) needs for an interval this wide (0.1 = 10 points), and without PPI.")
+                           ] = None,
+    judge_record: Annotated[Path | None, typer.Option(
+        exists=True, dir_okay=False, readable=True,
+        help="With --label-width: plan from this judge validation record "
+        "(judges/HASH.json); default: the run's pilot labels, else its judge's record.")
+                            ] = None,
 ) -> None:
     """How many items a paired comparison needs, from a finished run (or a pilot): for each
     arm against the best, the smallest difference these items detect and the items needed
-    to detect --difference (McNemar's discordant rates, normal approximation)."""
+    to detect --difference (McNemar's discordant rates, normal approximation). With
+    --label-width: how many human labels a judged run's corrected accuracy needs, from a
+    pilot sample of labels or the judge's validation record."""
+    if label_width is not None:
+        plan_labels_run(console, run_dir, width=label_width, level=level,
+                        judge_record=judge_record)
+        return
     plan_run(console, run_dir, difference=difference, power=power, level=level)
 
 

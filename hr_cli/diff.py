@@ -15,7 +15,9 @@ from rich.text import Text
 from hr_cli._options import name_pairs
 from hr_cli.fit import print_fitted
 from hr_cli.literal import cell
-from hr_core.analysis.diff import ArmDiff, Flip, RunDiff, diff_runs
+from hr_core.analysis.diff import ArmDiff, Flip, RunDiff
+from hr_core.analysis.diff_corrected import CORRECTED_NOTE, corrected_text
+from hr_core.judge.corrected_diff import diff_runs_corrected
 from hr_core.report.costs import cost_by_kind
 from hr_core.report.diff_html import write_diff_html
 
@@ -124,6 +126,10 @@ def print_diff(console: Console, diff: RunDiff, *, limit: int | None = 20) -> No
     print_fitted(console, table, _ARMS_DROP)
     if diff.arms:
         console.print(cell(diff.verdict_text, style="dim"))
+    for line in corrected_text(diff.corrected):
+        console.print(cell(line))
+    if diff.corrected:
+        console.print(cell(CORRECTED_NOTE, style="dim"))
     if not diff.arms:
         console.print(cell("No arm in common: give --arm OLD=NEW to pair arms.", style="yellow"))
     for arm in diff.arms:
@@ -211,7 +217,7 @@ def run_diff(console: Console, run_a: str, run_b: str, arms: list[str], output: 
              limit: int | None) -> int:
     """``hr diff``: compare, print (the first ``limit`` flipped items of each direction,
     ``None``: all), write the HTML page when asked; the exit status."""
-    found = diff_runs(run_a, run_b, arms=arm_pairs(arms),
+    found = diff_runs_corrected(run_a, run_b, arms=arm_pairs(arms),
                       flips_per_arm=None if limit is None else max(limit, 50))
     print_diff(console, found, limit=limit)
     if output is not None:

@@ -17,6 +17,7 @@ from hr_core.judge.human_labels import (
     LABELS_FILE,
     SAMPLE_FILE,
     SHEET_FILES,
+    SHEET_HTML,
     import_labels,
     read_sample,
     sample_run,
@@ -37,9 +38,11 @@ def sample_labels(console: Console, run_dir: str | Path, n: int, seed: int | Non
     console.print(f"{said} {len(sample.items)} of {len(sample.frame)} items uniformly at "
                   f"random (seed {sample.seed}); the seed and the sampling frame are in "
                   f"{lit(folder.shown(SAMPLE_FILE))}.")
-    console.print(f"[bold]Labelling sheet:[/] {lit(folder.shown(SHEET_FILES[1]))} (and "
-                  f"{lit(SHEET_FILES[0])}): every arm's output on each sampled item. Write "
-                  "correct or incorrect in its label column, then run "
+    console.print(f"[bold]Labelling sheet:[/] {lit(folder.shown(SHEET_HTML))}: open it in a "
+                  "browser (it loads nothing), answer each output with y (correct) or n "
+                  "(incorrect), then Download labels (JSONL). Or write correct or incorrect "
+                  f"in the label column of {lit(SHEET_FILES[1])} (or {lit(SHEET_FILES[0])}): "
+                  "every arm's output on each sampled item. Then run "
                   f"`hr label import {lit(run_dir)} FILE`.")
     return sample
 

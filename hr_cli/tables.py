@@ -15,6 +15,7 @@ from rich.text import Text
 
 from hr_cli.literal import cell
 from hr_core.judge import judge_standing
+from hr_core.judge._jury_agreement import jury_rows
 from hr_core.judge.position import consistency_text, position_bias_text
 from hr_core.report.costs import cost_by_kind, token_kinds
 from hr_core.stats.slice_compare import comparison_text, correction_text
@@ -198,6 +199,8 @@ def validation_table(record: Mapping[str, Any], title: str = "Judge validation",
     table.add_row("no consensus / parse failures / errors",
                   f"{_num(record.get('no_consensus'))} / {_num(record.get('parse_failures'))}"
                   f" / {_num(record.get('errors'))}")
+    for label, value in jury_rows(record.get("jury")):  # a jury: its members, one by one
+        table.add_row(cell(label), cell(value))
     return table
 
 

@@ -46,6 +46,7 @@ from hr_core.models import (
     StructuredOutputRejectedError,
     UnknownProviderError,
 )
+from hr_core.models.batch_api import BatchCallError
 from hr_core.models.ratelimit.reach import EndpointsHalted
 from hr_core.models.ratelimit.types import EndpointStoppedError
 from hr_core.report import ReportError
@@ -60,6 +61,7 @@ _moved.install()
 
 __all__ = [
     "ArmResult",
+    "BatchCallError",
     "Benchmark",
     "BenchmarkCancelled",
     "BenchmarkSpec",

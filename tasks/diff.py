@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from prefect import task
 from prefect.artifacts import acreate_markdown_artifact
 
-from hr_core.analysis.diff import RunDiff, diff_runs
+from hr_core.analysis.diff import RunDiff
+from hr_core.judge.corrected_diff import diff_runs_corrected
 from hr_core.report.diff_html import write_diff_html
 
 __all__ = ["diff_artifact_key", "diff_two_runs", "publish_diff"]
@@ -33,9 +34,11 @@ def diff_artifact_key(diff: RunDiff) -> str:
 @task(name="diff-runs")
 def diff_two_runs(run_a: str, run_b: str, *, arms: Mapping[str, str] | None = None,
                   output: str | None = None, level: float = 0.95) -> tuple[RunDiff, str]:
-    """:func:`hr_core.analysis.diff.diff_runs`, and its HTML page written to ``output`` (default:
-    ``diff-<run a's id>.html`` in run b's folder, local or fsspec). Returns both."""
-    found = diff_runs(run_a, run_b, arms=arms, level=level)
+    """:func:`hr_core.analysis.diff.diff_runs` (with the accuracies corrected by human
+    labels, :func:`hr_core.judge.corrected_diff.diff_runs_corrected`), and its HTML page
+    written to ``output`` (default: ``diff-<run a's id>.html`` in run b's folder, local or
+    fsspec). Returns both."""
+    found = diff_runs_corrected(run_a, run_b, arms=arms, level=level)
     page = str(write_diff_html(found, output or found.default_page))
     return found, page
 

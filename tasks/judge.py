@@ -16,8 +16,10 @@ from prefect import task
 from prefect.artifacts import acreate_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from hr_core.judge.config import JudgeConfig
+from hr_core.core.safe import markdown_text as md_text
+from hr_core.judge._jury_agreement import jury_rows
 from hr_core.judge.judging import JudgeResult
+from hr_core.judge.jury import AnyJudge, JudgeJury, JuryModels
 from hr_core.judge.labelled import LabelledRow
 from hr_core.judge.position import consistency_text, position_bias_text
 from hr_core.judge.validation import (
@@ -34,8 +36,8 @@ __all__ = ["judge_chunk", "save_judge_validation", "validation_markdown"]
 @task(name="judge-chunk", cache_policy=NO_CACHE, persist_result=False,
       task_run_name="judge-chunk-{index}")
 async def judge_chunk(
-    config: JudgeConfig,
-    model: ChatModel,
+    config: AnyJudge,
+    model: ChatModel | JuryModels,
     rows: Sequence[LabelledRow],
     index: int,
     semaphore: asyncio.Semaphore,
@@ -66,6 +68,7 @@ def validation_markdown(record: JudgeValidation) -> str:
           if record.position_bias else []),
         f"- no consensus: {record.no_consensus}, parse failures: {record.parse_failures}, "
         f"errors: {record.errors}",
+        *[f"- {md_text(label)}: {md_text(value)}" for label, value in jury_rows(record.jury)],
         "",
         "| human \\ judge | " + " | ".join(_columns(record)) + " |",
         "|---|" + "---|" * len(_columns(record)),
@@ -82,16 +85,21 @@ def _columns(record: JudgeValidation) -> list[str]:
 
 @task(name="save-judge-validation", cache_policy=NO_CACHE, persist_result=False)
 async def save_judge_validation(
-    config: JudgeConfig,
+    config: AnyJudge,
     results: Sequence[JudgeResult],
     humans: Sequence[str],
     store: str | os.PathLike[str],
     items: Sequence[Any] | None = None,
     lengths: Sequence[Sequence[int] | None] | None = None,
 ) -> JudgeValidation:
-    """Compute the record, write ``<store>/<hash>.json`` and publish a markdown artifact."""
+    """Compute the record, write ``<store>/<hash>.json`` and publish a markdown artifact;
+    for a jury, each member's record is written under its own hash too."""
     record = compute_validation(config, results, humans, items=items, lengths=lengths)
     save_validation(record, store)
+    if isinstance(config, JudgeJury):  # each member's own record too (hr judge check)
+        for index, member in enumerate(config.members):
+            save_validation(compute_validation(member, [r.members[index] for r in results],
+                                               humans, items=items, lengths=lengths), store)
     await acreate_markdown_artifact(
         key=f"judge-validation-{record.hash[:12]}",
         markdown=validation_markdown(record),

@@ -36,7 +36,8 @@ from typing import Any
 
 from openai_server import BOUNDED_FAULTS, FakeOpenAIServer, Fault, RecordedRequest, _Handler
 
-__all__ = ["FakeAnthropicServer", "Fault", "anthropic_mock_reply", "error_body"]
+__all__ = ["FakeAnthropicServer", "Fault", "anthropic_mock_reply", "error_body", "invalid",
+           "message_payload", "reply_message"]
 
 _FIELDS = frozenset({
     "model", "max_tokens", "messages", "system", "temperature", "top_p", "top_k",
@@ -166,7 +167,7 @@ class _AnthropicHandler(_Handler):
             time.sleep(fault.delay_s)
         if kind == "malformed":
             return self._raw(200, b'{"id": "msg_x", "content": [ {"ty', "application/json")
-        problem = _invalid(body)
+        problem = invalid(body)
         if problem:
             return self._error(400, problem)
         if kind in BOUNDED_FAULTS and fault is not None:
@@ -186,21 +187,41 @@ class _AnthropicHandler(_Handler):
         return self._message(body, str(value), "end_turn")
 
     def _message(self, body: dict[str, Any], text: str, stop_reason: str) -> None:
-        created, read = self.server_state.cache_tokens
-        words_in = len(_text_of(body.get("system")).split()) + sum(
-            len(_text_of(m.get("content")).split()) for m in body["messages"])
-        payload = {
-            "id": "msg_013Zva2CMHLNnXjNJJKqJ2EF", "type": "message", "role": "assistant",
-            "model": body["model"],
-            "content": [{"type": "text", "text": text}] if text else [],
-            "stop_reason": stop_reason, "stop_sequence": None,
-            "usage": {"input_tokens": words_in, "output_tokens": len(text.split()),
-                      "cache_creation_input_tokens": created, "cache_read_input_tokens": read},
-        }
+        payload = message_payload(body, text, stop_reason, self.server_state.cache_tokens)
         self._json(200, payload, self._limits())
 
 
-def _invalid(body: Any) -> str | None:
+def message_payload(body: dict[str, Any], text: str, stop_reason: str,
+                    cache_tokens: tuple[int, int] = (0, 0)) -> dict[str, Any]:
+    """The ``message`` the server answers ``body`` with (usage counts words;
+    ``cache_tokens``: the cache writes and reads reported)."""
+    created, read = cache_tokens
+    words_in = len(_text_of(body.get("system")).split()) + sum(
+        len(_text_of(m.get("content")).split()) for m in body["messages"])
+    return {
+        "id": "msg_013Zva2CMHLNnXjNJJKqJ2EF", "type": "message", "role": "assistant",
+        "model": body["model"],
+        "content": [{"type": "text", "text": text}] if text else [],
+        "stop_reason": stop_reason, "stop_sequence": None,
+        "usage": {"input_tokens": words_in, "output_tokens": len(text.split()),
+                  "cache_creation_input_tokens": created, "cache_read_input_tokens": read},
+    }
+
+
+def reply_message(body: dict[str, Any], value: Any,
+                  cache_tokens: tuple[int, int] = (0, 0)) -> dict[str, Any]:
+    """The message for a reply value (a dict: as it is), cut at ``max_tokens`` words with
+    ``stop_reason: "max_tokens"`` as the live server does."""
+    if isinstance(value, dict):
+        return value
+    words = str(value).split()
+    if len(words) > body["max_tokens"]:
+        return message_payload(body, " ".join(words[: body["max_tokens"]]), "max_tokens",
+                               cache_tokens)
+    return message_payload(body, str(value), "end_turn", cache_tokens)
+
+
+def invalid(body: Any) -> str | None:
     """What the real API says about a malformed request body, or None."""
     if not isinstance(body, dict):
         return "request body is not a JSON object"

@@ -73,3 +73,42 @@ def anthropic_server() -> Iterator[object]:
 
     with FakeAnthropicServer() as server:
         yield server
+
+
+@pytest.fixture()
+def openai_batch_server() -> Iterator[object]:
+    """OpenAI's chat completions and Batch API on 127.0.0.1 (tests/openai_batch_server.py);
+    ``.book`` holds the batch controls and counters (tests/batch_book.py)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from openai_batch_server import FakeOpenAIBatchServer
+
+    with FakeOpenAIBatchServer() as server:
+        yield server
+
+
+@pytest.fixture()
+def azure_batch_server() -> Iterator[object]:
+    """Azure OpenAI's chat completions and Batch API on 127.0.0.1, key ``az-key``
+    (tests/openai_batch_server.py)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from openai_batch_server import FakeAzureBatchServer
+
+    with FakeAzureBatchServer(api_key="az-key") as server:
+        yield server
+
+
+@pytest.fixture()
+def anthropic_batch_server() -> Iterator[object]:
+    """Anthropic's Messages API and Message Batches on 127.0.0.1
+    (tests/anthropic_batch_server.py); ``.book`` holds the controls and counters."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from anthropic_batch_server import FakeAnthropicBatchServer
+
+    with FakeAnthropicBatchServer() as server:
+        yield server

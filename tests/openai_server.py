@@ -42,7 +42,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["BOUNDED_FAULTS", "FakeOpenAIServer", "Fault", "RecordedRequest", "mock_reply"]
+__all__ = ["BOUNDED_FAULTS", "FakeOpenAIServer", "Fault", "RecordedRequest", "completion_payload",
+           "mock_reply"]
 
 BOUNDED_FAULTS = ("trickle-headers", "trickle-body", "huge", "huge-unsized", "gzip")
 """The faults a reply's deadline and size limit are for (served by ``_Handler._bounded``)."""
@@ -78,6 +79,20 @@ def mock_reply(body: dict[str, Any]) -> str:
         schema = fmt.get("json_schema", {}).get("schema")
     reply = asyncio.run(MockModel().complete(body.get("messages", []), schema=schema))
     return reply.text
+
+
+def completion_payload(body: dict[str, Any], text: str) -> dict[str, Any]:
+    """The ``chat.completion`` the server answers ``body`` with (``text`` its content;
+    usage counts words: the prompt's in, the reply's out)."""
+    words_in = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+    return {
+        "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
+        "model": body.get("model", "test"),
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": words_in, "completion_tokens": len(text.split()),
+                  "total_tokens": words_in + len(text.split())},
+    }
 
 
 class FakeOpenAIServer:
@@ -235,15 +250,7 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(value, dict):
             return self._json(200, value)
         text = str(value)
-        words_in = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
-        payload = {
-            "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
-            "model": body.get("model", "test"),
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": words_in, "completion_tokens": len(text.split()),
-                      "total_tokens": words_in + len(text.split())},
-        }
+        payload = completion_payload(body, text)
         if kind in BOUNDED_FAULTS and fault is not None:
             payload["choices"][0]["message"]["content"] = "@PAD@"
             return self._bounded(fault, payload, text)

@@ -142,3 +142,17 @@ def test_the_judge_s_standing_is_beside_its_figures_in_the_terminal_and_the_repo
     page = (demo["run_dir"] / "report.html").read_text(encoding="utf-8")
     assert ('<th>standing</th><td><span class="bad">not valid: too few items: 48 &lt; '
             'min_items 50;') in page
+
+
+def test_demo_report_says_why_the_retrieving_arms_failed(demo: dict[str, Any]) -> None:
+    """The extracting arms return the sentences they read, the items name the sentence
+    holding the answer: retrieval figures, and cautious_llm's refusals of medical and money
+    questions are refusals despite evidence (issue 36 item 6)."""
+    runs = pd.read_parquet(demo["run_dir"] / "runs.parquet")
+    with_contexts = set(runs.loc[runs["contexts"].notna(), "arm"])
+    assert with_contexts == {"keyword_overlap", "cautious_llm"}
+    refused = runs[(runs["arm"] == "cautious_llm") & (runs["failure_kind"] == "refusal")
+                   & runs["gold_n"].notna()]  # unanswerable items are not attributed
+    assert len(refused) and set(refused["attribution"]) == {"refusal despite evidence"}
+    page = (demo["run_dir"] / "report.html").read_text(encoding="utf-8")
+    assert "<h3>Retrieval</h3>" in page and 'id="table-attribution"' in page

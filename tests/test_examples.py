@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,21 @@ def test_reference_labels_cover_every_kind(reference: Any) -> None:
     assert len(numeric) >= 10 and any(isinstance(x, float) for x in numeric)
 
 
+def test_each_answerable_item_names_the_sentence_holding_its_answer(reference: Any) -> None:
+    from hr_core.scoring.relevance import normalise_passage
+
+    for item in reference:
+        gold = reference.gold(item.id)
+        if item.label in (None, "NOT_IN_DOCUMENT"):
+            assert gold == (), item.id
+            continue
+        (sentence_id,) = gold
+        sentences = re.split(r"(?<=[.!?])\s+", item.payload["document"].strip())
+        sentence = sentences[int(sentence_id[1:]) - 1]
+        assert any(normalise_passage(str(a)) in normalise_passage(sentence)
+                   for a in accepted_texts(item.label)), item.id
+
+
 def test_reference_documents_are_shared_by_several_questions(reference: Any) -> None:
     per_document = Counter(item.payload["document"] for item in reference)
     assert len(per_document) >= 12 and min(per_document.values()) >= 4
@@ -128,11 +144,13 @@ def test_keyword_overlap_answers_from_the_best_sentence() -> None:
     result = asyncio.run(demo_arms.keyword_overlap(payload))
     assert result.answer == "Helen Marsh"
     assert result.usage.tokens_in and result.usage.tokens_out
+    assert [(c.id, c.text, c.score) for c in result.contexts] == [
+        ("s2", "It was designed by Helen Marsh.", 1.0)]  # the sentences it read, best first
 
 
 def test_number_extractor_and_abstain_answer_plain_strings() -> None:
     payload = {"document": "It has 212 pupils and 11 teachers.", "question": "How many pupils?"}
-    assert asyncio.run(demo_arms.number_extractor(payload)) == "212"
+    assert asyncio.run(demo_arms.number_extractor(payload)) == "212"  # no contexts: a string
     assert demo_arms.always_abstain(payload) == "NOT_IN_DOCUMENT"
 
 
@@ -232,3 +250,29 @@ def test_readme_python_quickstart_runs_every_planned_run(
     assert (summary["budget_stop"] == 0).all() and (summary["coverage"] == 1.0).all()
     assert bench.coverage_warnings() == []  # type: ignore[attr-defined]
     assert 0.6 < summary.loc["keyword", "accuracy"] < 0.7
+
+
+def test_the_squad_retrieval_example_attributes_its_failed_answers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """hr_core/examples/squad_retrieval.yaml: two mock readers behind a BM25 retriever (k 1
+    and 3) over each article's paragraphs; run from another folder (the corpus is read
+    from the spec's), the report says where each failed answer's chain broke."""
+    from flows._spec_plan import plan_from_spec
+    from hr_core.run.session import BenchmarkSession
+
+    monkeypatch.chdir(tmp_path)
+    spec = load_spec(example_path("squad_retrieval.yaml"))
+    for arm in spec.arms.values():
+        assert not isinstance(arm, str) and "mock" in str(arm.model)  # offline, named so
+    bench = BenchmarkSession(plan_from_spec(spec, store=str(tmp_path / "s"))).run_sync()
+    runs = bench.runs
+    assert runs["contexts"].notna().all()
+    hit = bench.retrieval_summary().set_index(["arm", "figure", "k"])["value"]
+    assert hit[("bm25_top1_reader", "hit", 1)] < hit[("bm25_top3_reader", "hit", 3)] < 1
+    table = bench.attribution_summary().set_index(["arm", "attribution"])["count"]
+    assert table[("bm25_top1_reader", "retrieval miss")] > table[("bm25_top3_reader",
+                                                                  "retrieval miss")] > 0
+    assert table[("bm25_top3_reader", "refusal despite evidence")] > 0
+    assert table.xs("reading error", level="attribution").min() > 0
+    report = (Path(bench.run_dir) / "report.md").read_text("utf-8")
+    assert "### Why it failed" in report and "never saw a gold passage" in report

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hr_core.analysis.diff_corrected import CorrectedArmDiff, corrected_markdown
 from hr_core.analysis.diff_manifest import ManifestChange, changed_parts
 from hr_core.analysis.diff_sequence import FIXED, VerdictKind
 from hr_core.core.safe import markdown_text as md_cell
@@ -200,6 +201,10 @@ class RunDiff(BaseModel):
     (:mod:`hr_core.analysis.diff_sequence`)."""
     stop_rule: str | None = None
     """Which run used a stop rule and how it ended (``None``: neither did)."""
+    corrected: list[CorrectedArmDiff] = Field(default_factory=list)
+    """Per arm, the accuracies then and now corrected by each run's random human labels
+    and their corrected paired difference (:mod:`hr_core.judge.corrected_diff`); empty
+    when neither run has any."""
 
     @property
     def verdict_text(self) -> str:
@@ -295,6 +300,7 @@ class RunDiff(BaseModel):
                          f"| {a.flaky_right_to_wrong} / {a.flaky_wrong_to_right} |")
         if self.arms:
             lines += ["", md_cell(self.verdict_text)]
+        lines += corrected_markdown(self.corrected)
         changed = [(a, r) for a in self.arms for r in a.retrieval]
         if changed:
             lines += ["", "| arm | retrieval | then | now | diff | CI | verdict |",

@@ -10,18 +10,25 @@ One helper per concern, used wherever user or model strings leave hr:
   visible escapes (``\\x1b``), so that data never drives the terminal.
 - :func:`markdown_text`: text written into markdown (report.md, Prefect artifacts)
   shows as itself: no raw HTML, links or emphasis.
+- :func:`html_text`: text written into HTML (an element's text or an attribute's value).
+- :func:`script_json`: data embedded as JSON in an HTML ``<script>`` element, which no
+  string in it can end (``</script>``) or turn into markup (``<!--``).
 
 This module imports nothing heavy: the command line uses it on its error paths.
 """
 
 from __future__ import annotations
 
+import html
+import json
 import posixpath
 import re
+from typing import Any
 
 from hr_core.core.errors import SpecError
 
-__all__ = ["MAX_SEGMENT", "inside", "markdown_text", "safe_segment", "visible"]
+__all__ = ["MAX_SEGMENT", "html_text", "inside", "markdown_text", "safe_segment", "script_json",
+           "visible"]
 
 MAX_SEGMENT = 200
 """Characters a name that becomes a path segment may have (file systems allow 255 bytes)."""
@@ -139,3 +146,33 @@ def markdown_text(text: object) -> str:
     one_line = " ".join(visible(text).split())
     html = one_line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MARKDOWN_SPECIAL.sub(r"\\\1", html)
+
+
+def html_text(text: object) -> str:
+    """``text`` for HTML, as an element's text or a quoted attribute's value.
+
+    Example:
+        >>> html_text('<b title="x">&</b>')
+        '&lt;b title=&quot;x&quot;&gt;&amp;&lt;/b&gt;'
+    """
+    return html.escape(text if isinstance(text, str) else str(text), quote=True)
+
+
+_SCRIPT_UNSAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+                  "\u2029": "\\u2029"}
+
+
+def script_json(value: Any) -> str:
+    """``value`` as JSON to place inside ``<script type="application/json">``: ``<``,
+    ``>`` and ``&`` (and U+2028/U+2029) written as ``\\u`` escapes, so no string in the
+    data ends the element or opens a comment; ``JSON.parse`` of the element's text gives
+    ``value`` back.
+
+    Example:
+        >>> print(script_json({"output": "</script><!--"}))
+        {"output": "\\u003c/script\\u003e\\u003c!--"}
+        >>> json.loads(script_json(["<!--", "a&b"]))
+        ['<!--', 'a&b']
+    """
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    return re.sub("[<>&\u2028\u2029]", lambda m: _SCRIPT_UNSAFE[m.group()], text)

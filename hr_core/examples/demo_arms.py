@@ -6,7 +6,10 @@ different quality and every failure kind:
 
 - :func:`keyword_overlap`: picks the sentence sharing most words with the
   question and answers with the words of that sentence the question lacks;
-  says ``NOT_IN_DOCUMENT`` when no sentence overlaps enough.
+  says ``NOT_IN_DOCUMENT`` when no sentence overlaps enough. It returns the
+  sentences it read as its contexts (:func:`passages`), so the report shows
+  retrieval figures (relevance by answer containment: the demo's items name
+  no gold passage).
 - :func:`number_extractor`: the first number of the best sentence.
 - :func:`always_abstain`: always ``NOT_IN_DOCUMENT`` (right only on the
   unanswerable questions).
@@ -14,7 +17,8 @@ different quality and every failure kind:
   :func:`keyword_overlap`, but refuses medical and money questions, sometimes
   replies with malformed JSON (a parse failure), sometimes times out (an
   error), varies between runs (so ``runs > 1`` matters) and reports token
-  usage and a cost, so that a cost budget can stop it. Its draws are seeded
+  usage and a cost, so that a cost budget can stop it; its contexts are
+  :func:`keyword_overlap`'s. Its draws are seeded
   from the question and the run index (``hr_core.current_run()``), so the same
   spec gives the same results in any process and on any task runner.
 
@@ -33,7 +37,7 @@ import re
 import zlib
 from typing import Any
 
-from hr_core.results import ArmResult, Usage
+from hr_core.results import ArmResult, Context, Usage
 from hr_core.run.context import current_run
 
 __all__ = [
@@ -43,6 +47,7 @@ __all__ = [
     "cautious_llm",
     "keyword_overlap",
     "number_extractor",
+    "passages",
 ]
 
 NOT_IN_DOCUMENT = "NOT_IN_DOCUMENT"
@@ -92,6 +97,24 @@ def best_sentence(document: str, question: str) -> tuple[str, float]:
         if found > share:
             best, share = sentence, found
     return best, share
+
+
+def passages(document: str, question: str, k: int = 3) -> list[Context]:
+    """The document's sentences sharing content words with the question, best first
+    (ties: document order), at most ``k``: what :func:`keyword_overlap` reads, as
+    contexts (id ``s<n>``, the sentence's place in the document from 1; score: the share
+    of the question's content words it holds).
+
+    Example:
+        >>> [(c.id, c.score) for c in passages("It rains. The cat is black.", "Is the cat black?")]
+        [('s2', 1.0)]
+    """
+    wanted = _content(question)
+    scored = [(len(wanted & _content(sentence)) / max(len(wanted), 1), -index, sentence)
+              for index, sentence in enumerate(_sentences(document))]
+    ranked = sorted((s for s in scored if s[0] > 0), reverse=True)[:k]
+    return [Context(id=f"s{1 - index}", text=sentence, score=round(share, 4))
+            for share, index, sentence in ranked]
 
 
 def _pause(text: str, low: float, high: float) -> float:
@@ -147,7 +170,8 @@ async def keyword_overlap(payload: dict[str, Any]) -> ArmResult:
     """Answer with the best sentence's words that the question does not contain."""
     await asyncio.sleep(_pause(payload["question"], 0.01, 0.05))
     answer = _extract(payload)
-    return ArmResult(answer=answer, usage=_usage(payload, answer, 2e-7))
+    return ArmResult(answer=answer, usage=_usage(payload, answer, 2e-7),
+                     contexts=passages(payload["document"], payload["question"]))
 
 
 async def number_extractor(payload: dict[str, Any]) -> str:
@@ -174,16 +198,19 @@ async def cautious_llm(payload: dict[str, Any]) -> ArmResult:
     run = current_run()
     rng = random.Random(f"{question}#{1 if run is None else run.run}")
     await asyncio.sleep(rng.uniform(0.08, 0.3))
+    read = passages(payload["document"], question)
     if any(word in question.casefold() for word in _SENSITIVE):
         text = "I'm sorry, I can't help with medical or pricing questions."
-        return ArmResult(text=text, failure_kind="refusal", usage=_usage(payload, text, 4e-6))
+        return ArmResult(text=text, failure_kind="refusal", usage=_usage(payload, text, 4e-6),
+                         contexts=read)
     draw = rng.random()
     if draw < 0.04:
         raise TimeoutError("simulated provider timeout after 30 s")
     if draw < 0.16:
         raw = '{"answer": "' + _extract(payload)[:6]
-        return ArmResult(text=None, meta={"raw_reply": raw}, usage=_usage(payload, raw, 4e-6))
+        return ArmResult(text=None, meta={"raw_reply": raw}, usage=_usage(payload, raw, 4e-6),
+                         contexts=read)
     answer = _extract(payload)
     if draw > 0.9:  # a careless sample: the whole sentence instead of the answer
         answer = best_sentence(payload["document"], question)[0] or answer
-    return ArmResult(answer=answer, usage=_usage(payload, answer, 4e-6))
+    return ArmResult(answer=answer, usage=_usage(payload, answer, 4e-6), contexts=read)

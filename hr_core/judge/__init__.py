@@ -1,8 +1,9 @@
-"""LLM judges: configuration, prompts, reply parsing, judging, validation, scorer."""
+"""LLM judges: configuration, juries, prompts, reply parsing, judging, validation, scorer."""
 
 from hr_core.judge.config import JudgeConfig, JudgeConfigError, JudgeMode, hr_judge_config
 from hr_core.judge.human_labels import HumanLabelError, import_labels, read_labels, sample_run
 from hr_core.judge.judging import JudgeResult, JudgeStatus, OrderVerdict, judge_item
+from hr_core.judge.jury import JudgeJury, JuryModels, hr_judge_jury
 from hr_core.judge.labelled import LabelledDataError, LabelledRow, read_labelled
 from hr_core.judge.parse import ParsedReply, parse_reply
 from hr_core.judge.prompts import build_messages
@@ -35,10 +36,12 @@ __all__ = [
     "HumanLabelError",
     "JudgeConfig",
     "JudgeConfigError",
+    "JudgeJury",
     "JudgeMode",
     "JudgeResult",
     "JudgeScorer",
     "JudgeStatus",
+    "JuryModels",
     "JudgeValidation",
     "LabelledDataError",
     "LabelledRow",
@@ -52,6 +55,7 @@ __all__ = [
     "build_messages",
     "compute_validation",
     "hr_judge_config",
+    "hr_judge_jury",
     "hr_judge_valid",
     "hr_scorer_judge",
     "import_labels",

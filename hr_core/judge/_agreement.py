@@ -12,8 +12,8 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from hr_core.judge.config import JudgeConfig
 from hr_core.judge.judging import JudgeResult
+from hr_core.judge.jury import AnyJudge
 from hr_core.judge.position import consistency_columns, position_bias, position_bias_columns
 from hr_core.stats import clopper_pearson, cohen_kappa, pooled_share_ci
 
@@ -28,7 +28,7 @@ def _finite(value: float) -> float | None:
 
 
 def agreement_figures(
-    config: JudgeConfig,
+    config: AnyJudge,
     results: Sequence[JudgeResult],
     humans: Sequence[str],
     *,

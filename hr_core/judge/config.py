@@ -58,8 +58,15 @@ def config_hash(fields: Mapping[str, Any]) -> str:
 
     ``model_spec`` (what of a :class:`~hr_core.models.spec.ModelSpec` beyond the
     model string decides answers: base URL, request parameters, structured output)
-    is covered when the config has one, so a plain model string keeps its hash.
+    is covered when the config has one, so a plain model string keeps its hash. A jury's
+    fields (``aggregation`` and ``members``, :meth:`hr_core.judge.jury.JudgeJury.to_dict`)
+    hash to the fingerprint of its aggregation and its members' hashes, sorted.
     """
+    members = fields.get("members")
+    if isinstance(members, list | tuple):  # a jury (hr_core.judge.jury): its members' hashes
+        return fingerprint({"aggregation": fields.get("aggregation"),
+                            "members": sorted(config_hash(m) if isinstance(m, Mapping)
+                                              else canonical_json(m) for m in members)})
     data = {k: fields.get(k) for k in CONFIG_FIELDS}
     if fields.get("model_spec"):
         data["model_spec"] = fields["model_spec"]

@@ -10,7 +10,8 @@ the corrected accuracy: what people would say of all the runs, with an interval 
 whatever the judge's bias. A paired difference of two arms is the same with
 ``y_i = y_i(a) - y_i(b)`` and ``f_i = f_i(a) - f_i(b)`` over the items both made, given to
 :func:`hr_core.stats.compare_estimate` as an estimate with its standard error (Student t
-over the labelled items, the family correction of the run's verdict).
+over the labelled items with :func:`hr_core.stats.compare_paired`'s continuity correction
+``1/n``, the family correction of the run's verdict).
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ from hr_core.stats.ppi import PPIEstimate, ppi_mean_ci
 if TYPE_CHECKING:
     from hr_core.analysis.benchmark import Benchmark
 
-__all__ = ["CorrectedAccuracy", "CorrectedArm", "CorrectedDifference",
-           "corrected_accuracy", "corrected_lines", "corrected_title"]
+__all__ = ["CorrectedAccuracy", "CorrectedArm", "CorrectedDifference", "arm_estimate",
+           "corrected_accuracy", "corrected_difference", "corrected_lines", "corrected_title",
+           "item_values", "verdict_table"]
 
 
 def corrected_title(labels: int) -> str:
@@ -56,6 +58,12 @@ class CorrectedDifference:
     b: str
     comparison: Comparison
     lam: float
+    ppi: PPIEstimate | None = None
+    """The PPI++ estimate behind ``comparison`` (its standard error, the labelled and
+    judged-only items)."""
+    labels_only: Comparison | None = None
+    """The same comparison from the labels alone (``lam = 0``): what the labels would say
+    without the judge."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +88,9 @@ class CorrectedAccuracy:
         return corrected_title(self.labels)
 
 
-def _verdicts(bench: Benchmark, labels: Sequence[HumanLabel]) -> pd.DataFrame:
+def verdict_table(bench: Benchmark, labels: Sequence[HumanLabel]) -> pd.DataFrame:
+    """Every run made of ``bench``: ``arm``, ``item``, ``run``, the judge's ``f`` (1, 0, or
+    1/2 when it could not score) and the people's ``y`` where ``labels`` has one."""
     runs = bench.stat_runs()
     runs = runs[runs_made(runs).to_numpy(dtype=bool)]
     judged = runs["correct"].astype("Float64").fillna(0.5).astype("float64")
@@ -102,15 +112,32 @@ def _item_values(rows: pd.DataFrame) -> tuple[pd.Series, pd.DataFrame]:
     return every, labelled
 
 
-def _arm(rows: pd.DataFrame, level: float) -> PPIEstimate:
+def item_values(bench: Benchmark, labels: Sequence[HumanLabel]
+                ) -> dict[str, tuple[pd.Series, pd.DataFrame]]:
+    """Per arm with a label: the judge's share of every item (``f``), and for the items
+    with labels, people's share and the judge's over the labelled runs (``y``, ``f``): the
+    units of :func:`corrected_accuracy`, and of a pilot for ``hr plan``."""
+    table = verdict_table(bench, [x for x in labels if x.random])
+    return {arm: _item_values(table[table["arm"] == arm]) for arm in bench.arms
+            if table.loc[table["arm"] == arm, "y"].notna().any()}
+
+
+def arm_estimate(rows: pd.DataFrame, level: float = 0.95) -> PPIEstimate:
+    """One arm's corrected accuracy from its rows of :func:`verdict_table` (items the
+    units, their runs the cluster)."""
     every, labelled = _item_values(rows)
     rest = every[~every.index.isin(labelled.index)]
     return ppi_mean_ci(labelled["y"].to_numpy(), labelled["f"].to_numpy(), rest.to_numpy(),
                        level=level, method="share")
 
 
-def _difference(a_rows: pd.DataFrame, b_rows: pd.DataFrame, names: tuple[str, str],
-                family: int, level: float) -> CorrectedDifference | None:
+def corrected_difference(a_rows: pd.DataFrame, b_rows: pd.DataFrame, names: tuple[str, str],
+                         family: int, level: float = 0.95) -> CorrectedDifference | None:
+    """``a - b`` corrected, from two arms' rows of :func:`verdict_table` (of one run, or of
+    two runs for ``hr diff``) paired by item: the labelled units are the items labelled in
+    both, the judged-only ones the other items both made; given to the one comparison
+    (``family`` its Bonferroni family). ``None`` with fewer than 2 items labelled in both.
+    """
     every_a, lab_a = _item_values(a_rows)
     every_b, lab_b = _item_values(b_rows)
     both = lab_a.index.intersection(lab_b.index, sort=False)
@@ -121,14 +148,24 @@ def _difference(a_rows: pd.DataFrame, b_rows: pd.DataFrame, names: tuple[str, st
     common = every_a.index.intersection(every_b.index, sort=False).difference(both, sort=False)
     g_rest = (every_a.loc[common] - every_b.loc[common]).to_numpy()
     est = ppi_mean_ci(d, g, g_rest, level=level, bounds=(-1.0, 1.0))
+    alone = ppi_mean_ci(d, g, g_rest, level=level, bounds=(-1.0, 1.0), lam=0.0)
+    people = lab_a.loc[both, "y"].to_numpy(), lab_b.loc[both, "y"].to_numpy()
+    comparison, labels_only = (_compare(x, people, family, level) for x in (est, alone))
+    return CorrectedDifference(names[0], names[1], comparison, est.lam, est, labels_only)
+
+
+def _compare(est: PPIEstimate, people: tuple[np.ndarray, np.ndarray], family: int,
+             level: float) -> Comparison:
+    """An estimate of a paired difference to the one comparison, with the continuity
+    correction ``1/n`` of :func:`~hr_core.stats.compare_paired` (the labelled term is a mean
+    of ``n`` discrete differences: without it equal arms were called different in 5.1-5.5%
+    of simulated benchmarks, ``bench/bench_ppi_diff.py``); with no spread left, the labels
+    alone, paired (a distribution-free bound)."""
     if est.se > 0:
-        comparison = compare_estimate(est.estimate, est.se, est.labelled, level=level,
-                                      family_size=family, bounds=(-1.0, 1.0))
-    else:  # no spread left: the labels alone, paired (a distribution-free bound)
-        comparison = compare_paired(lab_a.loc[both, "y"].to_numpy(),
-                                    lab_b.loc[both, "y"].to_numpy(), level=level,
-                                    family_size=family)
-    return CorrectedDifference(names[0], names[1], comparison, est.lam)
+        return compare_estimate(est.estimate, est.se, est.labelled, level=level,
+                                family_size=family, bounds=(-1.0, 1.0),
+                                continuity=1.0 / est.labelled)
+    return compare_paired(people[0], people[1], level=level, family_size=family)
 
 
 def corrected_accuracy(bench: Benchmark, labels: Sequence[HumanLabel] | None = None,
@@ -145,7 +182,7 @@ def corrected_accuracy(bench: Benchmark, labels: Sequence[HumanLabel] | None = N
     used = [x for x in labels if x.random]
     if not used:
         return None
-    table = _verdicts(bench, used)
+    table = verdict_table(bench, used)
     summary = bench.summary().set_index("arm")
     arms = []
     for arm in bench.arms:
@@ -153,7 +190,7 @@ def corrected_accuracy(bench: Benchmark, labels: Sequence[HumanLabel] | None = N
         if rows["y"].notna().any():
             judged: Any = summary["accuracy"].get(arm)
             arms.append(CorrectedArm(arm, None if judged is None or pd.isna(judged)
-                                     else float(judged), _arm(rows, level)))
+                                     else float(judged), arm_estimate(rows, level)))
     arms.sort(key=lambda x: -x.corrected.estimate if np.isfinite(x.corrected.estimate)
               else np.inf)
     differences = []
@@ -162,7 +199,7 @@ def corrected_accuracy(bench: Benchmark, labels: Sequence[HumanLabel] | None = N
         best_rows = table[table["arm"] == best]
         family = max(1, len(arms) - 1)
         for other in arms[1:]:
-            found = _difference(table[table["arm"] == other.arm], best_rows,
+            found = corrected_difference(table[table["arm"] == other.arm], best_rows,
                                 (other.arm, best), family, level)
             if found is not None:
                 differences.append(found)

@@ -5,7 +5,9 @@ arm's runs of a sampled item are asked for, so paired differences can be correct
 items stay the cluster) and records the seed and the sampling frame in the run folder
 (``human_sample.json``), so anyone can draw the sample again and check it. It writes a
 labelling sheet (``label_sheet.jsonl`` and ``label_sheet.csv``: arm, item, run,
-question, reference, output and an empty ``label`` column).
+question, reference, output and an empty ``label`` column; ``label_sheet.html``: the
+same outputs one at a time in a browser, with the judge's verdict shown once answered
+and a download of the labels, :mod:`hr_core.judge.label_sheet`).
 
 :func:`import_labels` reads the labels back (JSONL, CSV or Parquet with columns arm,
 item, run, label: ``correct``/``incorrect`` or ``1``/``0``; a row whose label is empty
@@ -31,6 +33,7 @@ from pydantic import BaseModel, ConfigDict
 
 from hr_core.core.errors import HrError
 from hr_core.core.json_text import jsonl_lines
+from hr_core.judge.label_sheet import SHEET_HTML, blind_order, render_sheet
 from hr_core.judge.labelled import cell_text, read_table
 from hr_core.stats.accuracy import runs_made
 from hr_core.store.folder import RunFolder, RunStore
@@ -38,16 +41,17 @@ from hr_core.store.folder import RunFolder, RunStore
 if TYPE_CHECKING:
     from hr_core.analysis.benchmark import Benchmark
 
-__all__ = ["LABELS_FILE", "SAMPLE_FILE", "SHEET_FILES", "HumanLabel", "HumanLabelError",
-           "LabelSample", "draw_items", "import_labels", "read_labels", "read_sample",
-           "sample_run"]
+__all__ = ["LABELS_FILE", "SAMPLE_FILE", "SHEET_FILES", "SHEET_HTML", "HumanLabel",
+           "HumanLabelError", "LabelSample", "draw_items", "import_labels", "read_labels",
+           "read_sample", "sample_run"]
 
 SAMPLE_FILE: Final = "human_sample.json"
 LABELS_FILE: Final = "human_labels.jsonl"
-SHEET_FILES: Final = ("label_sheet.jsonl", "label_sheet.csv")
+SHEET_FILES: Final = ("label_sheet.jsonl", "label_sheet.csv", SHEET_HTML)
 SHEET_COLUMNS: Final = ("arm", "item", "run", "question", "reference", "output", "label")
 METHOD: Final = ("numpy.random.default_rng(seed).choice(len(frame), size=n, replace=False): "
                  "the items at those positions of the frame, in that order")
+_VERDICT: Final = {True: "correct", False: "incorrect"}
 _TRUE: Final = frozenset({"correct", "1", "true", "yes"})
 _FALSE: Final = frozenset({"incorrect", "0", "false", "no", "wrong"})
 
@@ -105,10 +109,10 @@ def _frame_hash(frame: Sequence[str]) -> str:
 
 
 def _made_runs(bench: Benchmark, *, outputs: bool = False) -> Any:
-    """The rows of the runs made (arm, item_id as text, run; ``output`` when asked): a
-    stored run reads only these columns."""
+    """The rows of the runs made (arm, item_id as text, run; ``output`` and ``correct``
+    when asked): a stored run reads only these columns."""
     runs = bench.columns(["arm", "item_id", "run", "failure_kind",
-                          *(["output"] if outputs else [])])
+                          *(["output", "correct"] if outputs else [])])
     runs = runs[runs_made(runs).to_numpy(dtype=bool)]
     return runs.assign(item_id=runs["item_id"].astype(str))
 
@@ -133,6 +137,17 @@ def _question(payload: Any) -> str:
                 return str(payload[key])
     return payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False,
                                                                  default=str)
+
+
+def _context(payload: Any) -> str:
+    """The payload's fields besides the question (a document, options) as ``key: value``
+    blocks, for the HTML sheet."""
+    if not isinstance(payload, dict):
+        return ""
+    question = _question(payload)
+    return "\n\n".join(
+        f"{key}: {value if isinstance(value, str) else json.dumps(value, default=str)}"
+        for key, value in payload.items() if not (isinstance(value, str) and value == question))
 
 
 def sample_run(bench: Benchmark, n: int, seed: int | None = None) -> tuple[LabelSample, bool]:
@@ -174,7 +189,13 @@ def sample_run(bench: Benchmark, n: int, seed: int | None = None) -> tuple[Label
     missing = [name for name in SHEET_FILES if drawn or not store.exists(name)]
     if not missing:
         return sample, drawn  # never over a sheet someone may be filling in
-    rows = _sheet_rows(bench, sample)
+    shown = _sheet_rows(bench, sample)
+    if SHEET_HTML in missing:
+        store.write_text(SHEET_HTML, render_sheet(
+            blind_order(shown, sample.seed), name=bench.manifest.name or "benchmark",
+            run_id=bench.run_id,
+            seed=sample.seed, verdict_of="judge" if bench.manifest.judge else "scorer"))
+    rows = [{c: r[c] for c in SHEET_COLUMNS} for r in shown]  # the judge's verdict: not here
     if SHEET_FILES[0] in missing:
         store.write_text(SHEET_FILES[0], "".join(json.dumps(r, ensure_ascii=False) + "\n"
                                                  for r in rows))
@@ -201,7 +222,9 @@ def _sheet_rows(bench: Benchmark, sample: LabelSample) -> list[dict[str, Any]]:
         rows.append({"arm": str(row.arm), "item": str(row.item_id), "run": int(row.run),
                      "question": "" if item is None else _question(item.payload),
                      "reference": "" if item is None else _question(item.label),
-                     "output": cell_text(row.output) or "", "label": ""})
+                     "output": cell_text(row.output) or "", "label": "",
+                     "verdict": _VERDICT.get(row.correct, "no verdict"),
+                     "context": "" if item is None else _context(item.payload)})
     return rows
 
 

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from hr_core.judge.config import JudgeConfig, JudgeConfigError, JudgeMode
+from hr_core.judge.jury import JudgeJury, JuryModels, jury_verdict
 from hr_core.judge.parse import parse_reply
 from hr_core.judge.prompts import LETTERS, build_messages, shown_verdicts
 from hr_core.models.base import ChatModel
@@ -65,6 +66,9 @@ class JudgeResult(BaseModel):
     verdict: str | None
     orders: tuple[OrderVerdict, ...]
     usage: Usage
+    members: tuple[JudgeResult, ...] = ()
+    """A jury's (:mod:`hr_core.judge.jury`): each member's result, in the members' order
+    (its ``orders`` are then empty)."""
 
     @property
     def order_verdicts(self) -> list[str | None]:
@@ -142,8 +146,8 @@ def aggregate(orders: Sequence[OrderVerdict]) -> tuple[JudgeStatus, str | None]:
 
 
 async def judge_item(
-    config: JudgeConfig,
-    model: ChatModel,
+    config: JudgeConfig | JudgeJury,
+    model: ChatModel | JuryModels,
     *,
     item: Any,
     candidates: Sequence[str],
@@ -153,8 +157,11 @@ async def judge_item(
     """Judge one item in every presentation order and combine the verdicts.
 
     Args:
-        config: the judge configuration.
-        model: the chat model to call (e.g. ``resolve_model(config.model)``).
+        config: the judge configuration, or a jury (each member judges the item, their
+            verdicts combined by the jury's aggregation).
+        model: the chat model to call (e.g. ``resolve_model(config.model)``); for a jury
+            its :class:`~hr_core.judge.jury.JuryModels` (``jury.chat_model()``), or one
+            model every member calls.
         item: what was asked (a string or a JSON-able payload).
         candidates: grade: ``[response]``; pairwise: ``[a, b]``; select: 2-26 texts.
         reference: the accepted answer(s); required for grade.
@@ -174,6 +181,11 @@ async def judge_item(
         >>> res.status, res.verdict, res.order_verdicts
         ('ok', 'B', ['B', 'B'])
     """
+    if isinstance(config, JudgeJury):
+        return await _judge_jury(config, model, item=item, candidates=candidates,
+                                 reference=reference, run=run)
+    if isinstance(model, JuryModels):
+        raise JudgeConfigError("a single judge takes one chat model, not a jury's models")
     texts = [str(c) for c in candidates]
     if config.mode == "grade":
         if len(texts) != 1:
@@ -194,3 +206,20 @@ async def judge_item(
         config_hash=config.hash, mode=config.mode, n_candidates=len(texts), status=status,
         verdict=verdict, orders=orders, usage=sum_usage([u for _, u in outcomes]),
     )
+
+
+async def _judge_jury(jury: JudgeJury, model: ChatModel | JuryModels, *, item: Any,
+                      candidates: Sequence[str], reference: Any, run: int) -> JudgeResult:
+    """Every member judges the item (at once); their verdicts combined."""
+    models = model.members if isinstance(model, JuryModels) else (model,) * len(jury.members)
+    if len(models) != len(jury.members):
+        raise JudgeConfigError(f"a jury of {len(jury.members)} needs as many chat models, "
+                               f"not {len(models)}")
+    members = await asyncio.gather(*(
+        judge_item(member, chosen, item=item, candidates=candidates, reference=reference,
+                   run=run) for member, chosen in zip(jury.members, models, strict=True)))
+    status, verdict = jury_verdict(jury.aggregation, jury.grades,
+                                   [(m.status, m.verdict) for m in members])
+    return JudgeResult(config_hash=jury.hash, mode="grade", n_candidates=len(candidates),
+                       status=status, verdict=verdict, orders=(),
+                       usage=sum_usage([m.usage for m in members]), members=tuple(members))

@@ -8,6 +8,7 @@ from typing import Any, Final
 from hr_core.core.text import accepted_texts
 from hr_core.judge.config import JudgeConfig, JudgeConfigError
 from hr_core.judge.judging import judge_item
+from hr_core.judge.jury import JudgeJury, JuryModels
 from hr_core.models.base import ChatModel, close_client
 from hr_core.results import ScoreResult
 from hr_core.scoring.answers import failed, has_label, sort_out, unmatched
@@ -37,7 +38,8 @@ class JudgeScorer(Scorer):
     async def aclose(self) -> None:
         """Close the judge model's HTTP client of the running event loop."""
         for model in self.models:
-            await close_client(model)
+            for one in model.members if isinstance(model, JuryModels) else (model,):
+                await close_client(one)
 
     def judge_status(self, result: Any) -> str | None:
         """The judge's status for a scored run: ``ok``, ``no_consensus``,
@@ -60,7 +62,8 @@ class JudgeScorer(Scorer):
 
 
 def hr_scorer_judge(
-    config: JudgeConfig, model: ChatModel | None = None, *, name: str | None = None,
+    config: JudgeConfig | JudgeJury, model: ChatModel | JuryModels | None = None, *,
+    name: str | None = None,
     cache: Any = None, concurrency: int = 16,
 ) -> JudgeScorer:
     """A scorer that grades each output against the item's label with a judge.
@@ -87,7 +90,9 @@ def hr_scorer_judge(
     a run for the summary; ``fn`` is ``async``.
 
     Args:
-        config: a grade-mode :class:`JudgeConfig`.
+        config: a grade-mode :class:`JudgeConfig`, or a jury of them
+            (:func:`hr_core.judge.jury.hr_judge_jury`: each member grades, their grades
+            combined; the run's judge tokens and cost are the members' together).
         model: the chat model; ``None`` resolves the config's model (its
             :class:`~hr_core.models.spec.ModelSpec`: base URL, key variable,
             prices, ...) on first use, with ``cache`` and ``concurrency``.
@@ -102,16 +107,17 @@ def hr_scorer_judge(
         >>> verdict.usage.tokens_in > 0  # what the judge's calls on this run spent
         True
     """
-    if not isinstance(config, JudgeConfig):
-        raise JudgeConfigError(f"hr_scorer_judge needs a JudgeConfig, not {config!r}")
+    if not isinstance(config, JudgeConfig | JudgeJury):
+        raise JudgeConfigError(f"hr_scorer_judge needs a JudgeConfig or a JudgeJury, not "
+                               f"{config!r}")
     if config.mode != "grade":
         raise JudgeConfigError(
             "hr_scorer_judge grades outputs against labels: it needs a config with "
             f"mode='grade', not {config.mode!r}"
         )
-    resolved: list[ChatModel] = [] if model is None else [model]
+    resolved: list[ChatModel | JuryModels] = [] if model is None else [model]
 
-    def get_model() -> ChatModel:
+    def get_model() -> ChatModel | JuryModels:
         if not resolved:
             resolved.append(config.chat_model(cache=cache, concurrency=concurrency))
         return resolved[0]

@@ -21,8 +21,10 @@ from hr_core.core.errors import HrError
 from hr_core.core.safe import safe_segment
 from hr_core.core.version import __version__
 from hr_core.judge._agreement import NO_VERDICT, agreement_conventions, agreement_figures
+from hr_core.judge._jury_agreement import jury_figures
 from hr_core.judge.config import CONFIG_FIELDS, JudgeConfig, config_hash
 from hr_core.judge.judging import JudgeResult, judge_item
+from hr_core.judge.jury import AnyJudge, JudgeJury, JuryModels
 from hr_core.judge.labelled import LabelledDataError, LabelledRow, read_labelled
 from hr_core.models.base import ChatModel
 
@@ -109,20 +111,26 @@ class JudgeValidation(BaseModel):
     no_consensus: int
     parse_failures: int
     errors: int
+    jury: dict[str, Any] | None = None
+    """A jury's record (``config`` then holds its aggregation and members): each member's
+    agreement with people, the members' agreement with each other and the cost per
+    verdict by member (:func:`hr_core.judge._jury_agreement.jury_figures`); ``None`` for
+    a single judge."""
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     version: str
 
-    def differences(self, config: JudgeConfig) -> list[str]:
+    def differences(self, config: AnyJudge) -> list[str]:
         """The config fields that differ from the record's, e.g. ``["rubric"]``."""
         current = config.to_dict()
-        changed = [f for f in CONFIG_FIELDS if self.config.get(f) != current[f]]
+        changed = [f for f in (*CONFIG_FIELDS, "aggregation", "members")
+                   if self.config.get(f) != current.get(f)]
         if not changed and self.hash != config.hash:
             return ["hash"]
         return changed
 
 
 def compute_validation(
-    config: JudgeConfig,
+    config: AnyJudge,
     results: Sequence[JudgeResult],
     humans: Sequence[str],
     *,
@@ -156,6 +164,8 @@ def compute_validation(
         hash=config.hash,
         config={**config.to_dict(), "hash": config.hash},
         **agreement_figures(config, results, humans, items=items, lengths=lengths),
+        jury=jury_figures(config, results, humans, items=items)
+        if isinstance(config, JudgeJury) else None,
         created_at=created_at or datetime.now(UTC),
         version=__version__,
     )
@@ -243,7 +253,7 @@ def scorer_judge_standing(judge: Mapping[str, Any]) -> str:
         str(status), f"not checked ({status})")
 
 
-def hr_judge_valid(record: JudgeValidation | None, config: JudgeConfig,
+def hr_judge_valid(record: JudgeValidation | None, config: AnyJudge,
                    thresholds: ValidityThresholds | None = None) -> bool:
     """True when the record was made for exactly this config and meets the thresholds.
 
@@ -262,13 +272,13 @@ def hr_judge_valid(record: JudgeValidation | None, config: JudgeConfig,
             and not validity_problems(record, thresholds))
 
 
-def _same_config(record: JudgeValidation, config: JudgeConfig) -> bool:
+def _same_config(record: JudgeValidation, config: AnyJudge) -> bool:
     return record.hash == config.hash and config_hash(record.config) == record.hash
 
 
 async def judge_labelled(
-    config: JudgeConfig,
-    model: ChatModel,
+    config: AnyJudge,
+    model: ChatModel | JuryModels,
     labelled: Any,
     concurrency: int = 16,
 ) -> list[JudgeResult]:
@@ -280,7 +290,7 @@ async def judge_labelled(
     return await judge_rows(config, model, rows, asyncio.Semaphore(max(1, concurrency)))
 
 
-async def judge_rows(config: JudgeConfig, model: ChatModel, rows: Sequence[LabelledRow],
+async def judge_rows(config: AnyJudge, model: ChatModel | JuryModels, rows: Sequence[LabelledRow],
                      semaphore: asyncio.Semaphore) -> list[JudgeResult]:
     """Judge labelled rows, at most the semaphore's count at once (shared by the chunks
     of one validation flow run); results keep row order."""
@@ -293,7 +303,7 @@ async def judge_rows(config: JudgeConfig, model: ChatModel, rows: Sequence[Label
     return list(await asyncio.gather(*(one(row) for row in rows)))
 
 
-def labelled_rows(config: JudgeConfig, labelled: Any) -> list[LabelledRow]:
+def labelled_rows(config: AnyJudge, labelled: Any) -> list[LabelledRow]:
     """The labelled rows for a config: read (see :func:`read_labelled`) and checked
     against it (select: every row has at least ``orders`` candidates).
 
@@ -341,7 +351,7 @@ def _read(path: Path) -> JudgeValidation:
 
 
 def load_validation(
-    config_or_hash: JudgeConfig | str, store: str | os.PathLike[str] = "judges"
+    config_or_hash: AnyJudge | str, store: str | os.PathLike[str] = "judges"
 ) -> JudgeValidation | None:
     """The record saved for a config (or its hash), or ``None``.
 
@@ -349,7 +359,8 @@ def load_validation(
         >>> load_validation("0" * 64, store="no-such-folder") is None
         True
     """
-    key = config_or_hash.hash if isinstance(config_or_hash, JudgeConfig) else config_or_hash
+    key = config_or_hash.hash if isinstance(config_or_hash, JudgeConfig | JudgeJury) \
+        else config_or_hash
     if not isinstance(key, str) or not key or key.startswith("."):
         raise ValueError(f"a config hash is a hex string, not {key!r}")
     safe_segment(key, "judge hash")
@@ -385,7 +396,7 @@ class ValidationStatus(NamedTuple):
 
 
 def validation_status(
-    config: JudgeConfig, store: str | os.PathLike[str] = "judges",
+    config: AnyJudge, store: str | os.PathLike[str] = "judges",
     thresholds: ValidityThresholds | None = None,
 ) -> ValidationStatus:
     """Whether the store holds a valid record for ``config`` (for benchmarks).

@@ -16,8 +16,11 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from hr_core.models.base import ModelCallError
+
 __all__ = [
     "CUSTOM_ID",
+    "BatchCallError",
     "BatchClient",
     "BatchLimits",
     "BatchOutcome",
@@ -37,6 +40,10 @@ and expired/cancelled batches map onto them)."""
 BatchState = Literal["in_progress", "ended", "canceling"]
 """A batch's state, normalised: ``ended`` covers OpenAI's completed, expired,
 cancelled and failed, and Anthropic's ``ended``; its outcomes are then final."""
+
+
+class BatchCallError(ModelCallError):
+    """A batch API call failed (the message says which, and the provider's words)."""
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from hr_core.judge._jury_agreement import jury_rows
 from hr_core.judge.position import consistency_text, position_bias_text
 from hr_core.judge.validation import ValidityThresholds, judge_standing
 from hr_core.report import figures
@@ -22,7 +23,7 @@ __all__ = ["pairwise_section", "validation_section"]
 def _validation(record: Mapping[str, Any], index: int,
                 thresholds: ValidityThresholds | None) -> str:
     config = record.get("config") or {}
-    title = (f"{config.get('mode', '?')} judge on {config.get('model', '?')} "
+    title = (f"{escape(config.get('mode', '?'))} judge on {escape(config.get('model', '?'))} "
              f"<code>{escape(str(record.get('hash', ''))[:12])}</code>")
     ci = record.get("agreement_ci") or (None, None)
     if isinstance(ci, Mapping):
@@ -41,6 +42,7 @@ def _validation(record: Mapping[str, Any], index: int,
         ("no consensus", fmt(record.get("no_consensus"))),
         ("parse failures", fmt(record.get("parse_failures"))),
         ("errors", fmt(record.get("errors"))),
+        *[(label, escape(value)) for label, value in jury_rows(record.get("jury"))],
         ("orders", fmt(config.get("orders"))),
         ("rubric", escape(config.get("rubric"))),
         ("recorded", escape(record.get("created_at"))),

@@ -11,6 +11,13 @@ import platform
 from pathlib import Path
 
 from hr_core.analysis.diff import ArmDiff, RunDiff
+from hr_core.analysis.diff_corrected import (
+    CORRECTED_NOTE,
+    CORRECTED_TITLE,
+    CorrectedArmDiff,
+    corrected_summary,
+    side_text,
+)
 from hr_core.report._format import escape, fmt, table
 from hr_core.report.html import CSP, CSS, SEARCH_SCRIPT, write_page
 
@@ -101,7 +108,28 @@ def _arms(diff: RunDiff) -> str:
         return '<p class="note">No arm in common (pair renamed arms with --arm OLD=NEW).</p>'
     return table(["arm", "then", "now", "items", "diff (points)", "CI", "p", "verdict",
                   "flips r→w / w→r", "of them flaky", "flaky items", "latency", "cost",
-                  "parts changed"], [_arm_row(a) for a in diff.arms], table_id="table-arms")
+                  "parts changed"], [_arm_row(a) for a in diff.arms],
+                 table_id="table-arms") + _corrected(diff.corrected)
+
+
+def _corrected_row(row: CorrectedArmDiff) -> list[str]:
+    verdict = ("–" if row.verdict is None else
+               f'<span class="{row.verdict.split()[0]}">{escape(row.verdict)}</span>')
+    return [escape(row.arm), escape(side_text(row.then)), escape(side_text(row.now)),
+            _points(row.diff), _ci(row.ci_low, row.ci_high, "points"),
+            "–" if row.se is None else f"{row.se * 100:.1f}", verdict,
+            fmt(row.paired_items), escape(corrected_summary(row))]
+
+
+def _corrected(rows: list[CorrectedArmDiff]) -> str:
+    """The accuracies corrected by human labels and their difference (none: nothing)."""
+    if not rows:
+        return ""
+    return (f'<h3 id="corrected">{escape(CORRECTED_TITLE)}</h3>' + table(
+        ["arm", "then (corrected)", "now (corrected)", "diff (points)", "CI", "se (points)",
+         "verdict", "items labelled in both", "in words"],
+        [_corrected_row(r) for r in rows], table_id="table-corrected")
+        + f'<p class="note">{escape(CORRECTED_NOTE)}</p>')
 
 
 def _flips(diff: RunDiff) -> str:

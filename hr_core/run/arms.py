@@ -7,10 +7,10 @@ import importlib
 import inspect
 import re
 import string
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hr_core.core.errors import HrError, SpecError
 from hr_core.core.identity import callable_spec
@@ -18,6 +18,7 @@ from hr_core.models import resolve_model
 from hr_core.models.base import PREFIX_MARK, close_client
 from hr_core.models.spec import CacheMode, ModelSpec
 from hr_core.results import ArmResult, Usage
+from hr_core.run.retriever import Retriever, RetrieverSpec
 
 __all__ = ["Arm", "ArmEntry", "LLMArm", "check_prompt_fields", "import_object", "normalise_arms",
            "prompt_fields"]
@@ -31,7 +32,9 @@ class LLMArm(BaseModel):
     the endpoint and the run index.
     The prompt is a ``str.format`` template filled from the payload's fields
     (``{question}``, ``{document}``); a payload that is not a mapping is
-    ``{payload}``. Prices are USD per million input/output tokens. The API key is
+    ``{payload}``. With a ``retriever`` (:class:`~hr_core.run.retriever.RetrieverSpec`),
+    the passages it finds for the item fill ``{contexts}`` and are the run's contexts.
+    Prices are USD per million input/output tokens. The API key is
     read from the environment variable ``api_key_env`` when the arm runs
     (``openai:`` default ``OPENAI_API_KEY``; ``openai-compatible:`` sends none unless
     ``api_key_env`` names one); it is never part of the spec, the results or the hash.
@@ -69,6 +72,17 @@ class LLMArm(BaseModel):
     """Prompt caching (the model spec's ``cache``, default ``auto``): the system prompt
     and ``cached_prefix`` marked for Anthropic's cache; OpenAI caches by itself. It
     decides no answer: not in the arm's fingerprint or the run id."""
+    retriever: RetrieverSpec | None = None
+    """A retriever step (:mod:`hr_core.run.retriever`): the passages it finds fill the
+    prompt's ``{contexts}``; what decides them is in the arm's fingerprint."""
+
+    @model_validator(mode="after")
+    def _contexts_used(self) -> LLMArm:
+        used = {*prompt_fields(self.prompt), *prompt_fields(self.cached_prefix or "")}
+        if self.retriever is not None and "contexts" not in used:
+            raise ValueError("an arm with a retriever writes its passages into {contexts}: "
+                             "put {contexts} in the prompt (or cached_prefix)")
+        return self
 
     @field_validator("model")
     @classmethod
@@ -95,10 +109,14 @@ class LLMArm(BaseModel):
         except HrError as exc:
             raise SpecError(f"LLM arm: {exc}") from None
 
-    def render(self, payload: Any, template: str | None = None) -> str:
-        """Fill the prompt template (or another of the arm's) from the payload."""
+    def render(self, payload: Any, template: str | None = None,
+               contexts: str | None = None) -> str:
+        """Fill the prompt template (or another of the arm's) from the payload (and
+        ``{contexts}``, the retrieved passages, when given)."""
         fields = dict(payload) if isinstance(payload, Mapping) else {"payload": payload}
         fields.setdefault("payload", payload)
+        if contexts is not None:
+            fields["contexts"] = contexts
         try:
             return (self.prompt if template is None else template).format_map(fields)
         except KeyError as exc:
@@ -107,13 +125,13 @@ class LLMArm(BaseModel):
                 f"({_field_hint(str(exc.args[0]), fields)})"
             ) from None
 
-    def messages(self, payload: Any) -> list[dict[str, str]]:
-        """The chat messages for one payload."""
+    def messages(self, payload: Any, contexts: str | None = None) -> list[dict[str, str]]:
+        """The chat messages for one payload (and its retrieved passages' text)."""
         messages = [] if self.system is None else [{"role": "system", "content": self.system}]
         if self.cached_prefix is not None:
-            messages.append({"role": "user", "content": self.render(payload, self.cached_prefix),
-                             PREFIX_MARK: "cache"})
-        messages.append({"role": "user", "content": self.render(payload)})
+            messages.append({"role": "user", "content": self.render(
+                payload, self.cached_prefix, contexts), PREFIX_MARK: "cache"})
+        messages.append({"role": "user", "content": self.render(payload, None, contexts)})
         return messages
 
 
@@ -159,12 +177,19 @@ def check_prompt_fields(arms: Mapping[str, Arm], items: Iterable[Any]) -> None:
         hr_core.core.errors.SpecError: arm 'r': the prompt uses field 'questoin', which no item ...
     """
     needed: dict[str, set[str]] = {}
+    retrievers = [arm.retriever for arm in arms.values() if arm.retriever is not None]
+    if retrievers:
+        items = items if isinstance(items, Sequence) else list(items)
+        for retriever in retrievers:
+            retriever.check_items(items)
     for name, arm in arms.items():
         if arm.llm is not None:
             fields = {re.split(r"[.\[]", f, maxsplit=1)[0]
                       for f in [*prompt_fields(arm.llm.prompt),
                                 *prompt_fields(arm.llm.cached_prefix or "")]} - {"payload"}
             fields = {f for f in fields if not f.isdigit()}
+            if arm.retriever is not None:
+                fields.discard("contexts")
             if fields:
                 needed[name] = fields
     if not needed:
@@ -205,12 +230,14 @@ class Arm:
     hashed into the run id.
     """
 
-    __slots__ = ("_model", "cache", "concurrency", "fn", "is_async", "llm", "name", "runs",
-                 "spec", "timeout_s")
+    __slots__ = ("_model", "cache", "concurrency", "fn", "is_async", "llm", "name",
+                 "retriever", "runs", "spec", "timeout_s")
 
     def __init__(self, name: str, fn: Callable[..., Any] | None, spec: dict[str, Any],
-                 llm: LLMArm | None = None, runs: int | None = None) -> None:
+                 llm: LLMArm | None = None, runs: int | None = None,
+                 retriever: Retriever | None = None) -> None:
         self.name = name
+        self.retriever = retriever  # an LLM arm's retriever step, its corpus read
         self.runs = runs  # its own runs per item; None: the benchmark's
         self.fn = fn
         self.spec = spec
@@ -241,8 +268,10 @@ class Arm:
     async def acall_llm(self, payload: Any, run: int) -> Any:
         """Call an LLM arm's model and return an ``ArmResult``."""
         assert self.llm is not None
+        contexts = [] if self.retriever is None else await self.retriever.search(payload)
+        filled = None if self.retriever is None else self.retriever.fill(contexts)
         reply = await self.model().complete(
-            self.llm.messages(payload), params=dict(self.llm.params) or None, run=run
+            self.llm.messages(payload, filled), params=dict(self.llm.params) or None, run=run
         )
         usage = reply.usage
         if not isinstance(usage, Usage):
@@ -254,7 +283,8 @@ class Arm:
         if finish is not None:
             meta["finish_reason"] = finish
         return ArmResult(text=reply.text, usage=usage, failure_kind=kind, error=message,
-                         truncated=bool(getattr(reply, "truncated", False)), meta=meta)
+                         truncated=bool(getattr(reply, "truncated", False)), meta=meta,
+                         contexts=contexts)
 
 
 def import_object(path: str) -> Any:
@@ -301,7 +331,7 @@ def _one_arm(name: str, value: Any) -> Arm:
             inner.timeout_s = _own_timeout(name, value.get("timeout_s"))
         return inner
     if isinstance(value, Arm):
-        copy = Arm(name, value.fn, value.spec, value.llm, value.runs)
+        copy = Arm(name, value.fn, value.spec, value.llm, value.runs, value.retriever)
         copy.timeout_s = value.timeout_s
         return copy
     if isinstance(value, str):
@@ -323,10 +353,18 @@ def _one_arm(name: str, value: Any) -> Arm:
         if isinstance(value.model, ModelSpec):
             exclude["model"] = {"rpm": True, "tpm": True, "max_reply_bytes": True,
                                 "cache": True}
-        spec = {"kind": "llm", **value.model_dump(mode="json", exclude=exclude)}
-        if spec.get("cached_prefix") is None:  # an arm without one: the spec it had before
-            spec.pop("cached_prefix", None)
-        llm_arm = Arm(name, None, spec, value, value.runs)
+        described = {"kind": "llm", **value.model_dump(mode="json", exclude=exclude)}
+        if described.get("cached_prefix") is None:  # an arm without one: the spec it had
+            described.pop("cached_prefix", None)
+        retriever = None
+        if value.retriever is None:  # likewise
+            described.pop("retriever", None)
+        else:
+            kind = value.retriever.kind
+            function = import_object(kind.removeprefix("python:")) if kind != "bm25" else None
+            retriever = Retriever(name, value.retriever, function)
+            described["retriever"] = retriever.describe()
+        llm_arm = Arm(name, None, described, value, value.runs, retriever)
         llm_arm.timeout_s = value.timeout_s
         return llm_arm
     if callable(value):

@@ -25,16 +25,19 @@ from hr_core.core.safe import safe_segment
 from hr_core.data.reference import GOLD_CONTEXTS, Reference, hr_reference
 from hr_core.data.yaml_file import line_of, read_yaml_mapping
 from hr_core.judge import hr_judge_config, hr_scorer_judge
+from hr_core.judge.jury import hr_judge_jury
 from hr_core.models.spec import CacheMode, ModelSpec
 from hr_core.run.arms import ArmEntry, LLMArm, import_object
 from hr_core.run.budget import Budget
+from hr_core.run.retriever import RetrieverSpec
 from hr_core.run.stopping import StopRule
 from hr_core.scoring.registry import SCORERS, builtin_scorer_named
 from hr_core.scoring.scorer import Scorer, hr_scorer
 from hr_core.stats.slices import check_slices
 from hr_core.store.record import CONTEXTS_MAX
 
-__all__ = ["BenchmarkSpec", "JudgeScorerSpec", "ReferenceSpec", "load_spec", "scorer_from",
+__all__ = ["BenchmarkSpec", "JudgeScorerSpec", "JuryScorerSpec", "ReferenceSpec", "load_spec",
+           "scorer_from",
            "spec_import_path"]
 
 
@@ -54,7 +57,8 @@ class ReferenceSpec(BaseModel):
 
 
 class JudgeScorerSpec(BaseModel):
-    """A judge used as the scorer (grade mode against each item's label)."""
+    """A judge used as the scorer (grade mode against each item's label); a jury of them
+    is a :class:`JuryScorerSpec`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -71,6 +75,12 @@ class JudgeScorerSpec(BaseModel):
     """Prompt caching of the judge's instructions and rubric (the model spec's ``cache``,
     default ``auto``): a cost, not an answer, so not in the judge's hash."""
 
+    def config(self) -> Any:
+        """The judge's grade :class:`~hr_core.judge.config.JudgeConfig`."""
+        return hr_judge_config(self.model_spec(), self.rubric, mode="grade",
+                               orders=self.orders, schema=self.schema_,
+                               positive=self.positive)
+
     def model_spec(self) -> ModelSpec | str:
         """The judge's model: the string as given, or one spec with the connection
         fields (and ``cache``) folded in."""
@@ -82,6 +92,21 @@ class JudgeScorerSpec(BaseModel):
                                 cache=self.cache)
         except HrError as exc:
             raise SpecError(f"judge.model: {exc}") from None
+
+
+class JuryScorerSpec(BaseModel):
+    """A jury used as the scorer (:mod:`hr_core.judge.jury`): ``members``, each a judge's
+    fields (:class:`JudgeScorerSpec`), and how their grades combine, ``aggregation``
+    (``majority``, ``mean`` of the grades, ``unanimous``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    members: list[JudgeScorerSpec] = Field(min_length=2)
+    aggregation: Literal["majority", "mean", "unanimous"] = "majority"
+
+    def config(self) -> Any:
+        """The :class:`~hr_core.judge.jury.JudgeJury` of the members' configs."""
+        return hr_judge_jury([m.config() for m in self.members], self.aggregation)
 
 
 class BenchmarkSpec(BaseModel):
@@ -182,9 +207,25 @@ class BenchmarkSpec(BaseModel):
         return hr_reference(path, id=ref.id, item=ref.item, label=ref.label,
                             gold_contexts=ref.gold_contexts, retrieval=ref.retrieval)
 
+    def planned_arms(self) -> dict[str, str | LLMArm | ArmEntry]:
+        """The arms as planned: an LLM arm's retriever reads a relative ``corpus`` from
+        the spec's folder."""
+        if self.base_dir is None:
+            return dict(self.arms)
+        return {name: _at_base(arm, self.base_dir) for name, arm in self.arms.items()}
+
     def build_scorer(self) -> Scorer:
         """The scorer the spec names."""
         return scorer_from(self.scorer)
+
+
+def _at_base(arm: str | LLMArm | ArmEntry, base_dir: str) -> str | LLMArm | ArmEntry:
+    if isinstance(arm, ArmEntry) and isinstance(arm.arm, LLMArm):
+        return arm.model_copy(update={"arm": _at_base(arm.arm, base_dir)})
+    if isinstance(arm, LLMArm) and arm.retriever is not None:
+        return arm.model_copy(update={"retriever": arm.retriever.model_copy(
+            update={"base_dir": base_dir})})
+    return arm
 
 
 def _checked_scorer(value: str | Mapping[str, Any]) -> str | dict[str, Any]:
@@ -199,10 +240,12 @@ def _checked_scorer(value: str | Mapping[str, Any]) -> str | dict[str, Any]:
                         f"{len(value)} keys ({', '.join(map(str, value))})")
     (name, options), = value.items()
     if name == "judge":
-        if isinstance(options, JudgeScorerSpec):
+        if isinstance(options, JudgeScorerSpec | JuryScorerSpec):
             return {"judge": options}
+        kind = JuryScorerSpec if isinstance(options, Mapping) and "members" in options \
+            else JudgeScorerSpec  # a jury: members instead of model and rubric
         try:
-            return {"judge": JudgeScorerSpec.model_validate(options)}
+            return {"judge": kind.model_validate(options)}
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(map(str, first["loc"])) or "(top level)"
@@ -231,12 +274,7 @@ def scorer_from(value: Scorer | str | Mapping[str, Any]) -> Scorer:
         (name, options), = checked.items()
         if name != "judge":
             return builtin_scorer_named(name, options)
-        judge = options
-
-        config = hr_judge_config(judge.model_spec(), judge.rubric, mode="grade",
-                                 orders=judge.orders, schema=judge.schema_,
-                                 positive=judge.positive)
-        built: Scorer = hr_scorer_judge(config)
+        built: Scorer = hr_scorer_judge(options.config())
         return built
     if not isinstance(value, str) or not value.strip():
         raise SpecError(f"a scorer is a name ({', '.join(sorted(SCORERS))}), "
@@ -278,7 +316,8 @@ def spec_import_path(folder: str | os.PathLike[str] | None) -> Iterator[None]:
 
 def _field(loc: tuple[Any, ...]) -> str:
     # pydantic adds the member of a union it tried ("str", "LLMArm", ...): keep field names
-    parts = [str(p) for p in loc if not (isinstance(p, str) and (p[:1].isupper() or p in (
+    parts = [str(p) for p in loc if not (isinstance(p, str) and (
+        p[:1].isupper() or p.startswith("function-") or p in (
         "str", "int", "float", "dict[str,any]", "constrained-float",
         "dict[str,constrained-float]")))]
     return ".".join(parts) or "(top level)"
@@ -291,7 +330,7 @@ def _fields_at(loc: tuple[Any, ...]) -> list[str]:
     if names[:1] == ["budget"]:
         model = Budget
     elif names[:1] == ["arms"]:
-        model = LLMArm
+        model = RetrieverSpec if "retriever" in names else LLMArm
     elif names[:1] == ["reference"]:
         model = ReferenceSpec
     elif names[:1] == ["scorer"]:

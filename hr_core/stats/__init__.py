@@ -9,6 +9,8 @@ comparison, confidence sequences, sample size:
   kappa and the paired difference's interval;
 - :mod:`hr_core.stats.ppi`: prediction-powered inference (PPI++): a judge's verdicts on
   every item corrected by people's labels on a random sample;
+- :mod:`hr_core.stats.agreement`: agreement among several raters (a jury's judges):
+  Fleiss' kappa and Krippendorff's alpha;
 - :mod:`hr_core.stats.comparison`: the one answer to "is B different from A?"
   (:func:`compare_paired`, :func:`compare_estimate`): estimate, interval, p-value and
   decision from one method, with the family correction applied there and only there;

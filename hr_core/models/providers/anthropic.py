@@ -246,18 +246,22 @@ class AnthropicChatModel:
         loop = asyncio.get_running_loop()
         state = self._loops.get(loop)
         if state is None:
-            key = self._key.reveal()
-            # the API's documented x-api-key header, whatever the SDK version would send
-            # (2.x sends an API key as a Bearer token); an explicit key also keeps the SDK
-            # from reading credentials of its own (ANTHROPIC_AUTH_TOKEN, profiles)
-            client = AsyncAnthropic(api_key=key, base_url=self.base_url, timeout=self.timeout,
-                                    max_retries=0, default_headers=cast(Any, {
-                                        "X-Api-Key": key, "Authorization": Omit()}),
-                                    http_client=bounded_client(
-                                        self.timeout, self.max_reply_bytes, self.timeout))
-            state = LoopState(client)
+            state = LoopState(self._new_client())
             self._loops[loop] = state
         return state
+
+    def _new_client(self, http_client: Any = None, max_retries: int = 0) -> Any:
+        """The SDK client of one event loop; a batch client gives its own ``http_client``
+        (:mod:`.batch_files`) and retries."""
+        key = self._key.reveal()
+        # the API's documented x-api-key header, whatever the SDK version would send
+        # (2.x sends an API key as a Bearer token); an explicit key also keeps the SDK
+        # from reading credentials of its own (ANTHROPIC_AUTH_TOKEN, profiles)
+        return AsyncAnthropic(api_key=key, base_url=self.base_url, timeout=self.timeout,
+                              max_retries=max_retries, default_headers=cast(Any, {
+                                  "X-Api-Key": key, "Authorization": Omit()}),
+                              http_client=http_client or bounded_client(
+                                  self.timeout, self.max_reply_bytes, self.timeout))
 
     async def aclose(self) -> None:
         """Close the HTTP client of the running event loop (it is re-created on demand)."""

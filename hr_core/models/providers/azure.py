@@ -227,13 +227,14 @@ class AzureOpenAIChatModel(OpenAIChatModel):
         return ModelReply("", finish_reason="content_filter",
                           refusal=f"Azure's content filter refused the prompt{why}")
 
-    def _new_client(self) -> Any:
+    def _new_client(self, http_client: Any = None, max_retries: int = 0) -> Any:
         credential: dict[str, Any] = (
             {"azure_ad_token_provider": self._token_provider} if self._token_provider
             else {"api_key": self._api_key()})
         return AsyncAzureOpenAI(azure_endpoint=self.azure_endpoint, azure_deployment=self.name,
                                 api_version=self.api_version, timeout=self.timeout,
-                                max_retries=0, http_client=self._http_client(), **credential)
+                                max_retries=max_retries,
+                                http_client=http_client or self._http_client(), **credential)
 
 
 def _deployment_url(endpoint: str, deployment: str, api_version: str) -> str:

@@ -38,7 +38,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NoReturn
 
 import openai
-from openai import AsyncOpenAI
 
 from hr_core.models._api_keys import check_api_key, key_variable
 from hr_core.models._bounded import DEFAULT_MAX_REPLY_BYTES, bounded_client
@@ -67,16 +66,15 @@ from hr_core.models.providers.http import (
     backoff,
     explicit_key_name,
     retry_after,
-    with_schema,
 )
 from hr_core.models.providers.openai_wire import (
     FAILED_USAGE,
     NO_KEY,
+    chat_request,
     describe,
     hard_quota,
     omitted_headers,
     read_completion,
-    response_format,
     response_headers,
     retryable,
 )
@@ -93,9 +91,7 @@ from hr_core.models.ratelimit.reach import cannot_connect
 from hr_core.results import Usage
 
 __all__ = ["BATCH_SHARE", "DEFAULT_PRICES", "PRICES_AS_OF", "OpenAIChatModel", "Price", "add_usage",
-           "check_api_key", "find_price", "price_for",
-           "key_variable"]
-
+           "check_api_key", "find_price", "key_variable", "price_for"]
 
 _OPENAI_URL = "https://api.openai.com/v1"
 
@@ -246,14 +242,15 @@ class OpenAIChatModel:
             self._loops[loop] = state
         return state
 
-    def _new_client(self) -> Any:
-        """The SDK client of one event loop (the Azure provider builds its own)."""
+    def _new_client(self, http_client: Any = None, max_retries: int = 0) -> Any:
+        """The SDK client (Azure's builds its own; a batch client's, its own http_client)."""
 
         # no key declared: a placeholder the SDK insists on, never sent (the
         # Authorization header is omitted from every request: omitted_headers)
-        return AsyncOpenAI(api_key=self._api_key() or NO_KEY,
-                           base_url=self.base_url, timeout=self.timeout, max_retries=0,
-                           http_client=self._http_client())
+        return openai.AsyncOpenAI(api_key=self._api_key() or NO_KEY,
+                                  base_url=self.base_url, timeout=self.timeout,
+                                  max_retries=max_retries,
+                                  http_client=http_client or self._http_client())
 
     def _http_client(self) -> Any:
         """The SDK's HTTP client: each attempt bounded by ``timeout`` (a deadline) and
@@ -292,6 +289,12 @@ class OpenAIChatModel:
             reply = dataclasses.replace(reply, usage=add_usage([*spent, reply.usage]))
         return reply
 
+    def request(self, messages: Sequence[ChatMessage], schema: Mapping[str, Any] | None,
+                params: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The request body (no secret in it): the live call's and a batch request's."""
+        return chat_request({**self.params, **(params or {}), "model": self.name},
+                            messages, schema, self.structured_output)
+
     def _limiter(self) -> EndpointLimiter:
         """This endpoint's limiter, shared with every model of this process that calls it."""
         if self._endpoint is None:
@@ -310,7 +313,7 @@ class OpenAIChatModel:
         run's deadline (:data:`CALL_DEADLINE`, else ``rate_limit_wait_s``); other transient
         failures ``max_retries`` times; a hard quota halts the endpoint."""
 
-        base: dict[str, Any] = {**self.params, **(params or {}), "model": self.name}
+        base = self.request(messages, schema, params)
         omit = omitted_headers(self.provider, has_key=client.api_key != NO_KEY)
         if omit:
             base["extra_headers"] = omit
@@ -328,9 +331,7 @@ class OpenAIChatModel:
             attempt += 1
             self.stats["attempts"] += 1
             use_format = schema is not None and self.structured_output == "json_schema"
-            request = dict(base, messages=with_schema(messages, schema, not use_format))
-            if use_format and schema is not None:
-                request["response_format"] = response_format(schema)
+            request = dict(base)
             completion_max = (request.get("max_tokens") or request.get("max_completion_tokens")
                               or limiter.expected_completion())
             tokens = estimate_tokens(request["messages"], int(completion_max))

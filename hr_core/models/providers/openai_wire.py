@@ -9,17 +9,19 @@ quota, its one-line description). The call and its retry loop are the client's.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import openai
 
 from hr_core.models._bounded import ReplyTooLarge, bound_failure
 from hr_core.models._prices import Price, priced_usage
-from hr_core.models.base import ModelReply
+from hr_core.models.base import ChatMessage, ModelReply
+from hr_core.models.providers.http import with_schema
 from hr_core.results import Usage
 
-__all__ = ["FAILED_USAGE", "NO_KEY", "RETRY_STATUSES", "Malformed", "completion_usage",
+__all__ = ["FAILED_USAGE", "NO_KEY", "RETRY_STATUSES", "Malformed", "chat_request",
+           "completion_usage",
            "describe", "hard_quota", "note_failed", "omitted_headers", "read_completion",
            "response_format", "response_headers", "retryable", "strict"]
 
@@ -130,6 +132,18 @@ def strict(schema: Mapping[str, Any]) -> bool:
 def response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "json_schema",
             "json_schema": {"name": "reply", "schema": dict(schema), "strict": strict(schema)}}
+
+
+def chat_request(base: Mapping[str, Any], messages: Sequence[ChatMessage],
+                 schema: Mapping[str, Any] | None, structured_output: str) -> dict[str, Any]:
+    """A chat-completions request body: ``base`` (parameters and model), the messages and
+    the schema, as ``response_format`` or (``structured_output: instructions``) in the
+    system message (the live call's and a batch request's body)."""
+    use_format = schema is not None and structured_output == "json_schema"
+    body = dict(base, messages=with_schema(messages, schema, not use_format))
+    if use_format and schema is not None:
+        body["response_format"] = response_format(schema)
+    return body
 
 
 def retryable(exc: BaseException) -> bool:
