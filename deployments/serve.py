@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 from prefect import Flow
 from prefect.deployments.runner import EntrypointType, RunnerDeployment
+from prefect.runner import Runner
 from prefect.schedules import Cron
 from prefect.utilities.importtools import import_object
 
@@ -108,7 +109,6 @@ async def serve_deployments(deployments: Sequence[RunnerDeployment]) -> None:
     ``astop`` without awaiting it and a bare Ctrl-C waits on the runner's exit, so
     both signals are handled here instead.
     """
-    from prefect.runner import Runner
 
     runner = Runner(pause_on_shutdown=True)
     for deployment in deployments:

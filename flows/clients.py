@@ -33,8 +33,22 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import certifi
+from prefect.client.orchestration import get_client
+from prefect.context import AsyncClientContext, SyncClientContext
+from prefect.settings import (
+    PREFECT_API_AUTH_STRING,
+    PREFECT_API_SSL_CERT_FILE,
+    PREFECT_API_TLS_INSECURE_SKIP_VERIFY,
+    PREFECT_API_URL,
+    PREFECT_HOME,
+    PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+    temporary_settings,
+)
+
 from hr_server.control import ServerError, server_status
-from hr_server.temporary import temporary_api_url
+from hr_server.database import check_database
+from hr_server.temporary import start_temporary, temporary_api_url
 
 __all__ = ["PrefectApi", "announce", "announce_api", "in_prefect", "prefect_api",
            "prefect_clients", "tls_context", "use_prefect_api", "with_run_name"]
@@ -65,7 +79,6 @@ def prefect_api() -> PrefectApi:
     Reads the hr server's record and asks its ``/api/health`` (at most 2 s): it
     never waits on a crashed or hung server.
     """
-    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, PREFECT_HOME
 
 
     explicit = PREFECT_API_URL.value()
@@ -120,12 +133,6 @@ def announce_api(show: Callable[[str, str], object]) -> PrefectApi:
 @contextmanager
 def use_prefect_api(api: PrefectApi | None = None) -> Iterator[PrefectApi]:
     """Within the block, Prefect talks to the chosen API (see :func:`prefect_api`)."""
-    from prefect.settings import (
-        PREFECT_API_AUTH_STRING,
-        PREFECT_API_URL,
-        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
-        temporary_settings,
-    )
 
     api = api or prefect_api()
     announce(api)
@@ -135,10 +142,7 @@ def use_prefect_api(api: PrefectApi | None = None) -> Iterator[PrefectApi]:
             yield api
         return
     if api.kind == "temporary":
-        from prefect.settings import PREFECT_HOME
 
-        from hr_server.database import check_database
-        from hr_server.temporary import start_temporary
 
         check_database(Path(PREFECT_HOME.value()).expanduser())
         # started here, once per process under a lock (hr_server.temporary): Prefect's lazy
@@ -190,8 +194,6 @@ def _tls_context(skip_verify: bool, cert_file: str | None) -> ssl.SSLContext:
         context.verify_mode = ssl.CERT_NONE
         return context
     if cert_file is None:
-        import certifi
-
         cert_file = certifi.where()
     return ssl.create_default_context(cafile=cert_file)
 
@@ -218,7 +220,6 @@ def tls_context(api_url: str | None = "https://") -> ssl.SSLContext:
     """
     if api_url is None or api_url.startswith("http://"):
         return _unused_tls_context()
-    from prefect.settings import PREFECT_API_SSL_CERT_FILE, PREFECT_API_TLS_INSECURE_SKIP_VERIFY
 
     return _tls_context(bool(PREFECT_API_TLS_INSECURE_SKIP_VERIFY.value()),
                         PREFECT_API_SSL_CERT_FILE.value() or None)
@@ -237,7 +238,6 @@ async def prefect_clients() -> AsyncIterator[None]:
                 async with prefect_clients():
                     return await my_flow()
     """
-    from prefect.context import AsyncClientContext, SyncClientContext
 
     if AsyncClientContext.get() is not None or SyncClientContext.get() is not None:
         yield
@@ -249,10 +249,6 @@ async def prefect_clients() -> AsyncIterator[None]:
 
 @asynccontextmanager
 async def _clients() -> AsyncIterator[None]:
-    from prefect.client.orchestration import get_client
-    from prefect.context import AsyncClientContext, SyncClientContext
-    from prefect.settings import PREFECT_API_URL
-
     settings = {"verify": tls_context(PREFECT_API_URL.value() or None)}
     try:
         # model_construct: contexts holding our clients, registered under Prefect's default

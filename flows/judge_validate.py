@@ -8,6 +8,7 @@ from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any, cast
 
 from prefect import get_run_logger, tags
+from prefect.blocks.system import Secret
 
 from flows._invocation import InvocationVar
 from flows._sync import run_to_end
@@ -84,7 +85,6 @@ def _config_args(config: AnyJudge) -> dict[str, Any]:
 async def _resolve_key(api_key_block: str | None) -> str | None:
     if api_key_block is None:
         return None
-    from prefect.blocks.system import Secret
 
     secret = cast("Secret[str]", await Secret.aload(api_key_block))
     return str(secret.get())

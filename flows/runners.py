@@ -73,7 +73,7 @@ def make_task_runner(
         return ThreadPoolTaskRunner(max_workers=n_workers)
     if kind == "dask":
         _require("prefect_dask", "dask")
-        from prefect_dask import DaskTaskRunner
+        from prefect_dask import DaskTaskRunner  # lazy: an optional extra (hr[dask])
 
         if address is not None:
             return DaskTaskRunner(address=address)
@@ -88,7 +88,7 @@ def make_task_runner(
         )
     if kind == "ray":
         _require("prefect_ray", "ray")
-        from prefect_ray import RayTaskRunner
+        from prefect_ray import RayTaskRunner  # lazy: an optional extra (hr[ray])
 
         return RayTaskRunner(address=address) if address else RayTaskRunner()
     raise TaskRunnerError(

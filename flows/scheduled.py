@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from prefect import get_run_logger
+from prefect.blocks.system import Secret
+from prefect.runtime import flow_run
 from prefect.states import Cancelled
 
 from flows.benchmark import plan_from_spec
@@ -46,7 +48,6 @@ async def _export_secrets(secrets: Mapping[str, str] | None) -> None:
     """Put Prefect Secret blocks into this process's environment (``{ENV_VAR: block}``)."""
     if not secrets:
         return
-    from prefect.blocks.system import Secret
 
     for variable, block in secrets.items():
         secret: Any = await Secret.aload(block)
@@ -106,7 +107,6 @@ async def hr_scheduled_benchmark(
         task_runner, address=address, n_workers=n_workers)
     # a retry or re-run of this flow run resumes its own run (same flow run id, same run
     # id); a new scheduled run has a new flow run id and starts fresh
-    from prefect.runtime import flow_run
 
 
     run_id = None

@@ -15,7 +15,13 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from typing import TYPE_CHECKING
+
+from typer.main import get_command
+
+from hr_cli.app import app, console, console_width
+from hr_cli.process_exit import run_then_end
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -31,13 +37,22 @@ ERROR_RATE_EXCEEDED = 3
 def _one_line(exc: BaseException, limit: int = 400) -> str:
     """The message on one line, at most ``limit`` characters, control characters shown
     visibly (data in a message never drives the terminal)."""
-    from hr_core.core.safe import visible
-
-    text = visible(" ".join(str(exc).split()), newlines=False) or type(exc).__name__
+    text = _visible(" ".join(str(exc).split())) or type(exc).__name__
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+def _visible(text: object) -> str:
+    """``text`` on one line with control characters shown (:func:`hr_core.core.safe.visible`)."""
+    # lazy for start-up: `hr --help` imports no hr_core (pandas); a message to print does
+    from hr_core.core.safe import visible
+
+    return visible(text, newlines=False)
+
+
 def _user_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions that are the user's mistake (exit status 2), not hr's."""
+    # lazy for start-up: `hr --help` imports neither hr_core (pandas) nor PyYAML nor pydantic;
+    # only a command that failed needs them
     import yaml
     from pydantic import ValidationError
 
@@ -48,13 +63,10 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 
 def _show_warnings_as_lines(console: Any) -> None:
     """Python warnings (e.g. a judge without a validation record) as one yellow line each."""
-    import warnings
 
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
              file: Any = None, line: str | None = None) -> None:
-        from hr_core.core.safe import visible
-
-        console.print(f"hr: warning: {visible(message, newlines=False)}", style="yellow",
+        console.print(f"hr: warning: {_visible(message)}", style="yellow",
                       markup=False)
 
     warnings.showwarning = show
@@ -67,8 +79,6 @@ def click_command(app: Any) -> Any:
     """The click command of the typer ``app``, built once per process (typer builds it anew
     on each call)."""
     if not _BUILT:
-        from typer.main import get_command
-
         _BUILT.append(get_command(app))
     return _BUILT[0]
 
@@ -87,8 +97,6 @@ def main(argv: Sequence[str] | None = None) -> None:
             main(["--help"])
     """
     if argv is None:
-        from hr_cli.process_exit import run_then_end
-
         run_then_end(lambda: _command(None))
     _command(argv)
 
@@ -98,7 +106,6 @@ def _command(argv: Sequence[str] | None) -> None:
     # Arrow allocates through malloc in an hr command (hr_core.store.memory), chosen here
     # before pyarrow is imported: one pool for the whole process, never switched
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-    from hr_cli.app import app, console, console_width
 
     width = console_width()  # this call's COLUMNS (a command run in-process, as in tests)
     if width is not None:

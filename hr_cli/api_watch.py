@@ -36,6 +36,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import httpx
+
+from hr_cli.literal import line
+from hr_cli.signals import finishing, stop_children
 from hr_core.run.interrupt import flush_open, request_stop, stop_requested
 from hr_server.control import is_prefect_server, process_alive
 
@@ -43,7 +47,7 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = ["EXIT_API_LOST", "LOST_AFTER_S", "POLL_S", "PROBE_TIMEOUT_S", "WatchedApi",
-           "watching_api"]
+           "watch_api", "watching_api"]
 
 EXIT_API_LOST = 6
 """Exit status when the Prefect API was lost mid-run (the journal is flushed)."""
@@ -81,7 +85,6 @@ class WatchedApi:
 def _refused(client: httpx.Client, health: str) -> bool:
     """Whether ``GET health`` fails to connect (refused, reset, unreachable); a slow
     answer (timeout) or an error status is an answer, not a refusal."""
-    import httpx
 
     try:
         client.get(health)
@@ -122,8 +125,6 @@ def _console_handlers() -> list[logging.Handler]:
 
 def _lost(url: str, resume: str | None, why: str) -> None:
     """Stop as an interrupt does, say why in one line, exit with :data:`EXIT_API_LOST`."""
-    from hr_cli.literal import line
-    from hr_cli.signals import finishing, stop_children
 
     if stop_requested() or not finishing.acquire(blocking=False):
         return  # Ctrl-C / SIGTERM is stopping hr already: it says so itself
@@ -143,11 +144,10 @@ def _lost(url: str, resume: str | None, why: str) -> None:
     os._exit(EXIT_API_LOST)
 
 
-def _watch(api_of: Callable[[], WatchedApi], on_lost: Callable[[str, str], object],
-           done: threading.Event) -> None:
+def watch_api(api_of: Callable[[], WatchedApi], on_lost: Callable[[str, str], object],
+              done: threading.Event) -> None:
     """Look at the API every :data:`POLL_S` until ``done``; call ``on_lost(url, why)``
     once when it is lost, then return."""
-    import httpx
 
     # one client for the watch: a client per probe loaded the CA bundle each second
     # (CPU every second), and a probe's client was still loading it when a refused run
@@ -201,7 +201,7 @@ def watching_api(api_of: Callable[[], WatchedApi], resume: str | None) -> Iterat
     def lost(url: str, why: str) -> None:
         _lost(url, resume, why)
 
-    thread = threading.Thread(target=_watch, args=(api_of, lost, done), name="hr-api-watch",
+    thread = threading.Thread(target=watch_api, args=(api_of, lost, done), name="hr-api-watch",
                               daemon=True)
     thread.start()
     try:

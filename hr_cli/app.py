@@ -1,4 +1,6 @@
-"""The ``hr`` commands (typer). Prefect and the flows are imported inside the commands only."""
+"""The ``hr`` commands (typer): each command's options and help here, its work in its own
+module, imported when the command runs (:mod:`hr_cli.lazy`): ``hr --help`` and ``hr CMD
+--help`` import neither hr_core (pandas) nor Prefect."""
 
 from __future__ import annotations
 
@@ -9,8 +11,30 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from typer.core import TyperOption
 
-from hr_server.gcpause import command_module
+from hr_cli.lazy import (
+    cancel_run_batches,
+    check_judge,
+    compare_arms,
+    import_judge_verdicts,
+    import_run_labels,
+    judge_run_groundedness,
+    make_report,
+    plan_labels_run,
+    plan_run,
+    rescore_run_dir,
+    run_demo,
+    run_diff,
+    run_spec,
+    sample_labels,
+    show_run,
+    show_summary,
+    start,
+    status,
+    stop,
+    validate_judge,
+)
 
 __all__ = ["app", "console", "console_width", "judge_app", "label_app", "make_console",
            "server_app"]
@@ -18,8 +42,6 @@ __all__ = ["app", "console", "console_width", "judge_app", "label_app", "make_co
 def _flags_as_flags() -> None:
     """Typer's rich help shows a flag as ``--fresh <bool>``, as if it took a value: show
     flags bare (``--fresh``), like click's plain help does."""
-    from typer.core import TyperOption
-
     shown = getattr(TyperOption, "display_type_rich", None)
     if shown is None or getattr(shown, "_hr_flags", False):
         return
@@ -37,12 +59,11 @@ def _flags_as_flags() -> None:
 _flags_as_flags()
 
 
-
 def console_width() -> int | None:
     """The width hr prints at: ``COLUMNS`` when set, else the terminal's (``None``: rich
     asks it), else 140 for piped output (CI logs, ``make demo | tee``: a readable width
     instead of 80 columns). Tables leave out their least important columns to fit it
-    (:func:`hr_cli._fit.print_fitted`)."""
+    (:func:`hr_cli.fit.print_fitted`)."""
     columns = os.environ.get("COLUMNS", "").strip()
     if columns.isdigit() and int(columns) > 0:
         return int(columns)
@@ -92,8 +113,6 @@ def demo(
         "judges"),
 ) -> None:
     """Run the bundled document-QA demo offline, end to end, and write its report."""
-    command_module("hr_cli.demo")  # hr_core, pandas: collector paused
-    from hr_cli.demo import run_demo
     run_demo(console, store=store, judges=judges)
 
 
@@ -175,8 +194,6 @@ def run(
     submit_only: Annotated[bool, typer.Option("--submit-only", help="Batched arms and "
         "judges: submit pending requests as batches, return; `hr run` collects.")] = False,
 ) -> None:
-    command_module("hr_cli.commands")  # hr_core, pandas: collector paused
-    from hr_cli.commands import run_spec
     run_spec(console, spec, runs=runs, store=store, fresh=fresh, budget_calls=budget_calls,
              budget_cost=budget_cost, concurrency=concurrency, max_error_rate=max_error_rate,
              wait=wait, shared_cache=shared_cache, stop_when_clear=stop_when_clear,
@@ -186,8 +203,6 @@ def run(
 @app.command()
 def cancel(run_dir: RunDir) -> None:
     """Cancel a run's open batches (batch: true); a later `hr run` collects what they did."""
-    command_module("hr_cli.batch_commands")  # hr_core: collector paused
-    from hr_cli.batch_commands import cancel_run_batches
     cancel_run_batches(console, run_dir)
 
 
@@ -216,8 +231,6 @@ def plan(
     to detect --difference (McNemar's discordant rates, normal approximation). With
     --label-width: how many human labels a judged run's corrected accuracy needs, from a
     pilot sample of labels or the judge's validation record."""
-    command_module("hr_cli.plan")  # hr_core, pandas: collector paused
-    from hr_cli.plan import plan_labels_run, plan_run
     if label_width is not None:
         plan_labels_run(console, run_dir, width=label_width, level=level,
                         judge_record=judge_record)
@@ -228,8 +241,6 @@ def plan(
 @app.command()
 def summary(run_dir: RunDir) -> None:
     """Print the summary table of a finished run."""
-    command_module("hr_cli.commands")  # hr_core, pandas: collector paused
-    from hr_cli.commands import show_summary
     show_summary(console, run_dir)
 
 
@@ -246,8 +257,6 @@ def rescore(
 ) -> None:
     """Score a finished run's stored outputs with another scorer, calling no arm; the
     result is a new run beside the original (hr summary / hr report work on it)."""
-    command_module("hr_cli.commands")  # hr_core, pandas: collector paused
-    from hr_cli.commands import rescore_run_dir
     rescore_run_dir(console, run_dir, scorer, judge_store)
 
 
@@ -259,8 +268,6 @@ def report(
                                                 )] = None,
 ) -> None:
     """Write the self-contained HTML report of a finished run."""
-    command_module("hr_cli.commands")  # hr_core, pandas: collector paused
-    from hr_cli.commands import make_report
     make_report(console, run_dir, output)
 
 
@@ -275,8 +282,6 @@ def compare(
         "select; --arms A --arms B and --arms A,B work too).")],
 ) -> None:
     """Compare arms of a finished run with a judge (--arms A B)."""
-    command_module("hr_cli.commands")  # hr_core, pandas: collector paused
-    from hr_cli.commands import compare_arms
     compare_arms(console, run_dir, judge, [*arms, *ctx.args])
 
 
@@ -295,8 +300,6 @@ def show(
 ) -> None:
     """Print a finished run's failed runs (item, question, label, output, error) as a table,
     or with --diff A B the items where two arms disagree."""
-    command_module("hr_cli.show")  # hr_core, pandas: collector paused
-    from hr_cli.show import show_run
     show_run(console, run_dir, arm=arm, kind=kind, item=item, diff=diff, limit=limit)
 
 
@@ -328,8 +331,7 @@ def diff(
         "--all", help="Show every flipped item, not the first --limit of each direction.")
     ] = False,
 ) -> int:
-    command_module("hr_cli.diff")  # hr_core, pandas: collector paused
-    from hr_cli.diff import run_diff
+
     return run_diff(console, run_a, run_b, arm or [], output, None if every else limit)
 
 
@@ -342,8 +344,6 @@ def judge_validate(
         file_okay=False, help="Also attach the record to this run directory's report.")] = None,
 ) -> None:
     """Judge items people labelled and save the agreement record (JUDGE.yaml LABELS)."""
-    command_module("hr_cli.commands")  # hr_core, pandas: collector paused
-    from hr_cli.commands import validate_judge
     validate_judge(console, judge, labels, store=store, attach=attach)
 
 
@@ -365,8 +365,7 @@ def judge_import(
 ) -> None:
     """Import stored per-order verdicts (JSONL/CSV/Parquet) made by the judge JUDGE.yaml
     describes: validated, compared and reported as if hr's judge had made them."""
-    command_module("hr_cli.stored")  # hr_core, pandas: collector paused
-    from hr_cli.stored import import_judge_verdicts
+
     extra = [*ctx.args]
     if extra and not arms:
         raise typer.BadParameter(f"unexpected argument(s): {' '.join(extra)}")
@@ -381,8 +380,6 @@ def judge_groundedness(run_dir: RunDir, model: Annotated[str, typer.Option(
     store: Annotated[Path, typer.Option(help="Where judge records are.")] = Path("judges"),
 ) -> None:
     """Judge whether each answer is supported by its own run's retrieved passages."""
-    command_module("hr_cli.judge_commands")  # hr_core, pandas: collector paused
-    from hr_cli.judge_commands import judge_run_groundedness
     judge_run_groundedness(console, run_dir, model, orders, store)
 
 
@@ -392,8 +389,6 @@ def judge_check(
     store: Annotated[Path, typer.Option(help="Where validation records are.")] = Path("judges"),
 ) -> None:
     """Say whether a judge is validated, or which fields changed since its last record."""
-    command_module("hr_cli.commands")  # hr_core, pandas: collector paused
-    from hr_cli.commands import check_judge
     check_judge(console, judge, store=store)
 
 
@@ -410,8 +405,6 @@ def label_sample(
 ) -> None:
     """Draw a uniformly random, seeded sample of a finished run's items and write a
     labelling sheet (CSV and JSONL); the seed and sampling frame are recorded in the run."""
-    command_module("hr_cli.label_commands")  # hr_core, pandas: collector paused
-    from hr_cli.label_commands import sample_labels
     sample_labels(console, run_dir, n, seed, grow=grow)
 
 
@@ -419,8 +412,6 @@ def label_sample(
 def label_import(run_dir: RunDir, labels: ExistingFile) -> None:
     """Read people's labels (JSONL/CSV/Parquet: arm, item, run, label as correct/incorrect
     or 1/0) into the run and print the accuracies they correct."""
-    command_module("hr_cli.label_commands")  # hr_core, pandas: collector paused
-    from hr_cli.label_commands import import_run_labels
     import_run_labels(console, run_dir, labels)
 
 
@@ -432,19 +423,16 @@ def server_start(
                        ] = 120.0,
 ) -> None:
     """Start the hr server (a Prefect server on 127.0.0.1) in the background."""
-    from hr_cli.server_commands import start
     start(console, port=port, timeout=timeout)
 
 
 @server_app.command("stop")
 def server_stop() -> None:
     """Stop the hr server and every process it started."""
-    from hr_cli.server_commands import stop
     stop(console)
 
 
 @server_app.command("status")
 def server_status() -> None:
     """Print whether the hr server runs, and its dashboard URL (exit 1 when it does not)."""
-    from hr_cli.server_commands import status
     status(console)

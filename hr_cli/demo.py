@@ -16,6 +16,13 @@ from typing import Any
 from rich.console import Console
 from rich.rule import Rule
 
+from hr_cli.commands import load_spec_with_overrides, print_health
+from hr_cli.fit import print_fitted
+from hr_cli.judge_commands import compare_with_judge, record_dict
+from hr_cli.judges import load_judge
+from hr_cli.literal import lit
+from hr_cli.run_command import run_benchmark
+from hr_cli.tables import SUMMARY_DROP, summary_table, validation_table
 from hr_core.judge import validation_status
 from hr_core.report import attach_validation, write_report
 
@@ -42,17 +49,6 @@ def two_best(summary: Any) -> list[str]:
 
 def run_demo(console: Console, *, store: Path, judges: Path) -> Path:
     """Run the demo; returns the path of the report."""
-    from hr_cli._fit import print_fitted
-    from hr_cli.commands import (
-        compare_with_judge,
-        load_spec_with_overrides,
-        print_health,
-        record_dict,
-        run_benchmark,
-    )
-    from hr_cli.judges import load_judge
-    from hr_cli.literal import lit
-    from hr_cli.tables import SUMMARY_DROP, summary_table, validation_table
 
     console.print(Rule("[bold]hr demo[/]: document QA, four offline arms"))
     spec = load_spec_with_overrides(example_path("demo.yaml"), store=store)
@@ -67,6 +63,7 @@ def run_demo(console: Console, *, store: Path, judges: Path) -> Path:
     grade = load_judge(example_path("grade_judge.yaml"))
     labels = example_path("grade_judge_labels.jsonl")
     console.print(f"{grade}")
+    # lazy for start-up: Prefect is imported by run_benchmark, after prepare_prefect
     from flows import hr_judge_validate
 
     record = record_dict(hr_judge_validate(grade, str(labels), store=str(judges)))

@@ -12,12 +12,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from hr_cli._fit import print_fitted
 from hr_cli._options import name_pairs
+from hr_cli.fit import print_fitted
 from hr_cli.literal import cell
 from hr_core.analysis.diff import ArmDiff, Flip, RunDiff
 from hr_core.analysis.diff_corrected import CORRECTED_NOTE, corrected_text
 from hr_core.judge.corrected_diff import diff_runs_corrected
+from hr_core.report.costs import cost_by_kind
+from hr_core.report.diff_html import write_diff_html
 
 __all__ = ["arm_pairs", "print_diff", "run_diff"]
 
@@ -149,7 +151,6 @@ def _print_arm(console: Console, diff: RunDiff, arm: ArmDiff, limit: int | None)
         f"{_ms(arm.latency_b)}; cost {_usd(arm.cost_a)} → {_usd(arm.cost_b)}"
         + (f"; flaky items {', '.join(shown)}" if shown else "")))
     if arm.cost_kinds_a or arm.cost_kinds_b:  # cache reads and writes, output: then, now
-        from hr_core.report.costs import cost_by_kind
 
         console.print(cell(f"cost by kind: {cost_by_kind(arm.cost_kinds_a or {}) or '–'} → "
                            f"{cost_by_kind(arm.cost_kinds_b or {}) or '–'}"))
@@ -228,8 +229,6 @@ def run_diff(console: Console, run_a: str, run_b: str, arms: list[str], output: 
                       flips_per_arm=None if limit is None else max(limit, 50))
     print_diff(console, found, limit=limit)
     if output is not None:
-        from hr_core.report.diff_html import write_diff_html
-
         written = write_diff_html(found, output)
         console.print(cell(f"Wrote {written}"))
     return found.exit_status

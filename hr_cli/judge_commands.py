@@ -1,6 +1,5 @@
 """What the judge commands do (``hr compare``, ``hr judge validate``, ``hr judge check``)
-and the helpers they share with ``hr_cli.stored`` and the demo; re-exported by
-``hr_cli.commands``.
+and the helpers they share with ``hr_cli.stored`` and the demo.
 """
 
 from __future__ import annotations
@@ -12,9 +11,10 @@ from typing import Any
 
 from rich.console import Console
 
-from hr_cli._fit import print_fitted
-from hr_cli.judges import judge_model, load_judge
+from hr_cli.fit import print_fitted
+from hr_cli.judges import judge_model, judge_thresholds, load_judge
 from hr_cli.literal import line, lit
+from hr_cli.run_dirs import load_benchmark
 from hr_cli.signals import interruptible
 from hr_cli.tables import (
     COMPARISON_DROP,
@@ -31,7 +31,7 @@ from hr_core.judge.groundedness import (
     judge_groundedness,
     save_groundedness,
 )
-from hr_core.report import attach_comparison
+from hr_core.report import attach_comparison, attach_validation, write_report
 from hr_core.report.markdown import report_markdown
 from hr_core.store.folder import RunStore
 from hr_server.control import prepare_prefect
@@ -54,7 +54,6 @@ def _split_arms(arms: Sequence[str]) -> list[str]:
 
 def compare_arms(console: Console, run_dir: Path, judge: Path, arms: Sequence[str]) -> Any:
     """``hr compare RUN_DIR --judge JUDGE.yaml --arms A B``: judge, print, attach to the run."""
-    from hr_cli.run_dirs import load_benchmark
 
     bench = load_benchmark(run_dir)
     names = _split_arms(arms)
@@ -79,6 +78,8 @@ def compare_with_judge(console: Console, bench: Any, names: list[str], config: A
     """Run ``hr_compare``, print its summary and attach it to the run (report refreshed
     unless ``refresh`` is false: the caller writes it)."""
     prepare_prefect()
+    # lazy for start-up: `hr judge check` imports this module without Prefect (a long
+    # import); and Prefect is imported after prepare_prefect set what it reads
     from flows import hr_compare
 
     console.print(f"[bold]Comparing[/] {lit(' vs '.join(names))} with a {config.mode} judge "
@@ -103,8 +104,6 @@ def compare_with_judge(console: Console, bench: Any, names: list[str], config: A
 def refresh_report(console: Console, run_dir: Path) -> None:
     """Re-render ``RUN_DIR/report.html`` (when there is one) after an attachment."""
     if (run_dir / "report.html").exists():
-        from hr_core.report import write_report
-
         console.print(f"[bold]Report updated:[/] {lit(write_report(run_dir))}")
 
 
@@ -118,6 +117,7 @@ def validate_judge(console: Console, judge: Path, labels: Path, *, store: Path,
                   f"{lit(config.model)} against {lit(labels)} ...")
 
     prepare_prefect()
+    # lazy for start-up, as in compare_with_judge
     from flows import hr_judge_validate
 
     model = judge_model(judge)
@@ -128,8 +128,6 @@ def validate_judge(console: Console, judge: Path, labels: Path, *, store: Path,
     console.print(validation_table(record))
     console.print(f"[bold]Record:[/] {lit(Path(store) / (str(record.get('hash')) + '.json'))}")
     if attach is not None:
-        from hr_core.report import attach_validation
-
         attach_validation(attach, record)
         refresh_report(console, attach)
     return record
@@ -141,7 +139,6 @@ def check_judge(console: Console, judge: Path, *, store: Path) -> bool:
 
     Exits with status 1 when the judge has no valid record (a check, not a mistake).
     """
-    from hr_cli.judges import judge_thresholds
 
     config = load_judge(judge)
     limits = judge_thresholds(judge)
@@ -177,8 +174,6 @@ def judge_run_groundedness(console: Console, run_dir: str, model: str, orders: i
     """``hr judge groundedness RUN_DIR --model M``: judge whether each answer is supported
     by its run's own passages, save the verdicts (``groundedness.parquet``), print each
     arm's share of unsupported answers and re-make report.md (and report.html)."""
-    from hr_cli.run_dirs import load_benchmark  # as compare_arms imports it
-
     bench = load_benchmark(run_dir)
     if not bench.has_contexts:
         raise SpecError(f"{run_dir}: no run returned contexts (ArmResult.contexts); "

@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from hr_cli.literal import line, lit
+from hr_cli.run_dirs import load_benchmark
 from hr_core.judge.corrected import corrected_accuracy, corrected_lines
 from hr_core.judge.human_labels import (
     LABELS_FILE,
@@ -29,8 +30,6 @@ def sample_labels(console: Console, run_dir: str | Path, n: int, seed: int | Non
                   grow: bool = False) -> Any:
     """``hr label sample RUN_DIR --n N [--seed S] [--grow]``: draw (or find again, or grow)
     the sample, write the sheet, print where both are."""
-    from hr_cli.run_dirs import load_benchmark
-
     bench = load_benchmark(run_dir)
     sample, drawn = sample_run(bench, n, seed, grow=grow)
     folder = RunFolder(run_dir)
@@ -59,7 +58,6 @@ def sample_labels(console: Console, run_dir: str | Path, n: int, seed: int | Non
 def import_run_labels(console: Console, run_dir: str | Path, file: Path) -> Any:
     """``hr label import RUN_DIR FILE``: store the labels, print what was kept and the
     corrected accuracies."""
-    from hr_cli.run_dirs import load_benchmark
 
     bench = load_benchmark(run_dir)
     labels, skipped = import_labels(bench, file)

@@ -7,16 +7,18 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from hr_cli.literal import cell
+from hr_cli.run_dirs import load_benchmark
 from hr_core.analysis.items import arm_order
 from hr_core.judge.human_labels import HumanLabelError
 from hr_core.judge.labels_needed import plan_labels
 from hr_core.judge.validation import JudgeValidation, load_validation
-from hr_core.models.providers.openai import BATCH_SHARE
+from hr_core.models import BATCH_SHARE
 from hr_core.stats.accuracy import item_accuracies
 from hr_core.stats.sample_size import plan_pair
 
@@ -48,9 +50,7 @@ def _expected(items: int | None, per_item: float) -> str:
 def plan_run(console: Console, run_dir: str | Path, *, difference: float, power: float,
              level: float) -> None:
     """Print each arm's planning figures against the best arm of a stored run."""
-    import numpy as np
 
-    from hr_cli.run_dirs import load_benchmark
 
     bench = load_benchmark(run_dir)
     order = arm_order(bench.summary())
@@ -82,8 +82,6 @@ def plan_run(console: Console, run_dir: str | Path, *, difference: float, power:
                         if priced else []))
     console.print(table)
     if priced:
-        from hr_core.models.providers.openai import BATCH_SHARE
-
         console.print(Text(
             "Expected cost: the items needed times both arms' cost per item in this run "
             "(tokens priced by kind: cache reads and writes, output with reasoning); batch: "
@@ -113,7 +111,6 @@ def plan_labels_run(console: Console, run_dir: str | Path, *, width: float, leve
                     judge_record: Path | None) -> None:
     """``hr plan RUN_DIR --label-width W``: each arm's human labels for an interval of
     width W, with PPI++ and from the labels alone."""
-    from hr_cli.run_dirs import load_benchmark
 
     bench = load_benchmark(run_dir)
     record = _run_judge_record(bench, judge_record)

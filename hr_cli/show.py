@@ -17,13 +17,12 @@ from hr_core.core.failures import OUTCOMES
 from hr_core.store.folder import RunStore
 from hr_core.store.stored_reference import read_stored_reference
 
-__all__ = ["show_run"]
+__all__ = ["run_table", "show_run"]
 
 KINDS = OUTCOMES
 
 
 def _items(run_dir: str) -> Mapping[str, Any]:
-
     stored = read_stored_reference(RunStore.at(run_dir))
     return {} if stored is None else item_texts(stored.records())
 
@@ -37,7 +36,7 @@ def _check(name: str, value: str | None, known: list[str]) -> None:
         raise SpecError(f"--{name} {value!r}: not in this run (known: {', '.join(known)})")
 
 
-def _table(title: str, columns: list[str], rows: list[list[object]]) -> Table:
+def run_table(title: str, columns: list[str], rows: list[list[object]]) -> Table:
     """A table of data: its title, headers and cells are text, never markup."""
     table = Table(title=cell(title), title_justify="left", box=box.SIMPLE_HEAD,
                   header_style="bold", show_lines=False, pad_edge=False)
@@ -75,7 +74,7 @@ def show_run(console: Console, run_dir: str, *, arm: str | None = None,
             frame = frame[frame["item_id"] == item]
         pairs: list[list[object]] = [[str(v) for v in r]
                                      for r in _head(frame, shown).itertuples(index=False)]
-        console.print(_table(
+        console.print(run_table(
             f"{len(frame)} item(s) where {a} and {b} disagree"
             + (f" (showing {len(pairs)}; --limit 0 for all)" if len(pairs) < len(frame) else ""),
             ["item", "question", "label", f"{a}: output", a, f"{b}: output", b], pairs))
@@ -94,7 +93,7 @@ def show_run(console: Console, run_dir: str, *, arm: str | None = None,
     what = "run(s)" if item is not None and kind is None else "failed run(s)"
     filters = ", ".join(f"{k} {v}" for k, v in (("arm", arm), ("kind", kind), ("item", item))
                         if v is not None)
-    console.print(_table(
+    console.print(run_table(
         f"{len(frame)} {what} in {bench.manifest.name} {bench.run_id}"
         + (f" ({filters})" if filters else "")
         + (f"; showing {len(rows)} (--limit 0 for all)" if len(rows) < len(frame) else ""),

@@ -8,10 +8,12 @@ from typing import Any
 
 from rich.console import Console
 
-from hr_cli._fit import print_fitted
 from hr_cli._options import name_pairs
-from hr_cli.judges import load_judge
+from hr_cli.fit import print_fitted
+from hr_cli.judge_commands import record_dict, refresh_report
+from hr_cli.judges import judge_thresholds, load_judge
 from hr_cli.literal import line, lit
+from hr_cli.run_dirs import load_benchmark
 from hr_cli.tables import (
     COMPARISON_DROP,
     comparison_table,
@@ -19,7 +21,8 @@ from hr_cli.tables import (
     validation_table,
 )
 from hr_core.core.errors import SpecError
-from hr_core.judge import StoredVerdictsError, import_verdicts, save_validation
+from hr_core.judge import StoredVerdictsError, import_verdicts, save_validation, validity_problems
+from hr_core.report import attach_comparison, attach_validation
 
 __all__ = ["import_judge_verdicts", "parse_columns"]
 
@@ -44,8 +47,6 @@ def import_judge_verdicts(console: Console, judge: Path, verdicts: Path, *,
     pairwise/select verdicts print the comparison of two (or more) candidates; with
     ``--run`` attach both to the run's report as ``hr compare`` and ``hr judge validate
     --attach`` do. Returns what was made (``validation``, ``comparison``)."""
-    from hr_cli.judge_commands import record_dict, refresh_report
-    from hr_cli.run_dirs import load_benchmark
 
     config = load_judge(judge)
     names = [a.strip() for arg in arms for a in arg.split(",") if a.strip()]
@@ -61,8 +62,6 @@ def import_judge_verdicts(console: Console, judge: Path, verdicts: Path, *,
         record = record_dict(validation)
         console.print(validation_table(record))
         console.print(f"[bold]Record:[/] {lit(path)}")
-        from hr_cli.judges import judge_thresholds
-        from hr_core.judge import validity_problems
 
         problems = validity_problems(validation, judge_thresholds(judge))
         console.print(line(f"not valid yet: {'; '.join(problems)}" if problems else
@@ -70,8 +69,6 @@ def import_judge_verdicts(console: Console, judge: Path, verdicts: Path, *,
                       markup=False)
         made["validation"] = record
         if run_dir is not None:
-            from hr_core.report import attach_validation
-
             attach_validation(run_dir, record)
     if config.mode != "grade":
         many = len(stored.pairs()) > 1 and not names
@@ -115,6 +112,4 @@ def _print_comparison(console: Console, comparison: Any, config: Any,
         console.print(line(f"{unused} stored verdict(s) are for an (item, run) the run does "
                            "not have with every arm's output: not used"), markup=False)
     if run_dir is not None:
-        from hr_core.report import attach_comparison
-
         attach_comparison(run_dir, {**config.to_dict(), "hash": config.hash}, summary)

@@ -17,6 +17,7 @@ from hr_cli.literal import cell
 from hr_core.judge import judge_standing
 from hr_core.judge._jury_agreement import jury_rows
 from hr_core.judge.position import consistency_text, position_bias_text
+from hr_core.report.costs import cost_by_kind, token_kinds
 from hr_core.stats.slice_compare import comparison_text, correction_text
 
 __all__ = ["COMPARISON_DROP", "SUMMARY_DROP", "comparison_table", "position_bias_line",
@@ -26,7 +27,7 @@ SUMMARY_DROP = ("judge cost", "spent now", "cost", "latency", "truncated", "budg
                 "refused", "not in doc.", "error", "unscored", "wrong", "coverage",
                 "score (95% CI)", "runs")
 """The summary table's columns a narrow terminal leaves out, least important first
-(:func:`hr_cli._fit.print_fitted`); the arm and its accuracy with its interval stay."""
+(:func:`hr_cli.fit.print_fitted`); the arm and its accuracy with its interval stay."""
 
 _KINDS = ("wrong", "not_in_document", "refusal", "parse_failure", "error", "budget_stop")
 _SHORT = {"not_in_document": "not in doc.", "parse_failure": "parse", "budget_stop": "budget",
@@ -99,7 +100,6 @@ def summary_table(summary: Any, title: str = "Summary") -> Table:
             *([_usd(row.get("judge_cost_usd"))] if judged else []),
         )
     if "cost_output_usd" in summary.columns:  # cache and reasoning tokens, cost by kind
-        from hr_core.report.costs import cost_by_kind, token_kinds
 
         lines = [f"{row['arm']}: {cost_by_kind(row) or 'no cost by kind'}"
                  + (f" ({kinds_of})" if (kinds_of := token_kinds(row)) else "")
@@ -195,8 +195,6 @@ def validation_table(record: Mapping[str, Any], title: str = "Judge validation",
 
     table.add_row("consistency", cell(consistency_text(record)))
     if record.get("position_bias"):
-        from hr_core.judge.position import position_bias_text
-
         table.add_row("position bias", cell(position_bias_text(record["position_bias"])))
     table.add_row("no consensus / parse failures / errors",
                   f"{_num(record.get('no_consensus'))} / {_num(record.get('parse_failures'))}"
@@ -218,7 +216,6 @@ def slice_table(slices: Any, title: str = "Accuracy by slice") -> Table:
         >>> slice_table(frame).row_count
         1
     """
-    from hr_cli.literal import cell
 
     compared = "verdict" in slices.columns
     caption = Text("\n").join(  # the correction, per field, under the table

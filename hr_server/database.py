@@ -23,12 +23,13 @@ def check_database(home: Path) -> None:
     Example:
         >>> check_database(Path("/nonexistent"))  # no database yet: nothing to say
     """
+    # lazy for start-up: `hr server status` imports this module; Prefect (a long import)
+    # only once a server starts
+    import prefect.settings
 
-    import prefect
-    from prefect.settings import PREFECT_API_DATABASE_CONNECTION_URL, PREFECT_HOME
-
-    url = str(PREFECT_API_DATABASE_CONNECTION_URL.value() or "")
-    default = f"sqlite+aiosqlite:///{Path(PREFECT_HOME.value()).expanduser()}/prefect.db"
+    url = str(prefect.settings.PREFECT_API_DATABASE_CONNECTION_URL.value() or "")
+    home_setting = Path(prefect.settings.PREFECT_HOME.value()).expanduser()
+    default = f"sqlite+aiosqlite:///{home_setting}/prefect.db"
     if url and url != default:
         if not url.startswith("sqlite") or ":memory:" in url:
             return

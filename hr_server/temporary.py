@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass
 
 from hr_server.control import ServerError
+from hr_server.guard import guard
 from hr_server.ports import free_port, healthy, listens
 from hr_server.private import UMASK, new_auth_string
 
@@ -82,15 +83,16 @@ def temporary_api_url() -> str | None:
 
 def _command(port: int) -> tuple[list[str], dict[str, str]]:
     """The command and environment Prefect's ``SubprocessASGIServer`` runs (Prefect 3)."""
-    import prefect
-    from prefect.settings import get_current_settings
+    # lazy for start-up: the quick commands import this module (temporary_api_url), Prefect
+    # (a long import) is needed only once a temporary server starts
+    import prefect.settings
 
     args = [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent),
             "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1",
             "--port", str(port), "--log-level", "error", "--lifespan", "on"]
     env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
            "PREFECT__SERVER_FINAL": "1",
-           **get_current_settings().to_environment_variables(exclude_unset=True)}
+           **prefect.settings.get_current_settings().to_environment_variables(exclude_unset=True)}
     return args, env
 
 
@@ -125,8 +127,6 @@ def start_temporary(timeout: float) -> TemporaryServer:
             server = TemporaryServer(process, port, os.getpid(), auth)
             if _wait(process, port, deadline):
                 _server.append(server)
-                from hr_server.guard import guard
-
                 if guard(process.pid, stop=server.stop) is None:  # no /proc: no watchdog
                     atexit.register(server.stop)
                 return server

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hr_core.models._prices import Price
+from hr_core.models import Price
 from hr_core.models.base import ModelCallError, ModelReply
 from hr_core.models.batch_api import (
     BatchLimits,

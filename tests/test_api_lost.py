@@ -23,7 +23,7 @@ import pytest
 from fault_support import alive, descendants, stop_pids
 from server_support import health_server, hr_env
 
-from hr_cli.api_watch import EXIT_API_LOST, LOST_AFTER_S, WatchedApi, _watch
+from hr_cli.api_watch import EXIT_API_LOST, LOST_AFTER_S, WatchedApi, watch_api
 from hr_server.control import state_path
 from hr_server.ports import free_port
 
@@ -50,7 +50,7 @@ def _watching(api: WatchedApi) -> Iterator[tuple[threading.Event, list[str]]]:
         whys.append(why)
         lost.set()
 
-    thread = threading.Thread(target=_watch, args=(lambda: api, on_lost, done), daemon=True)
+    thread = threading.Thread(target=watch_api, args=(lambda: api, on_lost, done), daemon=True)
     thread.start()
     try:
         yield lost, whys

@@ -12,14 +12,13 @@ from typing import Any
 import pytest
 from openai_batch_server import FakeAzureBatchServer, FakeOpenAIBatchServer
 
-from hr_core.models._prices import Price
 from hr_core.models.base import ModelCallError, ModelConfigError
 from hr_core.models.batch_api import BatchClient, BatchLimits, BatchOutcome, BatchRequest
 from hr_core.models.batching import ProviderBatch, batch_adapter, split_batches
 from hr_core.models.mock import MockModel
 from hr_core.models.providers.azure import AzureOpenAIChatModel
 from hr_core.models.providers.batch_files import BatchCallError, jsonl_lines
-from hr_core.models.providers.openai import OpenAIChatModel
+from hr_core.models.providers.openai import OpenAIChatModel, Price
 from hr_core.models.providers.openai_batch import OPENAI_LIMITS, OpenAIBatchClient
 
 KEY = "sk-test-SECRET-0b7e"

@@ -435,6 +435,7 @@ def test_hr_run_computes_summary_verdict_and_health_once(
     # before (issue 21): one hr run computed the summary twice, the health check three
     # times (markdown report, flow, terminal) and the verdict twice (markdown, HTML report);
     # after: once each, the flow, the terminal and both reports read the same objects
+    import hr_core.analysis.benchmark as benchmark
     import hr_core.analysis.health as health
     import hr_core.analysis.verdict as verdict
     import hr_core.report.sections as sections
@@ -451,7 +452,8 @@ def test_hr_run_computes_summary_verdict_and_health_once(
     monkeypatch.setattr(Benchmark, "_summary", counted("summary", Benchmark._summary))
     monkeypatch.setattr(health, "assess_runs", counted("health", health.assess_runs))
     monkeypatch.setattr(verdict, "verdict", counted("verdict", verdict.verdict))
-    monkeypatch.setattr(sections, "verdict", verdict.verdict)
+    monkeypatch.setattr(sections, "verdict", verdict.verdict)  # the modules that call it
+    monkeypatch.setattr(benchmark, "verdict", verdict.verdict)
     code, out, err = hr(capsys, "run", small_spec, "--store", tmp_path / "store")
     assert code == 0, err
     assert "Summary: small" in out and "Report:" in out

@@ -25,6 +25,13 @@ print("MODULES " + json.dumps(sorted(m for m in heavy if m in sys.modules)))
 """
 
 
+def _bad_spec(tmp_path: Path) -> Path:
+    spec = tmp_path / "bad.yaml"
+    spec.write_text("name: bad\nreference: ref.jsonl\narms: {a: m:f}\nrunz: 2\n", "utf-8")
+    (tmp_path / "ref.jsonl").write_text('{"id": "1", "label": "x"}\n', "utf-8")
+    return spec
+
+
 def _commands(run_dir: Path, tmp_path: Path) -> dict[str, list[str]]:
     names = {c.name for c in app.registered_commands}
     commands = {
@@ -34,6 +41,7 @@ def _commands(run_dir: Path, tmp_path: Path) -> dict[str, list[str]]:
                         str(tmp_path / "judges")],
         "server status": ["server", "status"],
         "label sample": ["label", "sample", str(run_dir), "--n", "2", "--seed", "1"],
+        "run a bad spec": ["run", str(_bad_spec(tmp_path))],  # refused before Prefect
     }
     if "show" in names:  # `hr show` (visibility) once it is there
         commands["show"] = ["show", str(run_dir)]
@@ -46,7 +54,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("command", ["help", "summary", "judge check", "server status", "show",
-                                     "label sample"])
+                                     "label sample", "run a bad spec"])
 def test_quick_commands_import_neither_prefect_nor_matplotlib(
     command: str, run_dir: Path, tmp_path: Path,
 ) -> None:
@@ -65,6 +73,8 @@ def test_quick_commands_import_neither_prefect_nor_matplotlib(
         assert "keyword" in done.stdout, done.stdout + done.stderr  # the command did its work
     if command == "label sample":
         assert "Labelling sheet" in done.stdout, done.stdout + done.stderr
+    if command == "run a bad spec":
+        assert "runz" in done.stderr, done.stdout + done.stderr  # the one line naming it
 
 
 FLOWS_PROBE = """\

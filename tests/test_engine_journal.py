@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from hr_core.store.journal import Journal
+from hr_core.store.journal import Journal, journal_lines
 from hr_core.store.record import RunRecord
 
 
@@ -93,8 +93,6 @@ def test_a_finished_last_line_without_its_newline_stays_a_finished_run(tmp_path:
 
 
 def test_every_reader_drops_a_torn_last_line_and_keeps_a_whole_one(tmp_path: Path) -> None:
-    from hr_core.store.rows import _journal_lines
-
     whole = b'{"arm":"a","item_id":"q1","run":1}\n{"arm":"a","item_id":"q2","run":1}'
     torn = b'{"arm":"a","item_id":"q1","run":1}\n{"arm":"a","item_id":"q2","ru'
     for data, keys in ((whole, [("a", "q1", 1), ("a", "q2", 1)]), (torn, [("a", "q1", 1)])):
@@ -102,7 +100,7 @@ def test_every_reader_drops_a_torn_last_line_and_keeps_a_whole_one(tmp_path: Pat
         path.write_bytes(data)
         journal = Journal(path, fallback=tmp_path / "none.jsonl")
         assert list(journal.read()) == keys
-        assert [r.key for *_, r in _journal_lines(journal)] == keys
+        assert [r.key for file in journal.files() for *_, r in journal_lines(file)] == keys
         journal.append(_record("a", "q3", 1))
         journal.flush()
         assert list(Journal(path, fallback=tmp_path / "none.jsonl").read()) == [

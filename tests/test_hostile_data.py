@@ -29,7 +29,7 @@ from markdown_it import MarkdownIt
 from rich.console import Console
 
 from hr_cli.progress import ArmProgress
-from hr_cli.show import _table as show_table
+from hr_cli.show import run_table as show_table
 from hr_cli.tables import comparison_table, summary_table, validation_table
 from hr_core.analysis.benchmark import Benchmark, runs_frame
 from hr_core.analysis.health import short_message

@@ -14,9 +14,9 @@ import pytest
 from cli_support import hr
 from report_data import fake_run_dir
 
+from hr_cli.judges import load_judge
 from hr_core.core.errors import SpecError
 from hr_core.judge import judge_standing
-from hr_core.judge._file import load_judge
 from hr_core.judge.config import JudgeConfigError, config_hash, hr_judge_config
 from hr_core.judge.judging import judge_item
 from hr_core.judge.jury import JudgeJury, JuryModels, hr_judge_jury, jury_verdict

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from test_diff import _run, all_right, erring, first_five
 
-from hr_cli._fit import fit_table
+from hr_cli.fit import fit_table
 
 
 def _header(out: str, first: str) -> list[str]:
@@ -86,7 +86,7 @@ def test_print_fitted_prints_the_kept_columns_whole_and_names_the_others() -> No
 
     from rich.table import Column
 
-    from hr_cli._fit import print_fitted
+    from hr_cli.fit import print_fitted
 
     table = Table(*(Column(name, no_wrap=True) for name in
                     ("arm", "accuracy (95% CI)", "latency", "cost")))

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from hr_core.analysis.health import assess_benchmark
 from hr_core.analysis.retrieval_figures import RetrievalFigures
-from hr_core.analysis.verdict import sequential_note
+from hr_core.analysis.verdict import sequential_note, verdict
 from hr_core.core.errors import RunNotFoundError
 from hr_core.core.failures import FAILURE_KINDS
 from hr_core.data.reference import Reference
@@ -270,8 +271,6 @@ class Benchmark(RetrievalFigures):
         differences against it) from :meth:`summary`, computed once."""
         found: Verdict | None = self._memo.get("verdict")
         if found is None:
-            from hr_core.analysis.verdict import verdict
-
             found = self._memo["verdict"] = verdict(self.stat_runs(), self.summary(),
                                                     self.manifest.sequential)
         return found
@@ -283,8 +282,6 @@ class Benchmark(RetrievalFigures):
         key = ("health", float(max_error_rate))
         found: RunHealth | None = self._memo.get(key)
         if found is None:
-            from hr_core.analysis.health import assess_benchmark
-
             found = self._memo[key] = assess_benchmark(self, float(max_error_rate))
         return found if arms is None else found.ordered(arms)
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import orjson
 import pandas as pd
 
 from hr_core.analysis.benchmark import Benchmark
@@ -144,7 +145,6 @@ class RunOutcomes:
 def content_digest(record: Mapping[str, Any]) -> bytes:
     """A short digest of an item's payload and label (sorted keys): equal contents, equal
     digests, whatever the key order of the file."""
-    import orjson
 
     text = orjson.dumps([record.get("payload"), record.get("label")],
                         option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)

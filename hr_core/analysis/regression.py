@@ -19,6 +19,7 @@ import fsspec
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from hr_core.analysis.benchmark import Benchmark, runs_frame
 from hr_core.analysis.diff import diff_runs
 from hr_core.analysis.diff_corrected import CORRECTED_TITLE, corrected_fields
 from hr_core.analysis.diff_result import RetrievalDiff, RunDiff
@@ -281,7 +282,6 @@ def regression_check(diff: RunDiff, *, threshold: float = 0.05) -> RegressionRep
 
 def _in_memory(runs: pd.DataFrame, run_id: str | None) -> Benchmark:
     """A runs table as a benchmark held in memory (missing columns empty)."""
-    from hr_core.analysis.benchmark import Benchmark, runs_frame
 
     rows: list[Any] = (runs if "run" in runs.columns else runs.assign(run=1)).to_dict("records")
     return Benchmark(runs_frame(rows), {"run_id": run_id})

@@ -9,9 +9,15 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from hr_core.analysis.attribution import attribution_summary
 from hr_core.stats import MIN_ITEMS, TOO_FEW_ITEMS
 from hr_core.stats.accuracy import ITEM_INDEX
-from hr_core.stats.retrieval import KS, SUMMARY_COLUMNS, retrieval_figures, retrieval_summary
+from hr_core.stats.retrieval import (
+    KS,
+    SUMMARY_COLUMNS,
+    retrieval_figures,
+    retrieval_summary,
+)
 from hr_core.stats.slices import MAX_SLICE_VALUES, MISSING_SLICE, check_slices, slice_values
 from hr_core.store.manifest import RunManifest
 
@@ -102,8 +108,6 @@ class RetrievalFigures:
         intervals (:func:`hr_core.analysis.attribution.attribution_summary`). Computed once."""
         found: pd.DataFrame | None = self._memo.get("attribution")
         if found is None:
-            from hr_core.analysis.attribution import attribution_summary
-
             runs = (self.columns(["arm", ITEM_INDEX, "item_id", "attribution"])
                     if self.has_contexts else pd.DataFrame({"arm": []}))
             found = self._memo["attribution"] = attribution_summary(runs)

@@ -24,6 +24,7 @@ from hr_core.core.errors import SpecError
 from hr_core.core.identity import canonical_json, fingerprint
 from hr_core.judge.prompts import DEFAULT_SCHEMAS, allowed_verdicts, instructions
 from hr_core.models.registry import resolve_model
+from hr_core.models.spec import ModelSpec
 
 __all__ = [
     "AGGREGATIONS",
@@ -123,7 +124,6 @@ class JudgeConfig:
     ) -> None:
         spec = None
         if not isinstance(model, str):  # a ModelSpec or its mapping
-            from hr_core.models.spec import ModelSpec
 
             try:
                 spec = ModelSpec.of(model)

@@ -1,5 +1,6 @@
 """Chat models: the protocol, the offline mock, scripted models, OpenAI clients, cache."""
 
+from hr_core.models._prices import BATCH_SHARE, Price
 from hr_core.models.base import (
     ChatMessage,
     ChatModel,
@@ -17,6 +18,7 @@ from hr_core.models.scripted import ScriptedModel
 from hr_core.models.spec import ModelPrices, ModelSpec, RetryPolicy
 
 __all__ = [
+    "BATCH_SHARE",
     "CachedModel",
     "ChatMessage",
     "ChatModel",
@@ -28,6 +30,7 @@ __all__ = [
     "ModelReply",
     "ModelSpec",
     "PROVIDERS",
+    "Price",
     "ResponseCache",
     "RetryPolicy",
     "ScriptedModel",

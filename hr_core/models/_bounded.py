@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx2
+import httpx2._utils as httpx2_utils  # private: read with getattr (a later httpx2 may move it)
 
 from hr_core.models.spec import DEFAULT_MAX_REPLY_BYTES
 
@@ -184,8 +185,5 @@ def bounded_client(deadline_s: float, max_bytes: int, timeout: float) -> httpx2.
 def _environment_proxies() -> dict[str, str | None]:
     """``HTTP(S)_PROXY`` / ``ALL_PROXY`` / ``NO_PROXY`` as httpx reads them (a client given
     a transport reads none itself)."""
-    try:
-        from httpx2._utils import get_environment_proxies
-    except ImportError:  # pragma: no cover - a later httpx2 moved it: no proxies
-        return {}
-    return dict(get_environment_proxies())
+    found = getattr(httpx2_utils, "get_environment_proxies", None)
+    return {} if found is None else dict(found())

@@ -107,6 +107,8 @@ def resolve_model(
         if provider == "mock":
             resolved = MockModel(name)
         elif provider in ("openai", "openai-compatible"):
+            # lazy for start-up: a provider's module imports its SDK (a long import), only
+            # when an arm uses that provider
             from hr_core.models.providers.openai import OpenAIChatModel
 
             resolved = OpenAIChatModel(
@@ -115,6 +117,7 @@ def resolve_model(
                 max_retries=max_retries, concurrency=concurrency, **extra,
             )
         elif provider == "anthropic":
+            # lazy for start-up: the anthropic SDK (a long import), only when an arm uses it
             from hr_core.models.providers.anthropic import AnthropicChatModel
 
             if "structured_output" in extra:
@@ -126,6 +129,7 @@ def resolve_model(
                 concurrency=concurrency, **extra,
             )
         elif provider == "azure-openai":
+            # lazy for start-up: the openai SDK, only when an arm uses Azure
             from hr_core.models.providers.azure import AzureOpenAIChatModel
 
             resolved = AzureOpenAIChatModel(

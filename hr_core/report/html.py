@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+import fsspec
 import numpy as np
 
 from hr_core.analysis.items import arm_order
@@ -199,8 +200,6 @@ def write_page(text: str, target: str | Path) -> Path | str:
     """
     target = str(target)
     if "://" in target and not target.startswith("file://"):
-        import fsspec
-
         with fsspec.open(target, "w", encoding="utf-8") as handle:
             handle.write(text)
         return target

@@ -20,11 +20,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hr_core.analysis.attribution import attribution_summary
 from hr_core.analysis.items import ItemText, ItemTexts
 from hr_core.core.errors import CorruptRunError, HrError
 from hr_core.core.json_text import jsonl_lines
 from hr_core.judge.groundedness import groundedness_summary, read_groundedness
 from hr_core.report._corrected import read_corrected
+from hr_core.stats.retrieval import KS, retrieval_figures
 from hr_core.store.folder import RunFolder, rerun_hint
 from hr_core.store.manifest import RunManifest, read_manifest
 from hr_core.store.runs_file import STAT_COLUMNS, RowTexts, RunsFile
@@ -348,8 +350,6 @@ def load_report_inputs(run_dir: str | Path) -> ReportInputs:
 def retrieval_parts(runs: pd.DataFrame, manifest: RunManifest
                     ) -> dict[str, pd.DataFrame]:
     """:attr:`ReportInputs.retrieval` from the runs table's retrieval columns."""
-    from hr_core.analysis.attribution import attribution_summary
-    from hr_core.stats.retrieval import KS, retrieval_figures
 
     ks = tuple(manifest.retrieval_k or KS)
     summary, differences = retrieval_figures(runs, ks)  # one pass for both

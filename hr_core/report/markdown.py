@@ -25,6 +25,7 @@ from hr_core.report.retrieval import (
 from hr_core.stats.accuracy import coverage_warnings
 from hr_core.stats.slice_compare import comparison_text, correction_text
 from hr_core.store.folder import location
+from hr_core.store.record import CONTEXT_TEXT_MAX, CONTEXTS_MAX
 
 if TYPE_CHECKING:
     from hr_core.analysis.benchmark import Benchmark
@@ -267,8 +268,6 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
                                        str(grounded["config_hash"].iloc[0]))
     cut = bench.contexts_cut() if bench.has_contexts else 0
     if cut:
-        from hr_core.store.record import CONTEXT_TEXT_MAX, CONTEXTS_MAX
-
         lines += ["", f"> **Note:** the contexts of {cut:,} run(s) were cut to what a record "
                   f"keeps ({CONTEXTS_MAX} passages, {CONTEXT_TEXT_MAX:,} characters each); "
                   "the figures look no deeper."]

@@ -23,6 +23,7 @@ from hr_core.report._format import compact, escape, figure, fmt, table
 from hr_core.report._judge_sections import pairwise_section, validation_section
 from hr_core.report.costs import cost_by_kind, has_kinds, token_kinds
 from hr_core.report.inputs import ReportInputs
+from hr_core.report.retrieval import retrieval_html
 from hr_core.stats.accuracy import coverage_warnings, item_total
 from hr_core.store.memory import give_back
 
@@ -108,7 +109,6 @@ def facts_section(inputs: ReportInputs) -> str:
 def summary_section(inputs: ReportInputs) -> str:
     """The summary table, best arm first; the retrieval figures under it when some run
     returned contexts (:func:`hr_core.report.retrieval.retrieval_html`)."""
-    from hr_core.report.retrieval import retrieval_html
 
     return _summary_table(inputs) + retrieval_html(inputs.retrieval)
 

@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from hr_core.core.errors import HrError, SpecError
 from hr_core.core.identity import callable_spec
-from hr_core.models.base import PREFIX_MARK
+from hr_core.models import resolve_model
+from hr_core.models.base import PREFIX_MARK, close_client
 from hr_core.models.spec import CacheMode, ModelSpec
 from hr_core.results import ArmResult, Usage
 from hr_core.run.retriever import Retriever, RetrieverSpec
@@ -263,7 +264,6 @@ class Arm:
         """The chat model of an LLM arm (resolved once, on first use)."""
         if self._model is None:
             assert self.llm is not None
-            from hr_core.models import resolve_model
 
             self._model = resolve_model(self.llm.model_spec(), cache=self.cache,
                                         concurrency=self.concurrency)
@@ -276,8 +276,6 @@ class Arm:
     async def aclose(self) -> None:
         """Close an LLM arm's HTTP client of the running event loop (when it has one)."""
         if self._model is not None:
-            from hr_core.models.base import close_client
-
             await close_client(self._model)
 
     async def acall_llm(self, payload: Any, run: int) -> Any:

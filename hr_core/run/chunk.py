@@ -332,8 +332,9 @@ async def run_chunk(arm: Arm, work: Sequence[tuple[Item, int]], ctx: ChunkContex
     the budget refuses are simply not done (the benchmark records them as
     ``budget_stop``).
 
-    Example:
-        >>> # inside an event loop: finished = await run_chunk(arm, [(item, 1)], ctx)
+    Example (not run as a doctest: it needs an event loop, an arm and a session)::
+
+            finished = await run_chunk(arm, [(item, 1)], ctx)
     """
     finished = 0
     pending = iter(work)

@@ -23,7 +23,8 @@ from hr_core.core.identity import fingerprint
 from hr_core.core.safe import safe_segment
 from hr_core.data.reference import Item, Reference, hr_reference
 from hr_core.judge import ValidityThresholds, validation_status
-from hr_core.models.providers.openai import check_api_key
+from hr_core.models._api_keys import check_api_key
+from hr_core.models.registry import resolve_model
 from hr_core.run.arms import Arm, check_prompt_fields, normalise_arms
 from hr_core.run.budget import Budget
 from hr_core.run.stopping import StopRule, stop_rule
@@ -186,8 +187,6 @@ def _check_api_keys(arms: Mapping[str, Arm]) -> None:
             if spec.provider in ("openai", "openai-compatible"):
                 check_api_key(spec.provider, spec.model, spec.api_key_env)
             elif spec.provider in ("anthropic", "azure-openai"):
-                from hr_core.models.registry import resolve_model
-
                 resolve_model(spec)  # no request: its key, endpoint and credential checks
         except HrError as exc:
             raise SpecError(f"arm {name!r}: {exc}") from None

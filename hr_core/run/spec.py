@@ -34,6 +34,7 @@ from hr_core.run.stopping import StopRule
 from hr_core.scoring.registry import SCORERS, builtin_scorer_named
 from hr_core.scoring.scorer import Scorer, hr_scorer
 from hr_core.stats.slices import check_slices
+from hr_core.store.record import CONTEXTS_MAX
 
 __all__ = ["BenchmarkSpec", "JudgeScorerSpec", "JuryScorerSpec", "ReferenceSpec", "load_spec",
            "scorer_from",
@@ -168,8 +169,6 @@ class BenchmarkSpec(BaseModel):
     @field_validator("retrieval_k")
     @classmethod
     def _depths(cls, value: list[int] | None) -> list[int] | None:
-        from hr_core.store.record import CONTEXTS_MAX
-
         if value is None:
             return None
         if not value or any(not 1 <= k <= CONTEXTS_MAX for k in value):

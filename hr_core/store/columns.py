@@ -12,6 +12,7 @@ from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+import pyarrow as pa
 
 from hr_core.core.failures import FAILURE_KINDS
 from hr_core.results import USAGE_KINDS
@@ -147,7 +148,6 @@ def runs_schema(judge: bool = False, kinds: bool = False) -> pa.Schema:
         >>> runs_schema().names[:3]
         ['arm', 'item_id', 'run']
     """
-    import pyarrow as pa
 
     return pa.Schema.from_pandas(runs_frame([], judge=judge, kinds=kinds),
                                  preserve_index=False)
@@ -168,7 +168,6 @@ def runs_table(records: list[RunRecord], schema: pa.Schema, *,
         ...     runs_frame(rows), schema=schema, preserve_index=False))
         True
     """
-    import pyarrow as pa
 
     columns = run_columns(judge, kinds)
     arrays = []

@@ -93,8 +93,6 @@ def load_output(record: RunRecord) -> Any:
     if field is not None and isinstance(value, dict):
         value = {**value, field: record.output}
     if kind == "ArmResult":
-        from hr_core.results import ArmResult
-
         if record.contexts and isinstance(value, dict):
             value = {**value, "contexts": record.contexts}
         return ArmResult.model_validate(value)

@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from hr_core.data.reference import Reference
 from hr_core.scoring.relevance import (
@@ -226,8 +228,6 @@ def write_runs(journal: Journal, positions: RunPositions, sink: BinaryIO | str, 
         The rows written and how many records were superseded by a later record of
         the same run (a re-scored run, a resume).
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
 
     latest: list[Any] | None = (
         [None] * positions.total if positions.total <= RECORDS_KEPT_UP_TO else None)

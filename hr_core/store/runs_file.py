@@ -25,8 +25,11 @@ import secrets
 from collections.abc import Callable, Iterable, Sequence
 from typing import IO, Any
 
+import fsspec
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from hr_core.results import USAGE_KINDS
 from hr_core.stats.accuracy import ITEM_INDEX
@@ -74,7 +77,6 @@ class RunsFile:
     @classmethod
     def at(cls, path: str) -> RunsFile:
         """The file at a local path or fsspec URL (damage raised as ``ValueError``)."""
-        import fsspec
 
         def corrupt(exc: Exception) -> Exception:
             return ValueError(f"{path} is corrupt or truncated ({type(exc).__name__}: {exc})")
@@ -91,8 +93,6 @@ class RunsFile:
                 raise self._corrupt(exc) from None
 
     def _footer(self) -> None:
-        import pyarrow.parquet as pq
-
         def read(handle: IO[bytes]) -> tuple[list[str], np.ndarray]:
             meta = pq.ParquetFile(handle).metadata
             sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
@@ -127,7 +127,6 @@ class RunsFile:
         for column in names:
             def one(handle: IO[bytes], name: str = column) -> pd.Series:
                 if name in CODED_COLUMNS:  # a few names: codes, not a string per row
-                    import pyarrow.parquet as pq
 
                     table = pq.read_table(handle, columns=[name], read_dictionary=[name])
                     return pd.Series(table.column(0).to_pandas(), name=name)
@@ -143,7 +142,6 @@ class RunsFile:
     def _together(handle: IO[bytes], names: list[str]) -> pd.DataFrame:
         """``names`` read as :meth:`read` reads each one (coded ones as categoricals, the
         others as ``pandas.read_parquet`` gives them), in two passes instead of one a column."""
-        import pyarrow.parquet as pq
 
         coded = [c for c in names if c in CODED_COLUMNS]
         plain = [c for c in names if c not in CODED_COLUMNS]
@@ -173,8 +171,6 @@ class RunsFile:
     def values(self, rows: Sequence[int] | np.ndarray, column: str) -> list[Any]:
         """``column`` at row positions ``rows`` (``None`` where missing, or when the file has
         no such column): only the row groups holding those rows are read."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
 
         at = np.asarray(rows, dtype=np.int64)
         out: list[Any] = [None] * len(at)

@@ -46,6 +46,8 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal, cast
 
+from anthropic import AsyncAnthropic, Omit
+
 from hr_core.models._bounded import DEFAULT_MAX_REPLY_BYTES, bounded_client
 from hr_core.models._prices import price_for
 from hr_core.models.base import (
@@ -251,8 +253,6 @@ class AnthropicChatModel:
     def _new_client(self, http_client: Any = None, max_retries: int = 0) -> Any:
         """The SDK client of one event loop; a batch client gives its own ``http_client``
         (:mod:`.batch_files`) and retries."""
-        from anthropic import AsyncAnthropic, Omit
-
         key = self._key.reveal()
         # the API's documented x-api-key header, whatever the SDK version would send
         # (2.x sends an API key as a Bearer token); an explicit key also keeps the SDK

@@ -26,6 +26,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Se
 from typing import Any, Final, cast
 from urllib.parse import urlsplit
 
+import httpx2
+
 from hr_core.models.batch_api import BatchLimits, BatchOutcome, BatchRequest, BatchStatus
 from hr_core.models.providers.anthropic_wire import describe
 from hr_core.models.providers.batch_files import (
@@ -156,7 +158,6 @@ class AnthropicBatchClient:
     async def _results(self, batch_id: str,
                        max_lines: int) -> AsyncGenerator[dict[str, Any], None]:
         """The batch's result lines (at most ``max_lines`` read), from its own host."""
-        import httpx2  # the SDK's HTTP library (hr's bounded client is one): the raw stream
 
         batch = await self._batch(batch_id)
         if batch.processing_status != "ended" or not batch.results_url:

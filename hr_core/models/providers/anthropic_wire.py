@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+import anthropic
+
 from hr_core.models._bounded import ReplyTooLarge, bound_failure
 from hr_core.models._prices import Price, priced_usage
 from hr_core.models.base import ModelConfigError, ModelReply
@@ -97,7 +99,6 @@ def check_params(name: str, params: Mapping[str, Any]) -> None:
 def failure_kind(exc: BaseException) -> str:
     """What a failed attempt was: ``hard_quota``, ``rate_limit`` (429/529: waited out),
     ``transient`` (retried with backoff) or ``error`` (not retried)."""
-    import anthropic
 
     if isinstance(bound_failure(exc), ReplyTooLarge):  # the limit: not retried
         return "error"
@@ -129,8 +130,6 @@ def error_field(exc: Any, *path: str) -> Any:
 
 
 def describe(exc: BaseException) -> str:
-    import anthropic
-
     bound = bound_failure(exc)  # the attempt's deadline or the reply's size limit
     if bound is not None:
         return str(bound)

@@ -38,6 +38,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 from urllib.parse import quote
 
+from openai import AsyncAzureOpenAI
+
 from hr_core.models.base import ModelConfigError, ModelReply
 from hr_core.models.providers.http import QUOTA_WAIT_S, Secret
 from hr_core.models.providers.openai import OpenAIChatModel
@@ -226,8 +228,6 @@ class AzureOpenAIChatModel(OpenAIChatModel):
                           refusal=f"Azure's content filter refused the prompt{why}")
 
     def _new_client(self, http_client: Any = None, max_retries: int = 0) -> Any:
-        from openai import AsyncAzureOpenAI
-
         credential: dict[str, Any] = (
             {"azure_ad_token_provider": self._token_provider} if self._token_provider
             else {"api_key": self._api_key()})

@@ -37,6 +37,8 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NoReturn
 
+import openai
+
 from hr_core.models._api_keys import check_api_key, key_variable
 from hr_core.models._bounded import DEFAULT_MAX_REPLY_BYTES, bounded_client
 from hr_core.models._prices import (
@@ -242,14 +244,13 @@ class OpenAIChatModel:
 
     def _new_client(self, http_client: Any = None, max_retries: int = 0) -> Any:
         """The SDK client (Azure's builds its own; a batch client's, its own http_client)."""
-        from openai import AsyncOpenAI
 
         # no key declared: a placeholder the SDK insists on, never sent (the
         # Authorization header is omitted from every request: omitted_headers)
-        return AsyncOpenAI(api_key=self._api_key() or NO_KEY,
-                           base_url=self.base_url, timeout=self.timeout,
-                           max_retries=max_retries,
-                           http_client=http_client or self._http_client())
+        return openai.AsyncOpenAI(api_key=self._api_key() or NO_KEY,
+                                  base_url=self.base_url, timeout=self.timeout,
+                                  max_retries=max_retries,
+                                  http_client=http_client or self._http_client())
 
     def _http_client(self) -> Any:
         """The SDK's HTTP client: each attempt bounded by ``timeout`` (a deadline) and
@@ -311,7 +312,6 @@ class OpenAIChatModel:
         """Attempts until a reply: rate limits (429) are waited out and retried until the
         run's deadline (:data:`CALL_DEADLINE`, else ``rate_limit_wait_s``); other transient
         failures ``max_retries`` times; a hard quota halts the endpoint."""
-        import openai
 
         base = self.request(messages, schema, params)
         omit = omitted_headers(self.provider, has_key=client.api_key != NO_KEY)

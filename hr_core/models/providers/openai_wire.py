@@ -12,6 +12,8 @@ import contextvars
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import openai
+
 from hr_core.models._bounded import ReplyTooLarge, bound_failure
 from hr_core.models._prices import Price, priced_usage
 from hr_core.models.base import ChatMessage, ModelReply
@@ -111,7 +113,6 @@ def omitted_headers(provider: str, *, has_key: bool) -> dict[str, Any]:
     placeholder); a server that is not OpenAI's gets no ``OpenAI-Organization`` /
     ``OpenAI-Project`` from ``OPENAI_ORG_ID`` / ``OPENAI_PROJECT_ID``.
     """
-    import openai
 
     omit: dict[str, Any] = {}
     if not has_key:
@@ -146,8 +147,6 @@ def chat_request(base: Mapping[str, Any], messages: Sequence[ChatMessage],
 
 
 def retryable(exc: BaseException) -> bool:
-    import openai
-
     if isinstance(bound_failure(exc), ReplyTooLarge):  # the limit: not retried
         return False
     if isinstance(exc, Malformed | ValueError | openai.APIConnectionError |
@@ -159,8 +158,6 @@ def retryable(exc: BaseException) -> bool:
 
 
 def describe(exc: BaseException) -> str:
-    import openai
-
     bound = bound_failure(exc)  # the attempt's deadline or the reply's size limit
     if bound is not None:
         return str(bound)

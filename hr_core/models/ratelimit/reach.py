@@ -23,6 +23,8 @@ import time
 from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+import httpx2
+
 from hr_core.core.errors import HrError
 
 __all__ = ["EXIT_HALTED", "UNREACHABLE_AFTER", "UNREACHABLE_MIN_S", "EndpointsHalted", "Reach",
@@ -64,7 +66,6 @@ def safe_url(url: str) -> str:
 def cannot_connect(exc: BaseException) -> str | None:
     """What stopped the connection when ``exc`` (or one of its causes) is a connection
     that could not be made, else ``None`` (timeouts, resets and replies are not)."""
-    import httpx2
 
     seen: set[int] = set()
     current: BaseException | None = exc
