@@ -24,7 +24,14 @@ from hr_cli.literal import line, lit
 from hr_cli.progress import ArmProgress
 from hr_cli.run_dirs import load_benchmark
 from hr_cli.signals import interruptible
-from hr_cli.tables import SUMMARY_DROP, summary_table
+from hr_cli.tables import (
+    ATTRIBUTION_DROP,
+    RETRIEVAL_DROP,
+    SUMMARY_DROP,
+    attribution_table,
+    retrieval_table,
+    summary_table,
+)
 from hr_core.analysis.health import DEFAULT_MAX_ERROR_RATE, ErrorRateExceeded
 from hr_core.analysis.verdict import sequential_note
 from hr_core.core.errors import FlowRunStopped, SpecError
@@ -333,9 +340,10 @@ def print_item_tables(console: Console, bench: Any) -> None:
         print_fitted(console, slice_table(bench.slice_summary()), ("note", "items"))
     retrieval = bench.retrieval_summary()
     if len(retrieval):  # some arm returned the passages it used
-        from hr_cli.tables import retrieval_table
-
-        console.print(retrieval_table(retrieval))
+        print_fitted(console, retrieval_table(retrieval), RETRIEVAL_DROP)
+        attribution = bench.attribution_summary()
+        if len(attribution):  # failed runs of items with gold passages: where it broke
+            print_fitted(console, attribution_table(attribution), ATTRIBUTION_DROP)
 
 
 def show_summary(console: Console, run_dir: str | Path) -> None:

@@ -9,6 +9,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from cli_support import hr
+from rich.cells import cell_len
 from rich.console import Console
 
 from hr_cli.commands import show_summary
@@ -79,6 +81,32 @@ def test_hr_summary_prints_the_retrieval_table(both: Benchmark) -> None:
     assert "0.250 (" in printed
 
 
+HEADLINE = "half: of 4 failed answers, 4 (100%, 95% CI 40%–100%) never saw a gold passage"
+
+
+@pytest.mark.parametrize("width", [60, 120])
+def test_hr_summary_prints_why_it_failed_as_the_report_does_within_the_width(
+        both: Benchmark, width: int, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: the terminal showed the Retrieval table but not the report's split of the
+    failed runs; now its rows and line are the report's, in as many columns as there are."""
+    monkeypatch.setenv("COLUMNS", str(width))
+    code, out, err = hr(capsys, "summary", both.run_dir or "")
+    assert code == 0, err
+    assert max(cell_len(line) for line in out.splitlines()) <= width
+    why = out[out.index("Why it failed"):]
+    rows = {line.split()[-4]: line for line in why.splitlines()
+            if line.rstrip().endswith("%)") and "CI" not in line}
+    assert "4 (100%, 40%–100%)" in rows["miss"] and "0 (0%, 0%–60%)" in rows["error"]
+    assert "0 (0%, 0%–60%)" in rows["evidence"]
+    assert HEADLINE in " ".join(out.split())
+    assert HEADLINE in " ".join(report_markdown(both).split())  # the same words and numbers
+    html = (Path(both.run_dir or "") / "report.html").read_text("utf-8")
+    assert HEADLINE in html
+    if width == 120:
+        assert "failed" in why.splitlines()[3] and "MRR: half 0.250 (" in out
+
+
 def test_hr_show_and_the_html_report_show_each_failed_runs_contexts(both: Benchmark) -> None:
     printed = _printed(show_run, both.run_dir, arm="half")
     assert "contexts" in printed and "noise, elsewhere (0.5)" in printed
@@ -110,7 +138,7 @@ def test_the_report_splits_each_arms_failures_by_where_the_chain_broke(
     assert miss["ci_low"] == pytest.approx(clopper_pearson(4, 4).low)
     text = report_markdown(both)
     assert "| half | 4 | 4 (100%, 40%–100%) | 0 (0%, 0%–60%) | 0 (0%, 0%–60%) |" in text
-    assert "half: of 4 failed answers, 4 never saw a gold passage." in text
+    assert f"{HEADLINE}." in text
 
 
 def test_report_html_has_the_retrieval_tables_when_made_and_when_made_again(

@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from hr_core.analysis.attribution import attribution_by_arm
 from hr_core.core.safe import markdown_text
 from hr_core.report._format import escape, table
 
@@ -88,16 +89,11 @@ def _attribution_lines(attribution: pd.DataFrame, level: float) -> list[str]:
              "| arm | attributed | " + " | ".join(map(markdown_text, kinds)) + " |",
              "|---|---|" + "---|" * len(kinds)]
     headlines = []
-    for arm, rows in attribution.groupby("arm", sort=False):
-        by_kind = {r["attribution"]: r for r in rows.to_dict("records")}
-        total = int(rows["attributed"].iloc[0])
-        cells = [f"{int(r['count']):,} ({_percent(r['share'])}, {_percent(r['ci_low'])}–"
-                 f"{_percent(r['ci_high'])})" for r in (by_kind[k] for k in kinds)]
-        lines.append(f"| {markdown_text(arm)} | {total:,} | " + " | ".join(cells) + " |")
-        missed = by_kind.get("retrieval miss")
-        if missed is not None and total:
-            headlines.append(f"{markdown_text(arm)}: of {total:,} failed answers, "
-                             f"{int(missed['count']):,} never saw a gold passage")
+    for arm in attribution_by_arm(attribution, level):
+        lines.append(f"| {markdown_text(arm.arm)} | {arm.attributed:,} | "
+                     + " | ".join(arm.cells[k] for k in kinds) + " |")
+        if arm.headline is not None:
+            headlines.append(f"{markdown_text(arm.arm)}: {arm.headline}")
     if headlines:
         lines += ["", "; ".join(headlines) + "."]
     return lines
@@ -143,18 +139,15 @@ def retrieval_html(parts: Mapping[str, pd.DataFrame] | None, level: float = 0.95
     attribution = parts.get("attribution") if parts is not None else None
     if attribution is not None and len(attribution):
         kinds = list(dict.fromkeys(attribution["attribution"]))
-        rows = []
-        for arm, group in attribution.groupby("arm", sort=False):
-            by_kind = {r["attribution"]: r for r in group.to_dict("records")}
-            rows.append([escape(arm), f"{int(group['attributed'].iloc[0]):,}", *[
-                f"{int(r['count']):,} ({_percent(r['share'])}, {_percent(r['ci_low'])}–"
-                f"{_percent(r['ci_high'])})" for r in (by_kind[k] for k in kinds)]])
+        split = attribution_by_arm(attribution, level)
+        rows = [[escape(arm.arm), f"{arm.attributed:,}", *[arm.cells[k] for k in kinds]]
+                for arm in split]
+        headlines = "; ".join(f"{escape(arm.arm)}: {escape(arm.headline)}" for arm in split
+                              if arm.headline is not None)
         parts_html.append("<h3>Why it failed</h3><p>Failed runs of items with gold passages "
-                          "by where the chain broke.</p>"
+                          f"by where the chain broke; shares with {level:.0%} item-clustered "
+                          "intervals.</p>"
                           + table(["arm", "attributed", *kinds], rows, left=1,
-                                  table_id="table-attribution"))
+                                  table_id="table-attribution")
+                          + (f"<p>{headlines}.</p>" if headlines else ""))
     return "".join(parts_html)
-
-
-def _percent(value: Any) -> str:
-    return "–" if value is None or pd.isna(value) else f"{float(value):.0%}"
