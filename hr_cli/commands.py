@@ -28,6 +28,7 @@ from hr_cli.tables import (
     ATTRIBUTION_DROP,
     RETRIEVAL_DROP,
     SUMMARY_DROP,
+    attribution_lines,
     attribution_table,
     retrieval_table,
     summary_table,
@@ -344,6 +345,8 @@ def print_item_tables(console: Console, bench: Any) -> None:
         attribution = bench.attribution_summary()
         if len(attribution):  # failed runs of items with gold passages: where it broke
             print_fitted(console, attribution_table(attribution), ATTRIBUTION_DROP)
+            for text in attribution_lines(attribution):  # the report's words and numbers
+                console.print(cell(text))
 
 
 def show_summary(console: Console, run_dir: str | Path) -> None:

@@ -21,8 +21,8 @@ from hr_core.judge.position import consistency_text, position_bias_text
 from hr_core.stats.slice_compare import comparison_text, correction_text
 
 __all__ = ["ATTRIBUTION_DROP", "COMPARISON_DROP", "RETRIEVAL_DROP", "SUMMARY_DROP",
-           "attribution_table", "comparison_table", "position_bias_line", "retrieval_table",
-           "summary_table", "validation_table"]
+           "attribution_lines", "attribution_table", "comparison_table", "position_bias_line",
+           "retrieval_table", "summary_table", "validation_table"]
 
 SUMMARY_DROP = ("judge cost", "spent now", "cost", "latency", "truncated", "budget", "parse",
                 "refused", "not in doc.", "error", "unscored", "wrong", "coverage",
@@ -280,6 +280,22 @@ def retrieval_table(summary: Any, title: str = "Retrieval") -> Table:
     return table
 
 
+def attribution_lines(attribution: Any) -> list[str]:
+    """Per arm, the report's line: ``arm: of 40 failed answers, 31 (78%, 95% CI 62–89%)
+    never saw a gold passage``.
+
+    Example:
+        >>> import pandas as pd
+        >>> from hr_core.analysis.attribution import attribution_summary
+        >>> runs = pd.DataFrame({"arm": ["a"], "item_id": ["q1"],
+        ...                      "attribution": ["retrieval miss"]})
+        >>> attribution_lines(attribution_summary(runs))
+        ['a: of 1 failed answers, 1 (100%, 95% CI 2%–100%) never saw a gold passage']
+    """
+    return [f"{arm.arm}: {arm.headline}" for arm in attribution_by_arm(attribution)
+            if arm.headline is not None]
+
+
 def _with_ci3(row: Mapping[str, Any]) -> str:
     return f"{_num3(row['value'])} ({_num3(row['ci_low'])}–{_num3(row['ci_high'])})"
 
@@ -296,8 +312,8 @@ broke and its count with share and interval stay."""
 def attribution_table(attribution: Any, title: str = "Why it failed") -> Table:
     """Why each arm's failed runs failed (``Benchmark.attribution_summary()``): a row per
     arm and attribution with its count, share and 95% interval, worded as the report words
-    them (:func:`hr_core.analysis.attribution.attribution_by_arm`); under it, per arm, the
-    report's line "of 40 failed answers, 31 (78%, 95% CI 62–89%) never saw a gold passage".
+    them (:func:`hr_core.analysis.attribution.attribution_by_arm`); the report's line under
+    it: :func:`attribution_lines`.
 
     Example:
         >>> import pandas as pd
@@ -308,13 +324,9 @@ def attribution_table(attribution: Any, title: str = "Why it failed") -> Table:
         3
     """
     split = attribution_by_arm(attribution)
-    caption = Text("\n").join(cell(f"{arm.arm}: {arm.headline}") for arm in split
-                               if arm.headline is not None)
-    table = Table(title=cell(f"{title} (failed runs of items with gold passages; 95% CI, "
-                             "item-clustered)"),
+    table = Table(title=cell(f"{title}: failed runs of items with gold passages"),
                   title_justify="left", header_style="bold", box=box.SIMPLE_HEAD,
-                  pad_edge=False, collapse_padding=True, caption=caption or None,
-                  caption_justify="left")
+                  pad_edge=False, collapse_padding=True)
     table.add_column("arm", style="bold", overflow="fold")
     table.add_column("failed", justify="right", no_wrap=True)
     table.add_column("where it broke", no_wrap=True)
