@@ -66,7 +66,8 @@ def test_the_markdown_report_has_a_retrieval_section_with_intervals(both: Benchm
     assert "| half | 8 | hit | 0.000 (0.000–0.369) | 0.500 (0.157–0.843) |" in section
     assert "| all | 8 | hit | 1.000 (0.631–1.000) |" in section
     assert "| half | 0.250 (" in section  # MRR: half of the items at rank 2
-    assert "| all − half | hit@10 | +0.500 (" in section
+    assert "Paired differences, all − half:" in section
+    assert "| hit@10 | +0.500 (" in section
 
 
 def test_a_run_without_contexts_has_no_retrieval_section(tmp_path: Path) -> None:
@@ -209,3 +210,20 @@ def compare_runs_plain(now: Benchmark, then: Benchmark) -> Any:
 
     return compare_runs(now.runs[["arm", "item_id", "run", "correct"]],
                         then.runs[["arm", "item_id", "run", "correct"]])
+
+
+def test_the_markdown_retrieval_tables_are_narrow_enough_for_the_dashboard(
+        both: Benchmark) -> None:
+    """Before: one table of arm, items, figure and four depths (and a 5-column differences
+    table), wider than the Prefect dashboard's artifact pane, which cut @10 and the
+    decision off; now at most two depths a table, and a differences table per pair of arms
+    with the p-value beside the difference."""
+    text = report_markdown(both)
+    section = text[text.index("## Retrieval"):text.index("### Why it failed")]
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    assert max(line.count(" | ") + 1 for line in rows) <= 5
+    headers = [line for line in rows if line.startswith("| arm | items | figure |")]
+    assert headers == ["| arm | items | figure | @1 | @3 |", "| arm | items | figure | @5 | @10 |"]
+    assert "| half | 8 | hit | 0.500 (0.157–0.843) | 0.500 (0.157–0.843) |" in section  # @5, @10
+    assert "Paired differences, all − half:" in section
+    assert "| hit@10 | +0.500 (" in section and "), p " in section

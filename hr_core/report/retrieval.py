@@ -17,6 +17,10 @@ from hr_core.report._format import escape, table
 
 __all__ = ["retrieval_html", "retrieval_markdown"]
 
+_DEPTHS = 2
+"""Depths per markdown table: four columns of ``0.927 (0.820–0.981)`` beside the arm are
+wider than the Prefect dashboard's artifact pane, which cuts the rest off."""
+
 _NAMES = {"hit": "hit", "recall": "recall", "precision": "precision", "ndcg": "nDCG"}
 
 
@@ -49,29 +53,31 @@ def retrieval_markdown(summary: pd.DataFrame, differences: pd.DataFrame,
     lines = ["", "## Retrieval", "",
              f"Relevance: {markdown_text(relevance)}; over the runs that returned contexts, "
              f"mean over items with {level:.0%} intervals (item-clustered with several runs "
-             "per item; docs/statistics.md).", "",
-             "| arm | items | figure | " + " | ".join(f"@{k}" for k in ks) + " |",
-             "|---|---|---|" + "---|" * len(ks)]
+             "per item; docs/statistics.md)."]
     figures = summary[summary["figure"] != "mrr"]
-    for (arm, figure), rows in figures.groupby(["arm", "figure"], sort=False):
-        by_k = {int(r["k"]): r for r in rows.to_dict("records")}
-        cells = [_with_ci(by_k[k]) if k in by_k else "–" for k in ks]
-        items = int(rows["items"].max())
-        lines.append(f"| {markdown_text(arm)} | {items:,} | {_NAMES.get(str(figure), figure)} "
-                     f"| " + " | ".join(cells) + " |")
+    for start in range(0, len(ks), _DEPTHS):  # narrow tables: the dashboard's pane cuts wide ones
+        depths = ks[start:start + _DEPTHS]
+        lines += ["", "| arm | items | figure | " + " | ".join(f"@{k}" for k in depths) + " |",
+                  "|---|---|---|" + "---|" * len(depths)]
+        for (arm, figure), rows in figures.groupby(["arm", "figure"], sort=False):
+            by_k = {int(r["k"]): r for r in rows.to_dict("records")}
+            cells = [_with_ci(by_k[k]) if k in by_k else "–" for k in depths]
+            items = int(rows["items"].max())
+            lines.append(f"| {markdown_text(arm)} | {items:,} | "
+                         f"{_NAMES.get(str(figure), figure)} | " + " | ".join(cells) + " |")
     mrr = summary[summary["figure"] == "mrr"]
     if len(mrr):
         lines += ["", "| arm | MRR |", "|---|---|"]
         lines += [f"| {markdown_text(r['arm'])} | {_with_ci(r)} |" for r in mrr.to_dict("records")]
     if len(differences):
-        lines += ["", "| arms (b − a) | figure | difference (CI) | p | decision |",
-                  "|---|---|---|---|---|"]
-        for r in differences.to_dict("records"):
-            p = "–" if math.isnan(r["p_value"]) else f"{r['p_value']:.2g}"
-            lines.append(
-                f"| {markdown_text(r['b'])} − {markdown_text(r['a'])} | "
-                f"{markdown_text(r['figure'])} | {r['diff']:+.3f} ({r['ci_low']:+.3f} to "
-                f"{r['ci_high']:+.3f}) | {p} | {markdown_text(r['decision'])} |")
+        for (b, a), pair in differences.groupby(["b", "a"], sort=False):  # a table a pair
+            lines += ["", f"Paired differences, {markdown_text(b)} − {markdown_text(a)}:", "",
+                      "| figure | difference (CI), p | decision |", "|---|---|---|"]
+            for r in pair.to_dict("records"):
+                p = "–" if math.isnan(r["p_value"]) else f"{r['p_value']:.2g}"
+                lines.append(
+                    f"| {markdown_text(r['figure'])} | {r['diff']:+.3f} ({r['ci_low']:+.3f} "
+                    f"to {r['ci_high']:+.3f}), p {p} | {markdown_text(r['decision'])} |")
         lines.append(f"Method: {markdown_text(differences['method'].iloc[0])}.")
     if attribution is not None and len(attribution):
         lines += _attribution_lines(attribution, level)
