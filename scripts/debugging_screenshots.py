@@ -1,6 +1,7 @@
 """Make docs/debugging.md's pictures of a run with a typo: the report's verdict and summary
-(docs/screenshots/report-verdict.png), its failed runs (report-failed-items.png) and the
-terminal of ``hr run`` (hr-run-terminal.txt).
+(docs/screenshots/report-verdict.png), its failed runs (report-failed-items.png), the
+terminal of ``hr run`` (hr-run-terminal.txt) and, with ``--dashboard``, the report
+artifact in the Prefect dashboard (dashboard-report-artifact.png).
 
 In a temporary folder, through the ``hr`` command line as a user types it: ``hr run`` of
 the bundled demo's document-QA items with three of its arms and a ``reader`` whose code
@@ -11,22 +12,32 @@ Chromium photographs report.html (:func:`diff_screenshot.screenshot`): its top, 
 showing only "Failed runs by arm". The terminal's text is kept as ``hr run`` printed it at
 135 columns, the temporary folder's path written as ``/tmp/hr-debugging``.
 
-    .venv/bin/python scripts/debugging_screenshots.py [--out docs/screenshots]
+``--dashboard`` also starts a Prefect server of its own (``prefect server start`` on a
+free port of 127.0.0.1, its own PREFECT_HOME in the temporary folder), runs the same spec
+against it, photographs the ``docqa-typo-report`` artifact's page (Chromium given 15 s of
+virtual time for the dashboard's scripts) and stops the server.
+
+    .venv/bin/python scripts/debugging_screenshots.py [--out docs/screenshots] [--dashboard]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+
+import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from diff_screenshot import screenshot  # noqa: E402  (the folder of this script)
+from diff_screenshot import CHROMIUM_FLAGS, screenshot  # noqa: E402  (this script's folder)
 
 EXAMPLES = ROOT / "hr_core" / "examples"
 TYPO_ARM = '''"""The reader of docs/debugging.md's run: a typo in its code fails every item."""
@@ -53,9 +64,9 @@ FAILURES_ONLY = ("<style>nav, section {display: none} section#failures {display:
                  "</style>")
 
 
-def _hr(work: Path, *args: str | Path, expect: int = 0) -> str:
+def _hr(work: Path, *args: str | Path, expect: int = 0, **env_vars: str) -> str:
     """``hr ARGS`` in ``work`` (this checkout's code, 135 columns): its output."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "135"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "135", **env_vars}
     command = "import sys; from hr_cli import main; main(sys.argv[1:])"
     done = subprocess.run([sys.executable, "-c", command, *map(str, args)], cwd=work,
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -80,9 +91,61 @@ def make_run(work: Path) -> tuple[Path, str]:
     return run_dir / "report.html", terminal.replace(str(work), "/tmp/hr-debugging")
 
 
+def dashboard_shot(work: Path, out: Path) -> None:
+    """The typo run against a Prefect server started here; its report artifact's page."""
+    sys.path.insert(0, str(ROOT))
+    from hr_server.ports import free_port
+
+    port = free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    home = work / "prefect-home"
+    home.mkdir()
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+           "DO_NOT_TRACK": "1", "PREFECT_UI_API_URL": api}
+    prefect = Path(sys.executable).with_name("prefect")
+    with (work / "server.log").open("w") as log:
+        server = subprocess.Popen([str(prefect), "server", "start", "--host", "127.0.0.1",
+                                   "--port", str(port)], env=env, stdout=log,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{api}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline or server.poll() is not None:
+                raise SystemExit(f"the Prefect server did not answer: see {work}/server.log")
+            time.sleep(0.5)
+        dash = work / "dashboard"
+        dash.mkdir()
+        (dash / "typo_arms.py").write_text(TYPO_ARM, encoding="utf-8")
+        (dash / "docqa-typo.yaml").write_text(SPEC, encoding="utf-8")
+        _hr(dash, "run", "docqa-typo.yaml", "--store", dash / "results", expect=3,
+            PREFECT_API_URL=api, PREFECT_HOME=str(home))
+        found = httpx.post(f"{api}/artifacts/filter", timeout=30, json={
+            "artifacts": {"key": {"any_": ["docqa-typo-report"]}}, "limit": 1}).json()
+        chromium = shutil.which("chromium") or "/usr/bin/chromium"
+        shot = work / "artifact.png"
+        subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={work / 'profile2'}",
+                        "--window-size=1400,3700", "--virtual-time-budget=15000",
+                        f"--screenshot={shot}",
+                        f"http://127.0.0.1:{port}/artifacts/artifact/{found[0]['id']}"],
+                       capture_output=True, timeout=180, check=False)
+        if not shot.is_file():
+            raise SystemExit("chromium made no screenshot of the artifact page")
+        shutil.copy(shot, out)
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)  # the server this function started, and its children
+        server.wait(timeout=60)
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs/screenshots")
+    parser.add_argument("--dashboard", action="store_true",
+                        help="also the report artifact in a Prefect server started here")
     options = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="hr-debugging-shot-") as folder:
         work = Path(folder)
@@ -101,7 +164,11 @@ def main(argv: list[str]) -> None:
         text = options.out / "hr-run-terminal.txt"
         text.write_text("\n".join(line.rstrip() for line in terminal.splitlines()) + "\n",
                         encoding="utf-8")
-    for path in (*(out for _, out, _ in made), text):
+        written = [*(out for _, out, _ in made), text]
+        if options.dashboard:
+            written.append(options.out / "dashboard-report-artifact.png")
+            dashboard_shot(work, written[-1])
+    for path in written:
         print(f"{path} ({path.stat().st_size:,} bytes)")
 
 
