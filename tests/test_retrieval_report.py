@@ -227,3 +227,16 @@ def test_the_markdown_retrieval_tables_are_narrow_enough_for_the_dashboard(
     assert "| half | 8 | hit | 0.500 (0.157–0.843) | 0.500 (0.157–0.843) |" in section  # @5, @10
     assert "Paired differences, all − half:" in section
     assert "| hit@10 | +0.500 (" in section and "), p " in section
+
+
+def test_the_terminal_s_why_it_failed_shows_an_arm_name_as_itself(tmp_path: Path) -> None:
+    """An arm named like markup or an escape sequence is printed as its text in the table
+    and in the line under it (hr_cli.literal.cell), never interpreted."""
+    from hr_cli.commands import print_item_tables
+
+    hostile = "[red]x[/] \x1b[2J"
+    bench = _run(tmp_path, {hostile: _finds_half})
+    printed = _printed(print_item_tables, Benchmark.load(bench.run_dir or ""))
+    assert "\x1b" not in printed
+    assert "[red]x[/] \\x1b[2J: of 4 failed answers, 4 (100%, 95% CI 40%–100%)" in printed
+    assert printed.count("[red]x[/] \\x1b[2J") >= 3  # retrieval table, attribution table, line
