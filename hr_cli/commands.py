@@ -14,7 +14,16 @@ from hr_cli.fit import print_fitted
 from hr_cli.label_commands import print_corrected
 from hr_cli.literal import cell, line, lit
 from hr_cli.run_dirs import load_benchmark
-from hr_cli.tables import SUMMARY_DROP, retrieval_table, slice_table, summary_table
+from hr_cli.tables import (
+    ATTRIBUTION_DROP,
+    RETRIEVAL_DROP,
+    SUMMARY_DROP,
+    attribution_lines,
+    attribution_table,
+    retrieval_table,
+    slice_table,
+    summary_table,
+)
 from hr_core.analysis.health import DEFAULT_MAX_ERROR_RATE
 from hr_core.analysis.verdict import sequential_note
 from hr_core.core.errors import SpecError
@@ -150,8 +159,12 @@ def print_item_tables(console: Console, bench: Any) -> None:
         print_fitted(console, slice_table(bench.slice_summary()), ("note", "items"))
     retrieval = bench.retrieval_summary()
     if len(retrieval):  # some arm returned the passages it used
-
-        console.print(retrieval_table(retrieval))
+        print_fitted(console, retrieval_table(retrieval), RETRIEVAL_DROP)
+        attribution = bench.attribution_summary()
+        if len(attribution):  # failed runs of items with gold passages: where it broke
+            print_fitted(console, attribution_table(attribution), ATTRIBUTION_DROP)
+            for text in attribution_lines(attribution):  # the report's words and numbers
+                console.print(cell(text))
 
 
 def print_judge_standing(console: Console, bench: Any) -> None:

@@ -14,13 +14,15 @@ from rich.table import Table
 from rich.text import Text
 
 from hr_cli.literal import cell
+from hr_core.analysis.attribution import attribution_by_arm
 from hr_core.judge import judge_standing
 from hr_core.judge._jury_agreement import jury_rows
 from hr_core.judge.position import consistency_text, position_bias_text
 from hr_core.report.costs import cost_by_kind, token_kinds
 from hr_core.stats.slice_compare import comparison_text, correction_text
 
-__all__ = ["COMPARISON_DROP", "SUMMARY_DROP", "comparison_table", "position_bias_line",
+__all__ = ["ATTRIBUTION_DROP", "COMPARISON_DROP", "RETRIEVAL_DROP", "SUMMARY_DROP",
+           "attribution_lines", "attribution_table", "comparison_table", "position_bias_line",
            "retrieval_table", "summary_table", "validation_table"]
 
 SUMMARY_DROP = ("judge cost", "spent now", "cost", "latency", "truncated", "budget", "parse",
@@ -226,7 +228,7 @@ def slice_table(slices: Any, title: str = "Accuracy by slice") -> Table:
                   caption_justify="left")
     columns = ["slice", "value", "arm", "items", "accuracy (95% CI)", "note"]
     for column in columns + (["vs best (points, 95% CI)"] if compared else []):
-        table.add_column(column, overflow="fold")
+        table.add_column(column, overflow="fold", min_width=13)
     for row in slices.to_dict("records"):
         table.add_row(cell(str(row["slice"])), cell(str(row["value"])), cell(str(row["arm"])),
                       _num(row.get("items")),
@@ -236,32 +238,98 @@ def slice_table(slices: Any, title: str = "Accuracy by slice") -> Table:
     return table
 
 
+RETRIEVAL_DROP = ("items",)
+"""The retrieval table's columns a narrow terminal leaves out: the arm, the figure and
+its value at each depth stay (each value above its interval when the column is narrow)."""
+
+
 def retrieval_table(summary: Any, title: str = "Retrieval") -> Table:
     """Each arm's retrieval figures (``Benchmark.retrieval_summary()``) with their 95%
-    intervals, a column per depth k; MRR (every depth) under ``@all``.
+    intervals, a column per depth k; MRR (every depth) in a line per arm under the table.
 
     Example:
         >>> import pandas as pd
         >>> frame = pd.DataFrame({"arm": ["a", "a"], "figure": ["hit", "mrr"], "k": [1, None],
         ...     "value": [0.5, 0.75], "ci_low": [0.1, 0.2], "ci_high": [0.9, 1.0],
         ...     "items": [4, 4], "relevance": ["gold passages"] * 2})
-        >>> retrieval_table(frame).row_count
-        2
+        >>> table = retrieval_table(frame)
+        >>> table.row_count, str(table.caption)
+        (1, 'MRR: a 0.750 (0.200–1.000)')
     """
     ks = sorted({int(k) for k in summary["k"].dropna()})
     relevance = str(summary["relevance"].iloc[0]) if len(summary) else ""
+    mrr = summary[summary["figure"] == "mrr"]
     table = Table(title=cell(f"{title} (relevance: {relevance}; 95% CI)"), title_justify="left",
                   header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
-                  collapse_padding=True)
-    for column in ["arm", "items", "figure", *(f"@{k}" for k in ks), "@all"]:
-        table.add_column(column, overflow="fold")
-    for (arm, figure), rows in summary.groupby(["arm", "figure"], sort=False):
-        by_k = {None if _missing(r["k"]) else int(r["k"]): r for r in rows.to_dict("records")}
-        cells = [f"{_num3(r['value'])} ({_num3(r['ci_low'])}–{_num3(r['ci_high'])})"
-                 if (r := by_k.get(k)) is not None else "" for k in (*ks, None)]
+                  collapse_padding=True, caption_justify="left", caption=cell(
+                      "MRR: " + "; ".join(f"{r['arm']} {_with_ci3(r)}"
+                                          for r in mrr.to_dict("records"))) if len(mrr) else None)
+    table.add_column("arm", style="bold", no_wrap=True)
+    table.add_column("items", justify="right", no_wrap=True)
+    table.add_column("figure", no_wrap=True)
+    for column in (f"@{k}" for k in ks):  # a value above its interval when narrow
+        table.add_column(column, overflow="fold", min_width=13)
+    figures = summary[summary["figure"] != "mrr"]
+    for (arm, figure), rows in figures.groupby(["arm", "figure"], sort=False):
+        by_k = {int(r["k"]): r for r in rows.to_dict("records")}
+        cells = [_with_ci3(r) if (r := by_k.get(k)) is not None else "" for k in ks]
         table.add_row(cell(str(arm)), _num(rows["items"].max()), cell(str(figure)), *cells)
     return table
 
 
+def attribution_lines(attribution: Any) -> list[str]:
+    """Per arm, the report's line: ``arm: of 40 failed answers, 31 (78%, 95% CI 62–89%)
+    never saw a gold passage``.
+
+    Example:
+        >>> import pandas as pd
+        >>> from hr_core.analysis.attribution import attribution_summary
+        >>> runs = pd.DataFrame({"arm": ["a"], "item_id": ["q1"],
+        ...                      "attribution": ["retrieval miss"]})
+        >>> attribution_lines(attribution_summary(runs))
+        ['a: of 1 failed answers, 1 (100%, 95% CI 2%–100%) never saw a gold passage']
+    """
+    return [f"{arm.arm}: {arm.headline}" for arm in attribution_by_arm(attribution)
+            if arm.headline is not None]
+
+
+def _with_ci3(row: Mapping[str, Any]) -> str:
+    return f"{_num3(row['value'])} ({_num3(row['ci_low'])}–{_num3(row['ci_high'])})"
+
+
 def _num3(value: Any) -> str:
     return "–" if _missing(value) else f"{float(value):.3f}"
+
+
+ATTRIBUTION_DROP = ("failed",)
+"""The attribution table's columns a narrow terminal leaves out: the arm, where the chain
+broke and its count with share and interval stay."""
+
+
+def attribution_table(attribution: Any, title: str = "Why it failed") -> Table:
+    """Why each arm's failed runs failed (``Benchmark.attribution_summary()``): a row per
+    arm and attribution with its count, share and 95% interval, worded as the report words
+    them (:func:`hr_core.analysis.attribution.attribution_by_arm`); the report's line under
+    it: :func:`attribution_lines`.
+
+    Example:
+        >>> import pandas as pd
+        >>> from hr_core.analysis.attribution import attribution_summary
+        >>> runs = pd.DataFrame({"arm": ["a", "a"], "item_id": ["q1", "q2"],
+        ...                      "attribution": ["retrieval miss", "reading error"]})
+        >>> attribution_table(attribution_summary(runs)).row_count
+        3
+    """
+    split = attribution_by_arm(attribution)
+    table = Table(title=cell(f"{title}: failed runs of items with gold passages"),
+                  title_justify="left", header_style="bold", box=box.SIMPLE_HEAD,
+                  pad_edge=False, collapse_padding=True)
+    table.add_column("arm", style="bold", overflow="fold")
+    table.add_column("failed", justify="right", no_wrap=True)
+    table.add_column("where it broke", no_wrap=True)
+    table.add_column("runs (share, 95% CI)", justify="right", no_wrap=True)
+    for arm in split:
+        for index, (kind, text) in enumerate(arm.cells.items()):
+            table.add_row(cell(arm.arm) if index == 0 else "",
+                          f"{arm.attributed:,}" if index == 0 else "", cell(kind), text)
+    return table

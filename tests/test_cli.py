@@ -19,6 +19,8 @@ from hr_cli import click_command
 from hr_cli.app import app
 from hr_cli.demo import example_path
 from hr_cli.judges import load_judge
+from hr_cli.tables import attribution_lines
+from hr_core.analysis.benchmark import Benchmark
 
 PAIRWISE = example_path("pairwise_judge.yaml")
 GRADE = example_path("grade_judge.yaml")
@@ -458,3 +460,20 @@ def test_hr_run_computes_summary_verdict_and_health_once(
     assert code == 0, err
     assert "Summary: small" in out and "Report:" in out
     assert counts == {"summary": 1, "health": 1, "verdict": 1}
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_run_prints_retrieval_and_why_it_failed_as_the_report_words_them(
+    capsys: pytest.CaptureFixture[str], small_spec: Path, tmp_path: Path
+) -> None:
+    """hr run (not only hr summary) prints where the failed answers' chain broke, with the
+    report's numbers: the demo's keyword_overlap returns the passages it used."""
+    code, out, err = hr(capsys, "run", small_spec, "--store", tmp_path / "store")
+    assert code == 0, err
+    results = next((tmp_path / "store" / "small").iterdir())
+    assert "Retrieval (relevance: gold passages; 95% CI)" in out
+    assert "Why it failed: failed runs of items with gold passages" in out
+    lines = attribution_lines(Benchmark.load(results).attribution_summary())
+    assert lines and all(line in " ".join(out.split()) for line in lines)
+    report = (results / "report.md").read_text("utf-8")  # arm names escaped: keyword\_overlap
+    assert all(line.split(": ", 1)[1] in report for line in lines)

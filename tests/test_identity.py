@@ -340,3 +340,47 @@ def test_a_function_without_source_is_fingerprinted_by_its_code() -> None:
     second = hr_scorer(namespace["mine"], name="mine")
     assert "code_sha256" in first.spec["function"]
     assert first.fingerprint != second.fingerprint
+
+
+def _corpus(n: int) -> list[tuple[Any, list[tuple[str, str]]]]:
+    return [("Orsen", [(f"p{i}", f"passage {i} é – {'x' * (i % 7)}") for i in range(n)]),
+            (None, [])]
+
+
+@pytest.mark.parametrize("value", [
+    _corpus(3000),  # more passages than one batch (128) of the stream
+    [[], (), [[]], [1.0, [2.5, "é"], {"k": [1, 2]}], ("a", ("b", ("c", [None, True])))],
+    [np.float32(0.1), [np.int64(3), float("nan")], {"b": 1, "a": [7.0]}],
+    "a string", {"only": "a mapping"}, [], 7.0,
+])
+def test_fingerprint_stream_is_fingerprint_read_piece_by_piece(value: Any) -> None:
+    """The retriever's corpus hash is taken passage by passage now: its value is the one
+    the whole corpus's canonical JSON gave (run ids of retriever arms do not change)."""
+    from hr_core.core.identity import fingerprint_stream
+
+    assert fingerprint_stream(value) == fingerprint(value)
+    assert fingerprint_stream(value, 16) == fingerprint(value, 16)
+    if isinstance(value, list) and value and isinstance(value[0], tuple):
+        as_iterators = iter([(key, iter(rows)) for key, rows in value])
+        assert fingerprint_stream(as_iterators) == fingerprint(value)
+        changed = [(value[0][0], [*value[0][1][:-1], ("p2999", "another text")]), value[1]]
+        assert fingerprint_stream(changed) != fingerprint(value)
+
+
+def test_fingerprint_stream_never_holds_the_corpus_json() -> None:
+    """Before: the corpus hash built one canonical JSON of every passage (and its UTF-8
+    copy); streamed, what it allocates at once stays under a tenth of that JSON."""
+    import tracemalloc
+
+    from hr_core.core.identity import fingerprint_stream
+
+    corpus = [(None, [(f"p{i}", f"passage {i} " + "wörd " * 60) for i in range(20_000)])]
+    size = len(canonical_json(corpus).encode("utf-8"))
+    peaks = []
+    for way in (fingerprint, fingerprint_stream):
+        tracemalloc.start()
+        way(corpus)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    assert peaks[0] > size  # the whole JSON at once: the check can fail
+    assert peaks[1] < size / 10

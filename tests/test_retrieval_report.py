@@ -9,6 +9,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from cli_support import hr
+from rich.cells import cell_len
 from rich.console import Console
 
 from hr_cli.commands import show_summary
@@ -64,7 +66,8 @@ def test_the_markdown_report_has_a_retrieval_section_with_intervals(both: Benchm
     assert "| half | 8 | hit | 0.000 (0.000–0.369) | 0.500 (0.157–0.843) |" in section
     assert "| all | 8 | hit | 1.000 (0.631–1.000) |" in section
     assert "| half | 0.250 (" in section  # MRR: half of the items at rank 2
-    assert "| all − half | hit@10 | +0.500 (" in section
+    assert "Paired differences, all − half:" in section
+    assert "| hit@10 | +0.500 (" in section
 
 
 def test_a_run_without_contexts_has_no_retrieval_section(tmp_path: Path) -> None:
@@ -77,6 +80,33 @@ def test_hr_summary_prints_the_retrieval_table(both: Benchmark) -> None:
     printed = _printed(show_summary, both.run_dir)
     assert "Retrieval (relevance: gold passages; 95% CI)" in printed
     assert "0.250 (" in printed
+
+
+HEADLINE = "half: of 4 failed answers, 4 (100%, 95% CI 40%–100%) never saw a gold passage"
+
+
+@pytest.mark.parametrize("width", [60, 120])
+def test_hr_summary_prints_why_it_failed_as_the_report_does_within_the_width(
+        both: Benchmark, width: int, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: the terminal showed the Retrieval table but not the report's split of the
+    failed runs; now its rows and line are the report's, in as many columns as there are."""
+    monkeypatch.setenv("COLUMNS", str(width))
+    code, out, err = hr(capsys, "summary", both.run_dir or "")
+    assert code == 0, err
+    assert max(cell_len(line) for line in out.splitlines()) <= width
+    why = out[out.index("Why it failed"):]
+    rows = {line.split()[-4]: line for line in why.splitlines()
+            if line.rstrip().endswith("%)") and "CI" not in line}
+    assert "4 (100%, 40%–100%)" in rows["miss"] and "0 (0%, 0%–60%)" in rows["error"]
+    assert "0 (0%, 0%–60%)" in rows["evidence"]
+    assert HEADLINE in " ".join(out.split())
+    assert HEADLINE in " ".join(report_markdown(both).split())  # the same words and numbers
+    html = (Path(both.run_dir or "") / "report.html").read_text("utf-8")
+    assert HEADLINE in html
+    if width == 120:
+        header = next(line for line in why.splitlines() if "where it broke" in line)
+        assert "failed" in header.split() and "MRR: half 0.250 (" in out
 
 
 def test_hr_show_and_the_html_report_show_each_failed_runs_contexts(both: Benchmark) -> None:
@@ -110,7 +140,7 @@ def test_the_report_splits_each_arms_failures_by_where_the_chain_broke(
     assert miss["ci_low"] == pytest.approx(clopper_pearson(4, 4).low)
     text = report_markdown(both)
     assert "| half | 4 | 4 (100%, 40%–100%) | 0 (0%, 0%–60%) | 0 (0%, 0%–60%) |" in text
-    assert "half: of 4 failed answers, 4 never saw a gold passage." in text
+    assert f"{HEADLINE}." in text
 
 
 def test_report_html_has_the_retrieval_tables_when_made_and_when_made_again(
@@ -240,3 +270,31 @@ def test_retrieval_figures_per_slice(tmp_path: Path) -> None:
     assert "### Retrieval by slice" in text
     assert "| parity | even | half | 4 | 1.000 (0.398–1.000) | 0.500 (" in text
     assert _run(tmp_path, {"half": _finds_half}, name="unsliced").retrieval_slices().empty
+def test_the_markdown_retrieval_tables_are_narrow_enough_for_the_dashboard(
+        both: Benchmark) -> None:
+    """Before: one table of arm, items, figure and four depths (and a 5-column differences
+    table), wider than the Prefect dashboard's artifact pane, which cut @10 and the
+    decision off; now at most two depths a table, and a differences table per pair of arms
+    with the p-value beside the difference."""
+    text = report_markdown(both)
+    section = text[text.index("## Retrieval"):text.index("### Why it failed")]
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    assert max(line.count(" | ") + 1 for line in rows) <= 5
+    headers = [line for line in rows if line.startswith("| arm | items | figure |")]
+    assert headers == ["| arm | items | figure | @1 | @3 |", "| arm | items | figure | @5 | @10 |"]
+    assert "| half | 8 | hit | 0.500 (0.157–0.843) | 0.500 (0.157–0.843) |" in section  # @5, @10
+    assert "Paired differences, all − half:" in section
+    assert "| hit@10 | +0.500 (" in section and "), p " in section
+
+
+def test_the_terminal_s_why_it_failed_shows_an_arm_name_as_itself(tmp_path: Path) -> None:
+    """An arm named like markup or an escape sequence is printed as its text in the table
+    and in the line under it (hr_cli.literal.cell), never interpreted."""
+    from hr_cli.commands import print_item_tables
+
+    hostile = "[red]x[/] \x1b[2J"
+    bench = _run(tmp_path, {hostile: _finds_half})
+    printed = _printed(print_item_tables, Benchmark.load(bench.run_dir or ""))
+    assert "\x1b" not in printed
+    assert "[red]x[/] \\x1b[2J: of 4 failed answers, 4 (100%, 95% CI 40%–100%)" in printed
+    assert printed.count("[red]x[/] \\x1b[2J") >= 3  # retrieval table, attribution table, line

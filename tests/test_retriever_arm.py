@@ -13,6 +13,7 @@ import pytest
 
 from hr_core import hr_reference
 from hr_core.core.errors import SpecError
+from hr_core.core.identity import fingerprint
 from hr_core.run.arms import LLMArm, check_prompt_fields, normalise_arms
 from hr_core.run.session import BenchmarkSession, plan_benchmark
 from hr_core.store.folder import run_id_for
@@ -168,6 +169,10 @@ def test_what_decides_the_passages_is_in_the_arms_fingerprint(tmp_path: Path) ->
     base = spec(_arm(server, path))["retriever"]
     assert base["library"] == "bm25s" and base["library_version"] == bm25s.__version__
     assert base["k"] == 2 and len(base["corpus_sha256"]) == 64
+    # hashed passage by passage, the value of the whole corpus's canonical JSON as before
+    retriever = normalise_arms({"r": _arm(server, path)})["r"].retriever
+    assert retriever is not None and base["corpus_sha256"] == fingerprint(
+        sorted(retriever.passages.items(), key=lambda kv: str(kv[0])))
     changed = tmp_path / "changed"
     changed.mkdir()
     text = path.read_text("utf-8").replace("142 metres", "143 metres")

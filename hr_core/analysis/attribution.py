@@ -9,6 +9,7 @@ item are not independent), Clopper-Pearson's itself with one attributed run per 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ import pandas as pd
 from hr_core.scoring.relevance import ATTRIBUTIONS
 from hr_core.stats.intervals import pooled_share_ci
 
-__all__ = ["attribution_summary"]
+__all__ = ["ArmAttribution", "attribution_by_arm", "attribution_summary"]
 
 
 def attribution_summary(runs: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
@@ -56,3 +57,50 @@ def attribution_summary(runs: pd.DataFrame, level: float = 0.95) -> pd.DataFrame
                          "attributed": int(totals.sum()), "share": share, "ci_low": low,
                          "ci_high": high})
     return pd.DataFrame(rows, columns=columns)
+
+
+@dataclass(frozen=True)
+class ArmAttribution:
+    """One arm's attribution as every page words it (the report's markdown and HTML, the
+    terminal): ``cells`` maps each attribution to ``"31 (78%, 62–89%)"`` (count, share,
+    interval), ``headline`` is ``"of 40 failed answers, 31 (78%, 95% CI 62–89%) never saw
+    a gold passage"`` (``None`` when nothing was attributed). Texts from the data
+    (``arm``) are not escaped: each page escapes them for itself."""
+
+    arm: str
+    attributed: int
+    cells: dict[str, str]
+    headline: str | None
+
+
+def _percent(value: Any) -> str:
+    return "–" if value is None or pd.isna(value) else f"{float(value):.0%}"
+
+
+def attribution_by_arm(attribution: pd.DataFrame, level: float = 0.95) -> list[ArmAttribution]:
+    """:func:`attribution_summary`'s frame, one :class:`ArmAttribution` per arm in its
+    order: the one wording of the split for every page.
+
+    Example:
+        >>> runs = pd.DataFrame({"arm": ["a"] * 4, "item_id": ["q1", "q2", "q3", "q4"],
+        ...     "attribution": ["retrieval miss", "retrieval miss", "reading error", None]})
+        >>> found = attribution_by_arm(attribution_summary(runs))[0]
+        >>> found.cells["retrieval miss"]
+        '2 (67%, 9%–99%)'
+        >>> found.headline
+        'of 3 failed answers, 2 (67%, 95% CI 9%–99%) never saw a gold passage'
+    """
+    found = []
+    for arm, rows in attribution.groupby("arm", sort=False):
+        by_kind = {str(r["attribution"]): r for r in rows.to_dict("records")}
+        total = int(rows["attributed"].iloc[0])
+        cells = {kind: f"{int(r['count']):,} ({_percent(r['share'])}, "
+                       f"{_percent(r['ci_low'])}–{_percent(r['ci_high'])})"
+                 for kind, r in by_kind.items()}
+        missed = by_kind.get("retrieval miss")
+        headline = None if missed is None or not total else (
+            f"of {total:,} failed answers, {int(missed['count']):,} "
+            f"({_percent(missed['share'])}, {level:.0%} CI {_percent(missed['ci_low'])}–"
+            f"{_percent(missed['ci_high'])}) never saw a gold passage")
+        found.append(ArmAttribution(str(arm), total, cells, headline))
+    return found

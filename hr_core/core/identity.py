@@ -11,6 +11,10 @@ written as that integer (``7.0`` and ``7`` are one number in JSON), a float32
 as the shortest text of its float32 value (``0.1``); NaN and infinities are
 ``null``; tuples, sets and arrays are lists (sets sorted); pydantic models
 are their JSON dump; any other object is its type's name (never an address).
+
+A part too large to write out at once (a retriever's corpus of a million passages) is
+hashed by :func:`fingerprint_stream`: the same bytes, the same value, fed to SHA-256
+piece by piece.
 """
 
 from __future__ import annotations
@@ -21,11 +25,12 @@ import hashlib
 import inspect
 import json
 import math
-from collections.abc import Callable, Mapping, Set
+from collections.abc import Callable, Iterator, Mapping, Set
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["canonical_json", "fingerprint"]  # callable_spec, canonical: for hr_core modules
+__all__ = ["canonical_json", "fingerprint", "fingerprint_stream"]
+# callable_spec, canonical: for hr_core modules
 
 _SAFE_INT = 2**53
 
@@ -52,6 +57,77 @@ def fingerprint(value: Any, length: int | None = None) -> str:
     """
     digest = hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
     return digest if length is None else digest[:length]
+
+
+_FLUSH = 1 << 16
+"""Characters of canonical JSON :func:`fingerprint_stream` gathers before hashing them."""
+
+
+def fingerprint_stream(value: Any, length: int | None = None) -> str:
+    """:func:`fingerprint` of ``value`` with each iterator in it read as a list, without
+    ever holding the whole canonical JSON: a list, tuple or iterator is hashed element by
+    element (its JSON is ``[`` + the elements' JSON joined by ``,`` + ``]``, as
+    :func:`canonical_json` writes it), so only one element's JSON is in memory at a time.
+    The value equals :func:`fingerprint`'s for every value without iterators.
+
+    Example:
+        >>> rows = [["g", [("p1", "text é"), ("p2", "more")]], [None, [("p3", 7.0)]]]
+        >>> fingerprint_stream(rows) == fingerprint(rows)
+        True
+        >>> fingerprint_stream(iter([("a", iter([1.0, 2]))])) == fingerprint([["a", [1, 2]]])
+        True
+    """
+    digest = hashlib.sha256()
+    buffer: list[str] = []
+    size = 0
+    for chunk in _chunks(value):
+        buffer.append(chunk)
+        size += len(chunk)
+        if size >= _FLUSH:
+            digest.update("".join(buffer).encode("utf-8"))
+            buffer, size = [], 0
+    digest.update("".join(buffer).encode("utf-8"))
+    found = digest.hexdigest()
+    return found if length is None else found[:length]
+
+
+def _nested(value: Any) -> bool:
+    """Whether :func:`_chunks` writes ``value`` in pieces: an iterator, or a list or tuple
+    holding a list, tuple or iterator."""
+    return isinstance(value, Iterator) or (isinstance(value, list | tuple) and any(
+        isinstance(v, list | tuple | Iterator) for v in value))
+
+
+_BATCH = 128
+"""Elements of a list whose canonical JSON :func:`_chunks` writes in one call."""
+
+
+def _chunks(value: Any) -> Iterator[str]:
+    """The canonical JSON of ``value`` in pieces: a nested list, tuple or iterator element
+    by element (a run of up to ``_BATCH`` flat elements in one piece); any other value
+    whole."""
+    if not _nested(value):
+        yield canonical_json(value)
+        return
+    yield "["
+    first = True
+    flat: list[Any] = []
+    for element in value:
+        nested = _nested(element)
+        if flat and (nested or len(flat) >= _BATCH):
+            # the run's JSON without its brackets: its elements joined by ","
+            yield ("" if first else ",") + canonical_json(flat)[1:-1]
+            first, flat = False, []
+        if nested:
+            if not first:
+                yield ","
+            first = False
+            yield from _chunks(element)
+        else:
+            flat.append(element)
+    if flat:
+        yield ("" if first else ",") + canonical_json(flat)[1:-1]
+    yield "]"
 
 
 def canonical(value: Any) -> Any:

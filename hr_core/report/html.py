@@ -95,7 +95,7 @@ p.verdict{font-size:16px;background:#eef5ee;border-left:4px solid #2e8b57;paddin
 h4{font-size:14px;margin:14px 0 4px;color:#444}
 table.items{font-size:12px;width:100%}
 table.items td{text-align:left;white-space:pre-wrap;word-break:break-word;max-width:320px}
-table.items th{text-align:left}
+table.items th{text-align:left}table.items td:first-child{min-width:8ch}
 .dim{color:#aaa}.more{color:#555;font-size:12px;margin:-6px 0 12px}
 input.search{font-size:12px;padding:3px 6px;width:360px;margin:4px 0}
 """

@@ -11,11 +11,16 @@ from typing import Any
 
 import pandas as pd
 
+from hr_core.analysis.attribution import attribution_by_arm
 from hr_core.core.safe import markdown_text
 from hr_core.report._format import escape, table
 
 __all__ = ["SLICE_ROWS", "groundedness_markdown", "retrieval_html", "retrieval_markdown",
            "retrieval_slice_markdown"]
+
+_DEPTHS = 2
+"""Depths per markdown table: four columns of ``0.927 (0.820–0.981)`` beside the arm are
+wider than the Prefect dashboard's artifact pane, which cuts the rest off."""
 
 _NAMES = {"hit": "hit", "recall": "recall", "precision": "precision", "ndcg": "nDCG"}
 
@@ -49,29 +54,31 @@ def retrieval_markdown(summary: pd.DataFrame, differences: pd.DataFrame,
     lines = ["", "## Retrieval", "",
              f"Relevance: {markdown_text(relevance)}; over the runs that returned contexts, "
              f"mean over items with {level:.0%} intervals (item-clustered with several runs "
-             "per item; docs/statistics.md).", "",
-             "| arm | items | figure | " + " | ".join(f"@{k}" for k in ks) + " |",
-             "|---|---|---|" + "---|" * len(ks)]
+             "per item; docs/statistics.md)."]
     figures = summary[summary["figure"] != "mrr"]
-    for (arm, figure), rows in figures.groupby(["arm", "figure"], sort=False):
-        by_k = {int(r["k"]): r for r in rows.to_dict("records")}
-        cells = [_with_ci(by_k[k]) if k in by_k else "–" for k in ks]
-        items = int(rows["items"].max())
-        lines.append(f"| {markdown_text(arm)} | {items:,} | {_NAMES.get(str(figure), figure)} "
-                     f"| " + " | ".join(cells) + " |")
+    for start in range(0, len(ks), _DEPTHS):  # narrow tables: the dashboard's pane cuts wide ones
+        depths = ks[start:start + _DEPTHS]
+        lines += ["", "| arm | items | figure | " + " | ".join(f"@{k}" for k in depths) + " |",
+                  "|---|---|---|" + "---|" * len(depths)]
+        for (arm, figure), rows in figures.groupby(["arm", "figure"], sort=False):
+            by_k = {int(r["k"]): r for r in rows.to_dict("records")}
+            cells = [_with_ci(by_k[k]) if k in by_k else "–" for k in depths]
+            items = int(rows["items"].max())
+            lines.append(f"| {markdown_text(arm)} | {items:,} | "
+                         f"{_NAMES.get(str(figure), figure)} | " + " | ".join(cells) + " |")
     mrr = summary[summary["figure"] == "mrr"]
     if len(mrr):
         lines += ["", "| arm | MRR |", "|---|---|"]
         lines += [f"| {markdown_text(r['arm'])} | {_with_ci(r)} |" for r in mrr.to_dict("records")]
     if len(differences):
-        lines += ["", "| arms (b − a) | figure | difference (CI) | p | decision |",
-                  "|---|---|---|---|---|"]
-        for r in differences.to_dict("records"):
-            p = "–" if math.isnan(r["p_value"]) else f"{r['p_value']:.2g}"
-            lines.append(
-                f"| {markdown_text(r['b'])} − {markdown_text(r['a'])} | "
-                f"{markdown_text(r['figure'])} | {r['diff']:+.3f} ({r['ci_low']:+.3f} to "
-                f"{r['ci_high']:+.3f}) | {p} | {markdown_text(r['decision'])} |")
+        for (b, a), pair in differences.groupby(["b", "a"], sort=False):  # a table a pair
+            lines += ["", f"Paired differences, {markdown_text(b)} − {markdown_text(a)}:", "",
+                      "| figure | difference (CI), p | decision |", "|---|---|---|"]
+            for r in pair.to_dict("records"):
+                p = "–" if math.isnan(r["p_value"]) else f"{r['p_value']:.2g}"
+                lines.append(
+                    f"| {markdown_text(r['figure'])} | {r['diff']:+.3f} ({r['ci_low']:+.3f} "
+                    f"to {r['ci_high']:+.3f}), p {p} | {markdown_text(r['decision'])} |")
         lines.append(f"Method: {markdown_text(differences['method'].iloc[0])}.")
     if attribution is not None and len(attribution):
         lines += _attribution_lines(attribution, level)
@@ -155,16 +162,11 @@ def _attribution_lines(attribution: pd.DataFrame, level: float) -> list[str]:
              "| arm | attributed | " + " | ".join(map(markdown_text, kinds)) + " |",
              "|---|---|" + "---|" * len(kinds)]
     headlines = []
-    for arm, rows in attribution.groupby("arm", sort=False):
-        by_kind = {r["attribution"]: r for r in rows.to_dict("records")}
-        total = int(rows["attributed"].iloc[0])
-        cells = [f"{int(r['count']):,} ({_percent(r['share'])}, {_percent(r['ci_low'])}–"
-                 f"{_percent(r['ci_high'])})" for r in (by_kind[k] for k in kinds)]
-        lines.append(f"| {markdown_text(arm)} | {total:,} | " + " | ".join(cells) + " |")
-        missed = by_kind.get("retrieval miss")
-        if missed is not None and total:
-            headlines.append(f"{markdown_text(arm)}: of {total:,} failed answers, "
-                             f"{int(missed['count']):,} never saw a gold passage")
+    for arm in attribution_by_arm(attribution, level):
+        lines.append(f"| {markdown_text(arm.arm)} | {arm.attributed:,} | "
+                     + " | ".join(arm.cells[k] for k in kinds) + " |")
+        if arm.headline is not None:
+            headlines.append(f"{markdown_text(arm.arm)}: {arm.headline}")
     if headlines:
         lines += ["", "; ".join(headlines) + "."]
     return lines
@@ -210,16 +212,17 @@ def retrieval_html(parts: Mapping[str, pd.DataFrame] | None, level: float = 0.95
     attribution = parts.get("attribution") if parts is not None else None
     if attribution is not None and len(attribution):
         kinds = list(dict.fromkeys(attribution["attribution"]))
-        rows = []
-        for arm, group in attribution.groupby("arm", sort=False):
-            by_kind = {r["attribution"]: r for r in group.to_dict("records")}
-            rows.append([escape(arm), f"{int(group['attributed'].iloc[0]):,}", *[
-                f"{int(r['count']):,} ({_percent(r['share'])}, {_percent(r['ci_low'])}–"
-                f"{_percent(r['ci_high'])})" for r in (by_kind[k] for k in kinds)]])
+        split = attribution_by_arm(attribution, level)
+        rows = [[escape(arm.arm), f"{arm.attributed:,}", *[arm.cells[k] for k in kinds]]
+                for arm in split]
+        headlines = "; ".join(f"{escape(arm.arm)}: {escape(arm.headline)}" for arm in split
+                              if arm.headline is not None)
         parts_html.append("<h3>Why it failed</h3><p>Failed runs of items with gold passages "
-                          "by where the chain broke.</p>"
+                          f"by where the chain broke; shares with {level:.0%} item-clustered "
+                          "intervals.</p>"
                           + table(["arm", "attributed", *kinds], rows, left=1,
-                                  table_id="table-attribution"))
+                                  table_id="table-attribution")
+                          + (f"<p>{headlines}.</p>" if headlines else ""))
     grounded = parts.get("groundedness") if parts is not None else None
     if grounded is not None and len(grounded):
         parts_html.append(
@@ -233,7 +236,3 @@ def retrieval_html(parts: Mapping[str, pd.DataFrame] | None, level: float = 0.95
                      for r in grounded.to_dict("records")],
                     left=1, table_id="table-groundedness"))
     return "".join(parts_html)
-
-
-def _percent(value: Any) -> str:
-    return "–" if value is None or pd.isna(value) else f"{float(value):.0%}"

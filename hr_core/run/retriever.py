@@ -46,7 +46,7 @@ import bm25s
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hr_core.core.errors import HrError, SpecError
-from hr_core.core.identity import callable_spec, fingerprint
+from hr_core.core.identity import callable_spec, fingerprint_stream
 from hr_core.data.reference_rows import read_rows
 from hr_core.data.squad_file import squad_corpus
 from hr_core.results import Context
@@ -158,8 +158,8 @@ class Retriever:
                                            "separator": spec.separator}
         if spec.kind == "bm25":
             self.passages = self._read_corpus()
-            self.corpus_hash = fingerprint(sorted(self.passages.items(),
-                                                  key=lambda kv: str(kv[0])))
+            self.corpus_hash = fingerprint_stream(  # passage by passage: no corpus-sized JSON
+                sorted(self.passages.items(), key=lambda kv: str(kv[0])))
             self._described.update(corpus_sha256=self.corpus_hash,
                                    within=spec.within, id=spec.id, text=spec.text,
                                    library="bm25s", library_version=metadata.version("bm25s"),
