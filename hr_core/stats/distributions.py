@@ -69,15 +69,83 @@ def betainc(a: float, b: float, x: float) -> float:
 
 @lru_cache(maxsize=65536)
 def beta_ppf(q: float, a: float, b: float) -> float:
-    """The ``q`` quantile of Beta(a, b), by bisection on the CDF (to ~1e-12)."""
+    """The ``q`` quantile of Beta(a, b): where a 42-step bisection on the CDF ends (to ~1e-12).
+
+    The bisection's every step only asks whether the CDF at its midpoint is below ``q``.
+    A safeguarded Newton search (:func:`_newton_bracket`) first finds points each side of
+    the root, within ~1e-13 of it; a step whose midpoint lies outside those two points is
+    answered by the CDF's monotony without evaluating it, so the result is the plain
+    bisection's, bit for bit, for ~8 CDF evaluations instead of 42 (each a continued
+    fraction of hundreds of terms at 100k items).
+    """
+    below, above = _newton_bracket(q, a, b)
     low, high = 0.0, 1.0
     for _ in range(42):
         mid = (low + high) / 2
-        if betainc(a, b, mid) < q:
+        if mid <= below or (mid < above and betainc(a, b, mid) < q):
             low = mid
         else:
             high = mid
     return (low + high) / 2
+
+
+_PROBE = 1e-13
+"""How far each side of Newton's root :func:`_newton_bracket` checks the CDF (the
+bisection's last interval is 2**-42, ~2.3e-13, wide)."""
+
+
+def _newton_bracket(q: float, a: float, b: float) -> tuple[float, float]:
+    """Two points ``below < above`` with ``betainc(a, b, below) < q <= betainc(a, b,
+    above)`` as computed, each far enough from the ``q`` quantile that the CDF's rounding
+    noise cannot reorder them (``0.0`` and ``1.0`` when none better is found): Newton's
+    method on the CDF from the normal approximation, kept inside the bracket its
+    evaluations establish (a bisection step when Newton would leave it), then the CDF each
+    side of its root."""
+    below, above = 0.0, 1.0
+    if not 0.0 < q < 1.0:
+        return below, above
+    log_norm = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+    total = a + b
+    spread = math.sqrt(a * b / (total * total * (total + 1)))
+    x = a / total + NormalDist().inv_cdf(q) * spread
+    if not 0.0 < x < 1.0:
+        x = 0.5
+    low, high, density = 0.0, 1.0, 0.0
+    for _ in range(30):
+        value = betainc(a, b, x)
+        noise = _cdf_noise(a, b, x)
+        if value < q:
+            low = x
+            below = x if q - value > noise else below
+        else:
+            high = x
+            above = x if value - q > noise else above
+        density = math.exp(log_norm + (a - 1) * math.log(x) + (b - 1) * math.log1p(-x))
+        step = (value - q) / density if density > 0 and math.isfinite(density) else math.inf
+        guess = x - step
+        if not low < guess < high:
+            guess = (low + high) / 2
+        if abs(value - q) <= noise or abs(guess - x) <= 1e-15 * x:
+            break  # at the root, to the CDF's precision
+        x = guess
+    # where the computed CDF may not be monotone: each side, its noise's width and more
+    width = max(_PROBE, 2 * _cdf_noise(a, b, x) / density) if density > 0 else _PROBE
+    for probe in (x - width, x + width):
+        if below < probe < above:
+            value = betainc(a, b, probe)
+            if q - value > _cdf_noise(a, b, probe):
+                below = probe
+            elif value - q > _cdf_noise(a, b, probe):
+                above = probe
+    return below, above
+
+
+def _cdf_noise(a: float, b: float, x: float) -> float:
+    """A bound on the rounding noise of ``betainc(a, b, x)`` between nearby ``x``: its
+    ``exp(a log x + b log(1 - x) + ...)`` carries the rounding of those products
+    (relative ~2.2e-16 times their size), and the continued fraction a few ulps; the
+    bisection's results are checked identical over ~8,000 cases (tests/test_stats_beta.py)."""
+    return 2.2e-16 * (abs(a * math.log(x)) + abs(b * math.log1p(-x)) + 64)
 
 
 @lru_cache(maxsize=4096)

@@ -123,7 +123,7 @@ def wilson_interval(successes: float, n: int, level: float = 0.95) -> Interval:
 
 
 def clustered_mean_ci(
-    item_means: Sequence[float], level: float = 0.95, trials: float | None = None
+    item_means: Sequence[float] | np.ndarray, level: float = 0.95, trials: float | None = None
 ) -> Interval:
     """Mean of per-item proportions with Korn and Graubard's item-clustered interval.
 
@@ -140,14 +140,21 @@ def clustered_mean_ci(
         [1.0, 0.398, 1.0]
     """
     kept = np.asarray(item_means, dtype=np.float64).ravel()
-    kept = kept[~np.isnan(kept)]  # numpy per value, Python's own sums (the same figures)
+    kept = kept[~np.isnan(kept)]
     n = len(kept)
     if n == 0:
         return Interval(_NAN, _NAN, _NAN)
-    mean = sum(kept.tolist()) / n
+    mean = _sequential_sum(kept) / n
     cap = float(n if trials is None else max(trials, n))
-    var = sum(((kept - mean) ** 2).tolist()) / (n - 1) / n if n > 1 else 0.0
+    var = _sequential_sum((kept - mean) ** 2) / (n - 1) / n if n > 1 else 0.0
     return effective_size_interval(mean, var, n, cap, level)
+
+
+def _sequential_sum(values: np.ndarray) -> float:
+    """The values added left to right (the float Python 3.11's ``sum(list)`` gives, which
+    hr's figures were made with; the same on every Python): ``cumsum`` adds in order,
+    unlike ``np.sum``'s pairwise sum, and makes no Python float per value."""
+    return float(np.cumsum(values)[-1]) if len(values) else 0.0
 
 
 def effective_size_interval(mean: float, variance: float, n: int, cap: float,
@@ -233,7 +240,7 @@ def accuracy_interval(
         return Interval(_NAN, _NAN, _NAN)
     if bool((runs == 1).all()) and bool((hits == np.floor(hits)).all()):
         return clopper_pearson(float(hits.sum()), len(runs), level)  # whole counts: exact
-    return clustered_mean_ci((hits / runs).tolist(), level, trials=int(runs.sum()))
+    return clustered_mean_ci(hits / runs, level, trials=int(runs.sum()))
 
 
 def win_rate(a_wins: int, b_wins: int, ties: int, level: float = 0.95) -> Interval:

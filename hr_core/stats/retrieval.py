@@ -120,7 +120,7 @@ def _each_figure(flat: np.ndarray, owner: np.ndarray, n_gold: np.ndarray, n: int
     found and its run, :func:`_ranks_of`), in :func:`_names` order: a caller reducing
     each in turn holds one, not all 17 (issue 36's memory target)."""
     width = int(flat.max()) + 1 if len(flat) else 1
-    unique = np.unique(owner * width + flat)  # a context holding two gold passages: once
+    unique = _unique_sorted(owner * width + flat)  # a context holding two gold passages: once
     d_owner, d_rank = unique // width, unique % width
     gains = 1.0 / np.log2(1.0 + d_rank)
     ideal_steps = np.concatenate([[0.0], np.cumsum(1.0 / np.log2(2.0 + np.arange(max(ks))))])
@@ -148,6 +148,17 @@ def _each_figure(flat: np.ndarray, owner: np.ndarray, n_gold: np.ndarray, n: int
                 dcg = np.bincount(d_owner[top], weights=gains[top], minlength=n)
                 ideal = ideal_steps[np.minimum(whole, k)]
                 yield f"ndcg@{k}", np.where(known & (whole > 0), dcg / ideal, np.nan)
+
+
+def _increasing(values: np.ndarray) -> bool:
+    """Whether the values are strictly increasing (then they are their own ``np.unique``)."""
+    return bool((values[1:] > values[:-1]).all())
+
+
+def _unique_sorted(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)``, without its sort when they already are sorted and unique
+    (one gold passage found per run at most, the usual case)."""
+    return values if _increasing(values) else np.unique(values)
 
 
 def figures_of(ranks: Sequence[str] | pa.Array | pa.ChunkedArray, n_gold: np.ndarray,
@@ -182,9 +193,12 @@ class _Groups:
         item = "item_id" if by_id or "item_index" not in runs.columns else "item_index"
         item_codes, self.items = pd.factorize(runs[item][judged], sort=False)
         width = max(len(self.items), 1)
-        keys, self.inverse = np.unique(codes.astype(np.int64) * width + item_codes,
-                                       return_inverse=True)
-        self.inverse = self.inverse.ravel()
+        combined = codes.astype(np.int64) * width + item_codes
+        if _increasing(combined):  # one run per (arm, item) in plan order: no sort needed
+            keys, self.inverse = combined, np.arange(len(combined))
+        else:
+            keys, self.inverse = np.unique(combined, return_inverse=True)
+            self.inverse = self.inverse.ravel()
         self.item_of = keys % width  # each group's item code
         self.bounds = np.searchsorted(keys // width, np.arange(len(self.arms) + 1))
         self.runs = np.bincount(self.inverse, minlength=len(keys))

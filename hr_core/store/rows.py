@@ -26,6 +26,7 @@ import contextlib
 import os
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -310,24 +311,33 @@ def _retrieval_columns(records: list[RunRecord], items: np.ndarray, reference: R
                        ) -> dict[str, list[Any]]:
     """The :data:`RETRIEVAL_COLUMNS` of a batch of records (``items``: their items'
     positions in ``reference``): a judged record's own fields (``Journal.reference``), and
-    the contexts of a line that holds them judged here."""
-    lines = [r.contexts_line for r in records]
-    ranks = [r.gold_ranks for r in records]
-    counts = [r.gold_n for r in records]
-    blamed: list[str | None] = [None] * len(records)
+    the contexts of a line that holds them judged here. Each field is gathered by
+    ``map`` and only the runs to judge or attribute are visited one by one (a loop over
+    every run took ~0.35 s at 400k runs)."""
+    lines = list(map(_CONTEXTS_LINE, records))
+    ranks = list(map(_GOLD_RANKS, records))
+    counts = list(map(_GOLD_N, records))
+    kinds = list(map(_FAILURE_KIND, records))
     every = reference.items
-    gold = reference.gold_contexts
-    for at, record in enumerate(records):
-        if record.contexts_line is None and record.contexts is not None:  # not judged yet
-            item = every[items[at]]
-            ranks[at], counts[at] = judge_contexts(record.contexts, gold.get(item.id, ()),
-                                                   item.label)
-            lines[at] = contexts_line(record.contexts, record.contexts_cut)
-        if record.failure_kind in ATTRIBUTED and counts[at] is not None:
-            blamed[at] = attribute(record.failure_kind, ranks[at], counts[at],
-                                   every[items[at]].label)
-    cuts = [r.contexts_cut for r in records]
+    if None in lines:  # a line with its passages (not judged when journaled)
+        gold = reference.gold_contexts
+        for at, record in enumerate(records):
+            if lines[at] is None and record.contexts is not None:
+                item = every[items[at]]
+                ranks[at], counts[at] = judge_contexts(record.contexts, gold.get(item.id, ()),
+                                                       item.label)
+                lines[at] = contexts_line(record.contexts, record.contexts_cut)
+    blamed: list[str | None] = [None] * len(records)
+    places = items.tolist()
+    for at in [at for at, kind in enumerate(kinds) if kind in ATTRIBUTED]:
+        if counts[at] is not None:
+            blamed[at] = attribute(kinds[at], ranks[at], counts[at], every[places[at]].label)
+    cuts = list(map(_CONTEXTS_CUT, records))
     return dict(zip(RETRIEVAL_COLUMNS, (lines, ranks, counts, blamed, cuts), strict=True))
+
+
+_CONTEXTS_LINE, _GOLD_RANKS, _GOLD_N, _FAILURE_KIND, _CONTEXTS_CUT = map(attrgetter, (
+    "contexts_line", "gold_ranks", "gold_n", "failure_kind", "contexts_cut"))
 
 
 def compact_journal(journal: Journal) -> bool:
