@@ -13,12 +13,15 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from cli_support import hr
 from openai_batch_server import FakeOpenAIBatchServer
 
 from flows import hr_benchmark, hr_compare, hr_judge_validate
+from hr_core.core.errors import HrTypeError, SpecError
 from hr_core.judge import hr_judge_config
+from hr_core.judge.jury import hr_judge_jury
 from hr_core.models.providers.batch_files import BatchCallError
-from hr_core.run.batch.judging import BatchesWaiting
+from hr_core.run.batch.judging import BatchesWaiting, BatchJudging
 from hr_core.run.batch.ledger import BatchLedger
 from hr_core.run.batch.pending import BatchesSubmitted
 
@@ -163,3 +166,79 @@ def test_judge_validate_through_a_batch_gives_the_live_record(
     assert server.book.billed_usd("batch") == pytest.approx(live_bill / 2)
     assert BatchLedger(tmp_path / "batch" / live.hash / "batches").outcome_counts() == {
         "succeeded": 16}
+
+
+def _judge_file(tmp_path: Path, server: FakeOpenAIBatchServer) -> Path:
+    path = tmp_path / "judge.yaml"
+    path.write_text(f"""\
+mode: pairwise
+rubric: {RUBRIC}
+model: {{provider: openai, model: gpt-judge, base_url: "{server.url}", api_key_env: {KEY_ENV},
+         prices: {{input: 1.0, output: 4.0}}, params: {{max_tokens: 64}}, batch: true}}
+""")
+    return path
+
+
+def test_hr_compare_submit_only_then_hr_compare_collects_and_hr_cancel_knows_the_folder(
+        prefect_harness: None, server: FakeOpenAIBatchServer, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    bench = hr_benchmark({"right": right, "half": half}, ITEMS, store=str(tmp_path))
+    judge = _judge_file(tmp_path, server)
+    server.book.polls = 2
+    code, out, err = hr(capsys, "compare", bench.run_dir, "--judge", judge, "--arms",
+                        "right", "half", "--submit-only")
+    assert code == 0, err
+    out = " ".join(out.split())  # the console wraps long lines
+    assert "1 judge batch(es) of 20 request(s) are running at the provider" in out
+    assert f"run `hr compare {bench.run_dir} --judge {judge} --arms right half` again" in out
+    (folder,) = (Path(bench.run_dir) / "comparisons").iterdir()
+    assert f"`hr cancel {folder}` cancels them" in out
+    code, out, err = hr(capsys, "compare", bench.run_dir, "--judge", judge, "--arms",
+                        "right", "half")
+    assert code == 0, err
+    assert "(judge): in_progress, canceled 0, errored 0, expired 0, processing 10, " \
+        "succeeded 10" in out  # the polls' lines
+    assert "(judge): ended, canceled 0, errored 0, expired 0, processing 0, succeeded 20" in out
+    assert "Pairwise comparison" in out
+    assert server.book.created == 1 and server.book.twice() == []
+    code, out, err = hr(capsys, "cancel", folder)
+    assert code == 0, err
+    assert "no batch to cancel" in " ".join(out.split())
+
+
+def test_hr_cancel_cancels_a_comparisons_open_batch(
+        prefect_harness: None, server: FakeOpenAIBatchServer, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    bench = hr_benchmark({"right": right, "half": half}, ITEMS, store=str(tmp_path))
+    judge = _judge_file(tmp_path, server)
+    server.book.polls = 50
+    assert hr(capsys, "compare", bench.run_dir, "--judge", judge, "--arms", "right", "half",
+              "--submit-only")[0] == 0
+    (folder,) = (Path(bench.run_dir) / "comparisons").iterdir()
+    code, out, err = hr(capsys, "cancel", folder)
+    assert code == 0, err
+    assert "asked the provider to cancel 1 batch(es)" in " ".join(out.split())
+    assert [job.state for job in server.book.jobs.values()] == ["cancelling"]
+
+
+def test_an_interrupt_while_judge_batches_run_says_how_to_collect_them(
+        server: FakeOpenAIBatchServer, tmp_path: Path) -> None:
+    config = _judge(server, batch=True)
+    judging = BatchJudging(tmp_path / "cmp", config, config.chat_model(),
+                           command="hr compare RUN --judge J.yaml --arms a b")
+    line = judging.interrupt()
+    assert line.startswith("some judge requests are not answered yet")
+    assert "run `hr compare RUN --judge J.yaml --arms a b` again" in line
+    assert f"`hr cancel {tmp_path / 'cmp'}` cancels them" in line
+
+
+def test_bad_batch_options_and_a_batched_jury_are_refused_in_one_line(
+        server: FakeOpenAIBatchServer, tmp_path: Path) -> None:
+    bench = hr_benchmark({"right": right, "half": half}, ITEMS, store=str(tmp_path))
+    with pytest.raises(HrTypeError, match=r"batch has no option 'poll'"):
+        hr_compare(bench.run_dir, ["right", "half"], _judge(server, True), batch={"poll": 0})
+    grade = [hr_judge_config({"model": f"openai:gpt-judge-{batch}", "base_url": server.url,
+                              "batch": batch}, RUBRIC, mode="grade") for batch in (True, False)]
+    jury = hr_judge_jury(grade)
+    with pytest.raises(SpecError, match="a jury's members are called live"):
+        hr_judge_validate(jury, [], store=str(tmp_path / "j"))
