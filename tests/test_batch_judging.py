@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 import pytest
 from cli_support import hr
+from anthropic_batch_server import FakeAnthropicBatchServer
 from openai_batch_server import FakeOpenAIBatchServer
 
 from flows import hr_benchmark, hr_compare, hr_judge_validate
@@ -21,6 +22,7 @@ from hr_core.core.errors import HrTypeError, SpecError
 from hr_core.judge import hr_judge_config
 from hr_core.judge.jury import hr_judge_jury
 from hr_core.models.providers.batch_files import BatchCallError
+from hr_core.run import interrupt
 from hr_core.run.batch.judging import BatchesWaiting, BatchJudging
 from hr_core.run.batch.ledger import BatchLedger
 from hr_core.run.batch.pending import BatchesSubmitted
@@ -44,7 +46,10 @@ def half(payload: dict[str, Any]) -> str:
 def judge_reply(body: dict[str, Any]) -> str:
     """The served judge: the candidate equal to the reference wins; when both are, the
     first shown (a position bias: the two orders disagree)."""
-    material = json.loads(body["messages"][-1]["content"].split("\n", 1)[1])
+    content = body["messages"][-1]["content"]
+    if not isinstance(content, str):  # Anthropic's content blocks
+        content = "".join(block.get("text", "") for block in content)
+    material = json.loads(content.split("\n", 1)[1])
     shown, reference = material["candidates"], material["reference"]
     verdict = ("A" if shown["A"].lower() == reference else
                "B" if shown["B"].lower() == reference else "tie")
@@ -64,6 +69,28 @@ def _judge(server: FakeOpenAIBatchServer, batch: bool) -> Any:
                             "prices": {"input": 1.0, "output": 4.0},
                             "params": {"max_tokens": 64}},
                            RUBRIC, mode="pairwise")
+
+
+def test_a_batched_anthropic_judge_gives_the_live_verdicts_at_the_batch_rate(
+        prefect_harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-ant-judge")
+    bench = hr_benchmark({"right": right, "half": half}, ITEMS, store=str(tmp_path))
+    with FakeAnthropicBatchServer(reply=judge_reply, api_key="sk-ant-judge") as server:
+        def judge(batch: bool) -> Any:
+            return hr_judge_config({"model": "anthropic:claude-judge", "base_url": server.url,
+                                    "api_key_env": KEY_ENV, "batch": batch,
+                                    "prices": {"input": 3.0, "output": 15.0},
+                                    "params": {"max_tokens": 64}}, RUBRIC, mode="pairwise")
+
+        live = hr_compare(bench, ["right", "half"], judge(False), model=judge(False)
+                          .chat_model())
+        live_bill = server.book.billed_usd("live")
+        batched = hr_compare(bench.run_dir, ["right", "half"], judge(True), batch=FAST)
+        assert _pairs(batched) == _pairs(live)
+        assert batched.summary().iloc[0]["a_wins"] == 5
+        assert server.book.created == 1 and len(server.book.submitted) == 20
+        assert server.book.billed_usd("batch") == pytest.approx(live_bill / 2)
+        assert server.book.twice() == []
 
 
 def _pairs(comparison: Any) -> list[tuple[Any, ...]]:
@@ -219,6 +246,30 @@ def test_hr_cancel_cancels_a_comparisons_open_batch(
     assert code == 0, err
     assert "asked the provider to cancel 1 batch(es)" in " ".join(out.split())
     assert [job.state for job in server.book.jobs.values()] == ["cancelling"]
+
+
+def test_ctrl_c_while_waiting_leaves_the_batch_running_and_the_same_call_collects_it(
+        prefect_harness: None, server: FakeOpenAIBatchServer, tmp_path: Path) -> None:
+    bench = hr_benchmark({"right": right, "half": half}, ITEMS, store=str(tmp_path))
+    judge = _judge(server, batch=True)
+    server.book.polls = 3
+    seen: list[str] = []
+
+    def ctrl_c(label: str, status: Any) -> None:  # what hr's SIGINT handler does first
+        seen.append(status.state)
+        interrupt.request_stop()
+
+    try:
+        with pytest.raises(BatchesWaiting, match=r"1 judge batch\(es\) of 20 request\(s\) keep "
+                                                 r"running at the provider: run `hr compare"):
+            hr_compare(bench.run_dir, ["right", "half"], judge,
+                       batch={"poll_s": 0, "on_status": ctrl_c})
+    finally:
+        interrupt.clear_stop()
+    assert seen == ["in_progress"] and server.book.created == 1
+    comparison = hr_compare(bench.run_dir, ["right", "half"], judge, batch=FAST)
+    assert comparison.summary().iloc[0]["a_wins"] == 5
+    assert server.book.created == 1 and server.book.twice() == []
 
 
 def test_an_interrupt_while_judge_batches_run_says_how_to_collect_them(
