@@ -13,8 +13,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from cli_support import hr
 from anthropic_batch_server import FakeAnthropicBatchServer
+from cli_support import hr
 from openai_batch_server import FakeOpenAIBatchServer
 
 from flows import hr_benchmark, hr_compare, hr_judge_validate
