@@ -165,8 +165,9 @@ class BatchJudging:
             parts.append(f"{batches} judge batch(es) of {requests} request(s) keep running "
                          "at the provider")
         what = "; ".join(parts) or "some judge requests are not answered yet"
-        return (f"{what}: run `{self.command}` again to collect them (nothing is paid twice; "
-                f"`hr cancel {self.folder}` cancels them)")
+        cancel = f"; `hr cancel {self.folder}` cancels them" if batches else ""
+        return (f"{what}: run `{self.command}` again to collect them (nothing is paid "
+                f"twice{cancel})")
 
     def interrupt(self) -> str:
         """What Ctrl-C adds (``hr_core.run.interrupt``): the batches keep running."""
