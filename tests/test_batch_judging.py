@@ -292,3 +292,25 @@ def test_bad_batch_options_and_a_batched_jury_are_refused_in_one_line(
     jury = hr_judge_jury(grade)
     with pytest.raises(SpecError, match="a jury's members are called live"):
         hr_judge_validate(jury, [], store=str(tmp_path / "j"))
+
+
+def test_hr_judge_validate_submit_only_then_the_same_command_saves_the_record(
+        prefect_harness: None, server: FakeOpenAIBatchServer, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    labels = tmp_path / "labels.csv"
+    pd.DataFrame([{"item": f"Q{i}", "a": f"a{i}", "b": "no idea" if i % 2 else f"A{i}",
+                   "reference": f"a{i}", "human": "A" if i % 2 else "tie"}
+                  for i in range(6)]).to_csv(labels, index=False)
+    judge, store = _judge_file(tmp_path, server), tmp_path / "judges"
+    code, out, err = hr(capsys, "judge", "validate", judge, labels, "--store", store,
+                        "--submit-only")
+    assert code == 0, err
+    out = " ".join(out.split())
+    assert "1 judge batch(es) of 12 request(s) are running at the provider" in out
+    assert f"run `hr judge validate {judge} {labels} --store {store}` again" in out
+    assert not list(store.glob("*.json"))  # no record before every verdict is in
+    code, out, err = hr(capsys, "judge", "validate", judge, labels, "--store", store)
+    assert code == 0, err
+    (record,) = store.glob("*.json")
+    assert json.loads(record.read_text())["n"] == 6
+    assert server.book.created == 1 and server.book.twice() == []
