@@ -18,7 +18,7 @@ from cli_support import hr
 from openai_batch_server import FakeOpenAIBatchServer
 
 from flows import hr_benchmark, hr_compare, hr_judge_validate
-from hr_core.core.errors import HrTypeError, SpecError
+from hr_core.core.errors import HrTypeError, RunLockedError, SpecError
 from hr_core.judge import hr_judge_config
 from hr_core.judge.jury import hr_judge_jury
 from hr_core.models.providers.batch_files import BatchCallError
@@ -26,6 +26,7 @@ from hr_core.run import interrupt
 from hr_core.run.batch.judging import BatchesWaiting, BatchJudging
 from hr_core.run.batch.ledger import BatchLedger
 from hr_core.run.batch.pending import BatchesSubmitted
+from hr_core.store.lock import RunLock
 
 ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}"} for i in range(10)]
 RUBRIC = "Which answer is right?"
@@ -314,3 +315,19 @@ def test_hr_judge_validate_submit_only_then_the_same_command_saves_the_record(
     (record,) = store.glob("*.json")
     assert json.loads(record.read_text())["n"] == 6
     assert server.book.created == 1 and server.book.twice() == []
+
+
+def test_a_second_invocation_on_the_same_ledger_is_refused_naming_the_first(
+        prefect_harness: None, server: FakeOpenAIBatchServer, tmp_path: Path) -> None:
+    bench = hr_benchmark({"right": right, "half": half}, ITEMS, store=str(tmp_path))
+    judge = _judge(server, batch=True)
+    folder = Path(bench.run_dir) / "comparisons" / f"{judge.hash[:12]}-right-vs-half"
+    first = RunLock(folder)
+    first.acquire()
+    try:
+        with pytest.raises(RunLockedError, match=r"the batched judge of .* is being run by"):
+            hr_compare(bench.run_dir, ["right", "half"], judge, batch=FAST)
+    finally:
+        first.release()
+    assert server.book.created == 0
+    assert len(hr_compare(bench.run_dir, ["right", "half"], judge, batch=FAST).pairs) == 10

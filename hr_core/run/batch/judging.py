@@ -37,6 +37,7 @@ from hr_core.run import interrupt
 from hr_core.run.batch.engine import BatchEngine, StatusFn
 from hr_core.run.batch.pending import BatchesSubmitted, BatchPending
 from hr_core.run.budget import BudgetLedger
+from hr_core.store.lock import RunLock
 
 __all__ = ["BATCH_OPTIONS", "BatchJudging", "BatchesWaiting", "batch_options"]
 
@@ -113,11 +114,14 @@ class BatchJudging:
         """``judge_pass(model)`` until it returns (every call answered from the ledger).
 
         Raises:
+            RunLockedError: another invocation uses the same ledger.
             BatchesSubmitted: ``submit_only``, once the pending requests are submitted.
             BatchesWaiting: batches still running (Ctrl-C, ``max_seconds``) or requests
                 expired unanswered: run the command again.
         """
         engine = self.engine
+        lock = RunLock(self.folder, label=f"the batched judge of {self.folder}")
+        lock.acquire()  # one invocation per ledger (a second one: RunLockedError)
         interrupt.register(self)
         try:
             await engine.reconcile()
@@ -141,6 +145,7 @@ class BatchJudging:
                 await engine.wait()
         finally:
             interrupt.unregister(self)
+            lock.release()
             await engine.aclose()
 
     def _open(self) -> tuple[int, int]:
