@@ -14,6 +14,7 @@ from prefect.runtime import flow_run
 from prefect.states import Completed
 
 from flows._sync import run_to_end
+from flows.benchmark import _publishing  # hr-benchmark's batch progress, shared
 from flows.clients import in_prefect, with_run_name
 from flows.hrflow import hr_flow
 from flows.judge_validate import log_belongs_to
@@ -25,6 +26,7 @@ from hr_core.data.reference import Reference
 from hr_core.judge.pairwise import Comparison, comparison_rows
 from hr_core.run.batch.judging import batch_options
 from hr_core.run.batch.pending import BatchesSubmitted
+from tasks.benchmark import ProgressPublisher
 from tasks.compare import judge_comparison_batched, judge_comparison_chunk, publish_comparison
 
 __all__ = ["compare_flow", "hr_compare", "hr_compare_async"]
@@ -100,9 +102,13 @@ async def compare_flow(
     items = None if reference is None else {item.id: item for item in reference}
     rows, skipped = comparison_rows(bench, job.arms, items)
     if job.config.batch:  # one task: its passes collect, submit, wait and serve
+        # the batches' counts while hr waits: the flow run's progress artifact too, as
+        # hr-benchmark's (its own key: the benchmark's progress stays as it ended)
+        progress = ProgressPublisher(f"{bench.manifest.name or 'benchmark'}-comparison")
+        options = {**job.batch, "on_status": _publishing(job.batch.get("on_status"), progress)}
         batched = await judge_comparison_batched(
             job.config, job.model, rows, job.arms, job.concurrency, str(_batch_folder(job)),
-            job.batch)
+            options)
         if isinstance(batched, BatchesSubmitted):  # submit_only: did what it was asked
             job.submitted = batched
             return Completed(message=str(batched))  # type: ignore[return-value]

@@ -6,6 +6,7 @@ a second invocation paying no request twice."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,9 @@ import pandas as pd
 import pytest
 from anthropic_batch_server import FakeAnthropicBatchServer
 from cli_support import hr
+from deploy_support import run_artifacts
 from openai_batch_server import FakeOpenAIBatchServer
+from prefect.client.orchestration import get_client
 
 from flows import hr_benchmark, hr_compare, hr_judge_validate
 from hr_core.core.errors import HrTypeError, RunLockedError, SpecError
@@ -94,6 +97,11 @@ def test_a_batched_anthropic_judge_gives_the_live_verdicts_at_the_batch_rate(
         assert server.book.twice() == []
 
 
+async def _artifacts(flow_run_id: Any) -> list[Any]:
+    async with get_client() as client:
+        return await run_artifacts(client, flow_run_id)
+
+
 def _pairs(comparison: Any) -> list[tuple[Any, ...]]:
     pairs = comparison.pairs.sort_values(["item_id", "run"])
     return list(zip(pairs["item_id"], pairs["status"], pairs["winner"],
@@ -112,6 +120,10 @@ def test_a_batched_pairwise_judge_gives_the_live_verdicts_at_the_batch_rate(
                          batch=FAST)
     assert _pairs(batched) == _pairs(live)
     assert batched.summary().to_dict() == live.summary().to_dict()
+    shown = [str(a.description) for a in asyncio.run(_artifacts(
+        batched.manifest["flow_run_id"])) if a.type == "progress"]
+    assert len(shown) == 1 and shown[0].startswith("batch batch\\_")  # markdown-escaped
+    assert "(judge): " in shown[0]
     row = batched.summary().iloc[0]
     assert (row["a_wins"], row["b_wins"], row["no_verdict"]) == (5, 0, 5)
     # 10 pairs x 2 orders, all in one batch; none live; each billed once at half the price
