@@ -31,7 +31,8 @@ from openai_batch_server import FakeOpenAIBatchServer
 
 from hr_core.judge import hr_judge_config
 from hr_core.judge.pairwise import ComparisonRow, judge_rows
-from hr_core.run.batch.judging import BatchesWaiting, BatchJudging
+from hr_core.run.batch.judging import BatchJudging
+from hr_core.run.batch.pending import BatchesWaiting
 
 KEY_ENV = "HR_BENCH_JUDGE_KEY"
 ARMS = ["right", "half"]

@@ -14,7 +14,7 @@ from prefect.runtime import flow_run
 from prefect.states import Completed
 
 from flows._sync import run_to_end
-from flows.benchmark import _publishing  # hr-benchmark's batch progress, shared
+from flows.benchmark import publishing  # hr-benchmark's batch progress, shared
 from flows.clients import in_prefect, with_run_name
 from flows.hrflow import hr_flow
 from flows.judge_validate import log_belongs_to
@@ -105,7 +105,7 @@ async def compare_flow(
         # the batches' counts while hr waits: the flow run's progress artifact too, as
         # hr-benchmark's (its own key: the benchmark's progress stays as it ended)
         progress = ProgressPublisher(f"{bench.manifest.name or 'benchmark'}-comparison")
-        options = {**job.batch, "on_status": _publishing(job.batch.get("on_status"), progress)}
+        options = {**job.batch, "on_status": publishing(job.batch.get("on_status"), progress)}
         batched = await judge_comparison_batched(
             job.config, job.model, rows, job.arms, job.concurrency, str(_batch_folder(job)),
             options)
@@ -167,7 +167,7 @@ def hr_compare(
             collects them), ``poll_s``, ``on_status``, and ``command`` (the command the
             lines name). A batched judge whose batches have not all answered when the
             wait stops (Ctrl-C) or whose requests expired raises
-            :class:`~hr_core.run.batch.judging.BatchesWaiting` saying to run the same
+            :class:`~hr_core.run.batch.pending.BatchesWaiting` saying to run the same
             call again: nothing is paid twice, no request counts as a verdict it never got.
 
     Example (not run as a doctest: it needs a server, a model or a run)::

@@ -26,9 +26,9 @@ from hr_core.judge import hr_judge_config
 from hr_core.judge.jury import hr_judge_jury
 from hr_core.models.providers.batch_files import BatchCallError
 from hr_core.run import interrupt
-from hr_core.run.batch.judging import BatchesWaiting, BatchJudging
+from hr_core.run.batch.judging import BatchJudging
 from hr_core.run.batch.ledger import BatchLedger
-from hr_core.run.batch.pending import BatchesSubmitted
+from hr_core.run.batch.pending import BatchesSubmitted, BatchesWaiting
 from hr_core.store.lock import RunLock
 
 ITEMS = [{"id": f"q{i}", "question": f"Q{i}", "label": f"a{i}"} for i in range(10)]

@@ -31,26 +31,20 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from hr_core.core.errors import HrError, HrTypeError, SpecError
+from hr_core.core.errors import HrTypeError, SpecError
 from hr_core.models.spec import ModelSpec
 from hr_core.run import interrupt
 from hr_core.run.batch.engine import BatchEngine, StatusFn
-from hr_core.run.batch.pending import BatchesSubmitted, BatchPending
+from hr_core.run.batch.pending import BatchesSubmitted, BatchesWaiting, BatchPending
 from hr_core.run.budget import BudgetLedger
 from hr_core.store.lock import RunLock
 
-__all__ = ["BATCH_OPTIONS", "BatchJudging", "BatchesWaiting", "batch_options"]
+__all__ = ["BATCH_OPTIONS", "BatchJudging", "batch_options"]
 
 BATCH_OPTIONS = ("submit_only", "poll_s", "on_status", "command")
 """What a batched judge's ``batch=`` options may say (:func:`batch_options`)."""
 
 T = TypeVar("T")
-
-
-class BatchesWaiting(HrError):
-    """A batched judge's answers are not all in (batches still running when the wait
-    stopped, or requests that expired unanswered): nothing was judged as wrong; running
-    the same command again collects (or resubmits) them."""
 
 
 class _Journal:
