@@ -46,7 +46,8 @@ from tasks.benchmark import (
 from tasks.limits import ProviderLimit, ensure_provider_limits, limit_arms
 from tasks.remote import run_chunks_submitted
 
-__all__ = ["Invocation", "benchmark_flow", "call_flow", "flow_parameters", "plan_from_spec"]
+__all__ = ["Invocation", "benchmark_flow", "call_flow", "flow_parameters", "plan_from_spec",
+           "publishing"]
 
 PROGRESS_INTERVAL_S = 1.0
 CALLBACK_INTERVAL_S = 0.25
@@ -129,7 +130,7 @@ async def _run(session: BenchmarkSession, on_progress: ProgressFn | None,
         watchers.append(asyncio.ensure_future(session.watch(
             lambda rows: [on_progress(*row) for row in rows], CALLBACK_INTERVAL_S)))
     if session.batch is not None:  # the batches' counts while hr waits: the artifact too
-        session.batch.on_status = _publishing(session.batch.on_status, progress)
+        session.batch.on_status = publishing(session.batch.on_status, progress)
     started = loop.time()
 
     async def one_pass() -> None:
@@ -242,7 +243,7 @@ async def _benchmark(invocation: Invocation) -> Benchmark:
     return bench
 
 
-def _publishing(shown: StatusFn | None, progress: ProgressPublisher) -> StatusFn:
+def publishing(shown: StatusFn | None, progress: ProgressPublisher) -> StatusFn:
     """An ``on_status`` that also shows every polled batch's counts as the flow run's
     progress artifact (besides ``shown``, the caller's: the terminal's lines)."""
     statuses: dict[str, tuple[str, BatchStatus]] = {}

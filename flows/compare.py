@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 from prefect import tags
 from prefect.runtime import flow_run
+from prefect.states import Completed
 
 from flows._sync import run_to_end
+from flows.benchmark import publishing  # hr-benchmark's batch progress, shared
 from flows.clients import in_prefect, with_run_name
 from flows.hrflow import hr_flow
 from flows.judge_validate import log_belongs_to
@@ -22,7 +24,10 @@ from hr_core.core.checks import positive_int
 from hr_core.core.errors import HrTypeError, SpecError
 from hr_core.data.reference import Reference
 from hr_core.judge.pairwise import Comparison, comparison_rows
-from tasks.compare import judge_comparison_chunk, publish_comparison
+from hr_core.run.batch.judging import batch_options
+from hr_core.run.batch.pending import BatchesSubmitted
+from tasks.benchmark import ProgressPublisher
+from tasks.compare import judge_comparison_batched, judge_comparison_chunk, publish_comparison
 
 __all__ = ["compare_flow", "hr_compare", "hr_compare_async"]
 
@@ -31,12 +36,31 @@ class _Comparing:
     """The resolved inputs of one comparison (holds the model, which may hold a key:
     never a flow parameter)."""
 
-    __slots__ = ("arms", "bench", "chunk_size", "concurrency", "config", "model", "reference")
+    __slots__ = ("arms", "batch", "bench", "chunk_size", "concurrency", "config", "model",
+                 "reference", "submitted")
 
     def __init__(self, bench: Benchmark, arms: list[str], config: Any, model: Any,
-                 reference: Reference | None, concurrency: int, chunk_size: int) -> None:
+                 reference: Reference | None, concurrency: int, chunk_size: int,
+                 batch: dict[str, Any] | None = None) -> None:
         self.bench, self.arms, self.config, self.model = bench, arms, config, model
         self.reference, self.concurrency, self.chunk_size = reference, concurrency, chunk_size
+        self.batch = batch or {}  # a batched judge's options (submit_only, poll_s, ...)
+        self.submitted: BatchesSubmitted | None = None  # submit_only: batches submitted
+
+
+def _stem(judge_hash: str, arms: Sequence[str]) -> str:
+    """A comparison's file stem under ``RUN_DIR/comparisons/``."""
+    return f"{judge_hash[:12]}-{'-vs-'.join(arms)}"
+
+
+def _batch_folder(job: _Comparing) -> Path:
+    """Where a batched judge's ledger goes: ``RUN_DIR/comparisons/<stem>/batches/``."""
+    run_dir = job.bench.run_dir
+    if run_dir is None or "://" in run_dir:
+        raise SpecError("a judge with batch: true compares the arms of a run stored in a "
+                        "local folder (its batch ledger is kept there): load the run from "
+                        "its folder, or remove batch: true")
+    return Path(run_dir) / "comparisons" / _stem(job.config.hash, job.arms)
 
 
 def _save(comparison: Comparison, bench: Benchmark) -> str | None:
@@ -44,7 +68,7 @@ def _save(comparison: Comparison, bench: Benchmark) -> str | None:
         return None
     folder = Path(bench.run_dir) / "comparisons"
     folder.mkdir(parents=True, exist_ok=True)
-    stem = f"{str(comparison.manifest['judge_hash'])[:12]}-{'-vs-'.join(comparison.arms)}"
+    stem = _stem(str(comparison.manifest["judge_hash"]), comparison.arms)
     comparison.pairs.to_parquet(folder / f"{stem}.parquet", index=False)
     comparison.summary().to_csv(folder / f"{stem}-summary.csv", index=False)
     return str(folder / f"{stem}.parquet")
@@ -77,11 +101,25 @@ async def compare_flow(
     reference = job.reference if job.reference is not None else bench.reference
     items = None if reference is None else {item.id: item for item in reference}
     rows, skipped = comparison_rows(bench, job.arms, items)
-    chunks = [rows[i:i + job.chunk_size] for i in range(0, len(rows), job.chunk_size)]
-    results = await asyncio.gather(*(
-        judge_comparison_chunk(job.config, job.model, chunk, job.arms, job.concurrency, index)
-        for index, chunk in enumerate(chunks)
-    ))
+    if job.config.batch:  # one task: its passes collect, submit, wait and serve
+        # the batches' counts while hr waits: the flow run's progress artifact too, as
+        # hr-benchmark's (its own key: the benchmark's progress stays as it ended)
+        progress = ProgressPublisher(f"{bench.manifest.name or 'benchmark'}-comparison")
+        options = {**job.batch, "on_status": publishing(job.batch.get("on_status"), progress)}
+        batched = await judge_comparison_batched(
+            job.config, job.model, rows, job.arms, job.concurrency, str(_batch_folder(job)),
+            options)
+        if isinstance(batched, BatchesSubmitted):  # submit_only: did what it was asked
+            job.submitted = batched
+            return Completed(message=str(batched))  # type: ignore[return-value]
+        results = [batched]
+    else:
+        chunks = [rows[i:i + job.chunk_size] for i in range(0, len(rows), job.chunk_size)]
+        results = await asyncio.gather(*(
+            judge_comparison_chunk(job.config, job.model, chunk, job.arms, job.concurrency,
+                                   index)
+            for index, chunk in enumerate(chunks)
+        ))
     run_id = flow_run.get_id()
     manifest = {
         "benchmark_run_id": bench.run_id, "benchmark_run_dir": bench.run_dir,
@@ -104,6 +142,7 @@ def hr_compare(
     reference: Reference | None = None,
     concurrency: int = 16,
     chunk_size: int = 500,
+    batch: Mapping[str, Any] | None = None,
 ) -> Comparison:
     """Compare arms of a finished benchmark with a pairwise or select judge.
 
@@ -121,6 +160,15 @@ def hr_compare(
         reference: the reference set (default: the one stored with the run).
         concurrency: judgements in flight.
         chunk_size: (item, run) rows per Prefect task.
+        batch: options for a judge with ``batch: true`` (its calls through the provider's
+            batch API, the ledger in ``RUN_DIR/comparisons/<stem>/batches/``), as
+            ``hr_benchmark``'s: ``{"submit_only": True}`` submits the batches and raises
+            :class:`~hr_core.run.batch.pending.BatchesSubmitted` (the same call again
+            collects them), ``poll_s``, ``on_status``, and ``command`` (the command the
+            lines name). A batched judge whose batches have not all answered when the
+            wait stops (Ctrl-C) or whose requests expired raises
+            :class:`~hr_core.run.batch.pending.BatchesWaiting` saying to run the same
+            call again: nothing is paid twice, no request counts as a verdict it never got.
 
     Example (not run as a doctest: it needs a server, a model or a run)::
 
@@ -131,7 +179,7 @@ def hr_compare(
     """
     return run_to_end(hr_compare_async(benchmark, arms, judge, model=model,
                                        reference=reference, concurrency=concurrency,
-                                       chunk_size=chunk_size))
+                                       chunk_size=chunk_size, batch=batch))
 
 
 def hr_compare_async(
@@ -143,6 +191,7 @@ def hr_compare_async(
     reference: Reference | None = None,
     concurrency: int = 16,
     chunk_size: int = 500,
+    batch: Mapping[str, Any] | None = None,
 ) -> Coroutine[Any, Any, Comparison]:
     """:func:`hr_compare` for async code: ``comparison = await hr_compare_async(...)``.
 
@@ -174,7 +223,9 @@ def hr_compare_async(
         if bench.run_dir is not None and "://" not in bench.run_dir:
             cache = str(Path(bench.run_dir) / "judge_responses.sqlite")
         model = judge.chat_model(cache=cache, concurrency=concurrency)
-    job = _Comparing(bench, arms, judge, model, reference, concurrency, chunk_size)
+    command = f"hr compare {bench.run_dir} --judge JUDGE.yaml --arms {' '.join(arms)}"
+    job = _Comparing(bench, arms, judge, model, reference, concurrency, chunk_size,
+                     batch_options("hr_compare", batch, command))
     name = str(bench.manifest.name or "benchmark")
     facts = {"name": name, "run_id": bench.run_id,
              "flow_run_id": bench.manifest.flow_run_id, "run_dir": bench.run_dir}
@@ -193,4 +244,6 @@ async def _call(named: Any, job: _Comparing, parameters: dict[str, Any],
             comparison: Comparison = await in_prefect(named(**parameters))
     finally:
         _JOB.reset(token)
+    if job.submitted is not None:  # submit_only: the batches run at the provider
+        raise job.submitted
     return comparison

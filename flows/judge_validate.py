@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Coroutine, Mapping, Sequence
+from pathlib import Path
 from typing import Any, cast
 
 from prefect import get_run_logger, tags
 from prefect.blocks.system import Secret
+from prefect.states import Completed
 
 from flows._invocation import InvocationVar
 from flows._sync import run_to_end
@@ -23,8 +25,10 @@ from hr_core.judge.jury import AnyJudge, JudgeJury, JuryModels, hr_judge_jury
 from hr_core.judge.labelled import LabelledRow
 from hr_core.judge.validation import JudgeValidation, labelled_rows
 from hr_core.models.base import ChatModel
+from hr_core.run.batch.judging import batch_options
+from hr_core.run.batch.pending import BatchesSubmitted
 from hr_core.store.manifest import read_manifest
-from tasks.judge import judge_chunk, save_judge_validation
+from tasks.judge import judge_chunk, judge_chunk_batched, save_judge_validation
 
 __all__ = ["hr_judge_validate", "hr_judge_validate_async", "judge_validate_flow"]
 
@@ -35,13 +39,15 @@ class _Invocation:
     """What a call from Python passes that is not a Prefect parameter (the model object
     may hold an API key: it never becomes a flow parameter)."""
 
-    __slots__ = ("config", "model", "rows")
+    __slots__ = ("batch", "config", "model", "rows", "submitted")
 
     def __init__(self, config: AnyJudge, model: ChatModel | JuryModels,
-                 rows: list[LabelledRow]) -> None:
+                 rows: list[LabelledRow], batch: dict[str, Any] | None = None) -> None:
         self.config = config
         self.model = model
         self.rows = rows
+        self.batch = batch or {}  # a batched judge's options (submit_only, poll_s, ...)
+        self.submitted: BatchesSubmitted | None = None  # submit_only: batches submitted
 
     def __repr__(self) -> str:
         return f"<judge validation of {self.config.hash[:12]}>"
@@ -139,10 +145,21 @@ async def _validate(invocation: _Invocation, store: str, concurrency: int,
     judge, rows = invocation.config, invocation.rows
     semaphore = asyncio.Semaphore(max(1, concurrency))
     size = max(1, chunk_size)
-    chunks: Sequence[list[JudgeResult]] = await asyncio.gather(*(
-        judge_chunk(judge, invocation.model, rows[start:start + size], index, semaphore)
-        for index, start in enumerate(range(0, len(rows), size))
-    ))
+    model = invocation.model
+    if isinstance(judge, JudgeConfig) and judge.batch and not isinstance(model, JuryModels):
+        # passes in one task (its ledger beside the record: <store>/<hash>/batches/)
+        batched = await judge_chunk_batched(judge, model, rows, concurrency,
+                                            str(Path(store) / judge.hash),
+                                            invocation.batch)
+        if isinstance(batched, BatchesSubmitted):  # submit_only: did what it was asked
+            invocation.submitted = batched
+            return Completed(message=str(batched))  # type: ignore[return-value]
+        chunks: Sequence[list[JudgeResult]] = [batched]
+    else:
+        chunks = await asyncio.gather(*(
+            judge_chunk(judge, invocation.model, rows[start:start + size], index, semaphore)
+            for index, start in enumerate(range(0, len(rows), size))
+        ))
     results = [result for chunk in chunks for result in chunk]
     record: JudgeValidation = await save_judge_validation(
         judge, results, [row.human for row in rows], store, [row.item for row in rows],
@@ -159,6 +176,7 @@ def hr_judge_validate(
     concurrency: int = 16,
     chunk_size: int = CHUNK_SIZE,
     benchmark: str | os.PathLike[str] | None = None,
+    batch: Mapping[str, Any] | None = None,
 ) -> JudgeValidation:
     """Judge items that people labelled and save the :class:`JudgeValidation` record.
 
@@ -181,6 +199,10 @@ def hr_judge_validate(
         benchmark: the run folder of the benchmark this validation belongs to (``hr
             judge validate --attach``): the flow run is named after it, tagged with its
             name and links its flow run.
+        batch: options for a judge with ``batch: true`` (its calls through the provider's
+            batch API, the ledger in ``<store>/<hash>/batches/``), as
+            :func:`~flows.compare.hr_compare`'s: ``submit_only``, ``poll_s``,
+            ``on_status``, ``command``.
 
     Example (not run as a doctest: it needs a server, a model or a run)::
 
@@ -192,7 +214,7 @@ def hr_judge_validate(
     """
     return run_to_end(hr_judge_validate_async(
         config, labelled, store=store, model=model, concurrency=concurrency,
-        chunk_size=chunk_size, benchmark=benchmark))
+        chunk_size=chunk_size, benchmark=benchmark, batch=batch))
 
 
 def hr_judge_validate_async(
@@ -204,6 +226,7 @@ def hr_judge_validate_async(
     concurrency: int = 16,
     chunk_size: int = CHUNK_SIZE,
     benchmark: str | os.PathLike[str] | None = None,
+    batch: Mapping[str, Any] | None = None,
 ) -> Coroutine[Any, Any, JudgeValidation]:
     """:func:`hr_judge_validate` for async code: ``await hr_judge_validate_async(...)``.
 
@@ -222,12 +245,17 @@ def hr_judge_validate_async(
     store = path_arg("hr_judge_validate", "store", store)
     positive_int("hr_judge_validate", "concurrency", concurrency)
     positive_int("hr_judge_validate", "chunk_size", chunk_size)
+    if isinstance(config, JudgeJury) and any(m.batch for m in config.members):
+        raise SpecError("hr_judge_validate: a jury's members are called live: remove batch: "
+                        "true from them (or validate each member alone, batched)")
     rows = labelled_rows(config, labelled)
     chosen = model if model is not None else config.chat_model(concurrency=concurrency)
     facts = benchmark_run_facts(benchmark)
     suffix = f"-for-{facts['name']}-{facts['run_id']}" if facts.get("name") else ""
     named = with_run_name(judge_validate_flow, f"judge-{config.hash[:12]}{suffix}")
-    return _call(named, _Invocation(config, chosen, rows), {
+    options = batch_options("hr_judge_validate", batch,
+                            f"hr judge validate JUDGE.yaml LABELS --store {store}")
+    return _call(named, _Invocation(config, chosen, rows, options), {
         "config": _config_args(config), "labelled": _labelled_text(labelled), "store": store,
         "concurrency": concurrency, "chunk_size": chunk_size,
         "benchmark": facts or None}, benchmark_tags(facts.get("name"), "judge"))
@@ -247,4 +275,6 @@ async def _call(named: Any, invocation: _Invocation, parameters: dict[str, Any],
             record: JudgeValidation = await in_prefect(named(**parameters))
     finally:
         _INVOCATION.reset(token)
+    if invocation.submitted is not None:  # submit_only: the batches run at the provider
+        raise invocation.submitted
     return record

@@ -280,9 +280,12 @@ def compare(
     arms: Annotated[list[str], typer.Option(
         "--arms", help="Arms to compare: --arms A B (two for pairwise, two or more for "
         "select; --arms A --arms B and --arms A,B work too).")],
+    submit_only: Annotated[bool, typer.Option("--submit-only", help="A judge with batch: "
+        "true: submit its requests as batches, return; the same hr compare collects.")
+                           ] = False,
 ) -> None:
     """Compare arms of a finished run with a judge (--arms A B)."""
-    compare_arms(console, run_dir, judge, [*arms, *ctx.args])
+    compare_arms(console, run_dir, judge, [*arms, *ctx.args], submit_only=submit_only)
 
 
 @app.command()
@@ -342,9 +345,12 @@ def judge_validate(
     store: Annotated[Path, typer.Option(help="Where validation records go.")] = Path("judges"),
     attach: Annotated[Path | None, typer.Option(
         file_okay=False, help="Also attach the record to this run directory's report.")] = None,
+    submit_only: Annotated[bool, typer.Option("--submit-only", help="A judge with batch: "
+        "true: submit its requests as batches, return; the same command collects.")
+                           ] = False,
 ) -> None:
     """Judge items people labelled and save the agreement record (JUDGE.yaml LABELS)."""
-    validate_judge(console, judge, labels, store=store, attach=attach)
+    validate_judge(console, judge, labels, store=store, attach=attach, submit_only=submit_only)
 
 
 @judge_app.command("import", context_settings={"allow_extra_args": True})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -18,12 +19,17 @@ __all__ = ["cancel_run_batches", "status_printer"]
 
 
 def cancel_run_batches(console: Console, run_dir: str) -> None:
-    """Ask the provider to cancel every open batch of the run in ``run_dir``."""
-    store = RunStore.at(run_dir)
-    if not (batch_folder(store.journal.path) / LEDGER).is_file():
+    """Ask the provider to cancel every open batch of the run in ``run_dir``, or of a
+    batched judge's folder (``RUN_DIR/comparisons/<stem>/``, ``<store>/<hash>/``: the
+    folder whose ``batches/`` holds the ledger)."""
+    journal = Path(run_dir) / "journal"  # a judge's folder: its ledger in batches/
+    if "://" in run_dir or not (batch_folder(journal) / LEDGER).is_file():
+        journal = RunStore.at(run_dir).journal.path
+    if not (batch_folder(journal) / LEDGER).is_file():
         raise RunNotFoundError(f"{run_dir}: no batches recorded for this run (a run folder "
-                               "results/<name>/<run id>/ of a spec with batch: true)")
-    asked = asyncio.run(cancel_batches(store.journal.path))
+                               "results/<name>/<run id>/ of a spec with batch: true, or "
+                               "the folder a batched judge's command named)")
+    asked = asyncio.run(cancel_batches(journal))
     if not asked:
         console.print(line(f"hr: {run_dir}: no batch to cancel (none open, or every open "
                            "one asked already)"), markup=False)

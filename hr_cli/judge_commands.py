@@ -33,6 +33,7 @@ from hr_core.judge.groundedness import (
 )
 from hr_core.report import attach_comparison, attach_validation, write_report
 from hr_core.report.markdown import report_markdown
+from hr_core.run.batch.pending import BatchesSubmitted
 from hr_core.store.folder import RunStore
 from hr_server.control import prepare_prefect
 
@@ -52,8 +53,11 @@ def _split_arms(arms: Sequence[str]) -> list[str]:
     return [a.strip() for arg in arms for a in arg.split(",") if a.strip()]
 
 
-def compare_arms(console: Console, run_dir: Path, judge: Path, arms: Sequence[str]) -> Any:
-    """``hr compare RUN_DIR --judge JUDGE.yaml --arms A B``: judge, print, attach to the run."""
+def compare_arms(console: Console, run_dir: Path, judge: Path, arms: Sequence[str],
+                 submit_only: bool = False) -> Any:
+    """``hr compare RUN_DIR --judge JUDGE.yaml --arms A B``: judge, print, attach to the run
+    (a judge with ``batch: true``: through the provider's batch API; ``submit_only``:
+    submit its batches and return, the same command collects them)."""
 
     bench = load_benchmark(run_dir)
     names = _split_arms(arms)
@@ -70,13 +74,28 @@ def compare_arms(console: Console, run_dir: Path, judge: Path, arms: Sequence[st
     if config.mode == "grade":
         raise SpecError(f"{judge}: a grade judge scores one arm; compare arms with a "
                         "pairwise or select judge")
-    return compare_with_judge(console, bench, names, config, model=judge_model(judge))
+    batch = _batch(console, submit_only,
+                   f"hr compare {run_dir} --judge {judge} --arms {' '.join(names)}")
+    return compare_with_judge(console, bench, names, config, model=judge_model(judge),
+                              batch=batch)
+
+
+def _batch(console: Console, submit_only: bool, command: str) -> dict[str, Any]:
+    """A batched judge's options: ``--submit-only``, the polls' lines, the command that
+    collects its batches."""
+    # lazy for start-up, as the flows below: the batch lines' module loads the batch engine
+    from hr_cli.batch_commands import status_printer
+
+    return {"submit_only": submit_only, "on_status": status_printer(console),
+            "command": command}
 
 
 def compare_with_judge(console: Console, bench: Any, names: list[str], config: Any,
-                       model: Any = None, refresh: bool = True) -> Any:
+                       model: Any = None, refresh: bool = True,
+                       batch: dict[str, Any] | None = None) -> Any:
     """Run ``hr_compare``, print its summary and attach it to the run (report refreshed
-    unless ``refresh`` is false: the caller writes it)."""
+    unless ``refresh`` is false: the caller writes it). ``batch``: a batched judge's
+    options (``hr_compare``'s); ``None`` when ``--submit-only`` submitted its batches."""
     prepare_prefect()
     # lazy for start-up: `hr judge check` imports this module without Prefect (a long
     # import); and Prefect is imported after prepare_prefect set what it reads
@@ -85,8 +104,12 @@ def compare_with_judge(console: Console, bench: Any, names: list[str], config: A
     console.print(f"[bold]Comparing[/] {lit(' vs '.join(names))} with a {config.mode} judge "
                   f"on {lit(config.model)} ({config.orders} orders) ...")
     with interruptible():  # Ctrl-C: stop Prefect's temporary server, exit at once
-        comparison = hr_compare(bench, names, config,
-                                **({} if model is None else {"model": model}))
+        try:
+            comparison = hr_compare(bench, names, config, batch=batch,
+                                    **({} if model is None else {"model": model}))
+        except BatchesSubmitted as exc:  # --submit-only: nothing more to do now
+            console.print(f"hr: {line(str(exc))}", markup=False)
+            return None
     summary = comparison.summary()
     print_fitted(console, comparison_table(summary,
                                            title=f"{config.mode.capitalize()} comparison"),
@@ -108,8 +131,11 @@ def refresh_report(console: Console, run_dir: Path) -> None:
 
 
 def validate_judge(console: Console, judge: Path, labels: Path, *, store: Path,
-                   attach: Path | None = None) -> dict[str, Any]:
-    """``hr judge validate JUDGE.yaml LABELS``: judge labelled items, save, print the record."""
+                   attach: Path | None = None, submit_only: bool = False
+                   ) -> dict[str, Any] | None:
+    """``hr judge validate JUDGE.yaml LABELS``: judge labelled items, save, print the record
+    (a judge with ``batch: true``: through the provider's batch API; ``submit_only``:
+    submit its batches and return ``None``, the same command collects them)."""
     config = load_judge(judge)
     if attach is not None and not (attach / "manifest.json").is_file():
         raise SpecError(f"--attach {attach}: not a run directory (no manifest.json)")
@@ -122,9 +148,14 @@ def validate_judge(console: Console, judge: Path, labels: Path, *, store: Path,
 
     model = judge_model(judge)
     extra = {} if model is None else {"model": model}
+    batch = _batch(console, submit_only, f"hr judge validate {judge} {labels} --store {store}")
     with interruptible():
-        record = record_dict(hr_judge_validate(config, str(labels), store=str(store),
-                                               benchmark=attach, **extra))
+        try:
+            record = record_dict(hr_judge_validate(config, str(labels), store=str(store),
+                                                   benchmark=attach, batch=batch, **extra))
+        except BatchesSubmitted as exc:  # --submit-only: nothing more to do now
+            console.print(f"hr: {line(str(exc))}", markup=False)
+            return None
     console.print(validation_table(record))
     console.print(f"[bold]Record:[/] {lit(Path(store) / (str(record.get('hash')) + '.json'))}")
     if attach is not None:

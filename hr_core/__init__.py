@@ -51,7 +51,7 @@ from hr_core.models.ratelimit.reach import EndpointsHalted
 from hr_core.models.ratelimit.types import EndpointStoppedError
 from hr_core.report import ReportError
 from hr_core.results import ArmResult, Context, ScoreResult, Usage
-from hr_core.run.batch.pending import BatchesSubmitted
+from hr_core.run.batch.pending import BatchesSubmitted, BatchesWaiting
 from hr_core.run.budget import Budget, LedgerUnreachableError
 from hr_core.run.context import current_run
 from hr_core.run.spec import BenchmarkSpec
@@ -64,6 +64,7 @@ __all__ = [
     "ArmResult",
     "BatchCallError",
     "BatchesSubmitted",
+    "BatchesWaiting",
     "Benchmark",
     "BenchmarkCancelled",
     "BenchmarkSpec",

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from prefect import task
@@ -12,9 +13,11 @@ from prefect.cache_policies import NO_CACHE
 from hr_core.core.safe import markdown_text
 from hr_core.judge.pairwise import Comparison, ComparisonRow, judge_rows
 from hr_core.report.markdown import markdown_table, summary_records
+from hr_core.run.batch.judging import BatchJudging
+from hr_core.run.batch.pending import BatchesSubmitted
 from tasks.benchmark import artifact_key, run_client
 
-__all__ = ["judge_comparison_chunk", "publish_comparison"]
+__all__ = ["judge_comparison_batched", "judge_comparison_chunk", "publish_comparison"]
 
 
 @task(name="judge-comparison-chunk", cache_policy=NO_CACHE, persist_result=False,
@@ -24,6 +27,26 @@ async def judge_comparison_chunk(config: Any, model: Any, rows: Sequence[Compari
                                  index: int) -> list[dict[str, Any]]:
     """Judge one chunk of rows (pairwise or select); one record per row."""
     return await judge_rows(config, model, rows, arms, concurrency)
+
+
+@task(name="judge-comparison-batched", cache_policy=NO_CACHE, persist_result=False)
+async def judge_comparison_batched(config: Any, model: Any, rows: Sequence[ComparisonRow],
+                                   arms: Sequence[str], concurrency: int, folder: str,
+                                   options: Mapping[str, Any]
+                                   ) -> list[dict[str, Any]] | BatchesSubmitted:
+    """Judge every row through the provider's batch API (a judge with ``batch: true``:
+    :class:`~hr_core.run.batch.judging.BatchJudging`, its ledger in ``folder``); with
+    ``submit_only`` the :class:`BatchesSubmitted` saying what runs at the provider (the
+    task did what it was asked: not a failure)."""
+    judging = BatchJudging(Path(folder), config, model, **options)
+
+    async def judge_pass(batched: Any) -> list[dict[str, Any]]:
+        return await judge_rows(config, batched, rows, arms, concurrency)
+
+    try:
+        return await judging.run(judge_pass)
+    except BatchesSubmitted as exc:
+        return exc
 
 
 @task(name="publish-comparison", cache_policy=NO_CACHE, persist_result=False)

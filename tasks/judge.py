@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from prefect import task
@@ -29,8 +30,11 @@ from hr_core.judge.validation import (
     save_validation,
 )
 from hr_core.models.base import ChatModel
+from hr_core.run.batch.judging import BatchJudging
+from hr_core.run.batch.pending import BatchesSubmitted
 
-__all__ = ["judge_chunk", "save_judge_validation", "validation_markdown"]
+__all__ = ["judge_chunk", "judge_chunk_batched", "save_judge_validation",
+           "validation_markdown"]
 
 
 @task(name="judge-chunk", cache_policy=NO_CACHE, persist_result=False,
@@ -44,6 +48,25 @@ async def judge_chunk(
 ) -> list[JudgeResult]:
     """Judge one chunk of labelled rows (``hr_core.judge.validation.judge_rows``)."""
     return await judge_rows(config, model, rows, semaphore)
+
+
+@task(name="judge-chunk-batched", cache_policy=NO_CACHE, persist_result=False)
+async def judge_chunk_batched(config: AnyJudge, model: ChatModel, rows: Sequence[LabelledRow],
+                              concurrency: int, folder: str, options: Mapping[str, Any]
+                              ) -> list[JudgeResult] | BatchesSubmitted:
+    """Judge every labelled row through the provider's batch API (a judge with ``batch:
+    true``: :class:`~hr_core.run.batch.judging.BatchJudging`, its ledger in ``folder``);
+    with ``submit_only`` the :class:`BatchesSubmitted` saying what runs at the provider."""
+    judging = BatchJudging(Path(folder), config, model, **options)
+    semaphore = asyncio.Semaphore(max(1, concurrency))
+
+    async def judge_pass(batched: Any) -> list[JudgeResult]:
+        return await judge_rows(config, batched, rows, semaphore)
+
+    try:
+        return await judging.run(judge_pass)
+    except BatchesSubmitted as exc:
+        return exc
 
 
 def _figure(value: float | None, digits: int = 3) -> str:

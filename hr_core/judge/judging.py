@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -20,6 +20,7 @@ __all__ = [
     "JudgeStatus",
     "OrderStatus",
     "OrderVerdict",
+    "gather_all",
     "judge_item",
     "map_verdict",
     "sum_usage",
@@ -102,6 +103,28 @@ def sum_usage(usages: Sequence[Usage]) -> Usage:
 
     return Usage(tokens_in=total("tokens_in"), tokens_out=total("tokens_out"),
                  cost_usd=total("cost_usd"))
+
+
+async def gather_all(*awaitables: Awaitable[Any]) -> list[Any]:
+    """``asyncio.gather`` that lets every awaitable finish before it raises (an
+    ``Exception`` first, else any other ``BaseException``), results in order.
+
+    A batched judge's call that waits for its batch raises a ``BaseException``
+    (``hr_core.run.batch.pending.BatchPending``) after collecting its request: with a
+    plain ``gather`` the first one would end the pass while the other orders and rows
+    were still to be asked, and they would go in a later batch.
+
+    Example:
+        >>> async def one(x):
+        ...     return x
+        >>> asyncio.run(gather_all(one(1), one(2)))
+        [1, 2]
+    """
+    results = await asyncio.gather(*awaitables, return_exceptions=True)
+    raised = [r for r in results if isinstance(r, BaseException)]
+    if raised:
+        raise next((e for e in raised if isinstance(e, Exception)), raised[0])
+    return list(results)
 
 
 async def _judge_order(
@@ -195,7 +218,7 @@ async def judge_item(
         orderings = config.orderings(2)[: config.orders]
     else:
         orderings = config.orderings(len(texts))
-    outcomes = await asyncio.gather(*(
+    outcomes = await gather_all(*(
         _judge_order(config, model, order, item=item, candidates=texts,
                      reference=reference, run=run)
         for order in orderings
@@ -215,7 +238,7 @@ async def _judge_jury(jury: JudgeJury, model: ChatModel | JuryModels, *, item: A
     if len(models) != len(jury.members):
         raise JudgeConfigError(f"a jury of {len(jury.members)} needs as many chat models, "
                                f"not {len(models)}")
-    members = await asyncio.gather(*(
+    members = await gather_all(*(
         judge_item(member, chosen, item=item, candidates=candidates, reference=reference,
                    run=run) for member, chosen in zip(jury.members, models, strict=True)))
     status, verdict = jury_verdict(jury.aggregation, jury.grades,

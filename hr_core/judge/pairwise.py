@@ -12,7 +12,7 @@ import pandas as pd
 from hr_core.analysis.benchmark import Benchmark
 from hr_core.core.errors import SpecError
 from hr_core.data.reference import Item
-from hr_core.judge.judging import judge_item
+from hr_core.judge.judging import gather_all, judge_item
 from hr_core.judge.position import consistency_columns, position_bias, position_bias_columns
 from hr_core.stats import accuracy_interval, compare_paired
 
@@ -96,7 +96,7 @@ async def judge_rows(config: Any, model: Any, rows: Sequence[ComparisonRow], arm
                                       reference=reference, run=row.run)
         return pair_record(row.item_id, row.run, arms, result, [len(o) for o in row.outputs])
 
-    return list(await asyncio.gather(*(one(r) for r in rows)))
+    return await gather_all(*(one(r) for r in rows))
 
 
 def _decided(judged: pd.DataFrame, a: str, b: str) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from hr_core.core.version import __version__
 from hr_core.judge._agreement import NO_VERDICT, agreement_conventions, agreement_figures
 from hr_core.judge._jury_agreement import jury_figures
 from hr_core.judge.config import CONFIG_FIELDS, JudgeConfig, config_hash
-from hr_core.judge.judging import JudgeResult, judge_item
+from hr_core.judge.judging import JudgeResult, gather_all, judge_item
 from hr_core.judge.jury import AnyJudge, JudgeJury, JuryModels
 from hr_core.judge.labelled import LabelledDataError, LabelledRow, read_labelled
 from hr_core.judge.standing import (
@@ -229,7 +229,7 @@ async def judge_rows(config: AnyJudge, model: ChatModel | JuryModels, rows: Sequ
             return await judge_item(config, model, item=row.item, candidates=row.candidates,
                                     reference=row.reference)
 
-    return list(await asyncio.gather(*(one(row) for row in rows)))
+    return await gather_all(*(one(row) for row in rows))
 
 
 def labelled_rows(config: AnyJudge, labelled: Any) -> list[LabelledRow]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hr_core.core.errors import HrError
 
-__all__ = ["BatchPending", "BatchesSubmitted"]
+__all__ = ["BatchPending", "BatchesSubmitted", "BatchesWaiting"]
 
 
 class BatchPending(BaseException):
@@ -21,3 +21,10 @@ class BatchPending(BaseException):
 class BatchesSubmitted(HrError):
     """``--submit-only``: the run's pending requests were submitted as batches and this
     invocation returns (exit 0); the message says how to collect them."""
+
+
+class BatchesWaiting(HrError):
+    """A batched judge's answers are not all in (``hr compare``, ``hr judge validate``:
+    batches still running when the wait stopped, or requests that expired unanswered):
+    nothing was counted as a verdict; the message says which command, run again,
+    collects (or resubmits) them."""
