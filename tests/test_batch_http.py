@@ -86,3 +86,115 @@ def test_a_batched_run_equals_the_live_run_at_the_batch_price(
     assert _cost(batched) == pytest.approx(server.book.billed_usd("batch"))
     assert server.book.billed_usd("batch") == pytest.approx(live_bill / 2)
     assert server.book.created == 3 and not server.book.twice()
+
+
+def _batched(tmp_path: Path, server: Any, monkeypatch: pytest.MonkeyPatch,
+             provider: str = "openai", extra: str = "") -> Path:
+    monkeypatch.setenv("HR_TEST_BATCH_KEY", KEYS[provider])
+    spec = _spec(tmp_path, provider, server, batch=True, name="batched")
+    spec.write_text(spec.read_text() + extra)
+    return spec
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_submit_only_then_hr_run_collects_and_hr_cancel_cancels_at_the_server(
+        prefect_harness: None, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, provider: str) -> None:
+    server = request.getfixturevalue(SERVERS[provider])
+    spec = _batched(tmp_path, server, monkeypatch, provider)
+    code, out, err = hr(capsys, "run", spec, "--submit-only")
+    assert code == 0, out + err
+    assert "2 batch(es) of 12 request(s) are running at the provider" in out, out
+    assert server.book.created == 2
+    code, out, err = hr(capsys, "run", spec)
+    assert code == 0, out + err
+    runs = _runs(tmp_path, "batched")
+    assert runs["correct"].sum() == 6 and runs["judge_status"].eq("ok").all()
+    assert server.book.created == 3 and max(server.book.submitted.values()) == 1
+
+    server.book.polls = 50  # the next batches stay in progress
+    other = _spec(tmp_path, provider, server, batch=True, name="cancelled")
+    code, out, err = hr(capsys, "run", other, "--submit-only")
+    assert code == 0, out + err
+    (run_dir,) = (tmp_path / "results" / "cancelled").iterdir()
+    code, out, err = hr(capsys, "cancel", run_dir)
+    assert code == 0, out + err
+    jobs = list(server.book.jobs.values())[3:]
+    assert len(jobs) == 2 and all(j.state in ("cancelling", "ended") for j in jobs)
+    assert all(j.end in ("", "cancelled") for j in jobs)
+
+
+@pytest.mark.parametrize("provider", list(SERVERS))
+def test_errored_requests_are_the_runs_errors_with_the_provider_s_message(
+        prefect_harness: None, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, provider: str) -> None:
+    server = request.getfixturevalue(SERVERS[provider])
+    server.book.fail_every = 3  # every third request of each batch: HTTP 400
+    code, out, err = hr(capsys, "run", _batched(tmp_path, server, monkeypatch, provider))
+    assert code == 0, out + err
+    runs = _runs(tmp_path, "batched")
+    failed = runs[runs["error"].notna() & runs["error"].astype(str).str.contains("refused")]
+    assert len(failed) == 4, runs[["arm", "item_id", "failure_kind", "error"]]
+    assert failed["failure_kind"].eq("error").all()
+    assert failed["error"].str.contains("(injected error)", regex=False).all()
+    assert not server.book.twice()
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_an_expired_batch_s_requests_are_resubmitted_by_the_next_run_never_scored_wrong(
+        prefect_harness: None, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, provider: str) -> None:
+    server = request.getfixturevalue(SERVERS[provider])
+    server.book.expire_after = 4  # each batch answers 4 requests, then expires
+    spec = _batched(tmp_path, server, monkeypatch, provider)
+    code, out, err = hr(capsys, "run", spec)
+    assert code == 0, out + err
+    first = _runs(tmp_path, "batched")
+    assert not first["failure_kind"].isin(["wrong", "error"]).any()
+    server.book.expire_after = None
+    code, out, err = hr(capsys, "run", spec)
+    assert code == 0, out + err
+    runs = _runs(tmp_path, "batched")
+    assert runs["correct"].sum() == 6 and runs["judge_status"].eq("ok").all()
+    assert runs["failure_kind"].fillna("").isin(["", "not_in_document"]).all()
+    assert not server.book.twice() and server.book.billed_usd("live") == 0
+
+
+def test_a_batch_over_the_provider_s_limit_is_split_in_two(
+        prefect_harness: None, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, openai_batch_server: Any) -> None:
+    from hr_core.models.batch_api import BatchLimits
+    from hr_core.models.providers import openai_batch
+
+    server = openai_batch_server
+    server.book.max_requests = 4  # the server refuses a larger batch (HTTP 400)
+    monkeypatch.setattr(openai_batch.OpenAIBatchClient.__init__, "__kwdefaults__",
+                        {**(openai_batch.OpenAIBatchClient.__init__.__kwdefaults__ or {}),
+                         "limits": BatchLimits(max_requests=4, max_bytes=10_000_000)})
+    code, out, err = hr(capsys, "run", _batched(tmp_path, server, monkeypatch))
+    assert code == 0, out + err
+    # 6 reader + 6 echo requests: 2 batches each; 24 judge requests: 6 batches of 4
+    assert server.book.created == 2 + 2 + 6 and server.book.refused == 0
+    assert sorted(len(j.requests) for j in server.book.jobs.values())[:4] == [2, 2, 4, 4]
+    runs = _runs(tmp_path, "batched")
+    assert runs["correct"].sum() == 6 and not server.book.twice()
+
+
+def test_the_budget_stops_submission(
+        prefect_harness: None, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, openai_batch_server: Any) -> None:
+    server = openai_batch_server
+    spec = _batched(tmp_path, server, monkeypatch, extra="budget: {max_tokens: 20000}\n")
+    code, out, err = hr(capsys, "run", spec)
+    assert code == 0, out + err
+    assert "not submitted: the budget admits no more" in out
+    runs = _runs(tmp_path, "batched")
+    made = runs[runs["failure_kind"].ne("budget_stop")]
+    # each arm request is admitted at 4,096 max_tokens (no max_tokens in the spec) plus input
+    assert 0 < len(made) <= 2 * (20000 // 4096) and len(made) < len(runs)
+    arm_requests = [j for j in server.book.jobs.values()
+                    if j.requests[0][1]["model"] in ("reader", "echo")]
+    assert sum(len(j.requests) for j in arm_requests) == len(made)  # none past the budget
+    unscored = made[made["judge_status"].isna()]  # the judge's requests the budget refused
+    assert made["judge_status"].fillna("ok").eq("ok").all() and not server.book.twice()
+    assert unscored["correct"].isna().all()  # unscored, never scored wrong
