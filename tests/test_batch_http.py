@@ -198,3 +198,37 @@ def test_the_budget_stops_submission(
     unscored = made[made["judge_status"].isna()]  # the judge's requests the budget refused
     assert made["judge_status"].fillna("ok").eq("ok").all() and not server.book.twice()
     assert unscored["correct"].isna().all()  # unscored, never scored wrong
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_create_call_whose_reply_is_lost_is_found_not_resubmitted(
+        prefect_harness: None, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, provider: str) -> None:
+    server = request.getfixturevalue(SERVERS[provider])
+    server.book.lose_replies = 1  # the first batch is created, its reply never arrives
+    server.book.polls = 1
+    spec = _batched(tmp_path, server, monkeypatch, provider)
+    seen = []
+    for _ in range(2):
+        code, out, err = hr(capsys, "run", spec)
+        seen.append((code, [x for x in (out + err).splitlines() if x.startswith("hr: error")]))
+    # the lost reply: one line, the intent kept; the next run finds the batch by its nonce
+    # (OpenAI's metadata) and collects it; Anthropic shows a batch's custom ids only once
+    # it ended: while it processes, one line saying to run again, nothing resubmitted
+    assert seen[0][0] == 2 and seen[0][1] == [
+        f"hr: error: {provider} batch: creating the batch failed: connection error "
+        "(RemoteProtocolError: Server disconnected without sending a response.)"]
+    if provider == "openai":
+        assert seen[1] == (0, [])
+    else:
+        assert seen[1][0] == 2 and len(seen[1][1]) == 1
+        assert "still processing" in seen[1][1][0] and "run again when it has" in seen[1][1][0]
+    assert server.book.created == (3 if provider == "openai" else 1)
+    for job in list(server.book.jobs.values()):
+        while job.state != "ended":
+            server.book.retrieve(job)
+    code, out, err = hr(capsys, "run", spec)
+    assert code == 0, out + err
+    runs = _runs(tmp_path, "batched")
+    assert runs["correct"].sum() == 6 and runs["judge_status"].eq("ok").all()
+    assert max(server.book.submitted.values()) == 1 and not server.book.twice()
