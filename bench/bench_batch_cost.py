@@ -105,7 +105,7 @@ def main() -> None:
         batch_usd = book.billed_usd("batch")
         submitted = sum(book.submitted.values())
         resubmitted = sum(n - 1 for n in book.bodies.values() if n > 1)
-        made_first = int(first.runs["outcome"].notna().sum())
+        made_first = int(first.runs["failure_kind"].ne("budget_stop").sum())
         errors = int(batch.runs["failure_kind"].eq("error").sum())
         unjudged = int((batch.runs["judge_status"].ne("ok")
                         & batch.runs["failure_kind"].ne("error")).sum())

@@ -7,7 +7,7 @@ and billed twice; the run folder's runs table says how many runs were lost.
 
 Usage:
     nice -n 10 .venv/bin/python bench/bench_batch_kill_http.py [--kills 20] [--seed 34]
-        [--provider openai|anthropic] [--items 40] [--span 25]
+        [--provider openai|anthropic] [--items 40] [--span 20]
 """
 
 from __future__ import annotations
@@ -29,10 +29,13 @@ ROOT = Path(__file__).resolve().parents[1]
 KEY = "sk-kill-battery"
 
 
-def _spec(folder: Path, url: str, provider: str, items: int) -> Path:
-    rows = [{"id": f"q{i}", "question": f"Which city is number {i}?",
-             "document": f"City number {i} is Paris{i}.", "label": f"Paris{i}"}
-            for i in range(items)]
+def _spec(folder: Path, url: str, provider: str, items: int, trial: int) -> Path:
+    """Trial ``trial``'s benchmark: items of its own (no body the same as another trial's,
+    so the server's per-body counters speak for every trial at once)."""
+    folder.mkdir(parents=True)
+    rows = [{"id": f"q{i}", "question": f"Which city is number {trial * 10_000 + i}?",
+             "document": f"City number {trial * 10_000 + i} is Paris{i}.",
+             "label": f"Paris{i}"} for i in range(items)]
     (folder / "ref.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     model = ("{{model: '{p}:{name}', base_url: '{url}', api_key_env: HR_KILL_KEY, "
              "params: {{max_tokens: 64}}}}")
@@ -64,7 +67,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=34)
     parser.add_argument("--provider", default="openai", choices=["openai", "anthropic"])
     parser.add_argument("--items", type=int, default=40)
-    parser.add_argument("--span", type=float, default=25.0,
+    parser.add_argument("--span", type=float, default=20.0,
                         help="kill moments uniform in 0.5..SPAN s (an unkilled run: ~25 s)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
@@ -77,28 +80,36 @@ def main() -> None:
         url = server.stdout.readline().strip()
         env = {**os.environ, "HR_KILL_KEY": KEY, "PREFECT_HOME": str(folder / "prefect"),
                "PYTHONPATH": str(ROOT), "COLUMNS": "160"}
-        spec = _spec(folder, url, args.provider, args.items)
         try:
             started = time.perf_counter()
-            kills, runs, outputs = 0, 0, []
-            last = ""
-            while True:
-                process = _hr(spec, env)
-                runs += 1
-                moment = rng.uniform(0.5, args.span) if kills < args.kills else 900.0
-                try:
-                    out, _ = process.communicate(timeout=moment)
-                except subprocess.TimeoutExpired:
-                    os.killpg(process.pid, signal.SIGKILL)
-                    process.communicate()
-                    kills += 1
-                    continue
-                outputs.append((process.returncode, out[-400:]))
-                last = out
-                if process.returncode == 0 and kills >= args.kills:
-                    break
-                if runs > args.kills * 4:
-                    raise SystemExit(f"no run reached its end: {outputs[-3:]}")
+            kills = runs = trials = lost = 0
+            exits: list[int] = []
+            while kills < args.kills:  # a fresh benchmark killed until a run reaches its end
+                trials += 1
+                trial = folder / f"trial{trials}"
+                spec = _spec(trial, url, args.provider, args.items, trials)
+                while True:
+                    process = _hr(spec, env)
+                    runs += 1
+                    moment = rng.uniform(0.5, args.span) if kills < args.kills else 900.0
+                    try:
+                        out, _ = process.communicate(timeout=moment)
+                    except subprocess.TimeoutExpired:
+                        os.killpg(process.pid, signal.SIGKILL)
+                        process.communicate()
+                        kills += 1
+                        continue
+                    exits.append(process.returncode)
+                    if process.returncode == 0:
+                        break
+                    if exits[-3:] == [process.returncode] * 3 and len(exits) >= 3:
+                        raise SystemExit(f"hr run failed 3 times: {out[-2000:]}")
+                (run_dir,) = (trial / "results" / "kill").iterdir()
+                table = pd.read_parquet(run_dir / "runs.parquet")
+                ok = table[table["judge_status"].eq("ok") & table["failure_kind"].ne(
+                    "budget_stop")]
+                lost += 2 * args.items - len(ok)
+                assert int(ok["correct"].sum()) == args.items, table
             seconds = time.perf_counter() - started
             server.stdin.write("counts\n")
             server.stdin.flush()
@@ -108,24 +119,14 @@ def main() -> None:
                 server.stdin.write("quit\n")
                 server.stdin.flush()
                 server.wait(timeout=10)
-        (run_dir,) = (folder / "results" / "kill").iterdir()
-        table = pd.read_parquet(run_dir / "runs.parquet")
         planned = 2 * args.items
-        lost = planned - int(table["outcome"].notna().sum() if "outcome" in table
-                             else len(table))
-        print(f"provider {args.provider}: {kills} kills -9 over {runs} hr runs "
-              f"({seconds:.0f} s); exits before the end: "
-              f"{[code for code, _ in outputs[:-1]]}")
+        print(f"provider {args.provider}: {kills} kills -9 over {trials} benchmarks, {runs} "
+              f"hr runs ({seconds:.0f} s); exit codes of the runs not killed: {exits}")
         print(f"server: {counts['created']} batches, {counts['requests']} requests submitted "
-              f"(planned {planned} arm + {2 * planned} judge), "
-              f"{counts['bodies_submitted_twice']} submitted twice, "
+              f"(planned {trials} x ({planned} arm + {2 * planned} judge) = "
+              f"{trials * 3 * planned}), {counts['bodies_submitted_twice']} submitted twice, "
               f"{counts['billed_twice']} billed twice")
-        print(f"runs table: {len(table)} rows of {planned}, lost {lost}, correct "
-              f"{int(table['correct'].sum())}, judge ok "
-              f"{int(table['judge_status'].eq('ok').sum())}, budget_stop "
-              f"{int(table['failure_kind'].eq('budget_stop').sum())}")
-        if "Results:" not in last:
-            print(last[-1000:])
+        print(f"runs: {trials * planned} planned, {lost} lost (not made, or not scored)")
 
 
 if __name__ == "__main__":
