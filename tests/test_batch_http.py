@@ -233,3 +233,23 @@ def test_a_create_call_whose_reply_is_lost_is_found_not_resubmitted(
     assert runs["correct"].sum() == 6 and runs["judge_status"].eq("ok").all()
     assert max(server.book.submitted.values()) == 1 and not server.book.twice()
     assert sum(server.book.submitted.values()) == 12 + 24  # every request once
+
+
+def test_a_cancelled_batch_s_requests_are_the_runs_errors_when_collected(
+        prefect_harness: None, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, openai_batch_server: Any) -> None:
+    server = openai_batch_server
+    server.book.polls = 50  # in progress until cancelled
+    spec = _batched(tmp_path, server, monkeypatch)
+    code, out, err = hr(capsys, "run", spec, "--submit-only")
+    assert code == 0, out + err
+    (run_dir,) = (tmp_path / "results" / "batched").iterdir()
+    code, out, err = hr(capsys, "cancel", run_dir)
+    assert code == 0, out + err
+    code, out, err = hr(capsys, "run", spec)  # collects the cancelled batches
+    assert code == 0, out + err
+    runs = _runs(tmp_path, "batched")
+    assert runs["failure_kind"].eq("error").all() and len(runs) == 12
+    assert runs["error"].str.contains(
+        "canceled: the batch was cancelled before this request ran", regex=False).all()
+    assert server.book.created == 2 and server.book.billed_usd() == 0  # nothing answered
