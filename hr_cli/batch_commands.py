@@ -23,8 +23,10 @@ def cancel_run_batches(console: Console, run_dir: str) -> None:
     batched judge's folder (``RUN_DIR/comparisons/<stem>/``, ``<store>/<hash>/``: the
     folder whose ``batches/`` holds the ledger)."""
     journal = Path(run_dir) / "journal"  # a judge's folder: its ledger in batches/
+    collect = "the same hr compare or hr judge validate command again"
     if "://" in run_dir or not (batch_folder(journal) / LEDGER).is_file():
         journal = RunStore.at(run_dir).journal.path
+        collect = "the same benchmark again"
     if not (batch_folder(journal) / LEDGER).is_file():
         raise RunNotFoundError(f"{run_dir}: no batches recorded for this run (a run folder "
                                "results/<name>/<run id>/ of a spec with batch: true, or "
@@ -35,8 +37,8 @@ def cancel_run_batches(console: Console, run_dir: str) -> None:
                            "one asked already)"), markup=False)
         return
     console.print(line(f"hr: asked the provider to cancel {len(asked)} batch(es) "
-                       f"({', '.join(asked)}); what they answered stays billed: run the "
-                       "same benchmark again to collect it"), markup=False)
+                       f"({', '.join(asked)}); what they answered stays billed: run "
+                       f"{collect} to collect it"), markup=False)
 
 
 def status_printer(console: Console) -> Any:

@@ -257,7 +257,11 @@ def test_hr_cancel_cancels_a_comparisons_open_batch(
     (folder,) = (Path(bench.run_dir) / "comparisons").iterdir()
     code, out, err = hr(capsys, "cancel", folder)
     assert code == 0, err
-    assert "asked the provider to cancel 1 batch(es)" in " ".join(out.split())
+    said = " ".join(out.split())
+    assert "asked the provider to cancel 1 batch(es)" in said
+    # a comparison's folder: the command that collects is the judge's, not a benchmark's
+    assert "run the same hr compare or hr judge validate command again" in said
+    assert "same benchmark" not in said
     assert [job.state for job in server.book.jobs.values()] == ["cancelling"]
 
 
