@@ -55,4 +55,9 @@ def main(state: str, ledger: str, out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3])
+    # ended as an `hr` process ends (hr_cli.process_exit): Python's exit steps, then
+    # os._exit; a normal exit tears C++ libraries down under running daemon threads and
+    # once aborted here ("terminate called without an active exception", exit -6)
+    from hr_cli.process_exit import run_then_end
+
+    run_then_end(lambda: main(sys.argv[1], sys.argv[2], sys.argv[3]))
