@@ -34,7 +34,7 @@ from hr_core.models.providers.batch_files import (
     ENVELOPE_BYTES,
     MAX_PAGES,
     BatchCallError,
-    PerLoop,
+    PerLoopClient,
     check_batch,
     failed_call,
     jsonl_lines,
@@ -50,7 +50,7 @@ as the smaller 10**6-byte megabytes)."""
 _KINDS = ("succeeded", "errored", "canceled", "expired")
 
 
-class AnthropicBatchClient:
+class AnthropicBatchClient(PerLoopClient):
     """A :class:`~hr_core.models.batch_api.BatchClient` over ``client.messages.batches``.
 
     Args:
@@ -66,7 +66,7 @@ class AnthropicBatchClient:
     def __init__(self, client: Callable[[], Any], *, base_url: str, max_line_bytes: int,
                  redact: Callable[[str], str] = str, limits: BatchLimits = ANTHROPIC_LIMITS,
                  max_pages: int = MAX_PAGES) -> None:
-        self._sdk = PerLoop(client)
+        super().__init__(client)
         self.base_url = base_url.rstrip("/")
         self.limits = limits
         self.max_line_bytes = int(max_line_bytes) + ENVELOPE_BYTES
@@ -196,15 +196,6 @@ class AnthropicBatchClient:
             if batch.processing_status != "in_progress":
                 return
             raise failed from None
-
-    @property
-    def _client(self) -> Any:
-        """The SDK client of the running event loop."""
-        return self._sdk.get()
-
-    async def aclose(self) -> None:
-        """Close the running event loop's SDK client (another is made on demand)."""
-        await self._sdk.aclose()
 
 
 def _total(counts: Any) -> int:

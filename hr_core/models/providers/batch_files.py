@@ -22,7 +22,7 @@ from hr_core.models._bounded import bounded_client, size_text
 from hr_core.models.batch_api import CUSTOM_ID, BatchCallError, BatchLimits, BatchRequest
 
 __all__ = ["ENVELOPE_BYTES", "FILE_DEADLINE_S", "MAX_FILE_BYTES", "MAX_PAGES", "BatchCallError",
-           "PerLoop", "REQUEST_ENVELOPE", "request_bytes", "split_batches",
+           "PerLoop", "PerLoopClient", "REQUEST_ENVELOPE", "request_bytes", "split_batches",
            "batch_http_client", "check_batch", "failed_call", "jsonl_lines", "nonce_tag"]
 
 FILE_DEADLINE_S: Final[float] = 1800.0
@@ -60,6 +60,22 @@ class PerLoop:
         client = self._clients.pop(asyncio.get_running_loop(), None)
         if client is not None:
             await client.close()
+
+
+class PerLoopClient:
+    """A batch client's SDK client, one per event loop (:class:`PerLoop`), and its close."""
+
+    def __init__(self, client: Callable[[], Any]) -> None:
+        self._sdk = PerLoop(client)
+
+    @property
+    def _client(self) -> Any:
+        """The SDK client of the running event loop."""
+        return self._sdk.get()
+
+    async def aclose(self) -> None:
+        """Close the running event loop's SDK client (another is made on demand)."""
+        await self._sdk.aclose()
 
 
 def nonce_tag(nonce: str) -> str:

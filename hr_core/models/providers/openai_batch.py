@@ -45,7 +45,7 @@ from hr_core.models.providers.batch_files import (
     ENVELOPE_BYTES,
     MAX_PAGES,
     BatchCallError,
-    PerLoop,
+    PerLoopClient,
     check_batch,
     failed_call,
     jsonl_lines,
@@ -68,7 +68,7 @@ _MAX_FILE_LOOKUPS = 100  # input files find() reads the name of, for batches wit
 _LEFT_OUT: dict[str, OutcomeKind] = {"expired": "expired", "cancelled": "canceled"}
 
 
-class OpenAIBatchClient:
+class OpenAIBatchClient(PerLoopClient):
     """A :class:`~hr_core.models.batch_api.BatchClient` over ``client.files`` and
     ``client.batches``.
 
@@ -88,7 +88,7 @@ class OpenAIBatchClient:
                  extra_headers: dict[str, Any] | None = None,
                  redact: Callable[[str], str] = str, limits: BatchLimits = OPENAI_LIMITS,
                  max_pages: int = MAX_PAGES) -> None:
-        self._sdk = PerLoop(client)
+        super().__init__(client)
         self.provider = provider
         self.endpoint = endpoint
         self.limits = limits
@@ -238,15 +238,6 @@ class OpenAIBatchClient:
             if batch.status in _ENDED or batch.status == "cancelling":
                 return
             raise failed from None
-
-    @property
-    def _client(self) -> Any:
-        """The SDK client of the running event loop."""
-        return self._sdk.get()
-
-    async def aclose(self) -> None:
-        """Close the running event loop's SDK client (another is made on demand)."""
-        await self._sdk.aclose()
 
 
 def _filename(nonce: str) -> str:
