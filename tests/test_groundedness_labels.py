@@ -227,6 +227,10 @@ def test_sample_sheet_import_and_the_corrected_share_everywhere(
     html = (folder / "report.html").read_text("utf-8")
     assert 'id="table-corrected-groundedness"' in html
     assert f"{rag.estimate:.1%} ({rag.low:.1%}–{rag.high:.1%})" in html
+    (folder / "groundedness.parquet").unlink()  # the labels stay; nothing to correct
+    assert corrected_groundedness(str(folder)) is None
+    code, out, _ = hr(capsys, "summary", folder)
+    assert code == 0 and "Answers not supported" not in out
 
 
 def test_labels_outside_the_sample_are_kept_not_used(judged: Path, tmp_path: Path) -> None:
@@ -279,3 +283,48 @@ def test_bad_inputs_are_one_line(judged: Path, tmp_path: Path,
     with pytest.raises(HumanLabelError, match=r"groundedness_sample\.json: not a sample"):
         (folder / "groundedness_sample.json").write_text("{}")
         read_sample(folder, GROUNDEDNESS)
+
+
+def test_the_groundedness_sheet_in_chromium(judged: Path, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """The page shows each run's own passages and answer, y/n write supported/unsupported,
+    and its download is what `hr label import --groundedness` reads."""
+    from devtools_support import DevTools
+
+    folder = _copy(judged, tmp_path)
+    code, out, _ = hr(capsys, "label", "sample", folder, "--n", "2", "--seed", "3",
+                      "--groundedness")
+    assert code == 0, out
+    browser = DevTools(tmp_path)
+    try:
+        browser.open((folder / "groundedness_sheet.html").as_uri(), tmp_path / "downloads")
+        rows = browser.evaluate(
+            "JSON.parse(document.getElementById('hr-sheet-data').textContent).rows")
+        shown = []
+        for key in ("y", "ArrowRight", "n", "ArrowRight"):
+            if key == "ArrowRight":
+                shown.append(browser.evaluate(
+                    "[document.getElementById('context').textContent,"
+                    " document.getElementById('output').textContent,"
+                    " document.getElementById('verdict').textContent]"))
+            browser.press(key)
+        browser.click("#download")
+        begun = browser.wait_event("Browser.downloadWillBegin")
+        browser.wait_event("Browser.downloadProgress", state="completed")
+        assert browser.errors() == []
+    finally:
+        browser.close()
+    for (context, output, verdict), row in zip(shown, rows, strict=False):
+        assert context == row["passages"] and output == row["output"]  # the run's own
+        arm, n = row["arm"], int(row["item"][1:])
+        assert verdict == ("unsupported" if _judge_unsupported(arm, n) else "supported")
+    name = begun["params"]["suggestedFilename"]
+    assert name == f"groundedness-labels-{folder.name}-3.jsonl"
+    downloaded = tmp_path / "downloads" / name
+    lines = [json.loads(x) for x in downloaded.read_text("utf-8").splitlines()]
+    assert [x["label"] for x in lines] == ["supported", "unsupported"]
+    code, out, _ = hr(capsys, "label", "import", folder, downloaded, "--groundedness")
+    assert code == 0, out
+    stored = {(x.arm, x.item, x.run): x.label for x in read_labels(folder, GROUNDEDNESS)}
+    assert stored == {(r["arm"], r["item"], r["run"]): label
+                      for r, label in zip(rows[:2], (True, False), strict=True)}

@@ -32,13 +32,7 @@ import numpy as np
 import pandas as pd
 
 from hr_core.judge.groundedness import groundedness_summary, read_groundedness
-from hr_core.judge.human_labels import (
-    GROUNDEDNESS,
-    HumanLabel,
-    HumanLabelError,
-    read_labels,
-    read_sample,
-)
+from hr_core.judge.human_labels import GROUNDEDNESS, HumanLabel, read_labels, read_sample
 from hr_core.stats import Comparison, compare_estimate, compare_paired
 from hr_core.stats.accuracy import runs_made
 from hr_core.stats.ppi import PPIEstimate, ppi_mean_ci
@@ -307,10 +301,9 @@ def corrected_groundedness(run_dir: str | None, arms: Sequence[str] | None = Non
     """Each arm's share of answers not supported by their own passages, corrected by the
     run's random groundedness labels (PPI++, :func:`arm_estimate`: items the units, their
     judged runs the cluster), beside the judge's share (``groundedness_summary``'s) and its
-    ``judge_hash``; ``None`` without random labels or verdicts. No paired differences.
-
-    Raises:
-        HumanLabelError: labels exist but the run has no groundedness verdicts.
+    ``judge_hash``; ``None`` without random labels, or without verdicts (labels kept from
+    a run whose ``groundedness.parquet`` was deleted: nothing to correct until it is
+    judged again). No paired differences.
     """
     if run_dir is None:
         return None
@@ -321,8 +314,7 @@ def corrected_groundedness(run_dir: str | None, arms: Sequence[str] | None = Non
         return None
     verdicts = read_groundedness(run_dir)
     if verdicts is None:
-        raise HumanLabelError(f"{run_dir}: groundedness labels but no groundedness.parquet; "
-                              f"run `hr judge groundedness {run_dir} --model M` again")
+        return None
     table = groundedness_table(verdicts, used)
     order = list(arms) if arms is not None else list(pd.unique(table["arm"]))
     judged = groundedness_summary(verdicts, level, arms=order).set_index("arm")
