@@ -31,6 +31,7 @@ from hr_core.judge.human_labels import (
     HumanLabelError,
     read_labels,
     read_sample,
+    redraw_items,
     sample_run,
 )
 from hr_core.run.session import BenchmarkSession, plan_benchmark
@@ -187,7 +188,7 @@ def test_sample_sheet_import_and_the_corrected_share_everywhere(
     text = " ".join(out.split())
     assert f"Imported {count - 1} label(s)" in text and "groundedness_labels.jsonl" in text
     heading = (f"Answers not supported by their passages corrected by {count - 1} human "
-               f"labels (PPI++) (judge {groundedness_config('mock-model').hash[:12]}), 95% "
+               f"labels (PPI++), judge {groundedness_config('mock-model').hash[:12]}, 95% "
                "intervals:")
     assert heading in text
     assert not (folder / "human_labels.jsonl").exists()
@@ -250,6 +251,12 @@ def test_labels_outside_the_sample_are_kept_not_used(judged: Path, tmp_path: Pat
     found = corrected_groundedness(str(folder))
     assert found is not None and found.labels == 1 and found.not_random == 1
     assert found.sampled_unlabelled == 3
+    grown, drawn = sample_run(bench, 6, kind=GROUNDEDNESS, grow=True)
+    assert drawn and grown.items[:4] == sample.items and len(grown.items) == 6
+    assert redraw_items(grown) == grown.items
+    rows = (folder / "groundedness_sheet_grow1.jsonl").read_text("utf-8").splitlines()
+    assert {json.loads(x)["item"] for x in rows} == set(grown.items[4:])
+    assert not (folder / "label_sheet_grow1.jsonl").exists()
 
 
 def test_bad_inputs_are_one_line(judged: Path, tmp_path: Path,
@@ -274,7 +281,8 @@ def test_bad_inputs_are_one_line(judged: Path, tmp_path: Path,
     bad.write_text("arm,item,run,label\nrag,q1,1,supported\nshy,q1,1,supported\n")
     code, out, err = hr(capsys, "label", "import", folder, bad, "--groundedness")
     message = " ".join((out + err).split())
-    assert code == 2 and "bad.csv, row 2, column 'arm': 'shy' is not an arm" in message
+    assert code == 2 and ("bad.csv, row 2, column 'arm': 'shy' is not an arm of this run with "
+                          "judged answers (arms: echo, rag)") in message
     assert read_labels(folder, GROUNDEDNESS) == []  # nothing kept from a bad file
     code, out, err = hr(capsys, "label", "sample", folder, "--n", "5", "--groundedness")
     message = " ".join((out + err).split())

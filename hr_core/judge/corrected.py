@@ -243,7 +243,7 @@ def corrected_lines(found: CorrectedAccuracy, *, name: Callable[[str], str] = st
 
     """
     level = 0.95
-    judge = f" (judge {found.judge_hash[:12]})" if found.judge_hash else ""
+    judge = f", judge {found.judge_hash[:12]}" if found.judge_hash else ""
     lines = [f"{found.figure} {found.title}{judge}, {level:.0%} intervals:"]
     for arm in found.arms:
         est = arm.corrected

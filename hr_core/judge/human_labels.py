@@ -334,8 +334,9 @@ def import_labels(bench: Benchmark, data: Any,
             continue
         arm, item = cell_text(record.get("arm")) or "", cell_text(record.get("item")) or ""
         if arm not in arms:
-            raise HumanLabelError(f"{at}, column 'arm': {arm!r} is not an arm of this run "
-                                  f"(arms: {', '.join(sorted(arms))})")
+            raise HumanLabelError(f"{at}, column 'arm': {arm!r} is not an arm of this run"
+                                  + ("" if kind == ACCURACY else " with judged answers")
+                                  + f" (arms: {', '.join(sorted(arms))})")
         if item not in items:
             raise HumanLabelError(f"{at}, column 'item': {item!r} is not an item of this run")
         run = _run_number(record.get("run"), at)
