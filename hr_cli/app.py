@@ -104,6 +104,8 @@ ExistingDir = Annotated[Path, typer.Argument(exists=True, file_okay=False,
                                               help="A run directory: results/<name>/<run id>/")]
 RunDir = Annotated[str, typer.Argument(
     help="A run directory, results/<name>/<run id>/, or its URL (s3://bucket/...)")]
+Grounded = Annotated[bool, typer.Option("--groundedness", help="Label whether each answer is "
+                                        "supported by its passages (hr judge groundedness).")]
 
 
 @app.command()
@@ -408,17 +410,18 @@ def label_sample(
     grow: Annotated[bool, typer.Option(
         "--grow", help="Grow the run's sample to --n items: the new ones drawn uniformly "
                        "from the rest of its frame, with a sheet of their own.")] = False,
+    groundedness: Grounded = False,
 ) -> None:
     """Draw a uniformly random, seeded sample of a finished run's items and write a
     labelling sheet (CSV and JSONL); the seed and sampling frame are recorded in the run."""
-    sample_labels(console, run_dir, n, seed, grow=grow)
+    sample_labels(console, run_dir, n, seed, grow=grow, groundedness=groundedness)
 
 
 @label_app.command("import")
-def label_import(run_dir: RunDir, labels: ExistingFile) -> None:
+def label_import(run_dir: RunDir, labels: ExistingFile, groundedness: Grounded = False) -> None:
     """Read people's labels (JSONL/CSV/Parquet: arm, item, run, label as correct/incorrect
     or 1/0) into the run and print the accuracies they correct."""
-    import_run_labels(console, run_dir, labels)
+    import_run_labels(console, run_dir, labels, groundedness=groundedness)
 
 
 @server_app.command("start")

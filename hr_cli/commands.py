@@ -29,7 +29,7 @@ from hr_core.analysis.verdict import sequential_note
 from hr_core.core.errors import SpecError
 from hr_core.data.yaml_file import load_yaml_text
 from hr_core.judge import scorer_judge_line, scorer_judge_standing
-from hr_core.judge.corrected import corrected_accuracy
+from hr_core.judge.corrected import corrected_accuracy, corrected_groundedness
 from hr_core.report import write_report
 from hr_core.run.budget import Budget
 from hr_core.run.rescore import rescore_run
@@ -190,6 +190,7 @@ def show_summary(console: Console, run_dir: str | Path) -> None:
     print_judge_standing(console, bench)
 
     print_corrected(console, corrected_accuracy(bench))
+    print_corrected(console, corrected_groundedness(bench.run_dir, bench.arms))
     print_item_tables(console, bench)
     print_health(console, bench)
 

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from hr_cli.fit import print_fitted
 from hr_cli.judges import judge_model, judge_thresholds, load_judge
+from hr_cli.label_commands import print_corrected
 from hr_cli.literal import line, lit
 from hr_cli.run_dirs import load_benchmark
 from hr_cli.signals import interruptible
@@ -25,6 +26,7 @@ from hr_cli.tables import (
 from hr_core.analysis.benchmark import Benchmark
 from hr_core.core.errors import SpecError
 from hr_core.judge import standing_text, validation_status
+from hr_core.judge.corrected import corrected_groundedness
 from hr_core.judge.groundedness import (
     groundedness_config,
     groundedness_summary,
@@ -227,6 +229,12 @@ def judge_run_groundedness(console: Console, run_dir: str, model: str, orders: i
     console.print(line(f"Judge {config.hash[:12]} against people's labels: {standing}; "
                        f"validate it with `hr judge validate` on labelled (question, answer, "
                        f"passages) rows, records in {store}"), markup=False)
+    found = corrected_groundedness(run_dir, bench.arms)  # people's labels of this run
+    print_corrected(console, found)
+    if found is None:
+        console.print(line(f"Correct these shares by people's labels of this run: `hr label "
+                           f"sample {run_dir} --n 100 --groundedness`, label the sheet, then "
+                           f"`hr label import {run_dir} FILE --groundedness`."), markup=False)
     RunStore.at(run_dir).write_text("report.md", report_markdown(Benchmark.load(run_dir)))
     console.print(f"[bold]Verdicts:[/] {lit(where)}")
     refresh_report(console, Path(run_dir))

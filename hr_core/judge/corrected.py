@@ -12,6 +12,14 @@ whatever the judge's bias. A paired difference of two arms is the same with
 :func:`hr_core.stats.compare_estimate` as an estimate with its standard error (Student t
 over the labelled items with :func:`hr_core.stats.compare_paired`'s continuity correction
 ``1/n``, the family correction of the run's verdict).
+
+:func:`corrected_groundedness` is the same estimate of another share: each arm's share of
+answers **not** supported by their own passages (``groundedness.parquet``), corrected by
+people's ``supported``/``unsupported`` labels on the run's groundedness sample
+(:data:`~hr_core.judge.label_kind.GROUNDEDNESS`): ``f`` is 1 where the groundedness judge
+said unsupported, 0 supported, 1/2 where it gave no verdict (as an unscored run above: the
+population is every judged run, so a run without a verdict is still one people can label);
+``y`` is 1 where people said unsupported.
 """
 
 from __future__ import annotations
@@ -23,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from hr_core.judge.human_labels import HumanLabel, read_labels, read_sample
+from hr_core.judge.groundedness import groundedness_summary, read_groundedness
+from hr_core.judge.human_labels import GROUNDEDNESS, HumanLabel, read_labels, read_sample
 from hr_core.stats import Comparison, compare_estimate, compare_paired
 from hr_core.stats.accuracy import runs_made
 from hr_core.stats.ppi import PPIEstimate, ppi_mean_ci
@@ -31,8 +40,9 @@ from hr_core.stats.ppi import PPIEstimate, ppi_mean_ci
 if TYPE_CHECKING:
     from hr_core.analysis.benchmark import Benchmark
 
-__all__ = ["CorrectedAccuracy", "CorrectedArm", "CorrectedDifference", "arm_estimate",
-           "corrected_accuracy", "corrected_difference", "corrected_lines", "corrected_title",
+__all__ = ["GROUNDEDNESS_FIGURE", "CorrectedAccuracy", "CorrectedArm", "CorrectedDifference",
+           "arm_estimate", "corrected_accuracy", "corrected_difference",
+           "corrected_groundedness", "corrected_lines", "corrected_title", "groundedness_table",
            "item_values", "verdict_table"]
 
 
@@ -82,6 +92,10 @@ class CorrectedAccuracy:
     sampled_unlabelled: int
     arms: list[CorrectedArm]
     differences: list[CorrectedDifference]
+    figure: str = "Accuracy"
+    """What is corrected (``Accuracy``, or groundedness' unsupported share)."""
+    judge_hash: str | None = None
+    """The config hash of the judge whose verdicts are corrected, when it is one judge's."""
 
     @property
     def title(self) -> str:
@@ -229,7 +243,8 @@ def corrected_lines(found: CorrectedAccuracy, *, name: Callable[[str], str] = st
 
     """
     level = 0.95
-    lines = [f"Accuracy {found.title}, {level:.0%} intervals:"]
+    judge = f", judge {found.judge_hash[:12]}" if found.judge_hash else ""
+    lines = [f"{found.figure} {found.title}{judge}, {level:.0%} intervals:"]
     for arm in found.arms:
         est = arm.corrected
         lines.append(
@@ -253,3 +268,68 @@ def corrected_lines(found: CorrectedAccuracy, *, name: Callable[[str], str] = st
                      "random).")
     return lines
 
+
+
+GROUNDEDNESS_FIGURE = "Answers not supported by their passages"
+"""The heading of the corrected groundedness share (:func:`corrected_groundedness`)."""
+
+
+def groundedness_table(verdicts: pd.DataFrame, labels: Sequence[HumanLabel]) -> pd.DataFrame:
+    """Every judged run of ``verdicts`` (``groundedness.parquet``): ``arm``, ``item``,
+    ``run``, the judge's ``f`` (1 unsupported, 0 supported, 1/2 no verdict) and people's
+    ``y`` (1 unsupported) where ``labels`` has one.
+
+    Example:
+        >>> verdicts = pd.DataFrame({"arm": "a", "item_id": ["q1", "q2"], "run": 1,
+        ...                          "supported": [True, None]})
+        >>> groundedness_table(verdicts, [])[["item", "f"]].to_dict("list")
+        {'item': ['q1', 'q2'], 'f': [0.0, 0.5]}
+    """
+    f = [0.5 if pd.isna(x) else 0.0 if bool(x) else 1.0 for x in verdicts["supported"]]
+    frame = pd.DataFrame({"arm": verdicts["arm"].astype(str).to_numpy(),
+                          "item": verdicts["item_id"].astype(str).to_numpy(),
+                          "run": verdicts["run"].astype("int64").to_numpy(), "f": f})
+    people = pd.DataFrame([(x.arm, x.item, x.run, 0.0 if x.label else 1.0) for x in labels],
+                          columns=["arm", "item", "run", "y"])
+    people["run"] = people["run"].astype("int64")
+    return frame.merge(people, on=["arm", "item", "run"], how="left")
+
+
+def corrected_groundedness(run_dir: str | None, arms: Sequence[str] | None = None,
+                           labels: Sequence[HumanLabel] | None = None,
+                           level: float = 0.95) -> CorrectedAccuracy | None:
+    """Each arm's share of answers not supported by their own passages, corrected by the
+    run's random groundedness labels (PPI++, :func:`arm_estimate`: items the units, their
+    judged runs the cluster), beside the judge's share (``groundedness_summary``'s) and its
+    ``judge_hash``; ``None`` without random labels, or without verdicts (labels kept from
+    a run whose ``groundedness.parquet`` was deleted: nothing to correct until it is
+    judged again). No paired differences.
+    """
+    if run_dir is None:
+        return None
+    if labels is None:
+        labels = read_labels(run_dir, GROUNDEDNESS)
+    used = [x for x in labels if x.random]
+    if not used:
+        return None
+    verdicts = read_groundedness(run_dir)
+    if verdicts is None:
+        return None
+    table = groundedness_table(verdicts, used)
+    order = list(arms) if arms is not None else list(pd.unique(table["arm"]))
+    judged = groundedness_summary(verdicts, level, arms=order).set_index("arm")
+    found = []
+    for arm in order:
+        rows = table[table["arm"] == arm]
+        if rows["y"].notna().any():
+            share: Any = judged.loc[arm, "share_unsupported"]
+            found.append(CorrectedArm(arm, float(share) if judged.loc[arm, "judged"] else None,
+                                      arm_estimate(rows, level)))
+    sample = read_sample(run_dir, GROUNDEDNESS)
+    missing = 0 if sample is None else len(set(sample.items) - {x.item for x in used})
+    hashes: list[Any] = (list(pd.unique(verdicts["config_hash"]))
+                         if "config_hash" in verdicts else [])
+    return CorrectedAccuracy(labels=int(table["y"].notna().sum()),
+                             not_random=len(labels) - len(used), sampled_unlabelled=missing,
+                             arms=found, differences=[], figure=GROUNDEDNESS_FIGURE,
+                             judge_hash=str(hashes[0]) if len(hashes) == 1 else None)

@@ -35,7 +35,7 @@ from hr_core.store.folder import RunStore
 
 __all__ = ["GROUNDEDNESS_COLUMNS", "GROUNDEDNESS_FILE", "GROUNDEDNESS_RUBRIC", "JUDGED_KINDS",
            "groundedness_config", "groundedness_summary", "judge_groundedness",
-           "read_groundedness", "save_groundedness"]
+           "read_groundedness", "run_passages", "save_groundedness"]
 
 GROUNDEDNESS_RUBRIC: Final[str] = (
     "The reference is the list of passages the system retrieved for this question. Grade "
@@ -88,11 +88,6 @@ async def judge_groundedness(bench: Benchmark, config: JudgeConfig,
         raise JudgeConfigError("groundedness judges a run folder's journal: this benchmark "
                                "has none (load it with Benchmark.load(RUN_DIR))")
     chat = model if model is not None else config.chat_model(concurrency=concurrency)
-    store = RunStore.at(bench.run_dir)
-    store.fetch_journal()
-    journal = store.journal
-    records = [r for r in journal.read().values() if r.arm in bench.arms]
-    journal.fill_contexts(records)
     reference = bench.reference
     positions = {item.id: i for i, item in enumerate(reference or [])}
     gate = asyncio.Semaphore(max(1, concurrency))
@@ -109,15 +104,35 @@ async def judge_groundedness(bench: Benchmark, config: JudgeConfig,
                 "status": result.status, "verdict": verdict,
                 "supported": None if verdict is None else verdict == config.positive}
 
-    work = []
-    for record in records:
-        texts = [str(c["text"]) for c in record.contexts or () if c.get("text")]
-        if texts and record.output is not None and record.failure_kind in JUDGED_KINDS:
-            work.append(one(record, texts))
+    work = [one(record, texts) for record, texts in _with_passages(bench)
+            if record.output is not None and record.failure_kind in JUDGED_KINDS]
     rows = await asyncio.gather(*work)
     columns = ["arm", "item_id", "item_index", "run", "status", "verdict", "supported"]
     return pd.DataFrame(list(rows), columns=columns).sort_values(
         ["arm", "item_index", "run"], ignore_index=True)
+
+
+def _with_passages(bench: Benchmark) -> list[tuple[Any, list[str]]]:
+    """The journal's records of ``bench``'s arms with at least one passage text, and those
+    texts (best first)."""
+    assert bench.run_dir is not None
+    store = RunStore.at(bench.run_dir)
+    store.fetch_journal()
+    journal = store.journal
+    records = [r for r in journal.read().values() if r.arm in bench.arms]
+    journal.fill_contexts(records)
+    found = []
+    for record in records:
+        texts = [str(c["text"]) for c in record.contexts or () if c.get("text")]
+        if texts:
+            found.append((record, texts))
+    return found
+
+
+def run_passages(bench: Benchmark) -> dict[tuple[str, str, int], list[str]]:
+    """The passage texts (best first) of each run of a stored run, by ``(arm, item id,
+    run)``: what its groundedness was judged against (runs with none are left out)."""
+    return {(str(r.arm), str(r.item_id), int(r.run)): texts for r, texts in _with_passages(bench)}
 
 
 def groundedness_summary(verdicts: pd.DataFrame, level: float = 0.95,

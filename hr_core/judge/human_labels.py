@@ -1,5 +1,11 @@
 """People's labels on a finished run's own outputs: a random sample, a sheet, the labels.
 
+Of either kind (:mod:`hr_core.judge.label_kind`): the answers' accuracy (the defaults below)
+or their groundedness (``kind=GROUNDEDNESS``: its own sample, ``groundedness_sample.json``,
+sheets ``groundedness_sheet.*`` showing each run's passages, labels
+``groundedness_labels.jsonl`` ``supported``/``unsupported``; the frame is the items of the
+runs ``hr judge groundedness`` judged).
+
 :func:`sample_run` draws a uniformly random, seeded sample of the run's **items** (every
 arm's runs of a sampled item are asked for, so paired differences can be corrected and
 items stay the cluster) and records the seed and the sampling frame in the run folder
@@ -30,8 +36,8 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from hr_core.core.errors import HrError
 from hr_core.core.json_text import jsonl_lines
+from hr_core.judge.label_kind import ACCURACY, GROUNDEDNESS, HumanLabelError, LabelKind, kind_runs
 from hr_core.judge.label_sample import (
     GROW_METHOD,
     LabelSample,
@@ -43,28 +49,20 @@ from hr_core.judge.label_sample import (
 )
 from hr_core.judge.label_sheet import SHEET_HTML, blind_order, render_sheet
 from hr_core.judge.labelled import cell_text, read_table
-from hr_core.stats.accuracy import runs_made
 from hr_core.store.folder import RunFolder, RunStore
 
 if TYPE_CHECKING:
     from hr_core.analysis.benchmark import Benchmark
 
-__all__ = ["GROW_METHOD", "LABELS_FILE", "SAMPLE_FILE", "SHEET_FILES", "SHEET_HTML",
-           "HumanLabel", "HumanLabelError", "LabelSample", "SampleGrowth", "draw_items",
-           "grow_items", "import_labels", "read_labels", "read_sample", "redraw_items",
-           "sample_run", "sheet_names"]
+__all__ = ["ACCURACY", "GROUNDEDNESS", "GROW_METHOD", "LABELS_FILE", "SAMPLE_FILE",
+           "SHEET_FILES", "SHEET_HTML", "HumanLabel", "HumanLabelError", "LabelKind",
+           "LabelSample", "SampleGrowth", "draw_items", "grow_items", "import_labels",
+           "read_labels", "read_sample", "redraw_items", "sample_run", "sheet_names"]
 
-SAMPLE_FILE: Final = "human_sample.json"
-LABELS_FILE: Final = "human_labels.jsonl"
-SHEET_FILES: Final = ("label_sheet.jsonl", "label_sheet.csv", SHEET_HTML)
-SHEET_COLUMNS: Final = ("arm", "item", "run", "question", "reference", "output", "label")
-_VERDICT: Final = {True: "correct", False: "incorrect"}
-_TRUE: Final = frozenset({"correct", "1", "true", "yes"})
-_FALSE: Final = frozenset({"incorrect", "0", "false", "no", "wrong"})
-
-
-class HumanLabelError(HrError, ValueError):
-    """A sample or labels cannot be made or read: names the file, row and column."""
+SAMPLE_FILE: Final = ACCURACY.sample_file
+LABELS_FILE: Final = ACCURACY.labels_file
+SHEET_FILES: Final = ACCURACY.sheet_files
+assert SHEET_FILES[2] == SHEET_HTML
 
 
 class HumanLabel(BaseModel):
@@ -75,32 +73,25 @@ class HumanLabel(BaseModel):
     item: str
     run: int
     label: bool
+    """True: correct (accuracy's labels) or supported (groundedness')."""
     random: bool
     """True when the item was in the run's random sample: only these are used."""
     source: str
     imported_at: datetime
 
 
-def _made_runs(bench: Benchmark, *, outputs: bool = False) -> Any:
-    """The rows of the runs made (arm, item_id as text, run; ``output`` and ``correct``
-    when asked): a stored run reads only these columns."""
-    runs = bench.columns(["arm", "item_id", "run", "failure_kind",
-                          *(["output", "correct"] if outputs else [])])
-    runs = runs[runs_made(runs).to_numpy(dtype=bool)]
-    return runs.assign(item_id=runs["item_id"].astype(str))
-
-
-def read_sample(run_dir: str | Path) -> LabelSample | None:
-    """The run's sample record, ``None`` when none was drawn."""
+def read_sample(run_dir: str | Path, kind: LabelKind = ACCURACY) -> LabelSample | None:
+    """The run's sample record (of ``kind``), ``None`` when none was drawn."""
     folder = RunFolder(run_dir)
-    if not folder.exists(SAMPLE_FILE):
+    if not folder.exists(kind.sample_file):
         return None
     try:
-        return LabelSample.model_validate_json(folder.read_bytes(SAMPLE_FILE))
+        return LabelSample.model_validate_json(folder.read_bytes(kind.sample_file))
     except ValueError as exc:
         first = str(exc).splitlines()[0]
-        raise HumanLabelError(f"{folder.shown(SAMPLE_FILE)}: not a sample record ({first}); "
-                              "draw it again with `hr label sample`") from None
+        raise HumanLabelError(f"{folder.shown(kind.sample_file)}: not a sample record "
+                              f"({first}); draw it again with `hr label sample"
+                              f"{kind.option}`") from None
 
 
 def _question(payload: Any) -> str:
@@ -124,9 +115,9 @@ def _context(payload: Any) -> str:
 
 
 def sample_run(bench: Benchmark, n: int, seed: int | None = None, *,
-               grow: bool = False) -> tuple[LabelSample, bool]:
+               grow: bool = False, kind: LabelKind = ACCURACY) -> tuple[LabelSample, bool]:
     """Draw (or find again, or grow) the run's random sample of ``n`` items and write the
-    sheet.
+    sheet (of ``kind``: the frame is the items of the runs it labels, :func:`kind_runs`).
 
     A run has one sample: asking again with the same ``n`` (and seed, when given) finds
     it, writing the sheet only where it is missing (never over one being filled in);
@@ -138,77 +129,83 @@ def sample_run(bench: Benchmark, n: int, seed: int | None = None, *,
     now.
 
     Raises:
-        HumanLabelError: the run has another sample, a growth asks for fewer items, or no
-            run was made.
+        HumanLabelError: the run has another sample, a growth asks for fewer items, no
+            run was made, or (groundedness) none was judged.
     """
     if n < 1:
         raise HumanLabelError(f"--n {n}: the sample needs at least 1 item")
     assert bench.run_dir is not None
     store = RunStore.at(bench.run_dir)
-    existing = read_sample(bench.run_dir)
-    names: tuple[str, ...] = SHEET_FILES
+    runs = kind_runs(bench, kind)  # groundedness not judged: say so before anything
+    existing = read_sample(bench.run_dir, kind)
+    sample_file = kind.sample_file
+    names: tuple[str, ...] = kind.sheet_files
     if existing is not None:
         if seed is not None and seed != existing.seed:
             raise HumanLabelError(
-                f"{store.shown(SAMPLE_FILE)}: this run's sample was drawn with seed "
+                f"{store.shown(sample_file)}: this run's sample was drawn with seed "
                 f"{existing.seed}, not {seed}; a run keeps one sample (label it, or grow it "
                 "with --grow and a larger --n)")
         if existing.n != n and not grow:
             raise HumanLabelError(
-                f"{store.shown(SAMPLE_FILE)}: this run already has a sample ({existing.n} "
+                f"{store.shown(sample_file)}: this run already has a sample ({existing.n} "
                 f"items, seed {existing.seed}); label that one (its sheet: "
-                f"{store.shown(SHEET_FILES[1])}), grow it with `--n {max(n, existing.n + 1)} "
-                "--grow` (new items drawn uniformly from the rest of its frame), or delete "
-                "the file to draw another")
+                f"{store.shown(kind.sheet_files[1])}), grow it with `--n "
+                f"{max(n, existing.n + 1)} --grow{kind.option}` (new items drawn uniformly "
+                "from the rest of its frame), or delete the file to draw another")
         if existing.n != n:
-            sample = _grown(store, existing, n)
-            store.write_text(SAMPLE_FILE, sample.model_dump_json(indent=1) + "\n")
-            names = sheet_names(len(sample.grown))
+            sample = _grown(store, existing, n, sample_file)
+            store.write_text(sample_file, sample.model_dump_json(indent=1) + "\n")
+            names = sheet_names(len(sample.grown), kind)
             _write_sheets(bench, store, sample, sample.grown[-1].added, names, names,
-                          sample.seed + len(sample.grown))
+                          sample.seed + len(sample.grown), kind)
             return sample, True
         sample, drawn = existing, False
         if sample.grown:  # the latest growth's sheet, if deleted
-            names = sheet_names(len(sample.grown))
+            names = sheet_names(len(sample.grown), kind)
     else:
-        runs = _made_runs(bench)
         frame = [str(i) for i in dict.fromkeys(runs["item_id"])]
         if not frame:
-            raise HumanLabelError(f"{bench.run_dir}: no run was made; nothing to label")
+            raise HumanLabelError(f"{bench.run_dir}: no run was made"
+                                  f"{' and judged' if kind.option else ''}; nothing to label")
         seed = secrets.randbits(63) if seed is None else seed
         sample = LabelSample(run_id=bench.run_id, seed=seed, n=n, frame=frame,
                              frame_sha256=frame_hash(frame),
-                             items=draw_items(frame, n, seed), arms=bench.arms,
+                             items=draw_items(frame, n, seed),
+                             arms=[a for a in bench.arms if a in set(runs["arm"])],
                              created_at=datetime.now(UTC))
-        store.write_text(SAMPLE_FILE, sample.model_dump_json(indent=1) + "\n")
+        store.write_text(sample_file, sample.model_dump_json(indent=1) + "\n")
         drawn = True
     missing = [name for name in names if drawn or not store.exists(name)]
     if missing:  # never over a sheet someone may be filling in
         items = sample.grown[-1].added if sample.grown else sample.items
         _write_sheets(bench, store, sample, items, names, missing,
-                      sample.seed + len(sample.grown))
+                      sample.seed + len(sample.grown), kind)
     return sample, drawn
 
 
-def sheet_names(step: int) -> tuple[str, ...]:
+def sheet_names(step: int, kind: LabelKind = ACCURACY) -> tuple[str, ...]:
     """The sheet files of a sample (``step`` 0) or of its growth ``step``.
 
     Example:
         >>> sheet_names(2)
         ('label_sheet_grow2.jsonl', 'label_sheet_grow2.csv', 'label_sheet_grow2.html')
+        >>> sheet_names(0, GROUNDEDNESS)[1]
+        'groundedness_sheet.csv'
     """
+    stem = kind.sheet_stem
     if step == 0:
-        return SHEET_FILES
-    return tuple(name.replace("label_sheet.", f"label_sheet_grow{step}.") for name in SHEET_FILES)
+        return kind.sheet_files
+    return tuple(name.replace(f"{stem}.", f"{stem}_grow{step}.") for name in kind.sheet_files)
 
 
-def _grown(store: RunStore, sample: LabelSample, n: int) -> LabelSample:
+def _grown(store: RunStore, sample: LabelSample, n: int, sample_file: str) -> LabelSample:
     """``sample`` grown to ``n`` items (:func:`grow_items`), or why it cannot grow."""
     if n < sample.n:
         raise HumanLabelError(f"--n {n} --grow: the sample already asks for {sample.n} items; "
                               f"a sample only grows (give --n above {sample.n})")
     if len(sample.items) >= len(sample.frame):
-        raise HumanLabelError(f"{store.shown(SAMPLE_FILE)}: the sample already holds every "
+        raise HumanLabelError(f"{store.shown(sample_file)}: the sample already holds every "
                               f"item of its frame ({len(sample.frame)}); nothing to add")
     step = len(sample.grown) + 1
     entropy = [sample.seed, step]
@@ -220,32 +217,36 @@ def _grown(store: RunStore, sample: LabelSample, n: int) -> LabelSample:
 
 
 def _write_sheets(bench: Benchmark, store: RunStore, sample: LabelSample, items: list[str],
-                  names: Sequence[str], missing: Sequence[str], order_seed: int) -> None:
+                  names: Sequence[str], missing: Sequence[str], order_seed: int,
+                  kind: LabelKind) -> None:
     """Write the sheets of ``items`` (every sampled arm's runs of each) to those of
     ``names`` (jsonl, csv, html) that are ``missing``."""
-    shown = _sheet_rows(bench, items, sample.arms)
+    shown = _sheet_rows(bench, items, sample.arms, kind)
     jsonl, csv_name, html = names
     if html in missing:
+        verdict_of = ("judge" if bench.manifest.judge else "scorer") if kind == ACCURACY \
+            else kind.verdict_of
         store.write_text(html, render_sheet(
             blind_order(shown, order_seed), name=bench.manifest.name or "benchmark",
-            run_id=bench.run_id,
-            seed=sample.seed, verdict_of="judge" if bench.manifest.judge else "scorer",
-            part="" if tuple(names) == SHEET_FILES else f"-grow{len(sample.grown)}"))
-    rows = [{c: r[c] for c in SHEET_COLUMNS} for r in shown]  # the judge's verdict: not here
+            run_id=bench.run_id, seed=sample.seed, verdict_of=verdict_of,
+            part="" if tuple(names) == kind.sheet_files else f"-grow{len(sample.grown)}",
+            words=(kind.yes, kind.no), question=kind.question,
+            passages=kind == GROUNDEDNESS))
+    rows = [{c: r[c] for c in kind.columns} for r in shown]  # the judge's verdict: not here
     if jsonl in missing:
         store.write_text(jsonl, "".join(json.dumps(r, ensure_ascii=False) + "\n"
                                         for r in rows))
     if csv_name in missing:
         text = io.StringIO()
-        writer = csv.DictWriter(text, fieldnames=list(SHEET_COLUMNS), lineterminator="\n")
+        writer = csv.DictWriter(text, fieldnames=list(kind.columns), lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
         store.write_text(csv_name, text.getvalue())
 
 
-def _sheet_rows(bench: Benchmark, items: Sequence[str],
-                sampled_arms: Sequence[str]) -> list[dict[str, Any]]:
-    runs = _made_runs(bench, outputs=True)
+def _sheet_rows(bench: Benchmark, items: Sequence[str], sampled_arms: Sequence[str],
+                kind: LabelKind) -> list[dict[str, Any]]:
+    runs: Any = kind_runs(bench, kind, outputs=True)
     chosen = runs[runs["item_id"].isin(items) & runs["arm"].isin(sampled_arms)]
     order = {item: i for i, item in enumerate(items)}
     arms = {arm: i for i, arm in enumerate(sampled_arms)}
@@ -255,48 +256,52 @@ def _sheet_rows(bench: Benchmark, items: Sequence[str],
     rows = []
     for row in chosen.itertuples(index=False):
         item = reference.get(row.item_id) if reference is not None else None
+        output = cell_text(row.output) or ""
         rows.append({"arm": str(row.arm), "item": str(row.item_id), "run": int(row.run),
                      "question": "" if item is None else _question(item.payload),
                      "reference": "" if item is None else _question(item.label),
-                     "output": cell_text(row.output) or "", "label": "",
-                     "verdict": _VERDICT.get(row.correct, "no verdict"),
-                     "context": "" if item is None else _context(item.payload)})
+                     "output": output, "answer": output, "label": "",
+                     "verdict": row.verdict,
+                     "context": "" if item is None else _context(item.payload),
+                     **({"passages": row.passages} if kind == GROUNDEDNESS else {})})
     return rows
 
 
-def read_labels(run_dir: str | Path) -> list[HumanLabel]:
-    """The labels stored in a run folder (none: an empty list)."""
+def read_labels(run_dir: str | Path, kind: LabelKind = ACCURACY) -> list[HumanLabel]:
+    """The labels (of ``kind``) stored in a run folder (none: an empty list)."""
 
     folder = RunFolder(run_dir)
-    if not folder.exists(LABELS_FILE):
+    if not folder.exists(kind.labels_file):
         return []
     labels = []
-    for number, _, line in jsonl_lines(folder.read_bytes(LABELS_FILE)):
+    for number, _, line in jsonl_lines(folder.read_bytes(kind.labels_file)):
         try:
             labels.append(HumanLabel.model_validate_json(line))
         except ValueError as exc:
             first = str(exc).splitlines()[0]
-            raise HumanLabelError(f"{folder.shown(LABELS_FILE)}, line {number}: not a label "
-                                  f"({first}); import the labels again") from None
+            raise HumanLabelError(f"{folder.shown(kind.labels_file)}, line {number}: not a "
+                                  f"label ({first}); import the labels again") from None
     return labels
 
 
-def _verdict(value: Any, where: str) -> bool | None:
+def _verdict(value: Any, where: str, kind: LabelKind) -> bool | None:
     if isinstance(value, bool | np.bool_):
         return bool(value)
     text = cell_text(value)
     if text is None or not text.strip():
         return None
     word = text.strip().lower()
-    if word in _TRUE or word in _FALSE:
-        return word in _TRUE
-    raise HumanLabelError(f"{where}, column 'label': {text!r} is not a label; write correct "
-                          "or incorrect (or 1 or 0), or leave it empty")
+    if word in kind.true_words or word in kind.false_words:
+        return word in kind.true_words
+    raise HumanLabelError(f"{where}, column 'label': {text!r} is not a label; write {kind.yes} "
+                          f"or {kind.no} (or 1 or 0), or leave it empty")
 
 
-def import_labels(bench: Benchmark, data: Any) -> tuple[list[HumanLabel], int]:
-    """Read labels from ``data`` (a path to .jsonl/.csv/.parquet, a DataFrame or records)
-    and store them with the run's earlier ones (a run labelled again keeps the latest).
+def import_labels(bench: Benchmark, data: Any,
+                  kind: LabelKind = ACCURACY) -> tuple[list[HumanLabel], int]:
+    """Read labels (of ``kind``) from ``data`` (a path to .jsonl/.csv/.parquet, a DataFrame
+    or records) and store them with the run's earlier ones (a run labelled again keeps the
+    latest).
 
     Returns the labels read (those with a verdict) and how many rows had none.
 
@@ -312,32 +317,34 @@ def import_labels(bench: Benchmark, data: Any) -> tuple[list[HumanLabel], int]:
         raise HumanLabelError(f"{where}: missing column(s) {', '.join(missing)}; labels need "
                               f"arm, item, run and label (found "
                               f"{', '.join(map(str, frame.columns)) or 'none'})")
-    runs = _made_runs(bench)
+    runs = kind_runs(bench, kind)
     made = set(zip(runs["arm"].astype(str), runs["item_id"], runs["run"].astype(int),
                    strict=True))
     arms, items = set(runs["arm"].astype(str)), set(runs["item_id"])
-    sample = read_sample(bench.run_dir or "")
+    sample = read_sample(bench.run_dir or "", kind)
     sampled = set() if sample is None else set(sample.items)
     now, source = datetime.now(UTC), Path(str(where)).name
     found: dict[tuple[str, str, int], int] = {}
     read, skipped = [], 0
     for index, record in enumerate(frame.to_dict(orient="records"), start=1):
         at = f"{where}, row {index}"
-        label = _verdict(record.get("label"), at)
+        label = _verdict(record.get("label"), at, kind)
         if label is None:
             skipped += 1
             continue
         arm, item = cell_text(record.get("arm")) or "", cell_text(record.get("item")) or ""
         if arm not in arms:
-            raise HumanLabelError(f"{at}, column 'arm': {arm!r} is not an arm of this run "
-                                  f"(arms: {', '.join(sorted(arms))})")
+            raise HumanLabelError(f"{at}, column 'arm': {arm!r} is not an arm of this run"
+                                  + ("" if kind == ACCURACY else " with judged answers")
+                                  + f" (arms: {', '.join(sorted(arms))})")
         if item not in items:
             raise HumanLabelError(f"{at}, column 'item': {item!r} is not an item of this run")
         run = _run_number(record.get("run"), at)
         key = (arm, item, run)
         if key not in made:
             raise HumanLabelError(f"{at}, column 'run': arm {arm!r} made no run {run} of item "
-                                  f"{item!r}")
+                                  f"{item!r}" + ("" if kind == ACCURACY else
+                                                 " that hr judge groundedness judged"))
         if key in found:
             raise HumanLabelError(f"{at}: the same arm, item and run as row {found[key]}; "
                                   "give one label per run")
@@ -345,10 +352,10 @@ def import_labels(bench: Benchmark, data: Any) -> tuple[list[HumanLabel], int]:
         read.append(HumanLabel(arm=arm, item=item, run=run, label=label,
                                random=sample is not None and item in sampled
                                and arm in sample.arms, source=source, imported_at=now))
-    kept = {(x.arm, x.item, x.run): x for x in read_labels(bench.run_dir or "")}
+    kept = {(x.arm, x.item, x.run): x for x in read_labels(bench.run_dir or "", kind)}
     kept.update({(x.arm, x.item, x.run): x for x in read})
     RunStore.at(bench.run_dir or "").write_text(
-        LABELS_FILE, "".join(x.model_dump_json() + "\n" for x in kept.values()))
+        kind.labels_file, "".join(x.model_dump_json() + "\n" for x in kept.values()))
     return read, skipped
 
 

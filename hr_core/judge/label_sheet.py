@@ -41,6 +41,7 @@ SHEET_SCRIPT: Final = r"""(function () {
 "use strict";
 var data = JSON.parse(document.getElementById("hr-sheet-data").textContent);
 var rows = data.rows, store = "hr-label-sheet:" + data.key, answers = {};
+var yes = data.words[0], no = data.words[1];
 function $(id) { return document.getElementById(id); }
 function key(row) { return JSON.stringify([row.arm, row.item, row.run]); }
 try { answers = JSON.parse(window.localStorage.getItem(store) || "{}") || {}; }
@@ -64,8 +65,9 @@ function show() {
   $("position").textContent = "Output " + (at + 1) + " of " + rows.length;
   var item = data.items[row.at];
   $("question").textContent = item.question;
-  $("context").textContent = item.context;
-  $("context-card").hidden = !item.context;
+  var context = row.passages !== undefined ? row.passages : item.context;
+  $("context").textContent = context;
+  $("context-card").hidden = !context;
   $("output").textContent = row.output;
   $("reveal").hidden = !answer;
   $("answer").textContent = answer || "";
@@ -102,17 +104,17 @@ function download() {
   link.click();
   link.remove();
   $("saved").textContent = "Downloaded " + answered() + " label(s) as " + data.file +
-    ": run hr label import RUN_DIR " + data.file;
+    ": run hr label import RUN_DIR " + data.file + data.option;
 }
-$("yes").addEventListener("click", function () { mark("correct"); });
-$("no").addEventListener("click", function () { mark("incorrect"); });
+$("yes").addEventListener("click", function () { mark(yes); });
+$("no").addEventListener("click", function () { mark(no); });
 $("skip").addEventListener("click", function () { move(1); });
 $("back").addEventListener("click", function () { move(-1); });
 $("next").addEventListener("click", function () { move(1); });
 $("download").addEventListener("click", download);
 document.addEventListener("keydown", function (e) {
   if (e.ctrlKey || e.metaKey || e.altKey) { return; }
-  var actions = {y: function () { mark("correct"); }, n: function () { mark("incorrect"); },
+  var actions = {y: function () { mark(yes); }, n: function () { mark(no); },
     s: function () { move(1); }, ArrowRight: function () { move(1); },
     j: function () { move(1); }, Enter: function () { move(1); },
     ArrowLeft: function () { move(-1); }, k: function () { move(-1); }, d: download};
@@ -191,10 +193,11 @@ def shown_text(value: Any, limit: int = FIELD_MAX) -> str:
             "text is in the .jsonl sheet beside this page]")
 
 
-def _data(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _data(rows: Sequence[Mapping[str, Any]], passages: bool = False) -> dict[str, Any]:
     """The page's data: each item's question, context and reference once (``items``), and
     per output its arm, item, run, the item's place in ``items`` (``at``), the output and
-    the verdict; every text field cut at :data:`FIELD_MAX` characters."""
+    the verdict (and with ``passages``, the run's own passages, shown instead of the
+    item's context); every text field cut at :data:`FIELD_MAX` characters."""
     items: list[dict[str, str]] = []
     where: dict[str, int] = {}
     shown = []
@@ -206,12 +209,16 @@ def _data(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                           for field in ("question", "context", "reference")})
         shown.append({"arm": str(row["arm"]), "item": item, "run": int(row["run"]),
                       "at": where[item], "output": shown_text(row.get("output")),
-                      "verdict": str(row.get("verdict") or "no verdict")})
+                      "verdict": str(row.get("verdict") or "no verdict"),
+                      **({"passages": shown_text(row.get("passages"))} if passages else {})})
     return {"rows": shown, "items": items}
 
 
 def render_sheet(rows: Sequence[Mapping[str, Any]], *, name: str, run_id: str | None,
-                 seed: int, verdict_of: str = "judge", part: str = "") -> str:
+                 seed: int, verdict_of: str = "judge", part: str = "",
+                 words: tuple[str, str] = ("correct", "incorrect"),
+                 question: str = "Is each output a correct answer to its question?",
+                 passages: bool = False) -> str:
     """The labelling sheet of a run's sample as one self-contained HTML document.
 
     Args:
@@ -223,8 +230,14 @@ def render_sheet(rows: Sequence[Mapping[str, Any]], *, name: str, run_id: str | 
         name: the benchmark's name (the page's title).
         run_id: the run's id (names the download and the answers kept in the browser).
         seed: the sample's seed (the same).
-        verdict_of: whose verdict ``verdict`` is (``judge`` or ``scorer``).
+        verdict_of: whose verdict ``verdict`` is (``judge``, ``scorer``, ``groundedness
+            judge``).
         part: added to the download's name (``-grow1``: the sheet of a sample's growth).
+        words: the labels ``y`` and ``n`` give (and the download writes).
+        question: what the person is asked of each output.
+        passages: each row's ``passages`` (the run's own, groundedness) are shown with
+            the question instead of the item's context, the output as the "Answer"; the
+            answers kept in the browser and the download are the groundedness sheet's.
 
     Example:
         >>> page = render_sheet([{"arm": "a", "item": "q1", "run": 1, "question": "2+2?",
@@ -233,9 +246,14 @@ def render_sheet(rows: Sequence[Mapping[str, Any]], *, name: str, run_id: str | 
         >>> page.startswith("<!DOCTYPE html>") and "</script>4" not in page
         True
     """
-    data = {**_data(rows), "key": f"{run_id}:{seed}",
-            "file": f"labels-{run_id or 'run'}-{seed}{part}"[:114] + ".jsonl"}
+    kind = "groundedness-" if passages else ""  # its own answers and download
+    data = {**_data(rows, passages), "key": f"{kind}{run_id}:{seed}", "words": list(words),
+            "file": f"{kind}labels-{run_id or 'run'}-{seed}{part}"[:114] + ".jsonl",
+            "option": " --groundedness" if passages else ""}
     title = f"hr labelling sheet: {name}"
+    yes, no = (html_text(w) for w in words)
+    whose = html_text(verdict_of)
+    context, output = ("Passages", "Answer") if passages else ("Context", "Output")
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
@@ -243,20 +261,19 @@ def render_sheet(rows: Sequence[Mapping[str, Any]], *, name: str, run_id: str | 
         f"<title>{html_text(title)}</title><style>{CSS}</style></head><body><main>"
         f"<h1>{html_text(title)}</h1>"
         f'<p class="sub">Run {html_text(run_id or "?")}, sample seed {seed}: '
-        f"{len(data['rows'])} outputs. Is each output a correct answer to its question? "
-        "The arm, the reference and the "
-        f"{'judge' if verdict_of == 'judge' else 'scorer'}'s verdict show once you answer."
+        f"{len(data['rows'])} outputs. {html_text(question)} "
+        f"The arm, the reference and the {whose}'s verdict show once you answer."
         "</p>"
         '<div class="bar"><progress id="progress-bar" value="0" '
         f'max="{len(data["rows"])}"></progress><span id="progress-text"></span>'
         '<span id="position"></span></div>'
         '<section class="card"><h2>Question</h2><pre class="text" id="question"></pre>'
-        '</section><section class="card" id="context-card" hidden><h2>Context</h2>'
+        f'</section><section class="card" id="context-card" hidden><h2>{context}</h2>'
         '<pre class="text" id="context"></pre></section>'
-        '<section class="card"><h2>Output</h2><pre class="text" id="output"></pre>'
+        f'<section class="card"><h2>{output}</h2><pre class="text" id="output"></pre>'
         "</section>"
-        '<div class="bar"><button id="yes" type="button">Correct <kbd>y</kbd></button>'
-        '<button id="no" type="button">Incorrect <kbd>n</kbd></button>'
+        f'<div class="bar"><button id="yes" type="button">{yes.capitalize()} <kbd>y</kbd>'
+        f'</button><button id="no" type="button">{no.capitalize()} <kbd>n</kbd></button>'
         '<button id="skip" type="button">Skip <kbd>s</kbd></button>'
         '<button id="back" type="button">&larr; Back</button>'
         '<button id="next" type="button">Next &rarr;</button>'
@@ -264,10 +281,10 @@ def render_sheet(rows: Sequence[Mapping[str, Any]], *, name: str, run_id: str | 
         '</div><section class="card" id="reveal" hidden><h2>After your answer</h2><dl>'
         '<dt>Your answer</dt><dd id="answer"></dd><dt>Arm</dt><dd id="arm"></dd>'
         '<dt>Item</dt><dd id="item"></dd><dt>Reference</dt><dd id="reference"></dd>'
-        f"<dt>The {'judge' if verdict_of == 'judge' else 'scorer'}'s verdict</dt>"
+        f"<dt>The {whose}'s verdict</dt>"
         '<dd><span id="verdict"></span> <span id="agree"></span></dd></dl></section>'
         '<p id="saved"></p>'
-        '<p class="keys">Keys: <kbd>y</kbd> correct, <kbd>n</kbd> incorrect, <kbd>s</kbd> '
+        f'<p class="keys">Keys: <kbd>y</kbd> {yes}, <kbd>n</kbd> {no}, <kbd>s</kbd> '
         "skip, <kbd>&larr;</kbd>/<kbd>&rarr;</kbd> (or <kbd>k</kbd>/<kbd>j</kbd>, "
         "<kbd>Enter</kbd>) move, <kbd>d</kbd> download. Answers are kept in this browser "
         "until you download them; a changed answer replaces the earlier one.</p></main>"

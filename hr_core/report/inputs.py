@@ -25,7 +25,7 @@ from hr_core.analysis.items import ItemText, ItemTexts
 from hr_core.core.errors import CorruptRunError, HrError
 from hr_core.core.json_text import jsonl_lines
 from hr_core.judge.groundedness import groundedness_summary, read_groundedness
-from hr_core.report._corrected import read_corrected
+from hr_core.report._corrected import read_corrected, read_corrected_groundedness
 from hr_core.stats.retrieval import KS, retrieval_figures
 from hr_core.store.folder import RunFolder, rerun_hint
 from hr_core.store.manifest import RunManifest, read_manifest
@@ -77,6 +77,9 @@ class ReportInputs:
     corrected: Any = None
     """The accuracies corrected by the run's random human labels
     (:class:`~hr_core.judge.corrected.CorrectedAccuracy`), when it has some."""
+    corrected_groundedness: Any = None
+    """The unsupported shares corrected by its random groundedness labels (the same
+    class), when it has some."""
     retrieval: Mapping[str, pd.DataFrame] | None = None
     """When some run returned contexts: ``summary`` (``Benchmark.retrieval_summary()``),
     ``differences`` and ``attribution`` (:mod:`hr_core.stats.retrieval`,
@@ -343,6 +346,8 @@ def load_report_inputs(run_dir: str | Path) -> ReportInputs:
         texts=texts,
         slices=_read_frame(folder, "summary_slices"),
         corrected=read_corrected(folder, manifest, runs),
+        corrected_groundedness=read_corrected_groundedness(
+            folder, list(pd.unique(runs["arm"]))),
         retrieval=retrieval,
     )
 

@@ -13,7 +13,7 @@ from hr_core.analysis.verdict import sequential_note, verdict
 from hr_core.core.failures import FAILURE_KINDS
 from hr_core.core.frames import records
 from hr_core.core.safe import markdown_text, visible
-from hr_core.judge.corrected import corrected_accuracy, corrected_lines
+from hr_core.judge.corrected import corrected_accuracy, corrected_groundedness, corrected_lines
 from hr_core.judge.groundedness import groundedness_summary, read_groundedness
 from hr_core.judge.standing import scorer_judge_line
 from hr_core.report.costs import cost_by_kind, has_kinds, token_kinds
@@ -266,6 +266,10 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
     if grounded is not None and len(grounded):
         lines += groundedness_markdown(groundedness_summary(grounded, arms=bench.arms),
                                        str(grounded["config_hash"].iloc[0]))
+        found = corrected_groundedness(bench.run_dir, bench.arms)
+        if found is not None:
+            heading, *rest = corrected_lines(found, name=_cell, bullet="- ")
+            lines += ["", f"**{heading}**", "", *rest]
     cut = bench.contexts_cut() if bench.has_contexts else 0
     if cut:
         lines += ["", f"> **Note:** the contexts of {cut:,} run(s) were cut to what a record "

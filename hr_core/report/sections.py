@@ -108,9 +108,11 @@ def facts_section(inputs: ReportInputs) -> str:
 
 def summary_section(inputs: ReportInputs) -> str:
     """The summary table, best arm first; the retrieval figures under it when some run
-    returned contexts (:func:`hr_core.report.retrieval.retrieval_html`)."""
+    returned contexts (:func:`hr_core.report.retrieval.retrieval_html`) and groundedness'
+    shares corrected by people's labels."""
 
-    return _summary_table(inputs) + retrieval_html(inputs.retrieval)
+    return (_summary_table(inputs) + retrieval_html(inputs.retrieval)
+            + corrected_html(inputs.corrected_groundedness))
 
 
 def _summary_table(inputs: ReportInputs) -> str:
