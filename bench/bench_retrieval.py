@@ -8,12 +8,20 @@ figures, differences and attribution.
 
     .venv/bin/python bench/bench_retrieval.py session-prepare 100000 /tmp/hr-retrieval
     .venv/bin/python bench/bench_retrieval.py session-reps 100000 10 /tmp/hr-retrieval
+    .venv/bin/python bench/bench_retrieval.py session-parts 100000 10 /tmp/hr-retrieval
 
 The ``session-`` modes measure the whole write phase of a benchmark (``session.finish()``,
 what ``hr_benchmark`` runs after its chunks: ``runs.parquet``, the summary and the
 retrieval figures, ``report.md``, ``report.html``, the summary files, the reference and the
 manifest) on a journal every run of which is done (a resume that calls no arm), with the
 peak RSS of the write phase itself (``VmHWM`` reset after the session opened).
+
+``session-parts`` splits the difference in three interleaved variants: no contexts (0), the
+contexts journaled and shown but their relevance never judged (2: the same journal as 1 with
+each line's ``gold_ranks`` and ``gold_n`` removed, so the runs table has the ``contexts`` and
+``contexts_cut`` columns and there are no retrieval figures and no attribution), and
+everything (1): 2 - 0 is what journaling and showing the contexts costs, 1 - 2 what the
+retrieval figures and the attribution cost.
 
 ITEMS items x 4 arms x 1 run; with contexts, each run returns 10 passages of ~1 KB (one of
 them the gold passage for ~60% of the runs). ``prepare`` writes both folders' journals
@@ -28,6 +36,7 @@ median and p90 of each and their ratios.
 from __future__ import annotations
 
 import gc
+import itertools
 import json
 import os
 import random
@@ -119,7 +128,7 @@ def measure(items: int, with_contexts: bool, work: Path) -> dict[str, float]:
             "peak_mb": peak, "table_peak_mb": table_peak}
 
 
-def _session(items: int, with_contexts: bool, work: Path) -> Any:
+def _session(items: int, with_contexts: int, work: Path) -> Any:
     reference = _reference(items)
     # never called (every run is in the journal); a builtin's fingerprint is the same
     # whether this file runs as __main__ or is imported: the same run id, the same folder
@@ -140,6 +149,19 @@ def session_prepare(items: int, work: Path) -> None:
                 os.replace(folder / name, session.journal.path.with_name(name))
 
 
+def _unjudged(items: int, work: Path) -> None:
+    """Variant 2 of ``session-parts``: variant 1's journal without the relevance judgement."""
+    source = _session(items, True, work).journal.path
+    target = _session(items, 2, work).journal.path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(source, "rb") as lines, open(target, "wb") as out:
+        for line in lines:
+            record = json.loads(line)
+            record.pop("gold_ranks", None)
+            record.pop("gold_n", None)
+            out.write(json.dumps(record, separators=(",", ":")).encode() + b"\n")
+
+
 def _hwm_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -147,7 +169,7 @@ def _hwm_mb() -> float:
     return float("nan")
 
 
-def session_measure(items: int, with_contexts: bool, work: Path) -> dict[str, float]:
+def session_measure(items: int, with_contexts: int, work: Path) -> dict[str, float]:
     """One repetition of the whole write phase (a fresh store copy is not needed: every
     write replaces its file)."""
     session = _session(items, with_contexts, work)
@@ -179,18 +201,26 @@ def _p90(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
 
 
-def reps(items: int, count: int, work: Path, mode: str = "measure") -> None:
-    """``count`` interleaved repetitions of each, in fresh processes."""
-    got: dict[bool, list[dict[str, float]]] = {False: [], True: []}
+def reps(items: int, count: int, work: Path, mode: str = "measure",
+         variants: tuple[int, ...] = (0, 1)) -> None:
+    """``count`` interleaved repetitions of each variant, in fresh processes; each compared
+    with the one before it."""
+    got: dict[int, list[dict[str, float]]] = {v: [] for v in variants}
     for _ in range(count):
-        for with_contexts in (False, True):
+        for variant in variants:
             out = subprocess.run([sys.executable, __file__, mode, str(items),
-                                  str(int(with_contexts)), str(work)],
+                                  str(variant), str(work)],
                                  check=True, capture_output=True, text=True).stdout
-            got[with_contexts].append(json.loads(out.strip().splitlines()[-1]))
-    for key in got[False][0]:
-        floor = [r[key] for r in got[False]]
-        withc = [r[key] for r in got[True]]
+            got[variant].append(json.loads(out.strip().splitlines()[-1]))
+    for before, after in itertools.pairwise(variants):
+        print(f"variant {after} against variant {before}:")
+        _compare(got[before], got[after])
+
+
+def _compare(floors: list[dict[str, float]], withs: list[dict[str, float]]) -> None:
+    for key in floors[0]:
+        floor = [r[key] for r in floors]
+        withc = [r[key] for r in withs]
         print(f"{key}: without median {statistics.median(floor):.3f} p90 {_p90(floor):.3f}; "
               f"with median {statistics.median(withc):.3f} p90 {_p90(withc):.3f}; ratio "
               f"median {statistics.median(withc) / statistics.median(floor):.3f} p90 "
@@ -207,9 +237,14 @@ if __name__ == "__main__":
     elif mode == "session-prepare":
         session_prepare(int(sys.argv[2]), Path(sys.argv[3]))
     elif mode == "session-measure":
-        print(json.dumps(session_measure(int(sys.argv[2]), sys.argv[3] == "1",
+        print(json.dumps(session_measure(int(sys.argv[2]), int(sys.argv[3]),
                                          Path(sys.argv[4]))))
     elif mode == "session-reps":
         reps(int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]), "session-measure")
+    elif mode == "session-parts":
+        if not _session(int(sys.argv[2]), 2, Path(sys.argv[4])).journal.path.exists():
+            _unjudged(int(sys.argv[2]), Path(sys.argv[4]))
+        reps(int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]), "session-measure",
+             (0, 2, 1))
     else:
         reps(int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]))

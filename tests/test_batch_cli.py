@@ -24,6 +24,7 @@ from hr_core.core.errors import BenchmarkCancelled
 from hr_core.run.plan import plan_benchmark
 from hr_core.run.session import BenchmarkSession
 from hr_core.run.spec import load_spec
+from hr_core.store.manifest import read_manifest
 
 ITEMS = [{"id": f"q{i}", "question": f"Which city is number {i}?",
           "document": f"City number {i} is Paris{i}.", "label": f"Paris{i}"}
@@ -65,16 +66,23 @@ def test_submit_only_returns_and_a_later_hr_run_collects(
     assert code == 0, err
     assert "2 batch(es) of 24 request(s) are running at the provider" in out
     assert "run the same benchmark again to collect them" in out and "hr cancel" in out
+    (run_dir,) = (tmp_path / "results" / "batched").iterdir()
+    # nothing runs here any more: the run is not "running" but waiting at the provider
+    assert read_manifest(run_dir).status == "submitted"
+    code, out, err = hr(capsys, "summary", run_dir)
+    assert code != 0
+    assert "status 'submitted'" in err and "batches are running at the provider" in err
+    assert "run the same benchmark again" in err and f"hr cancel {run_dir}" in err
     code, out, err = hr(capsys, "run", spec, "--submit-only")  # nothing new to submit
     assert code == 0 and "(0 submitted now)" in out, err
     code, out, err = hr(capsys, "run", spec)
     assert code == 0, err
+    assert read_manifest(run_dir).status == "completed"
     assert "--submit-only: no call waits" not in out
     assert "batch batch_1 (arm:reader): ended, succeeded 12" in out
     assert "batch batch_3 (judge): ended, succeeded 48" in out  # 24 runs x 2 orders
     assert (server.created, server.requests) == (3, 72)
     assert max(server.submissions.values()) == 1
-    (run_dir,) = (tmp_path / "results" / "batched").iterdir()
     runs = __import__("pandas").read_parquet(run_dir / "runs.parquet")
     assert runs["correct"].sum() == 12 and runs["judge_status"].eq("ok").all()
     code, out, err = hr(capsys, "run", spec, "--submit-only")  # all answered: nothing to do

@@ -4,9 +4,19 @@ failed run's chain broke (item 4)."""
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from hr_core.scoring.relevance import attribute, contexts_line, gold_ranks, judge_contexts
+from hr_core.scoring.relevance import (
+    answerable,
+    attribute,
+    attribute_column,
+    contexts_line,
+    gold_ranks,
+    judge_contexts,
+)
 
 
 def test_gold_ids_match_exactly_and_gold_texts_after_normalisation() -> None:
@@ -59,3 +69,39 @@ def test_non_ascii_passages_match_after_nfkc_and_case_folding() -> None:
     contexts = [{"id": "a", "text": "x " * 600}, {"id": "b", "text": "Die  FINAL Strasse."}]
     assert gold_ranks(contexts, ["\ufb01nal stra\u00dfe"]) == [2]  # ligature fi, sharp s
     assert judge_contexts(contexts, [], ["STRASSE"]) == ("2", None)
+
+
+def _rule(kind: str | None, ranks: str | None, n_gold: int | None, label: object) -> str | None:
+    """The attribution rule as docs/statistics.md words it, written plainly (the oracle)."""
+    if n_gold is None or ranks is None or label == "NOT_IN_DOCUMENT":
+        return None
+    if kind not in {"wrong", "parse_failure", "not_in_document", "refusal"}:
+        return None
+    if ranks == "":
+        return "retrieval miss"
+    return "reading error" if kind in {"wrong", "parse_failure"} else "refusal despite evidence"
+
+
+_KINDS = st.sampled_from([None, "wrong", "parse_failure", "not_in_document", "refusal",
+                          "error", "budget_stop", "other"])
+_RUNS = st.lists(st.tuples(_KINDS, st.sampled_from([None, "", "1", "2 5"]),
+                           st.sampled_from([None, 0, 1, 3]),
+                           st.sampled_from(["x", "NOT_IN_DOCUMENT", ["a", "b"], None])),
+                 max_size=40)
+
+
+@given(_RUNS, st.integers(min_value=1, max_value=5))
+def test_the_attribution_of_a_column_is_the_rule_run_by_run(runs, chunks) -> None:
+    """attribute_column over many runs (the columns in chunks, as the runs table's are)
+    gives each run what the rule gives it alone."""
+    kinds, ranks, counts, labels = (list(c) for c in zip(*runs, strict=True)) if runs else (
+        [], [], [], [])
+    size = max(1, -(-len(runs) // chunks))
+
+    def chunked(values: list, kind: pa.DataType) -> pa.ChunkedArray:
+        return pa.chunked_array([pa.array(values[i:i + size], kind)
+                                 for i in range(0, len(values), size)] or [[]], kind)
+
+    got = attribute_column(chunked(kinds, pa.string()), chunked(ranks, pa.string()),
+                           chunked(counts, pa.int64()), answerable(labels))
+    assert got.to_pylist() == [_rule(*run) for run in runs]

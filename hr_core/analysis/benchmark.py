@@ -227,7 +227,7 @@ class Benchmark(RetrievalFigures):
         except FileNotFoundError:
             raise RunNotFoundError(
                 f"{os.fspath(run_dir)}: the run has not finished (no {RUNS}; status "
-                f"{manifest.status!r}); {unfinished_hint(store)}") from None
+                f"{manifest.status!r}); {unfinished_hint(store, manifest.status)}") from None
 
     def item_accuracy(self, arm: str) -> pd.Series:
         """Each item's share of correct runs among its scored runs made, for one arm

@@ -32,10 +32,15 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from hr_core.scoring.squad import NO_ANSWER
 
-__all__ = ["ATTRIBUTED", "ATTRIBUTIONS", "RETRIEVAL_COLUMNS", "attribute", "contexts_line",
-           "gold_ranks", "judge_contexts", "normalise_passage"]
+__all__ = ["ATTRIBUTED", "ATTRIBUTIONS", "RETRIEVAL_COLUMNS", "answerable", "attribute",
+           "attribute_column", "contexts_line", "gold_ranks", "judge_contexts",
+           "normalise_passage"]
 
 RETRIEVAL_COLUMNS = ("contexts", "gold_ranks", "gold_n", "attribution", "contexts_cut")
 """The columns ``runs.parquet`` has when any run returned contexts: the compact text of
@@ -171,7 +176,8 @@ def attribute(failure_kind: str | None, ranks: str | None, n_gold: int | None,
     ``wrong`` or a ``parse_failure``) or a ``refusal despite evidence`` (one retrieved;
     ``not_in_document`` or a ``refusal``). ``None`` for any other run: correct, ``error``
     or ``budget_stop`` (no answer to blame), no contexts, no gold passages (answer
-    containment does not attribute), an unanswerable item.
+    containment does not attribute), an unanswerable item. One run of
+    :func:`attribute_column`, the rule's one definition.
 
     Example:
         >>> attribute("wrong", "", 1, "x"), attribute("wrong", "2", 1, "x")
@@ -179,12 +185,50 @@ def attribute(failure_kind: str | None, ranks: str | None, n_gold: int | None,
         >>> attribute("refusal", "1", 2, "x"), attribute("error", "", 1, "x")
         ('refusal despite evidence', None)
     """
-    if (n_gold is None or ranks is None or label == NO_ANSWER
-            or failure_kind not in ATTRIBUTED):
-        return None
-    if not ranks:
-        return "retrieval miss"
-    return "reading error" if failure_kind in _READING else "refusal despite evidence"
+    blamed = attribute_column(pa.array([failure_kind], pa.string()),
+                              pa.array([ranks], pa.string()), pa.array([n_gold], pa.int64()),
+                              answerable([label]))
+    return blamed[0].as_py()
+
+
+def answerable(labels: Sequence[Any]) -> np.ndarray:
+    """Whether each label is answerable (not :data:`~hr_core.scoring.squad.NO_ANSWER`).
+
+    Example:
+        >>> answerable(["Paris", "NOT_IN_DOCUMENT", ["a", "b"]]).tolist()
+        [True, False, True]
+    """
+    return np.fromiter((label != NO_ANSWER for label in labels), dtype=bool,
+                       count=len(labels))
+
+
+_BLAME = pa.array([None, *ATTRIBUTIONS], pa.string())
+_READ_KINDS = pa.array(sorted(_READING), pa.string())
+_ATTRIBUTED_KINDS = pa.array(sorted(ATTRIBUTED), pa.string())
+
+
+def attribute_column(kinds: pa.Array | pa.ChunkedArray, ranks: pa.Array | pa.ChunkedArray,
+                     counts: pa.Array | pa.ChunkedArray, answerable: np.ndarray) -> pa.Array:
+    """:func:`attribute` of many runs at once, from their columns: ``failure_kind``,
+    ``gold_ranks``, ``gold_n`` (Arrow arrays) and whether each run's item is answerable
+    (its label is not :data:`~hr_core.scoring.squad.NO_ANSWER`); a string array.
+
+    Example:
+        >>> blamed = attribute_column(pa.array(["wrong", "refusal", None, "wrong"]),
+        ...                           pa.array(["", "1", "1", "2"]), pa.array([1, 1, 1, None]),
+        ...                           np.array([True, True, True, True]))
+        >>> blamed.to_pylist()
+        ['retrieval miss', 'refusal despite evidence', None, None]
+    """
+    def flags(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        return np.asarray(pc.fill_null(values, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+    judged = (flags(pc.is_valid(counts)) & flags(pc.is_valid(ranks)) & answerable
+              & flags(pc.is_in(kinds, value_set=_ATTRIBUTED_KINDS)))
+    missed = flags(pc.equal(pc.utf8_length(ranks), 0))
+    reading = flags(pc.is_in(kinds, value_set=_READ_KINDS))
+    codes = np.where(judged, np.where(missed, 1, np.where(reading, 2, 3)), 0)
+    return _BLAME.take(pa.array(codes.astype(np.int8)))
 
 
 def contexts_line(contexts: Sequence[dict[str, Any]] | None, cut: int | None = None

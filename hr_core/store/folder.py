@@ -142,13 +142,18 @@ def location(path: str | os.PathLike[str]) -> str:
     return text if "://" in text else os.path.abspath(os.path.expanduser(text))
 
 
-def unfinished_hint(store: RunStore) -> str:
+def unfinished_hint(store: RunStore, status: str | None = None) -> str:
     """What to do about a run that has not finished: wait for the process running it
-    (named from its lock), or run the benchmark again to resume it."""
+    (named from its lock), collect or cancel the batches a ``--submit-only`` run left at the
+    provider (``status`` ``submitted``), or run the benchmark again to resume it."""
     holder = store.lock.running()
     if holder is not None:
         return (f"it is running now ({holder}): wait for it to finish (`hr run --wait "
                 "SPEC.yaml` waits, then resumes), or stop that process")
+    if status == "submitted":
+        return ("its batches are running at the provider (`hr run --submit-only`): run the "
+                "same benchmark again to collect them, or `hr cancel "
+                f"{store.run_dir}` to cancel them")
     return "run the benchmark again to resume it"
 
 

@@ -19,6 +19,7 @@ open batches: nothing is submitted twice and nothing is lost.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import warnings
@@ -36,6 +37,7 @@ from hr_core.run.batch.desk import BatchAdapter, BatchDesk, BatchModel, Collecte
 from hr_core.run.batch.ledger import BatchLedger, BatchRecord, LedgerRequest, batch_folder
 from hr_core.run.batch.pending import BatchesSubmitted
 from hr_core.run.plan import Chunk
+from hr_core.store.manifest import write_manifest
 from hr_core.store.record import RunRecord
 
 if TYPE_CHECKING:
@@ -159,6 +161,8 @@ class BatchEngine:
             warnings.warn(line, stacklevel=2)
         if submit_only and self.ledger.open_batches() and not self.session.halted():
             self.session.journal.flush()
+            with contextlib.suppress(OSError):  # the manifest is what `hr summary` reads
+                write_manifest(self.session.store, self.session.manifest("submitted"))
             raise BatchesSubmitted(self.submitted_line())
 
     def _spent(self, rescored: list[RunRecord]) -> None:
