@@ -72,7 +72,7 @@ def test_submit_only_returns_and_a_later_hr_run_collects(
     code, out, err = hr(capsys, "summary", run_dir)
     assert code != 0
     assert "status 'submitted'" in err and "batches are running at the provider" in err
-    assert "run the same benchmark again" in err and f"hr cancel {run_dir}" in err
+    assert "run the same benchmark again to collect them, or `hr cancel` this folder" in err
     code, out, err = hr(capsys, "run", spec, "--submit-only")  # nothing new to submit
     assert code == 0 and "(0 submitted now)" in out, err
     code, out, err = hr(capsys, "run", spec)

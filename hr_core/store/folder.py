@@ -150,10 +150,9 @@ def unfinished_hint(store: RunStore, status: str | None = None) -> str:
     if holder is not None:
         return (f"it is running now ({holder}): wait for it to finish (`hr run --wait "
                 "SPEC.yaml` waits, then resumes), or stop that process")
-    if status == "submitted":
+    if status == "submitted":  # the run's folder starts the message: named once
         return ("its batches are running at the provider (`hr run --submit-only`): run the "
-                "same benchmark again to collect them, or `hr cancel "
-                f"{store.run_dir}` to cancel them")
+                "same benchmark again to collect them, or `hr cancel` this folder")
     return "run the benchmark again to resume it"
 
 
