@@ -131,6 +131,14 @@ class DevTools:
             self.call("Input.dispatchMouseEvent", {"type": kind, "x": box[0], "y": box[1],
                                                    "button": "left", "clickCount": 1})
 
+    def download(self, selector: str) -> str:
+        """Click the element ``selector`` names and wait until the download it starts is
+        saved; the file name the page suggested."""
+        self.click(selector)
+        begun = self.wait_event("Browser.downloadWillBegin")
+        self.wait_event("Browser.downloadProgress", state="completed")
+        return str(begun["params"]["suggestedFilename"])
+
     def errors(self) -> list[str]:
         """The page's errors so far: exceptions, console errors, blocked loads."""
         out = []

@@ -316,9 +316,7 @@ def test_the_groundedness_sheet_in_chromium(judged: Path, tmp_path: Path,
                     " document.getElementById('output').textContent,"
                     " document.getElementById('verdict').textContent]"))
             browser.press(key)
-        browser.click("#download")
-        begun = browser.wait_event("Browser.downloadWillBegin")
-        browser.wait_event("Browser.downloadProgress", state="completed")
+        name = browser.download("#download")
         assert browser.errors() == []
     finally:
         browser.close()
@@ -326,7 +324,6 @@ def test_the_groundedness_sheet_in_chromium(judged: Path, tmp_path: Path,
         assert context == row["passages"] and output == row["output"]  # the run's own
         arm, n = row["arm"], int(row["item"][1:])
         assert verdict == ("unsupported" if _judge_unsupported(arm, n) else "supported")
-    name = begun["params"]["suggestedFilename"]
     assert name == f"groundedness-labels-{folder.name}-3.jsonl"
     downloaded = tmp_path / "downloads" / name
     lines = [json.loads(x) for x in downloaded.read_text("utf-8").splitlines()]

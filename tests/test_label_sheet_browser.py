@@ -119,13 +119,10 @@ def test_label_five_outputs_in_chromium_download_and_import(
         again = _state(browser)
         assert again["progress"] == "5 of 10 answered"
         assert again["position"] == "Output 3 of 10"  # the first unanswered one
-        browser.click("#download")
-        begun = browser.wait_event("Browser.downloadWillBegin")
-        browser.wait_event("Browser.downloadProgress", state="completed")
+        name = browser.download("#download")
         assert browser.errors() == []
     finally:
         browser.close()
-    name = begun["params"]["suggestedFilename"]
     assert name == f"labels-{run_dir.name}-7.jsonl"
     downloaded = tmp_path / "downloads" / name
     lines = [json.loads(line) for line in downloaded.read_text(encoding="utf-8").splitlines()]
