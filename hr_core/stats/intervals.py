@@ -341,12 +341,34 @@ def paired_difference(
     return PairedDifference(mean, low, high, p, n, _verdict(low, high, p, n, level))
 
 
-def exact_sum(values: np.ndarray) -> float:
-    """The correctly rounded sum (``math.fsum``); a plain one when a value is not finite."""
-    listed = values.tolist()
-    if np.isfinite(values).all():
-        return math.fsum(listed)
-    return float(sum(listed))
+def exact_sum(values: np.ndarray, counts: np.ndarray | None = None) -> float:
+    """The correctly rounded sum (``math.fsum``'s) of ``values``, each counted ``counts``
+    times when given (non-negative integers: the sum over items of which ``counts[i]`` have
+    the value ``values[i]``, from the few distinct ones); a plain one when a value is not
+    finite.
+
+    With counts the sum is made exactly in integers (every float is an integer over a power
+    of two) and rounded once by Python's integer division, correctly rounded as ``fsum``
+    is, so the float is the one ``fsum`` gives over the items.
+
+    Example:
+        >>> exact_sum(np.array([0.1, 0.2]), np.array([3, 1])) == math.fsum([0.1] * 3 + [0.2])
+        True
+    """
+    if counts is None:
+        listed = values.tolist()
+        if np.isfinite(values).all():
+            return math.fsum(listed)
+        return float(sum(listed))
+    used = np.asarray(counts, dtype=np.int64) > 0  # 0 x inf would be NaN
+    kept, times = values[used].tolist(), np.asarray(counts, dtype=np.int64)[used].tolist()
+    if not all(math.isfinite(v) for v in kept):
+        return float(sum(v * c for v, c in zip(kept, times, strict=True)))
+    ratios = [v.as_integer_ratio() for v in kept]  # denominators: powers of two
+    shift = max((den.bit_length() - 1 for _, den in ratios), default=0)
+    total = sum(c * (num << (shift - den.bit_length() + 1))
+                for (num, den), c in zip(ratios, times, strict=True))
+    return total / (1 << shift)
 
 
 def _verdict(low: float, high: float, p: float, n: int, level: float) -> Verdict:
