@@ -204,13 +204,13 @@ def pooled_share_ci(successes: Sequence[float] | np.ndarray, totals: Sequence[in
     n = len(m_k)
     if not n:
         return Interval(_NAN, _NAN, _NAN)
-    hits = math.fsum(a_k.tolist())
+    hits = _fsum(a_k)
     rows = int(m_k.sum())
     ratio = hits / rows
     if bool((m_k == 1).all()) and hits.is_integer():
         return clopper_pearson(hits, n, level)
     mbar = rows / n
-    var = (math.fsum(((a_k - ratio * m_k) ** 2).tolist()) / (n * (n - 1) * mbar * mbar)
+    var = (_fsum((a_k - ratio * m_k) ** 2) / (n * (n - 1) * mbar * mbar)
            if n > 1 else 0.0)
     return effective_size_interval(ratio, var, n, float(rows), level)
 
@@ -356,10 +356,9 @@ def exact_sum(values: np.ndarray, counts: np.ndarray | None = None) -> float:
         True
     """
     if counts is None:
-        listed = values.tolist()
         if np.isfinite(values).all():
-            return math.fsum(listed)
-        return float(sum(listed))
+            return _fsum(values)
+        return float(sum(values.tolist()))
     used = np.asarray(counts, dtype=np.int64) > 0  # 0 x inf would be NaN
     kept, times = values[used].tolist(), np.asarray(counts, dtype=np.int64)[used].tolist()
     if not all(math.isfinite(v) for v in kept):
@@ -369,6 +368,15 @@ def exact_sum(values: np.ndarray, counts: np.ndarray | None = None) -> float:
     total = sum(c * (num << (shift - den.bit_length() + 1))
                 for (num, den), c in zip(ratios, times, strict=True))
     return total / (1 << shift)
+
+
+def _fsum(values: np.ndarray) -> float:
+    """``math.fsum(values)``; whole numbers (counts of runs) whose magnitudes add up to
+    less than 2**52 are added by numpy instead, exactly (every partial sum is a whole
+    number a float holds), without a Python float per value."""
+    if float(np.abs(values).sum()) < 2.0 ** 52 and bool((values == np.trunc(values)).all()):
+        return float(values.sum()) + 0.0  # fsum's 0.0 for -0.0
+    return math.fsum(values.tolist())
 
 
 def _verdict(low: float, high: float, p: float, n: int, level: float) -> Verdict:
