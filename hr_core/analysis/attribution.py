@@ -123,9 +123,12 @@ def attribution_by_arm(attribution: pd.DataFrame, level: float = 0.95) -> list[A
         'of 3 failed answers, 2 (67%, 95% CI 9%–99%) never saw a gold passage'
     """
     found = []
-    for arm, rows in attribution.groupby("arm", sort=False):
-        by_kind = {str(r["attribution"]): r for r in rows.to_dict("records")}
-        total = int(rows["attributed"].iloc[0])
+    arms: dict[Any, list[dict[str, Any]]] = {}  # by arm, in order (a groupby cost more)
+    for record in attribution.to_dict("records"):
+        arms.setdefault(record["arm"], []).append(record)
+    for arm, rows in arms.items():
+        by_kind = {str(r["attribution"]): r for r in rows}
+        total = int(rows[0]["attributed"])
         cells = {kind: f"{int(r['count']):,} ({_percent(r['share'])}, "
                        f"{_percent(r['ci_low'])}–{_percent(r['ci_high'])})"
                  for kind, r in by_kind.items()}
