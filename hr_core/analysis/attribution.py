@@ -9,6 +9,7 @@ item are not independent), Clopper-Pearson's itself with one attributed run per 
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,7 +124,7 @@ def attribution_by_arm(attribution: pd.DataFrame, level: float = 0.95) -> list[A
         'of 3 failed answers, 2 (67%, 95% CI 9%–99%) never saw a gold passage'
     """
     found = []
-    arms: dict[Any, list[dict[str, Any]]] = {}  # by arm, in order (a groupby cost more)
+    arms: dict[Any, list[dict[Hashable, Any]]] = {}  # by arm, in order (a groupby cost more)
     for record in attribution.to_dict("records"):
         arms.setdefault(record["arm"], []).append(record)
     for arm, rows in arms.items():

@@ -6,7 +6,7 @@ some run returned contexts.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -87,11 +87,11 @@ def retrieval_markdown(summary: pd.DataFrame, differences: pd.DataFrame,
     return lines
 
 
-def _grouped(records: list[dict[str, Any]], *keys: str
-             ) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+def _grouped(records: list[dict[Hashable, Any]], *keys: str
+             ) -> dict[tuple[Any, ...], list[dict[Hashable, Any]]]:
     """``records`` by the values of ``keys``, groups in the order they first appear (as
     ``groupby(keys, sort=False)``; a missing value is a key like any other)."""
-    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    groups: dict[tuple[Any, ...], list[dict[Hashable, Any]]] = {}
     for record in records:
         groups.setdefault(tuple(record[k] for k in keys), []).append(record)
     return groups
