@@ -35,7 +35,10 @@ def ranks_of(ranks: Sequence[str] | pa.Array | pa.ChunkedArray
     if isinstance(ranks, pa.ChunkedArray):
         ranks = ranks.combine_chunks()
     texts = ranks if isinstance(ranks, pa.Array) else pa.array(ranks, type=pa.string())
-    texts = texts.cast(pa.string()).fill_null("")
+    if not (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type)):
+        texts = texts.cast(pa.string())
+    if texts.null_count:
+        texts = texts.fill_null("")
     if not pc.any(pc.match_substring(texts, " ")).as_py():  # at most one rank a run
         found = pc.not_equal(texts, "")
         values = pc.filter(texts, found).cast(pa.int64()).to_numpy(zero_copy_only=False)
@@ -96,6 +99,32 @@ def _unique_sorted(values: np.ndarray) -> np.ndarray:
     return values if _increasing(values) else np.unique(values)
 
 
+def _texts(ranks: pd.Series) -> pa.Array | pa.ChunkedArray:
+    """The ``gold_ranks`` texts as Arrow strings (pandas' own, not copied, when it has them)."""
+    try:
+        texts = pa.array(ranks, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        texts = None
+    if texts is None or not (pa.types.is_string(texts.type)
+                             or pa.types.is_large_string(texts.type)):
+        return pa.array(ranks, type=pa.string(), from_pandas=True)
+    return texts
+
+
+def _appearance_codes(values: np.ndarray) -> tuple[np.ndarray, pd.Index]:
+    """``pd.factorize(values, sort=False)``: each value's code in the order values first
+    appear, and the values so ordered; item positions that start with every one in
+    order (``item_index`` of a plan: 0, 1, 2, ... then again) are their own codes, found
+    without hashing 400k values."""
+    if values.dtype.kind in "iu" and len(values):
+        size = int(values.max()) + 1
+        if (size <= len(values) and int(values.min()) >= 0
+                and np.array_equal(values[:size], np.arange(size))):
+            return values.astype(np.intp), pd.Index(values[:size])
+    codes, uniques = pd.factorize(values, sort=False)
+    return codes, pd.Index(uniques)
+
+
 class RunGroups:
     """The judged runs of a runs table grouped by (arm, item), arms in the order they first
     appear: each figure is summed per group and each arm's groups are a slice."""
@@ -107,26 +136,33 @@ class RunGroups:
         self.relevance = GOLD if bool((judged & ~np.isnan(gold)).any()) else CONTAINMENT
         if self.relevance == GOLD:
             judged = judged & ~np.isnan(gold)
-        self.gold = gold[judged]
-        self.texts = pa.array(ranks[judged], type=pa.string(), from_pandas=True)
-        codes, arms = pd.factorize(runs["arm"][judged], sort=False)
+        every = bool(judged.all())  # the usual case: no copy of the columns
+        self.gold = gold if every else gold[judged]
+        self.texts = _texts(ranks if every else ranks[judged])
+        codes, arms = pd.factorize(runs["arm"] if every else runs["arm"][judged], sort=False)
         self.arms = [str(a) for a in arms]
         item = "item_id" if by_id or "item_index" not in runs.columns else "item_index"
-        item_codes, self.items = pd.factorize(runs[item][judged], sort=False)
+        item_codes, self.items = _appearance_codes(
+            runs[item].to_numpy() if every else runs[item].to_numpy()[judged])
         width = max(len(self.items), 1)
         combined = codes.astype(np.int64) * width + item_codes
         if _increasing(combined):  # one run per (arm, item) in plan order: no sort needed
-            keys, self.inverse = combined, np.arange(len(combined))
+            self.inverse = np.arange(len(combined))
+            self.item_of = item_codes.astype(np.int64)  # each group's item code
+            group_arms = codes
+            self.runs = np.ones(len(combined), dtype=np.int64)
+            # one run per (arm, item), in table order (plan order: arms, then items):
+            # each figure's array is its sums as it is
+            self.in_order = True
         else:
             keys, self.inverse = np.unique(combined, return_inverse=True)
             self.inverse = self.inverse.ravel()
-        self.item_of = keys % width  # each group's item code
-        self.bounds = np.searchsorted(keys // width, np.arange(len(self.arms) + 1))
-        self.runs = np.bincount(self.inverse, minlength=len(keys))
-        # one run per (arm, item), in table order (plan order: arms, then items): each
-        # figure's array is its sums as it is
-        self.in_order = len(keys) == len(self.inverse) and bool(
-            (self.inverse == np.arange(len(keys))).all())
+            self.item_of = keys % width
+            group_arms = keys // width
+            self.runs = np.bincount(self.inverse, minlength=len(keys))
+            self.in_order = len(keys) == len(self.inverse) and bool(
+                (self.inverse == np.arange(len(keys))).all())
+        self.bounds = np.searchsorted(group_arms, np.arange(len(self.arms) + 1))
         self._pairs: dict[tuple[int, int], tuple[np.ndarray | slice, np.ndarray | slice]] = {}
         self._ranks: tuple[np.ndarray, np.ndarray] | None = None
 
