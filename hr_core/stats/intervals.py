@@ -140,21 +140,24 @@ def clustered_mean_ci(
         [1.0, 0.398, 1.0]
     """
     kept = np.asarray(item_means, dtype=np.float64).ravel()
-    kept = kept[~np.isnan(kept)]
+    if np.isnan(kept.sum()):  # a NaN among them (else no copy)
+        kept = kept[~np.isnan(kept)]
     n = len(kept)
     if n == 0:
         return Interval(_NAN, _NAN, _NAN)
-    mean = _sequential_sum(kept) / n
+    # the values added left to right (the float Python 3.11's sum(list) gives, which hr's
+    # figures were made with; the same on every Python): cumsum adds in order, unlike
+    # np.sum's pairwise sum, and makes no Python float per value; one buffer for both sums
+    work = np.cumsum(kept)
+    mean = float(work[-1]) / n
     cap = float(n if trials is None else max(trials, n))
-    var = _sequential_sum((kept - mean) ** 2) / (n - 1) / n if n > 1 else 0.0
+    if n > 1:
+        np.subtract(kept, mean, out=work)
+        np.square(work, out=work)  # (kept - mean) ** 2
+        var = float(np.cumsum(work, out=work)[-1]) / (n - 1) / n
+    else:
+        var = 0.0
     return effective_size_interval(mean, var, n, cap, level)
-
-
-def _sequential_sum(values: np.ndarray) -> float:
-    """The values added left to right (the float Python 3.11's ``sum(list)`` gives, which
-    hr's figures were made with; the same on every Python): ``cumsum`` adds in order,
-    unlike ``np.sum``'s pairwise sum, and makes no Python float per value."""
-    return float(np.cumsum(values)[-1]) if len(values) else 0.0
 
 
 def effective_size_interval(mean: float, variance: float, n: int, cap: float,

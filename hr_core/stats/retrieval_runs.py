@@ -32,18 +32,20 @@ def ranks_of(ranks: Sequence[str] | pa.Array | pa.ChunkedArray
               ) -> tuple[np.ndarray, np.ndarray]:
     """Every rank of ``gold_ranks`` texts as integers and the position of its run, parsed
     by Arrow (no Python object per run: issue 36's write-phase target)."""
-    if isinstance(ranks, pa.ChunkedArray):
-        ranks = ranks.combine_chunks()
-    texts = ranks if isinstance(ranks, pa.Array) else pa.array(ranks, type=pa.string())
+    texts = (ranks if isinstance(ranks, (pa.Array, pa.ChunkedArray))
+             else pa.array(ranks, type=pa.string()))
     if not (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type)):
         texts = texts.cast(pa.string())
     if texts.null_count:
         texts = texts.fill_null("")
-    if not pc.any(pc.match_substring(texts, " ")).as_py():  # at most one rank a run
-        found = pc.not_equal(texts, "")
-        values = pc.filter(texts, found).cast(pa.int64()).to_numpy(zero_copy_only=False)
+    found = pc.greater(pc.binary_length(texts), 0)  # chunk by chunk: no copy of the texts
+    kept = pc.filter(texts, found)
+    if not pc.any(pc.match_substring(kept, " ")).as_py():  # at most one rank a run
+        values = kept.cast(pa.int64()).to_numpy(zero_copy_only=False)
         owner = np.flatnonzero(found.to_numpy(zero_copy_only=False))
         return values.astype(np.int64), owner.astype(np.int64)
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
     parts = pc.split_pattern(texts, " ")
     flat = pc.list_flatten(parts)
     keep = pc.not_equal(flat, "")
