@@ -259,16 +259,16 @@ class RunCodes:
         if not _increasing(owner) or (len(flat) and (flat.min() < 1 or flat.max() >= MAX_CODES)):
             return None  # two gold passages found in a run, or odd ranks
         gold = groups.gold
-        if np.isnan(gold).all():  # answer containment
+        if groups.relevance == CONTAINMENT:  # every judged run's gold_n unknown
             gold_values, gold_codes = np.array([np.nan]), np.zeros(n, dtype=np.int64)
-        else:
-            low, high = (float(gold.min()), float(gold.max())) if n else (0.0, 0.0)
-            if (np.isnan(gold).any() or low < 0 or high >= MAX_CODES
-                    or (low == 0 and bool(np.signbit(gold).any()))
-                    or not bool((gold == np.floor(gold)).all())):
+        else:  # every one known (RunGroups keeps those runs): small whole numbers?
+            with np.errstate(invalid="ignore"):
+                gold_codes = gold.astype(np.int64)
+            low, high = (int(gold_codes.min()), int(gold_codes.max())) if n else (0, 0)
+            if (low < 0 or high >= MAX_CODES or not bool((gold_codes == gold).all())
+                    or (low == 0 and bool(np.signbit(gold).any()))):
                 return None
-            gold_values = np.arange(int(high) + 1, dtype=np.float64)
-            gold_codes = gold.astype(np.int64)
+            gold_values = np.arange(high + 1, dtype=np.float64)
         ranks = np.zeros(n, dtype=np.int64)
         ranks[owner] = flat
         width = len(gold_values)
