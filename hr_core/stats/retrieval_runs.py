@@ -1,6 +1,7 @@
-"""The runs behind the retrieval figures (:mod:`hr_core.stats.retrieval`): each run's gold
-ranks parsed, each figure per run, one figure at a time, and the judged runs grouped by
-(arm, item), or coded (:class:`RunCodes`) when a figure's value of a run is one of a few.
+"""The runs behind the retrieval figures: each run's gold ranks parsed, each figure per run
+(one figure at a time), and the judged runs grouped by (arm, item), or coded when a
+figure's value of a run is one of a few (``RunCodes``); ``hr_core.stats.retrieval``
+summarises them.
 """
 
 from __future__ import annotations
