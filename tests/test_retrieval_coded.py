@@ -84,6 +84,8 @@ def _runs(draw: st.DrawFn) -> tuple[pd.DataFrame, tuple[int, ...]]:
     rows = []
     for a in range(arms):
         for i in range(items):
+            if a and i and draw(st.integers(0, 5)) == 0:
+                continue  # an item a later arm does not have (the pairs: the items both have)
             rank = draw(st.integers(0, top))
             gold = None if containment else draw(st.integers(0, 3))
             rows.append({"arm": f"arm{a}", "item_index": i, "item_id": f"q{i}",
@@ -101,11 +103,14 @@ def test_retrieval_figures_coded_are_the_run_figures_summarised(
     summary, differences = retrieval_figures(runs, ks, figures_shown=["hit@2", "mrr", "ndcg@4",
                                                                       "recall@1"])
     gold = runs["gold_n"].to_numpy(dtype=np.float64, na_value=np.nan)
-    per_arm = {arm: figures_of(list(part["gold_ranks"]), gold[part.index.to_numpy()], ks)
+    per_arm = {arm: {name: pd.Series(values, index=part["item_id"].to_numpy())
+                     for name, values in figures_of(list(part["gold_ranks"]),
+                                                    gold[part.index.to_numpy()], ks).items()}
                for arm, part in runs.groupby("arm", sort=False)}
     expected_rows = 0
     for arm, figures in per_arm.items():
-        for name, values in figures.items():
+        for name, series in figures.items():
+            values = series.to_numpy()
             kept = values[~np.isnan(values)]
             if not len(kept):
                 continue
@@ -125,7 +130,9 @@ def test_retrieval_figures_coded_are_the_run_figures_summarised(
                          for n in ("hit@2", "mrr", "ndcg@4", "recall@1")]:
         if name not in per_arm[a]:
             continue
-        then, now = per_arm[a][name], per_arm[b][name]
+        shared = per_arm[a][name].index.intersection(per_arm[b][name].index, sort=False)
+        then = per_arm[a][name][shared].to_numpy()
+        now = per_arm[b][name][shared].to_numpy()
         both = ~(np.isnan(then) | np.isnan(now))
         row = differences[(differences["a"] == a) & (differences["b"] == b)
                           & (differences["figure"] == name)]
