@@ -85,3 +85,20 @@ def test_clustered_interval_sums_left_to_right() -> None:
     assert clustered_mean_ci(means) == effective_size_interval(mean, var, len(means),
                                                                float(len(means)))
     assert clustered_mean_ci(np.asarray(means)) == clustered_mean_ci(means)
+
+
+def test_beta_ppf_starts_newton_close_at_100k(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Numerical Recipes' first guess and Newton's last step taken unevaluated: 27 CDF
+    # evaluations for these four quantiles (32 from the normal approximation)
+    cases = [(0.025, 30_655.0, 69_346.0), (0.975, 30_656.0, 69_345.0),
+             (0.025, 5_935.0, 94_066.0), (0.975, 60_282.0, 39_719.0)]
+    expected = [_plain_bisection(*case) for case in cases]
+    calls = []
+
+    def counted(a: float, b: float, x: float) -> float:
+        calls.append(x)
+        return betainc(a, b, x)
+
+    monkeypatch.setattr(distributions, "betainc", counted)
+    assert [beta_ppf.__wrapped__(*case) for case in cases] == expected
+    assert len(calls) <= 27

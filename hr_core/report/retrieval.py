@@ -6,7 +6,7 @@ some run returned contexts.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -55,26 +55,28 @@ def retrieval_markdown(summary: pd.DataFrame, differences: pd.DataFrame,
              f"Relevance: {markdown_text(relevance)}; over the runs that returned contexts, "
              f"mean over items with {level:.0%} intervals (item-clustered with several runs "
              "per item; docs/statistics.md)."]
-    figures = summary[summary["figure"] != "mrr"]
+    records = summary.to_dict("records")  # grouped here: a groupby a table cost more
+    figures = _grouped([r for r in records if r["figure"] != "mrr"], "arm", "figure")
     for start in range(0, len(ks), _DEPTHS):  # narrow tables: the dashboard's pane cuts wide ones
         depths = ks[start:start + _DEPTHS]
         lines += ["", "| arm | items | figure | " + " | ".join(f"@{k}" for k in depths) + " |",
                   "|---|---|---|" + "---|" * len(depths)]
-        for (arm, figure), rows in figures.groupby(["arm", "figure"], sort=False):
-            by_k = {int(r["k"]): r for r in rows.to_dict("records")}
+        for (arm, figure), rows in figures.items():
+            by_k = {int(r["k"]): r for r in rows}
             cells = [_with_ci(by_k[k]) if k in by_k else "–" for k in depths]
-            items = int(rows["items"].max())
+            items = int(max(r["items"] for r in rows))
             lines.append(f"| {markdown_text(arm)} | {items:,} | "
                          f"{_NAMES.get(str(figure), figure)} | " + " | ".join(cells) + " |")
-    mrr = summary[summary["figure"] == "mrr"]
+    mrr = [r for r in records if r["figure"] == "mrr"]
     if len(mrr):
         lines += ["", "| arm | MRR |", "|---|---|"]
-        lines += [f"| {markdown_text(r['arm'])} | {_with_ci(r)} |" for r in mrr.to_dict("records")]
+        lines += [f"| {markdown_text(r['arm'])} | {_with_ci(r)} |" for r in mrr]
     if len(differences):
-        for (b, a), pair in differences.groupby(["b", "a"], sort=False):  # a table a pair
+        pairs = _grouped(differences.to_dict("records"), "b", "a")
+        for (b, a), pair in pairs.items():  # a table a pair
             lines += ["", f"Paired differences, {markdown_text(b)} − {markdown_text(a)}:", "",
                       "| figure | difference (CI), p | decision |", "|---|---|---|"]
-            for r in pair.to_dict("records"):
+            for r in pair:
                 p = "–" if math.isnan(r["p_value"]) else f"{r['p_value']:.2g}"
                 lines.append(
                     f"| {markdown_text(r['figure'])} | {r['diff']:+.3f} ({r['ci_low']:+.3f} "
@@ -83,6 +85,16 @@ def retrieval_markdown(summary: pd.DataFrame, differences: pd.DataFrame,
     if attribution is not None and len(attribution):
         lines += _attribution_lines(attribution, level)
     return lines
+
+
+def _grouped(records: list[dict[Hashable, Any]], *keys: str
+             ) -> dict[tuple[Any, ...], list[dict[Hashable, Any]]]:
+    """``records`` by the values of ``keys``, groups in the order they first appear (as
+    ``groupby(keys, sort=False)``; a missing value is a key like any other)."""
+    groups: dict[tuple[Any, ...], list[dict[Hashable, Any]]] = {}
+    for record in records:
+        groups.setdefault(tuple(record[k] for k in keys), []).append(record)
+    return groups
 
 
 SLICE_ROWS = 60

@@ -29,6 +29,44 @@ def check_level(level: float) -> None:
 
 def _beta_fraction(a: float, b: float, x: float) -> float:
     """The continued fraction of the incomplete beta function (modified Lentz)."""
+    if not (isinstance(a, float) and isinstance(b, float)):
+        return _beta_fraction_any(a, b, x)
+    # the float ops of _beta_fraction_any, in its order, without a builtin call per term
+    # (``abs``) and with ``m`` a float (exactly the int's value): the same float, ~1.5x
+    # faster (hundreds of terms an evaluation at 100k runs)
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if d > tiny or d < -tiny else tiny)
+    h = d
+    m = 0.0
+    for _ in range(999):
+        m += 1.0
+        m2 = m + m
+        a_m2 = a + m2
+        aa = m * (b - m) * x / ((qam + m2) * a_m2)
+        d = 1.0 + aa * d
+        d = 1.0 / (d if d > tiny or d < -tiny else tiny)
+        c = 1.0 + aa / c
+        if not (c > tiny or c < -tiny):
+            c = tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / (a_m2 * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if d > tiny or d < -tiny else tiny)
+        c = 1.0 + aa / c
+        if not (c > tiny or c < -tiny):
+            c = tiny
+        step = d * c
+        h *= step
+        if -1e-15 < step - 1.0 < 1e-15:
+            break
+    return h
+
+
+def _beta_fraction_any(a: float, b: float, x: float) -> float:
+    """:func:`_beta_fraction` as written first (whole ``a`` or ``b`` keep their integer
+    products)."""
     tiny = 1e-300
     qab, qap, qam = a + b, a + 1.0, a - 1.0
     c, d = 1.0, 1.0 - qab * x / qap
@@ -94,6 +132,12 @@ _PROBE = 1e-13
 bisection's last interval is 2**-42, ~2.3e-13, wide)."""
 
 
+_CLOSE = _PROBE / 100
+"""A Newton step under ``sqrt(_CLOSE * spread)`` (the Beta's standard deviation) lands
+within ~``_PROBE / 100`` of the root: :func:`_newton_bracket` probes each side of it
+without evaluating the CDF there first."""
+
+
 def _newton_bracket(q: float, a: float, b: float) -> tuple[float, float]:
     """Two points ``below < above`` with ``betainc(a, b, below) < q <= betainc(a, b,
     above)`` as computed, each far enough from the ``q`` quantile that the CDF's rounding
@@ -107,7 +151,9 @@ def _newton_bracket(q: float, a: float, b: float) -> tuple[float, float]:
     log_norm = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
     total = a + b
     spread = math.sqrt(a * b / (total * total * (total + 1)))
-    x = a / total + NormalDist().inv_cdf(q) * spread
+    x = _first_guess(q, a, b)
+    if not 0.0 < x < 1.0:
+        x = a / total + NormalDist().inv_cdf(q) * spread
     if not 0.0 < x < 1.0:
         x = 0.5
     low, high, density = 0.0, 1.0, 0.0
@@ -127,6 +173,9 @@ def _newton_bracket(q: float, a: float, b: float) -> tuple[float, float]:
             guess = (low + high) / 2
         if abs(value - q) <= noise or abs(guess - x) <= 1e-15 * x:
             break  # at the root, to the CDF's precision
+        if (guess - x) ** 2 < _CLOSE * spread:
+            x = guess  # Newton's next error (~step**2 / spread) is far inside the probes
+            break
         x = guess
     # where the computed CDF may not be monotone: each side, its noise's width and more
     width = max(_PROBE, 2 * _cdf_noise(a, b, x) / density) if density > 0 else _PROBE
@@ -138,6 +187,28 @@ def _newton_bracket(q: float, a: float, b: float) -> tuple[float, float]:
             elif value - q > _cdf_noise(a, b, probe):
                 above = probe
     return below, above
+
+
+def _first_guess(q: float, a: float, b: float) -> float:
+    """Where Newton starts: the Beta quantile's approximation of Numerical Recipes (3rd
+    ed., 6.14, ``invbetai``: a normal deviate with the skewness corrected, for ``a, b >=
+    1``; ~100x closer than the normal approximation at 100k runs, one CDF evaluation
+    fewer); ``nan`` where it does not apply (the normal approximation then)."""
+    if a < 1 or b < 1:
+        return math.nan
+    tail = q if q < 0.5 else 1.0 - q
+    t = math.sqrt(-2.0 * math.log(tail))
+    z = (2.30753 + t * 0.27061) / (1.0 + t * (0.99229 + t * 0.04481)) - t
+    if q < 0.5:
+        z = -z
+    skew = (z * z - 3.0) / 6.0
+    h = 2.0 / (1.0 / (2.0 * a - 1.0) + 1.0 / (2.0 * b - 1.0))
+    w = (z * math.sqrt(skew + h) / h
+         - (1.0 / (2.0 * b - 1.0) - 1.0 / (2.0 * a - 1.0)) * (skew + 5.0 / 6.0 - 2.0 / (3.0 * h)))
+    try:
+        return a / (a + b * math.exp(2.0 * w))
+    except OverflowError:
+        return math.nan
 
 
 def _cdf_noise(a: float, b: float, x: float) -> float:

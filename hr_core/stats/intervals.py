@@ -140,21 +140,24 @@ def clustered_mean_ci(
         [1.0, 0.398, 1.0]
     """
     kept = np.asarray(item_means, dtype=np.float64).ravel()
-    kept = kept[~np.isnan(kept)]
+    if np.isnan(kept.sum()):  # a NaN among them (else no copy)
+        kept = kept[~np.isnan(kept)]
     n = len(kept)
     if n == 0:
         return Interval(_NAN, _NAN, _NAN)
-    mean = _sequential_sum(kept) / n
+    # the values added left to right (the float Python 3.11's sum(list) gives, which hr's
+    # figures were made with; the same on every Python): cumsum adds in order, unlike
+    # np.sum's pairwise sum, and makes no Python float per value; one buffer for both sums
+    work = np.cumsum(kept)
+    mean = float(work[-1]) / n
     cap = float(n if trials is None else max(trials, n))
-    var = _sequential_sum((kept - mean) ** 2) / (n - 1) / n if n > 1 else 0.0
+    if n > 1:
+        np.subtract(kept, mean, out=work)
+        np.square(work, out=work)  # (kept - mean) ** 2
+        var = float(np.cumsum(work, out=work)[-1]) / (n - 1) / n
+    else:
+        var = 0.0
     return effective_size_interval(mean, var, n, cap, level)
-
-
-def _sequential_sum(values: np.ndarray) -> float:
-    """The values added left to right (the float Python 3.11's ``sum(list)`` gives, which
-    hr's figures were made with; the same on every Python): ``cumsum`` adds in order,
-    unlike ``np.sum``'s pairwise sum, and makes no Python float per value."""
-    return float(np.cumsum(values)[-1]) if len(values) else 0.0
 
 
 def effective_size_interval(mean: float, variance: float, n: int, cap: float,
@@ -204,13 +207,13 @@ def pooled_share_ci(successes: Sequence[float] | np.ndarray, totals: Sequence[in
     n = len(m_k)
     if not n:
         return Interval(_NAN, _NAN, _NAN)
-    hits = math.fsum(a_k.tolist())
+    hits = _fsum(a_k)
     rows = int(m_k.sum())
     ratio = hits / rows
     if bool((m_k == 1).all()) and hits.is_integer():
         return clopper_pearson(hits, n, level)
     mbar = rows / n
-    var = (math.fsum(((a_k - ratio * m_k) ** 2).tolist()) / (n * (n - 1) * mbar * mbar)
+    var = (_fsum((a_k - ratio * m_k) ** 2) / (n * (n - 1) * mbar * mbar)
            if n > 1 else 0.0)
     return effective_size_interval(ratio, var, n, float(rows), level)
 
@@ -341,12 +344,42 @@ def paired_difference(
     return PairedDifference(mean, low, high, p, n, _verdict(low, high, p, n, level))
 
 
-def exact_sum(values: np.ndarray) -> float:
-    """The correctly rounded sum (``math.fsum``); a plain one when a value is not finite."""
-    listed = values.tolist()
-    if np.isfinite(values).all():
-        return math.fsum(listed)
-    return float(sum(listed))
+def exact_sum(values: np.ndarray, counts: np.ndarray | None = None) -> float:
+    """The correctly rounded sum (``math.fsum``'s) of ``values``, each counted ``counts``
+    times when given (non-negative integers: the sum over items of which ``counts[i]`` have
+    the value ``values[i]``, from the few distinct ones); a plain one when a value is not
+    finite.
+
+    With counts the sum is made exactly in integers (every float is an integer over a power
+    of two) and rounded once by Python's integer division, correctly rounded as ``fsum``
+    is, so the float is the one ``fsum`` gives over the items.
+
+    Example:
+        >>> exact_sum(np.array([0.1, 0.2]), np.array([3, 1])) == math.fsum([0.1] * 3 + [0.2])
+        True
+    """
+    if counts is None:
+        if np.isfinite(values).all():
+            return _fsum(values)
+        return float(sum(values.tolist()))
+    used = np.asarray(counts, dtype=np.int64) > 0  # 0 x inf would be NaN
+    kept, times = values[used].tolist(), np.asarray(counts, dtype=np.int64)[used].tolist()
+    if not all(math.isfinite(v) for v in kept):
+        return float(sum(v * c for v, c in zip(kept, times, strict=True)))
+    ratios = [v.as_integer_ratio() for v in kept]  # denominators: powers of two
+    shift = max((den.bit_length() - 1 for _, den in ratios), default=0)
+    total = sum(c * (num << (shift - den.bit_length() + 1))
+                for (num, den), c in zip(ratios, times, strict=True))
+    return total / (1 << shift)
+
+
+def _fsum(values: np.ndarray) -> float:
+    """``math.fsum(values)``; whole numbers (counts of runs) whose magnitudes add up to
+    less than 2**52 are added by numpy instead, exactly (every partial sum is a whole
+    number a float holds), without a Python float per value."""
+    if float(np.abs(values).sum()) < 2.0 ** 52 and bool((values == np.trunc(values)).all()):
+        return float(values.sum()) + 0.0  # fsum's 0.0 for -0.0
+    return math.fsum(values.tolist())
 
 
 def _verdict(low: float, high: float, p: float, n: int, level: float) -> Verdict:

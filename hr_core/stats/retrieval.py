@@ -27,17 +27,32 @@ items both arms have, Bonferroni-corrected over the arm pairs.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import combinations
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from hr_core.stats.comparison import compare_paired
-from hr_core.stats.intervals import accuracy_interval
+from hr_core.stats.comparison import Comparison, compare_paired, compare_paired_counts
+from hr_core.stats.intervals import (
+    Interval,
+    accuracy_interval,
+    clopper_pearson,
+    clustered_mean_ci,
+    exact_sum,
+)
+from hr_core.stats.retrieval_runs import (
+    CONTAINMENT,
+    GOLD,
+    METRICS,
+    RunCodes,
+    RunGroups,
+    each_figure,
+    figure_names,
+    ranks_of,
+)
 
 __all__ = ["CONTAINMENT", "GOLD", "KS", "METRICS", "SUMMARY_COLUMNS", "figures_of",
            "retrieval_change", "retrieval_differences", "retrieval_figures",
@@ -45,13 +60,6 @@ __all__ = ["CONTAINMENT", "GOLD", "KS", "METRICS", "SUMMARY_COLUMNS", "figures_o
 
 KS = (1, 3, 5, 10)
 """The depths k reported by default."""
-
-METRICS = ("hit", "recall", "precision", "mrr", "ndcg")
-"""The figures, in the order pages list them (``mrr`` has no k)."""
-
-GOLD = "gold passages"
-CONTAINMENT = "answer containment (DPR)"
-"""The two kinds of relevance a figure can be computed on (its ``relevance`` column)."""
 
 SUMMARY_COLUMNS = ("arm", "figure", "k", "value", "ci_low", "ci_high", "items", "runs",
                    "relevance")
@@ -88,79 +96,6 @@ def run_figures(ranks: Sequence[int], n_gold: int | None, ks: Sequence[int] = KS
     return figures
 
 
-def _names(ks: Sequence[int]) -> list[tuple[str, int | None]]:
-    return [(m, None) if m == "mrr" else (m, k) for m in METRICS
-            for k in ((None,) if m == "mrr" else ks)]
-
-
-def _ranks_of(ranks: Sequence[str] | pa.Array | pa.ChunkedArray
-              ) -> tuple[np.ndarray, np.ndarray]:
-    """Every rank of ``gold_ranks`` texts as integers and the position of its run, parsed
-    by Arrow (no Python object per run: issue 36's write-phase target)."""
-    if isinstance(ranks, pa.ChunkedArray):
-        ranks = ranks.combine_chunks()
-    texts = ranks if isinstance(ranks, pa.Array) else pa.array(ranks, type=pa.string())
-    texts = texts.cast(pa.string()).fill_null("")
-    if not pc.any(pc.match_substring(texts, " ")).as_py():  # at most one rank a run
-        found = pc.not_equal(texts, "")
-        values = pc.filter(texts, found).cast(pa.int64()).to_numpy(zero_copy_only=False)
-        owner = np.flatnonzero(found.to_numpy(zero_copy_only=False))
-        return values.astype(np.int64), owner.astype(np.int64)
-    parts = pc.split_pattern(texts, " ")
-    flat = pc.list_flatten(parts)
-    keep = pc.not_equal(flat, "")
-    values = pc.filter(flat, keep).cast(pa.int64()).to_numpy(zero_copy_only=False)
-    owner = pc.filter(pc.list_parent_indices(parts), keep).to_numpy(zero_copy_only=False)
-    return values.astype(np.int64), owner.astype(np.int64)
-
-
-def _each_figure(flat: np.ndarray, owner: np.ndarray, n_gold: np.ndarray, n: int,
-                 ks: Sequence[int]) -> Iterator[tuple[str, np.ndarray]]:
-    """Each figure's array over ``n`` runs, one at a time (``flat``/``owner``: every rank
-    found and its run, :func:`_ranks_of`), in :func:`_names` order: a caller reducing
-    each in turn holds one, not all 17 (issue 36's memory target)."""
-    width = int(flat.max()) + 1 if len(flat) else 1
-    unique = _unique_sorted(owner * width + flat)  # a context holding two gold passages: once
-    d_owner, d_rank = unique // width, unique % width
-    gains = 1.0 / np.log2(1.0 + d_rank)
-    ideal_steps = np.concatenate([[0.0], np.cumsum(1.0 / np.log2(2.0 + np.arange(max(ks))))])
-    gold = np.asarray(n_gold, dtype=np.float64)
-    known = ~np.isnan(gold)
-    whole = np.where(known, gold, 0).astype(np.int64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        for metric, k in _names(ks):
-            if metric == "mrr":
-                first = np.full(n, np.inf)
-                np.minimum.at(first, d_owner, d_rank.astype(np.float64))
-                yield "mrr", np.where(np.isfinite(first), 1.0 / first, 0.0)
-                continue
-            assert k is not None
-            if metric == "hit":
-                yield f"hit@{k}", (np.bincount(d_owner[d_rank <= k], minlength=n) > 0
-                                   ).astype(np.float64)
-            elif metric == "precision":
-                yield f"precision@{k}", np.bincount(d_owner[d_rank <= k], minlength=n) / k
-            elif metric == "recall":
-                found = np.bincount(owner[flat <= k], minlength=n).astype(np.float64)
-                yield f"recall@{k}", np.where(known, np.minimum(found / gold, 1.0), np.nan)
-            else:
-                top = d_rank <= k
-                dcg = np.bincount(d_owner[top], weights=gains[top], minlength=n)
-                ideal = ideal_steps[np.minimum(whole, k)]
-                yield f"ndcg@{k}", np.where(known & (whole > 0), dcg / ideal, np.nan)
-
-
-def _increasing(values: np.ndarray) -> bool:
-    """Whether the values are strictly increasing (then they are their own ``np.unique``)."""
-    return bool((values[1:] > values[:-1]).all())
-
-
-def _unique_sorted(values: np.ndarray) -> np.ndarray:
-    """``np.unique(values)``, without its sort when they already are sorted and unique
-    (one gold passage found per run at most, the usual case)."""
-    return values if _increasing(values) else np.unique(values)
-
-
 def figures_of(ranks: Sequence[str] | pa.Array | pa.ChunkedArray, n_gold: np.ndarray,
                ks: Sequence[int] = KS) -> dict[str, np.ndarray]:
     """:func:`run_figures` of many runs at once: ``ranks`` their ``gold_ranks`` texts,
@@ -171,78 +106,8 @@ def figures_of(ranks: Sequence[str] | pa.Array | pa.ChunkedArray, n_gold: np.nda
         >>> got["hit@3"].tolist(), got["mrr"].tolist()
         ([1.0, 0.0], [0.5, 0.0])
     """
-    flat, owner = _ranks_of(ranks)
-    return dict(_each_figure(flat, owner, n_gold, len(ranks), ks))
-
-
-class _Groups:
-    """The judged runs of a runs table grouped by (arm, item), arms in the order they first
-    appear: each figure is summed per group and each arm's groups are a slice."""
-
-    def __init__(self, runs: pd.DataFrame, by_id: bool = False) -> None:
-        ranks = runs["gold_ranks"]
-        judged = ranks.notna().to_numpy()
-        gold = runs["gold_n"].to_numpy(dtype=np.float64, na_value=np.nan)
-        self.relevance = GOLD if bool((judged & ~np.isnan(gold)).any()) else CONTAINMENT
-        if self.relevance == GOLD:
-            judged = judged & ~np.isnan(gold)
-        self.gold = gold[judged]
-        self.texts = pa.array(ranks[judged], type=pa.string(), from_pandas=True)
-        codes, arms = pd.factorize(runs["arm"][judged], sort=False)
-        self.arms = [str(a) for a in arms]
-        item = "item_id" if by_id or "item_index" not in runs.columns else "item_index"
-        item_codes, self.items = pd.factorize(runs[item][judged], sort=False)
-        width = max(len(self.items), 1)
-        combined = codes.astype(np.int64) * width + item_codes
-        if _increasing(combined):  # one run per (arm, item) in plan order: no sort needed
-            keys, self.inverse = combined, np.arange(len(combined))
-        else:
-            keys, self.inverse = np.unique(combined, return_inverse=True)
-            self.inverse = self.inverse.ravel()
-        self.item_of = keys % width  # each group's item code
-        self.bounds = np.searchsorted(keys // width, np.arange(len(self.arms) + 1))
-        self.runs = np.bincount(self.inverse, minlength=len(keys))
-        # one run per (arm, item), in table order (plan order: arms, then items): each
-        # figure's array is its sums as it is
-        self.in_order = len(keys) == len(self.inverse) and bool(
-            (self.inverse == np.arange(len(keys))).all())
-        self._pairs: dict[tuple[int, int], tuple[np.ndarray | slice, np.ndarray | slice]] = {}
-
-    def pair(self, a: int, b: int) -> tuple[np.ndarray | slice, np.ndarray | slice]:
-        """Where arms ``a`` and ``b``'s groups of the items both have are, in each arm's
-        slice (computed once per pair)."""
-        found = self._pairs.get((a, b))
-        if found is None:
-            items_a = self.item_of[self.bounds[a]:self.bounds[a + 1]]
-            items_b = self.item_of[self.bounds[b]:self.bounds[b + 1]]
-            if np.array_equal(items_a, items_b):  # the same items (the usual case)
-                found = (slice(None), slice(None))
-            else:
-                _, at_a, at_b = np.intersect1d(items_a, items_b, assume_unique=True,
-                                               return_indices=True)
-                found = (at_a, at_b)
-            self._pairs[(a, b)] = found
-        return found
-
-    def each_sum(self, ks: Sequence[int]) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
-        """Each figure's sum and count of runs per group, one figure at a time."""
-        flat, owner = _ranks_of(self.texts)
-        for name, values in _each_figure(flat, owner, self.gold, len(self.gold), ks):
-            missing = np.isnan(values)
-            if missing.all():
-                continue
-            if self.in_order:
-                counts = (~missing).astype(np.int64) if missing.any() else self.runs
-                yield name, np.where(missing, 0.0, values), counts
-                continue
-            if missing.any():
-                sums = np.bincount(self.inverse, weights=np.where(missing, 0.0, values),
-                                   minlength=len(self.runs))
-                counts = np.bincount(self.inverse, weights=~missing, minlength=len(self.runs))
-            else:
-                sums = np.bincount(self.inverse, weights=values, minlength=len(self.runs))
-                counts = self.runs
-            yield name, sums, counts.astype(np.int64)
+    flat, owner = ranks_of(ranks)
+    return dict(each_figure(flat, owner, n_gold, len(ranks), ks))
 
 
 def retrieval_figures(runs: pd.DataFrame, ks: Sequence[int] = KS, level: float = 0.95,
@@ -254,38 +119,35 @@ def retrieval_figures(runs: pd.DataFrame, ks: Sequence[int] = KS, level: float =
     difference_rows: list[dict[str, Any]] = []
     if "gold_ranks" not in runs.columns or not runs["gold_ranks"].notna().any():
         return (_summary_frame([]), pd.DataFrame(columns=_DIFFERENCE_COLUMNS))
-    groups = _Groups(runs)
+    groups = RunGroups(runs)
     deepest = max(ks)
     shown = list(figures_shown or (f"hit@{deepest}", f"recall@{deepest}", "mrr"))
     order = {name: i for i, name in enumerate(
-        metric if k is None else f"{metric}@{k}" for metric, k in _names(ks))}
+        metric if k is None else f"{metric}@{k}" for metric, k in figure_names(ks))}
     pairs = list(combinations(range(len(groups.arms)), 2))
-    kept: dict[str, np.ndarray] = {}
-    for name, sums, counts in groups.each_sum(ks):
+    family = max(len(pairs), 1)
+    coded = RunCodes.of(groups, ks)
+    compared: dict[str, _Compare] = {}
+    for name, intervals, compare in (_summed(groups, ks, level) if coded is None
+                                     else _coded(coded, level)):
         metric, _, depth = name.partition("@")
         for a, arm in enumerate(groups.arms):
-            part = slice(groups.bounds[a], groups.bounds[a + 1])
-            number = counts[part]
-            keep = number > 0
-            if not keep.any():
+            found = intervals(a)
+            if found is None:
                 continue
-            estimate, low, high = accuracy_interval(sums[part][keep], number[keep], level)
+            (estimate, low, high), items, made = found
             summary_rows[(a, order[name])] = {
                 "arm": arm, "figure": metric, "k": int(depth) if depth else None,
-                "value": estimate, "ci_low": low, "ci_high": high, "items": int(keep.sum()),
-                "runs": int(number.sum()), "relevance": groups.relevance}
+                "value": estimate, "ci_low": low, "ci_high": high, "items": items,
+                "runs": made, "relevance": groups.relevance}
         if name in shown:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                kept[name] = np.where(counts > 0, sums / counts, np.nan)
+            compared[name] = compare
     for a, b in pairs:
         for name in shown:
-            means = kept.get(name)
-            if means is None:
+            compare_arms = compared.get(name)
+            got = None if compare_arms is None else compare_arms(a, b, level, family)
+            if got is None:
                 continue
-            then, now = _aligned(groups, means, a, b)
-            if not len(then):
-                continue
-            got = compare_paired(now, then, level=level, family_size=max(len(pairs), 1))
             difference_rows.append({
                 "a": groups.arms[a], "b": groups.arms[b], "figure": name, "diff": got.estimate,
                 "ci_low": got.low, "ci_high": got.high, "p_value": got.p_value,
@@ -294,7 +156,77 @@ def retrieval_figures(runs: pd.DataFrame, ks: Sequence[int] = KS, level: float =
             pd.DataFrame(difference_rows, columns=_DIFFERENCE_COLUMNS))
 
 
-def _aligned(groups: _Groups, means: np.ndarray, a: int, b: int
+_Intervals = Callable[[int], "tuple[Interval, int, int] | None"]
+"""Arm ``a``'s interval of a figure, its items and its runs (``None``: no run)."""
+_Compare = Callable[[int, int, float, int], "Comparison | None"]
+"""Arms ``a`` and ``b``'s paired comparison of a figure at a level over a family
+(``None``: no item both have)."""
+
+
+def _summed(groups: RunGroups, ks: Sequence[int], level: float
+            ) -> Iterator[tuple[str, _Intervals, _Compare]]:
+    """Each figure from its sums and runs per (arm, item) (:meth:`RunGroups.each_sum`)."""
+    for name, sums, counts in groups.each_sum(ks):
+
+        def intervals(a: int, sums: np.ndarray = sums, counts: np.ndarray = counts
+                      ) -> tuple[Interval, int, int] | None:
+            part = slice(groups.bounds[a], groups.bounds[a + 1])
+            number = counts[part]
+            keep = number > 0
+            if not keep.any():
+                return None
+            return (accuracy_interval(sums[part][keep], number[keep], level),
+                    int(keep.sum()), int(number.sum()))
+
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = np.where(counts > 0, sums / counts, np.nan)
+
+        def compare(a: int, b: int, level: float, family: int, means: np.ndarray = means
+                    ) -> Comparison | None:
+            then, now = _aligned(groups, means, a, b)
+            if not len(then):
+                return None
+            return compare_paired(now, then, level=level, family_size=family)
+
+        yield name, intervals, compare
+
+
+def _coded(coded: RunCodes, level: float) -> Iterator[tuple[str, _Intervals, _Compare]]:
+    """Each figure from the counts of each arm's run codes (:class:`RunCodes`): the
+    intervals and comparisons :func:`_summed` gives, from the few values a figure takes."""
+    for name, table in coded.tables:
+        valid = ~np.isnan(table)
+        if not (coded.counts[:, valid] > 0).any():
+            continue  # no run has this figure (recall and nDCG without gold passages)
+        whole = valid & (table == np.floor(table))
+
+        def intervals(a: int, table: np.ndarray = table, valid: np.ndarray = valid,
+                      whole: np.ndarray = whole) -> tuple[Interval, int, int] | None:
+            times = coded.counts[a]
+            used = (times > 0) & valid
+            n = int(times[used].sum())
+            if not n:
+                return None
+            if whole[used].all():  # one run per item, whole values: accuracy_interval's
+                found = clopper_pearson(exact_sum(table[used], times[used]), n, level)
+            else:
+                found = clustered_mean_ci(table[coded.arm_codes(a)], level, trials=n)
+            return found, n, n
+
+        def compare(a: int, b: int, level: float, family: int, table: np.ndarray = table,
+                    valid: np.ndarray = valid) -> Comparison | None:
+            both = coded.joint(a, b)[np.ix_(valid, valid)]
+            at_a, at_b = np.nonzero(both)
+            if not len(at_a):
+                return None
+            values = table[valid]
+            return compare_paired_counts(values[at_b] - values[at_a], both[at_a, at_b],
+                                         level=level, family_size=family)
+
+        yield name, intervals, compare
+
+
+def _aligned(groups: RunGroups, means: np.ndarray, a: int, b: int
              ) -> tuple[np.ndarray, np.ndarray]:
     """Arms ``a`` and ``b``'s item means over the items both have a value for."""
     part_a = slice(groups.bounds[a], groups.bounds[a + 1])
@@ -359,7 +291,7 @@ def _item_means(runs: pd.DataFrame, ks: Sequence[int], names: Sequence[str]
     contexts."""
     if "gold_ranks" not in runs.columns or not runs["gold_ranks"].notna().any():
         return None
-    groups = _Groups(runs, by_id=True)
+    groups = RunGroups(runs, by_id=True)
     found = {}
     for name, sums, counts in groups.each_sum(ks):
         if name in names:
