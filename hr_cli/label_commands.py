@@ -54,8 +54,8 @@ def sample_labels(console: Console, run_dir: str | Path, n: int, seed: int | Non
                       f"random (seed {sample.seed}); the seed and the sampling frame are in "
                       f"{lit(folder.shown(kind.sample_file))}.")
     what = ("every arm's output on each sampled item" if kind == ACCURACY else
-            "every judged answer of each sampled item with its run's passages: is every "
-            "claim supported by them?")
+            "every judged answer of each sampled item with its run's passages (is every "
+            "claim supported by them?)")
     console.print(f"[bold]Labelling sheet:[/] {lit(folder.shown(names[2]))}: open it in a "
                   f"browser (it loads nothing), answer each output with y ({kind.yes}) or n "
                   f"({kind.no}), then Download labels (JSONL). Or write {kind.yes} or "

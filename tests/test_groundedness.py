@@ -8,6 +8,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from hr_core import ArmResult, Context
@@ -19,6 +20,7 @@ from hr_core.judge.groundedness import (
     groundedness_summary,
     judge_groundedness,
 )
+from hr_core.report.retrieval import groundedness_markdown
 from hr_core.run.session import BenchmarkSession, plan_benchmark
 from hr_core.stats import clopper_pearson
 
@@ -108,3 +110,14 @@ def test_a_judge_file_with_the_groundedness_rubric_is_the_same_judge(tmp_path: P
     path.write_text(yaml.safe_dump({"model": "mock-model", "mode": "grade", "orders": 2,
                                     "rubric": GROUNDEDNESS_RUBRIC}), "utf-8")
     assert load_judge(path).hash == groundedness_config("mock-model").hash
+
+
+def test_an_arm_with_no_judged_answer_shows_one_dash_not_an_interval_of_dashes() -> None:
+    """An arm whose runs gave no answer with passages (an extractor without contexts, an arm
+    that always abstains) has no share: report.md says so with one dash (it printed
+    '– (–––)')."""
+    verdicts = pd.DataFrame({"arm": ["a", "a"], "item_id": ["q1", "q2"],
+                             "supported": [True, False]})
+    lines = groundedness_markdown(groundedness_summary(verdicts, arms=["a", "none"]))
+    assert lines[-2] == "| a | 2 | 1 | 0.500 (0.013–0.987) | 0 |"
+    assert lines[-1] == "| none | 0 | 0 | – | 0 |"

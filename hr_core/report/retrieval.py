@@ -30,6 +30,16 @@ def _share(value: Any) -> str:
 
 
 def _with_ci(row: Any) -> str:
+    """A figure and its interval; a lone dash for a figure of no runs.
+
+    Example:
+        >>> _with_ci({"value": 0.5, "ci_low": 0.25, "ci_high": 0.75})
+        '0.500 (0.250–0.750)'
+        >>> _with_ci({"value": float("nan"), "ci_low": float("nan"), "ci_high": float("nan")})
+        '–'
+    """
+    if pd.isna(row["value"]):
+        return _share(row["value"])
     return f"{_share(row['value'])} ({_share(row['ci_low'])}–{_share(row['ci_high'])})"
 
 
