@@ -28,7 +28,9 @@ from hr_core.core.errors import (
     SpecError,
     StoreWriteError,
 )
+from hr_core.core.safe import visible
 from hr_core.models.batch_api import BatchStatus
+from hr_core.models.ratelimit.reach import halted_benchmark
 from hr_core.run.batch.engine import StatusFn
 from hr_core.run.batch.pending import BatchesSubmitted
 from hr_core.run.progress import ProgressFn, progress_callback
@@ -240,6 +242,11 @@ async def _benchmark(invocation: Invocation) -> Benchmark:
     finally:
         session.close()
     _check_health(bench, invocation.plan)
+    halted = halted_benchmark(bench)
+    if halted is not None:  # an endpoint down or out of quota: a partial run, not finished
+        get_run_logger().error(visible(str(halted), newlines=False))
+        return Failed(message=f"EndpointsHalted: {visible(str(halted), newlines=False)}",  # type: ignore[return-value]
+                      data=halted)
     return bench
 
 

@@ -152,6 +152,10 @@ def hr_benchmark(
 
     Raises:
         ErrorRateExceeded: an arm erred above ``max_error_rate`` (see above).
+        EndpointsHalted: a model endpoint was halted (unreachable, quota exhausted): the
+            results so far are written (its ``benchmark``), the flow run ends Failed with
+            the one line naming the endpoint and the runs not made; the same call again
+            makes them once the endpoint answers.
 
     Example (not run as a doctest: it needs a server, a model or a run)::
 

@@ -21,13 +21,13 @@ from hr_cli.progress import ArmProgress
 from hr_cli.signals import interruptible
 from hr_core.analysis.health import ErrorRateExceeded
 from hr_core.core.errors import FlowRunStopped
-from hr_core.models.ratelimit.reach import halted_error
+from hr_core.models.ratelimit.reach import EndpointsHalted, halted_benchmark
 from hr_core.run.batch.pending import BatchesSubmitted
 from hr_core.run.stopping import StopRule
 from hr_server.control import ServerError, prepare_prefect, server_status
 from hr_server.temporary import temporary_api_url
 
-__all__ = ["halted_run", "quiet_prefect_console", "run_benchmark", "run_spec"]
+__all__ = ["quiet_prefect_console", "run_benchmark", "run_spec"]
 
 
 _SAID_BY_HR = ("ErrorRateExceeded", "StoreWriteError", "BenchmarkCancelled", "FlowRunDeleted")
@@ -184,22 +184,12 @@ def run_spec(console: Console, spec: Path, *, runs: int | None, store: str | Pat
     except ErrorRateExceeded as exc:
         if exc.benchmark is not None:
             print_results(console, exc.benchmark)
-            halted = halted_run(exc.benchmark)
+            halted = halted_benchmark(exc.benchmark)
             if halted is not None:
                 console.print(f"hr: warning: {line(str(halted))}", style="yellow", markup=False)
         raise
+    except EndpointsHalted as exc:  # the flow run ended Failed: its results are written
+        if exc.benchmark is not None:
+            print_results(console, exc.benchmark)
+        raise
     print_results(console, bench)
-    halted = halted_run(bench)
-    if halted is not None:  # an endpoint unreachable or out of quota: not a finished run
-        raise halted
-
-
-def halted_run(bench: Any) -> Exception | None:
-    """The error of a run whose endpoints were halted (unreachable, quota exhausted):
-    :class:`~hr_core.models.ratelimit.reach.EndpointsHalted` (exit status 9), else ``None``."""
-    halts = bench.manifest.halts
-    if not halts:
-        return None
-    kinds = bench.runs["failure_kind"]
-    name = str(bench.manifest.name or "benchmark")
-    return halted_error(name, halts, int((kinds == "budget_stop").sum()), bench)

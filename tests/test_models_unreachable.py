@@ -214,3 +214,39 @@ def test_a_scheduled_run_whose_endpoint_is_halted_fails_without_a_regression_che
             return list(await client.read_latest_artifacts(artifact_filter=flt))
 
     assert asyncio.run(artifacts()) == []
+
+
+def test_a_benchmark_flow_run_whose_endpoint_is_halted_ends_failed_with_its_results(
+        tmp_path: Path, prefect_harness: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dashboard-monitored hr-benchmark run (a deployment's, or ``hr_benchmark`` from
+    Python) whose endpoint was halted is not a finished run: its flow run ends Failed
+    with the one-line reason (it ended Completed), and the call raises EndpointsHalted
+    carrying the results written so far (it returned them as if all were made)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+
+    from flows import hr_benchmark
+
+    monkeypatch.setenv("HR_TEST_DEAD_KEY", KEY)
+    (tmp_path / "ref.jsonl").write_text("".join(
+        json.dumps({"id": f"i{i}", "question": f"Q{i}", "label": "Paris"}) + "\n"
+        for i in range(6)))
+    spec = tmp_path / "dead.yaml"
+    spec.write_text(SPEC.format(port=_closed_port()).replace("name: deadend",
+                                                             "name: deadend-flow"))
+    with pytest.raises(EndpointsHalted, match=r"^deadend-flow: .*127\.0\.0\.1.*unreachable"
+                                              r".*6 run\(s\) of llm not made") as caught:
+        hr_benchmark(str(spec), store=str(tmp_path / "store"))
+    bench = caught.value.benchmark
+    assert bench is not None and (Path(bench.run_dir) / "runs.parquet").exists()
+    assert bench.runs["failure_kind"].eq("budget_stop").all()
+
+    async def states() -> list[tuple[str, str]]:
+        flt = FlowRunFilter(name=FlowRunFilterName(like_="deadend-flow-"))
+        async with get_client() as client:
+            runs = await client.read_flow_runs(flow_run_filter=flt)
+        return [(str(r.state.type.value), str(r.state.message)) for r in runs if r.state]
+
+    (state, message), = asyncio.run(states())
+    assert state == "FAILED", (state, message)
+    assert "EndpointsHalted" in message and "llm not made" in message and KEY not in message

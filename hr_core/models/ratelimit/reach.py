@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx2
@@ -28,7 +29,7 @@ import httpx2
 from hr_core.core.errors import HrError
 
 __all__ = ["EXIT_HALTED", "UNREACHABLE_AFTER", "UNREACHABLE_MIN_S", "EndpointsHalted", "Reach",
-           "cannot_connect", "halted_error", "safe_url"]
+           "cannot_connect", "halted_benchmark", "halted_error", "safe_url"]
 
 UNREACHABLE_AFTER = 4
 """Connection failures in a row (no answer between) that halt an endpoint ..."""
@@ -138,3 +139,15 @@ def halted_error(name: str, halts: Mapping[str, str] | None, not_made: int | Non
         f"{name}: {first}; {made}{', '.join(halts)} not made. The results so far are "
         "written; run the same benchmark again once the endpoint answers to make them",
         benchmark)
+
+
+def halted_benchmark(bench: Any) -> EndpointsHalted | None:
+    """The error of a finished benchmark (a ``Benchmark``) whose endpoints were halted
+    (unreachable, quota exhausted), with how many runs were not made; ``None`` when none
+    was. What ``hr run`` exits 9 with and the hr-benchmark flow run ends Failed with."""
+    halts = bench.manifest.halts
+    if not halts:
+        return None
+    kinds = bench.runs["failure_kind"]
+    name = str(bench.manifest.name or "benchmark")
+    return halted_error(name, halts, int((kinds == "budget_stop").sum()), bench)
