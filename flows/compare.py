@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import Coroutine, Mapping, Sequence
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 from prefect import tags
+from prefect.exceptions import Abort
 from prefect.runtime import flow_run
-from prefect.states import Completed
+from prefect.states import Cancelled, Completed
 
+from flows._cancel import run_watched
 from flows._sync import run_to_end
 from flows.benchmark import publishing  # hr-benchmark's batch progress, shared
 from flows.clients import in_prefect, with_run_name
@@ -21,12 +24,12 @@ from flows.judge_validate import log_belongs_to
 from flows.labels import benchmark_tags
 from hr_core.analysis.benchmark import Benchmark
 from hr_core.core.checks import positive_int
-from hr_core.core.errors import HrTypeError, SpecError
+from hr_core.core.errors import BenchmarkCancelled, FlowRunStopped, HrTypeError, SpecError
 from hr_core.data.reference import Reference
 from hr_core.judge.pairwise import Comparison, comparison_rows
 from hr_core.run.batch.judging import batch_options
-from hr_core.run.batch.pending import BatchesSubmitted
-from tasks.benchmark import ProgressPublisher
+from hr_core.run.batch.pending import BatchesSubmitted, BatchesWaiting
+from tasks.benchmark import ProgressPublisher, run_client
 from tasks.compare import judge_comparison_batched, judge_comparison_chunk, publish_comparison
 
 __all__ = ["compare_flow", "hr_compare", "hr_compare_async"]
@@ -37,7 +40,7 @@ class _Comparing:
     never a flow parameter)."""
 
     __slots__ = ("arms", "batch", "bench", "chunk_size", "concurrency", "config", "model",
-                 "reference", "submitted")
+                 "reference", "stopped", "submitted")
 
     def __init__(self, bench: Benchmark, arms: list[str], config: Any, model: Any,
                  reference: Reference | None, concurrency: int, chunk_size: int,
@@ -46,6 +49,7 @@ class _Comparing:
         self.reference, self.concurrency, self.chunk_size = reference, concurrency, chunk_size
         self.batch = batch or {}  # a batched judge's options (submit_only, poll_s, ...)
         self.submitted: BatchesSubmitted | None = None  # submit_only: batches submitted
+        self.stopped: FlowRunStopped | None = None  # its flow run was cancelled or deleted
 
 
 def _stem(judge_hash: str, arms: Sequence[str]) -> str:
@@ -101,26 +105,44 @@ async def compare_flow(
     reference = job.reference if job.reference is not None else bench.reference
     items = None if reference is None else {item.id: item for item in reference}
     rows, skipped = comparison_rows(bench, job.arms, items)
-    if job.config.batch:  # one task: its passes collect, submit, wait and serve
-        # the batches' counts while hr waits: the flow run's progress artifact too, as
-        # hr-benchmark's (its own key: the benchmark's progress stays as it ended)
-        progress = ProgressPublisher(f"{bench.manifest.name or 'benchmark'}-comparison")
-        options = {**job.batch, "on_status": publishing(job.batch.get("on_status"), progress)}
-        batched = await judge_comparison_batched(
-            job.config, job.model, rows, job.arms, job.concurrency, str(_batch_folder(job)),
-            options)
-        if isinstance(batched, BatchesSubmitted):  # submit_only: did what it was asked
-            job.submitted = batched
-            return Completed(message=str(batched))  # type: ignore[return-value]
-        results = [batched]
-    else:
+    run_id = flow_run.get_id()
+    stop = threading.Event()  # set when the flow run is cancelled or deleted
+    waiting: list[BatchesWaiting] = []
+
+    async def judge_all() -> list[list[dict[str, Any]]] | BatchesSubmitted:
+        if job.config.batch:  # one task: its passes collect, submit, wait and serve
+            # the batches' counts while hr waits: the flow run's progress artifact too, as
+            # hr-benchmark's (its own key: the benchmark's progress stays as it ended)
+            progress = ProgressPublisher(f"{bench.manifest.name or 'benchmark'}-comparison")
+            options = {**job.batch,
+                       "on_status": publishing(job.batch.get("on_status"), progress)}
+            try:
+                batched = await judge_comparison_batched(
+                    job.config, job.model, rows, job.arms, job.concurrency,
+                    str(_batch_folder(job)), options, stop.is_set)
+            except BatchesWaiting as exc:  # stopped: what keeps running at the provider
+                waiting.append(exc)
+                raise
+            return batched if isinstance(batched, BatchesSubmitted) else [batched]
         chunks = [rows[i:i + job.chunk_size] for i in range(0, len(rows), job.chunk_size)]
-        results = await asyncio.gather(*(
+        return list(await asyncio.gather(*(
             judge_comparison_chunk(job.config, job.model, chunk, job.arms, job.concurrency,
                                    index)
-            for index, chunk in enumerate(chunks)
-        ))
-    run_id = flow_run.get_id()
+            for index, chunk in enumerate(chunks))))
+
+    try:  # a flow run cancelled or deleted from the API stops the judging (flows._cancel)
+        results = await run_watched(judge_all(), None if run_id is None else str(run_id),
+                                    run_client(), stop.set)
+    except FlowRunStopped as exc:  # what keeps running at the provider, and what collects it
+        job.stopped = stopped = type(exc)(exc.what, str(waiting[0]) if waiting else None,
+                                          noun="comparison")
+        if not isinstance(stopped, BenchmarkCancelled):  # deleted: no state to report
+            raise Abort(f"{type(stopped).__name__}: {stopped}") from None
+        return Cancelled(message=f"BenchmarkCancelled: {stopped}",  # type: ignore[return-value]
+                         data=stopped)
+    if isinstance(results, BatchesSubmitted):  # submit_only: did what it was asked
+        job.submitted = results
+        return Completed(message=str(results))  # type: ignore[return-value]
     manifest = {
         "benchmark_run_id": bench.run_id, "benchmark_run_dir": bench.run_dir,
         "arms": job.arms, "mode": job.config.mode, "judge_hash": job.config.hash,
@@ -242,6 +264,10 @@ async def _call(named: Any, job: _Comparing, parameters: dict[str, Any],
     try:
         with tags(*run_tags):
             comparison: Comparison = await in_prefect(named(**parameters))
+    except (Exception, Abort) as exc:
+        if job.stopped is None or exc is job.stopped:
+            raise
+        raise job.stopped from None  # a deleted flow run (Abort)
     finally:
         _JOB.reset(token)
     if job.submitted is not None:  # submit_only: the batches run at the provider

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +32,15 @@ async def judge_comparison_chunk(config: Any, model: Any, rows: Sequence[Compari
 @task(name="judge-comparison-batched", cache_policy=NO_CACHE, persist_result=False)
 async def judge_comparison_batched(config: Any, model: Any, rows: Sequence[ComparisonRow],
                                    arms: Sequence[str], concurrency: int, folder: str,
-                                   options: Mapping[str, Any]
+                                   options: Mapping[str, Any],
+                                   halted: Callable[[], bool] | None = None,
                                    ) -> list[dict[str, Any]] | BatchesSubmitted:
     """Judge every row through the provider's batch API (a judge with ``batch: true``:
     :class:`~hr_core.run.batch.judging.BatchJudging`, its ledger in ``folder``); with
     ``submit_only`` the :class:`BatchesSubmitted` saying what runs at the provider (the
-    task did what it was asked: not a failure)."""
-    judging = BatchJudging(Path(folder), config, model, **options)
+    task did what it was asked: not a failure). ``halted``: stop waiting (the flow run was
+    cancelled): :class:`~hr_core.run.batch.pending.BatchesWaiting` says what keeps running."""
+    judging = BatchJudging(Path(folder), config, model, halted=halted, **options)
 
     async def judge_pass(batched: Any) -> list[dict[str, Any]]:
         return await judge_rows(config, batched, rows, arms, concurrency)

@@ -347,3 +347,72 @@ def test_a_second_invocation_on_the_same_ledger_is_refused_naming_the_first(
         first.release()
     assert server.book.created == 0
     assert len(hr_compare(bench.run_dir, ["right", "half"], judge, batch=FAST).pairs) == 10
+
+
+def test_a_comparison_flow_run_cancelled_from_the_api_stops_and_says_its_batch_keeps_running(
+        prefect_harness: None, server: FakeOpenAIBatchServer, tmp_path: Path) -> None:
+    """The dashboard's Cancel on an hr-compare flow run waiting for its judge's batch: the
+    comparison stops within seconds (it waited for the batch to end), the flow run ends
+    Cancelled, and the call says the batch keeps running, which command collects it and
+    how to cancel it; the same call afterwards collects it without paying twice."""
+    import threading
+
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterTags
+    from prefect.states import Cancelling
+
+    from hr_core.core.errors import BenchmarkCancelled
+
+    bench = hr_benchmark({"right": right, "half": half}, ITEMS, name="cmp-cancel",
+                         store=str(tmp_path))
+    judge = _judge(server, batch=True)
+    server.book.polls = 10**6  # never ends while the test waits
+    cancelled: list[Any] = []
+
+    async def cancel() -> None:
+        async with get_client() as client:
+            for _ in range(2400):
+                runs = await client.read_flow_runs(flow_run_filter=FlowRunFilter(
+                    tags=FlowRunFilterTags(all_=["cmp-cancel", "compare"])))
+                running = [r for r in runs if r.state is not None and r.state.is_running()]
+                shown = running and [a for a in await run_artifacts(client, running[0].id)
+                                     if a.type == "progress"
+                                     and "in_progress" in str(a.description)]
+                if shown:  # waiting for its batch, as the progress artifact says
+                    await client.set_flow_run_state(running[0].id, Cancelling(), force=True)
+                    cancelled.append(running[0].id)
+                    break
+                await asyncio.sleep(0.05)
+            for _ in range(600):  # a cancel ignored: Ctrl-C after 60 s, so the test fails
+                run = await client.read_flow_run(cancelled[0]) if cancelled else None
+                if run is not None and run.state is not None and run.state.is_final():
+                    return
+                await asyncio.sleep(0.1)
+            interrupt.request_stop()
+
+    thread = threading.Thread(target=lambda: asyncio.run(cancel()), daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(BenchmarkCancelled) as raised:
+            hr_compare(bench.run_dir, ["right", "half"], judge, batch={"poll_s": 0.05})
+    finally:
+        thread.join(timeout=120)
+        interrupt.clear_stop()
+    message = str(raised.value)
+    assert "was cancelled from the Prefect API" in message
+    assert "1 judge batch(es) of 20 request(s) keep running at the provider" in message
+    assert "run `hr compare" in message and "`hr cancel " in message
+    assert server.book.created == 1
+
+    async def state() -> str:
+        async with get_client() as client:
+            run = await client.read_flow_run(cancelled[0])
+        return str(run.state.type.value) if run.state else ""
+
+    assert asyncio.run(state()) == "CANCELLED"
+    for job in list(server.book.jobs.values()):  # the provider ends it: the same call
+        job.polls = 1                           # collects it
+        while job.state != "ended":
+            server.book.retrieve(job)
+    comparison = hr_compare(bench.run_dir, ["right", "half"], judge, batch=FAST)
+    assert comparison.summary().iloc[0]["a_wins"] == 5
+    assert server.book.created == 1 and server.book.twice() == []

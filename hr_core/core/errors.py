@@ -76,17 +76,20 @@ class FlowRunStopped(HrError, RuntimeError):
     exit_status = 7
     label = "cancelled"
 
-    def __init__(self, what: str, kept: str | None = None, resume: str | None = None) -> None:
+    def __init__(self, what: str, kept: str | None = None, resume: str | None = None,
+                 noun: str = "benchmark") -> None:
         super().__init__(what)
         self.what = what
         self.kept = kept
         self.resume = resume
+        self.noun = noun
+        """What stopped: ``benchmark``, or ``comparison`` (an hr-compare flow run)."""
 
     def __str__(self) -> str:
         kept = "" if self.kept is None else f" {self.kept}."
-        then = ("Run the same benchmark again to resume" if self.resume is None
+        then = (f"Run the same {self.noun} again to resume" if self.resume is None
                 else f"Run `{self.resume}` to resume")
-        return f"{self.what}; the benchmark stopped.{kept} {then}."
+        return f"{self.what}; the {self.noun} stopped.{kept} {then}."
 
 
 class BenchmarkCancelled(FlowRunStopped):

@@ -67,12 +67,13 @@ class _Standalone:
     folder for the ledger, no budget (a comparison has none), and whether to stop
     (Ctrl-C)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, halted: Callable[[], bool] | None = None) -> None:
         self.store = _Store(folder)
         self.ledger = BudgetLedger(None, ["judge"])
+        self._halted = halted
 
     def halted(self) -> bool:
-        return interrupt.stop_requested()
+        return interrupt.stop_requested() or (self._halted is not None and self._halted())
 
 
 class BatchJudging:
@@ -83,18 +84,20 @@ class BatchJudging:
         config: the judge (a ``JudgeConfig`` with ``batch``).
         model: its chat model (``config.chat_model(...)``); :attr:`model` is it wrapped.
         command: the command that collects the batches, for the lines this says.
+        halted: whether to stop waiting (besides Ctrl-C): a flow run cancelled from the
+            Prefect API (``flows.compare``); the batches keep running, as after Ctrl-C.
     """
 
     def __init__(self, folder: Path, config: Any, model: Any, *, command: str,
                  poll_s: float = 30.0, on_status: StatusFn | None = None,
-                 submit_only: bool = False) -> None:
+                 submit_only: bool = False, halted: Callable[[], bool] | None = None) -> None:
         if not hasattr(config, "model_spec"):
             raise SpecError("batch: true on a jury's members is not supported: call the jury "
                             "live (remove batch: true) or validate each member alone")
         self.folder = Path(folder)
         self.command = command
         self.submit_only = submit_only
-        self.engine = BatchEngine(cast(Any, _Standalone(self.folder)), poll_s=poll_s,
+        self.engine = BatchEngine(cast(Any, _Standalone(self.folder, halted)), poll_s=poll_s,
                                   on_status=on_status, submit_only=submit_only)
         spec = config.model_spec or ModelSpec.of(config.model)
         self.model = self.engine._wrap(model, spec, "judge", "judge", "the judge")
