@@ -32,7 +32,7 @@ from hr_core.analysis.health import ErrorRateExceeded
 from hr_core.analysis.verdict import sequential_note
 from hr_core.core.errors import BenchmarkCancelled, HrError
 from hr_core.core.safe import visible
-from hr_core.models.ratelimit.reach import halted_error
+from hr_core.models.ratelimit.reach import halted_benchmark
 from hr_core.store.folder import flow_run_run_id
 from tasks.limits import ProviderLimit
 from tasks.regression import check_regression, publish_regression
@@ -130,7 +130,7 @@ async def hr_scheduled_benchmark(
         return Cancelled(message=f"BenchmarkCancelled: {exc}",  # type: ignore[return-value]
                          data=exc)
     name = str(bench.manifest.name or "benchmark")
-    halted = halted_error(name, bench.manifest.halts, benchmark=bench)
+    halted = halted_benchmark(bench)
     if halted is not None:  # a partial run (an endpoint down or out of quota): no check
         raise halted
     run_dir = str(bench.run_dir)

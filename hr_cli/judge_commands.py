@@ -229,7 +229,8 @@ def judge_run_groundedness(console: Console, run_dir: str, model: str, orders: i
     console.print(line(f"Judge {config.hash[:12]} against people's labels: {standing}; "
                        f"validate it with `hr judge validate` on labelled (question, answer, "
                        f"passages) rows, records in {store}"), markup=False)
-    found = corrected_groundedness(run_dir, bench.arms)  # people's labels of this run
+    found = corrected_groundedness(  # people's labels of this run, on the verdicts just made
+        run_dir, bench.arms, verdicts=verdicts.assign(config_hash=config.hash))
     print_corrected(console, found)
     if found is None:
         console.print(line(f"Correct these shares by people's labels of this run: `hr label "

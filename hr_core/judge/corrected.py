@@ -297,13 +297,15 @@ def groundedness_table(verdicts: pd.DataFrame, labels: Sequence[HumanLabel]) -> 
 
 def corrected_groundedness(run_dir: str | None, arms: Sequence[str] | None = None,
                            labels: Sequence[HumanLabel] | None = None,
-                           level: float = 0.95) -> CorrectedAccuracy | None:
+                           level: float = 0.95, verdicts: pd.DataFrame | None = None,
+                           ) -> CorrectedAccuracy | None:
     """Each arm's share of answers not supported by their own passages, corrected by the
     run's random groundedness labels (PPI++, :func:`arm_estimate`: items the units, their
     judged runs the cluster), beside the judge's share (``groundedness_summary``'s) and its
     ``judge_hash``; ``None`` without random labels, or without verdicts (labels kept from
     a run whose ``groundedness.parquet`` was deleted: nothing to correct until it is
-    judged again). No paired differences.
+    judged again). No paired differences. ``verdicts``: the run's ``groundedness.parquet``
+    when the caller has read it already (else it is read here).
     """
     if run_dir is None:
         return None
@@ -312,7 +314,8 @@ def corrected_groundedness(run_dir: str | None, arms: Sequence[str] | None = Non
     used = [x for x in labels if x.random]
     if not used:
         return None
-    verdicts = read_groundedness(run_dir)
+    if verdicts is None:
+        verdicts = read_groundedness(run_dir)
     if verdicts is None:
         return None
     table = groundedness_table(verdicts, used)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
+
 from hr_core.analysis.benchmark import Benchmark
 from hr_core.judge.corrected import (
     CorrectedAccuracy,
@@ -31,13 +33,14 @@ def read_corrected(folder: RunFolder, manifest: RunManifest, runs: Any
     return corrected_accuracy(Benchmark(runs, manifest, run_dir=folder.run_dir))
 
 
-def read_corrected_groundedness(folder: RunFolder, arms: list[str]
+def read_corrected_groundedness(folder: RunFolder, arms: list[str],
+                                verdicts: pd.DataFrame | None = None
                                 ) -> CorrectedAccuracy | None:
     """The run's unsupported shares corrected by its groundedness labels (``None``
-    without)."""
+    without); ``verdicts``: its ``groundedness.parquet``, when read already."""
     if not folder.exists(GROUNDEDNESS.labels_file):
         return None
-    return corrected_groundedness(folder.run_dir, arms)
+    return corrected_groundedness(folder.run_dir, arms, verdicts=verdicts)
 
 
 def _range(low: float, high: float) -> str:

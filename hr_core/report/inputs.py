@@ -307,6 +307,7 @@ def load_report_inputs(run_dir: str | Path) -> ReportInputs:
         raise ReportError(str(exc)) from None
     texts = None
     runs: pd.DataFrame | None
+    grounded = read_groundedness(folder.run_dir)  # read once: the section and its correction
     if folder.is_file("runs.parquet"):  # the columns the report computes from; texts by row
         stored = RunsFile(lambda: folder.open("runs.parquet"), lambda exc: ReportError(
             f"{folder.shown('runs.parquet')} is corrupt or truncated "
@@ -316,7 +317,6 @@ def load_report_inputs(run_dir: str | Path) -> ReportInputs:
         retrieval = (retrieval_parts(stored.read(["arm", "item_id", "gold_ranks", "gold_n",
                                                   "attribution"]), manifest)
                      if "gold_ranks" in stored.names() else None)
-        grounded = read_groundedness(folder.run_dir)
         if retrieval is not None and grounded is not None and len(grounded):
             retrieval["groundedness"] = groundedness_summary(
                 grounded, arms=list(pd.unique(runs["arm"])))
@@ -347,7 +347,7 @@ def load_report_inputs(run_dir: str | Path) -> ReportInputs:
         slices=_read_frame(folder, "summary_slices"),
         corrected=read_corrected(folder, manifest, runs),
         corrected_groundedness=read_corrected_groundedness(
-            folder, list(pd.unique(runs["arm"]))),
+            folder, list(pd.unique(runs["arm"])), grounded),
         retrieval=retrieval,
     )
 

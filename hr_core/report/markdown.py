@@ -266,7 +266,7 @@ def report_markdown(bench: Benchmark, summary: pd.DataFrame | None = None) -> st
     if grounded is not None and len(grounded):
         lines += groundedness_markdown(groundedness_summary(grounded, arms=bench.arms),
                                        str(grounded["config_hash"].iloc[0]))
-        found = corrected_groundedness(bench.run_dir, bench.arms)
+        found = corrected_groundedness(bench.run_dir, bench.arms, verdicts=grounded)
         if found is not None:
             heading, *rest = corrected_lines(found, name=_cell, bullet="- ")
             lines += ["", f"**{heading}**", "", *rest]
