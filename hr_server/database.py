@@ -5,7 +5,6 @@ version made it (moved out of ``hr_server.control``, which calls it before start
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import sqlite3
 from pathlib import Path
@@ -39,9 +38,10 @@ def check_database(home: Path) -> None:
     if not path.is_file():
         return
     versions = Path(prefect.__file__).parent / "server/database/_migrations/versions/sqlite"
-    pattern = re.compile(r"^\d{4}_\d{2}_\d{2}_\d{6}_([0-9a-f]+)_")
-    known = {m.group(1) for m in map(pattern.match, os.listdir(versions)) if m} if (
-        versions.is_dir()) else set()
+    # each migration declares its revision (its file's name does not always hold it)
+    declared = re.compile(r'^revision = "(\w+)"', re.M)
+    known = {m.group(1) for p in versions.glob("*.py")
+             if (m := declared.search(p.read_text(encoding="utf-8")))}
     try:
         with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
             revisions = [str(r[0]) for r in db.execute("SELECT version_num FROM alembic_version")]

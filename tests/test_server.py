@@ -322,3 +322,26 @@ def test_a_port_taken_under_the_start_is_named_and_another_is_tried(
         assert server_status(home).status == "running"
     finally:
         stop_server(home)
+
+
+def test_every_revision_prefect_declares_is_known_whatever_its_file_is_named(
+        tmp_path: Path) -> None:
+    """A database left at any of this Prefect's own schema revisions (a kill -9 while a
+    temporary server migrated it) is Prefect's to upgrade, not "another version's": before,
+    revisions were read from the migration files' names, and a file named after its slug
+    (``..._add_automation_tags_bb2345678901.py``) made `hr run` refuse its own database."""
+    versions = next((Path(sys.executable).parents[1] / "lib").glob(
+        "python3*/site-packages/prefect/server/database/_migrations/versions/sqlite"))
+    declared = sorted(m.group(1) for p in versions.glob("*.py")
+                      for m in [re.search(r'^revision = "(\w+)"', p.read_text(), re.M)] if m)
+    assert "bb2345678901" in declared
+    _prefect_db(tmp_path, declared[0])
+    check = ("import sqlite3, sys; from pathlib import Path; "
+             "from hr_server.database import check_database as c\n"
+             "for revision in sys.argv[1:]:\n"
+             "    with sqlite3.connect('prefect.db') as db:\n"
+             "        db.execute('UPDATE alembic_version SET version_num = ?', (revision,))\n"
+             "    c(Path('.'))\n")
+    done = subprocess.run([sys.executable, "-c", check, *declared], env=hr_env(tmp_path),
+                          cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-1500:]
